@@ -1,0 +1,162 @@
+/**
+ * Pure parse of the environment (spec 0 §4) into a typed Config. No I/O: main.ts reads the
+ * environment and hands the plain record in, so tests can build any configuration.
+ */
+
+export const SURFACES = ["backend", "plugin", "hypervisor", "host-agent"] as const;
+export type Surface = typeof SURFACES[number];
+
+export type HypervisorMode = "mock" | "real";
+export type HypervisorVersion = "9.2" | "9.1.11";
+
+export interface MockSeedSize {
+  nodes: number;
+  vms: number;
+  cts: number;
+  storages: number;
+}
+
+export interface Config {
+  port: number;
+  /** File path, ":memory:", a KV Connect URL, or undefined for the platform default (Deploy). */
+  kvPath: string | undefined;
+  surfaces: ReadonlySet<Surface>;
+  encryptionKey: string | undefined;
+  trustedProxies: ReadonlySet<string>;
+  allowLoopbackTargets: boolean;
+  hypervisor: {
+    mode: HypervisorMode;
+    schema: string | undefined;
+    version: HypervisorVersion;
+    seed: MockSeedSize;
+    mockUser: string;
+    mockPassword: string;
+    url: string | undefined;
+    username: string | undefined;
+    password: string | undefined;
+    tokenId: string | undefined;
+    tokenSecret: string | undefined;
+    verifyTls: boolean;
+    caFile: string | undefined;
+  };
+  inventoryBootstrapToken: string | undefined;
+}
+
+export const DEFAULT_PORT = 8800;
+export const DEFAULT_KV_PATH = "./data/bridgebox.kv";
+export const DEFAULT_SEED: MockSeedSize = { nodes: 3, vms: 12, cts: 4, storages: 2 };
+export const DEFAULT_MOCK_USER = "root@pam";
+export const DEFAULT_MOCK_PASSWORD = "bridgebox";
+
+export class ConfigError extends Error {
+  constructor(readonly variable: string, message: string) {
+    super(`${variable}: ${message}`);
+    this.name = "ConfigError";
+  }
+}
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+function text(env: Env, name: string): string | undefined {
+  const value = env[name]?.trim();
+  return value ? value : undefined;
+}
+
+function bool(env: Env, name: string, fallback: boolean): boolean {
+  const value = text(env, name)?.toLowerCase();
+  if (value === undefined) return fallback;
+  if (["1", "true", "yes", "on"].includes(value)) return true;
+  if (["0", "false", "no", "off"].includes(value)) return false;
+  throw new ConfigError(name, `expected true or false, got "${env[name]}"`);
+}
+
+function port(env: Env): number {
+  const value = text(env, "PORT");
+  if (value === undefined) return DEFAULT_PORT;
+  const parsed = Number(value);
+  if (!/^\d+$/.test(value) || parsed < 0 || parsed > 65535) {
+    throw new ConfigError("PORT", `expected a port number 0-65535, got "${value}"`);
+  }
+  return parsed;
+}
+
+function list(env: Env, name: string): string[] {
+  return (text(env, name) ?? "").split(",").map((s) => s.trim()).filter(Boolean);
+}
+
+function surfaces(env: Env): Set<Surface> {
+  const names = list(env, "SERVICE_SURFACES");
+  if (names.length === 0) return new Set(SURFACES);
+  for (const name of names) {
+    if (!(SURFACES as readonly string[]).includes(name)) {
+      throw new ConfigError(
+        "SERVICE_SURFACES",
+        `unknown surface "${name}" (known: ${SURFACES.join(", ")})`,
+      );
+    }
+  }
+  return new Set(names as Surface[]);
+}
+
+export function parseSeed(value: string | undefined): MockSeedSize {
+  const seed = { ...DEFAULT_SEED };
+  if (!value) return seed;
+  for (const part of value.split(",").map((s) => s.trim()).filter(Boolean)) {
+    const [key, raw] = part.split("=").map((s) => s.trim());
+    if (!(key in seed) || raw === undefined || !/^\d+$/.test(raw)) {
+      throw new ConfigError(
+        "HYPERVISOR_MOCK_SEED",
+        `expected e.g. nodes=3,vms=50,cts=10,storages=2, got "${part}"`,
+      );
+    }
+    const count = Number(raw);
+    if (key === "nodes" && (count < 1 || count > 64)) {
+      throw new ConfigError("HYPERVISOR_MOCK_SEED", "nodes must be between 1 and 64");
+    }
+    if (count > 100_000) {
+      throw new ConfigError("HYPERVISOR_MOCK_SEED", `${key} must be at most 100000`);
+    }
+    seed[key as keyof MockSeedSize] = count;
+  }
+  return seed;
+}
+
+export function parseConfig(env: Env): Config {
+  const mode = text(env, "HYPERVISOR_MODE") ?? "mock";
+  if (mode !== "mock" && mode !== "real") {
+    throw new ConfigError("HYPERVISOR_MODE", `expected mock or real, got "${mode}"`);
+  }
+  const version = text(env, "HYPERVISOR_VERSION") ?? "9.2";
+  if (version !== "9.2" && version !== "9.1.11") {
+    throw new ConfigError("HYPERVISOR_VERSION", `expected 9.2 or 9.1.11, got "${version}"`);
+  }
+  const url = text(env, "HYPERVISOR_URL");
+  if (mode === "real" && !url) {
+    throw new ConfigError("HYPERVISOR_URL", "required when HYPERVISOR_MODE=real");
+  }
+  return {
+    port: port(env),
+    kvPath: text(env, "SERVICE_KV_PATH") ?? (env.DENO_DEPLOYMENT_ID ? undefined : DEFAULT_KV_PATH),
+    surfaces: surfaces(env),
+    // The encryption key is used trimmed (spec 0 §1.2), so trimming here loses nothing.
+    encryptionKey: text(env, "SERVICE_ENCRYPTION_KEY"),
+    trustedProxies: new Set(list(env, "SERVICE_TRUSTED_PROXIES")),
+    allowLoopbackTargets: bool(env, "SERVICE_ALLOW_LOOPBACK_TARGETS", false),
+    hypervisor: {
+      mode,
+      schema: text(env, "HYPERVISOR_SCHEMA"),
+      version,
+      seed: parseSeed(text(env, "HYPERVISOR_MOCK_SEED")),
+      mockUser: text(env, "HYPERVISOR_MOCK_USER") ?? DEFAULT_MOCK_USER,
+      mockPassword: text(env, "HYPERVISOR_MOCK_PASSWORD") ?? DEFAULT_MOCK_PASSWORD,
+      url,
+      username: text(env, "HYPERVISOR_USERNAME"),
+      password: text(env, "HYPERVISOR_PASSWORD"),
+      tokenId: text(env, "HYPERVISOR_TOKEN_ID"),
+      tokenSecret: text(env, "HYPERVISOR_TOKEN_SECRET"),
+      verifyTls: bool(env, "HYPERVISOR_VERIFY_TLS", true),
+      caFile: text(env, "HYPERVISOR_CA_FILE"),
+    },
+    inventoryBootstrapToken: text(env, "INVENTORY_BOOTSTRAP_TOKEN"),
+  };
+}

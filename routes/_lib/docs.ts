@@ -1,0 +1,76 @@
+import { Hono } from "hono";
+import { Scalar } from "@scalar/hono-api-reference";
+
+/**
+ * Docs pages that work with no internet: the browser bundles of Scalar and Redoc are read
+ * from their npm packages and served by this app under `<base>/static/`.
+ */
+
+const ASSETS = {
+  "scalar.js": { specifier: "@scalar/api-reference", path: "dist/browser/standalone.js" },
+  "redoc.js": { specifier: "redoc", path: "bundles/redoc.standalone.js" },
+} as const;
+
+type AssetName = keyof typeof ASSETS;
+const cache = new Map<AssetName, Promise<Uint8Array>>();
+
+function packageRoot(specifier: string): URL {
+  // Resolves to <root>/node_modules/.../<pkg>/<main file>; walk up to the package folder.
+  const main = new URL(import.meta.resolve(specifier));
+  const marker = `/node_modules/${specifier}/`;
+  const at = main.pathname.lastIndexOf(marker);
+  if (at < 0) throw new Error(`cannot locate npm package ${specifier}`);
+  return new URL(`file://${main.pathname.slice(0, at + marker.length)}`);
+}
+
+export function readAsset(name: AssetName): Promise<Uint8Array> {
+  let pending = cache.get(name);
+  if (!pending) {
+    const { specifier, path } = ASSETS[name];
+    pending = Deno.readFile(new URL(path, packageRoot(specifier)));
+    pending.catch(() => cache.delete(name));
+    cache.set(name, pending);
+  }
+  return pending;
+}
+
+export function redocPage(title: string, specUrl: string, scriptUrl: string): string {
+  const esc = (s: string) => s.replace(/[&<>"]/g, (ch) => `&#${ch.charCodeAt(0)};`);
+  return `<!doctype html>
+<html><head><meta charset="utf-8"><title>${esc(title)}</title>
+<meta name="viewport" content="width=device-width, initial-scale=1"></head>
+<body><redoc spec-url="${esc(specUrl)}"></redoc>
+<script src="${esc(scriptUrl)}"></script></body></html>`;
+}
+
+/**
+ * Mounts `<docsPath>` (Scalar), optionally `<redocPath>` (Redoc) and the static assets under
+ * `<staticBase>` on the given app. The paths are absolute within that app.
+ */
+export function docsRoutes(options: {
+  title: string;
+  specUrl: string;
+  docsPath: string;
+  redocPath?: string;
+  staticBase: string;
+}): Hono {
+  const app = new Hono();
+  const { title, specUrl, docsPath, redocPath, staticBase } = options;
+  app.get(
+    docsPath,
+    Scalar({ url: specUrl, pageTitle: title, cdn: `${staticBase}/scalar.js`, withDefaultFonts: false }),
+  );
+  if (redocPath) {
+    app.get(redocPath, (c) => c.html(redocPage(title, specUrl, `${staticBase}/redoc.js`)));
+  }
+  app.get(`${staticBase}/:asset`, async (c) => {
+    const name = c.req.param("asset");
+    if (!(name in ASSETS)) return c.json({ detail: "Not Found" }, 404);
+    const body = await readAsset(name as AssetName);
+    return c.body(body as Uint8Array<ArrayBuffer>, 200, {
+      "content-type": "text/javascript; charset=utf-8",
+      "cache-control": "public, max-age=86400",
+    });
+  });
+  return app;
+}

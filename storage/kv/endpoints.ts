@@ -1,0 +1,126 @@
+import type {
+  HypervisorEndpointRecord,
+  HypervisorEndpointStore,
+  InventoryEndpointRecord,
+  InventoryEndpointStore,
+  Saved,
+} from "../ports.ts";
+import { keys } from "./keys.ts";
+import { listValues, readSequence, retryAtomic } from "./ids.ts";
+
+/** The inventory endpoint registry holds at most one entry; a singleton key enforces it. */
+export class KvInventoryEndpointStore implements InventoryEndpointStore {
+  constructor(private readonly kv: Deno.Kv) {}
+
+  list(): Promise<InventoryEndpointRecord[]> {
+    return listValues(this.kv, keys.inventoryEndpointPrefix());
+  }
+
+  async get(id: number): Promise<InventoryEndpointRecord | null> {
+    return (await this.kv.get<InventoryEndpointRecord>(keys.inventoryEndpoint(id))).value;
+  }
+
+  create(data: Omit<InventoryEndpointRecord, "id">): Promise<Saved<InventoryEndpointRecord>> {
+    return retryAtomic(async () => {
+      const singleton = await this.kv.get(keys.inventoryEndpointSingleton());
+      if (singleton.value !== null) return { ok: false, reason: "conflict" } as const;
+      const seq = await readSequence(this.kv, "inventory_endpoint");
+      const record = { ...data, id: seq.next };
+      const result = await this.kv.atomic()
+        .check(singleton)
+        .check({ key: seq.key, versionstamp: seq.versionstamp })
+        .set(seq.key, seq.next)
+        .set(keys.inventoryEndpointSingleton(), record.id)
+        .set(keys.inventoryEndpoint(record.id), record)
+        .commit();
+      return result.ok ? { ok: true, record } as const : undefined;
+    });
+  }
+
+  update(id: number, data: Omit<InventoryEndpointRecord, "id">): Promise<Saved<InventoryEndpointRecord>> {
+    return retryAtomic(async () => {
+      const current = await this.kv.get<InventoryEndpointRecord>(keys.inventoryEndpoint(id));
+      if (current.value === null) return { ok: false, reason: "not_found" } as const;
+      const record = { ...data, id };
+      const result = await this.kv.atomic().check(current).set(current.key, record).commit();
+      return result.ok ? { ok: true, record } as const : undefined;
+    });
+  }
+
+  delete(id: number): Promise<boolean> {
+    return retryAtomic(async () => {
+      const current = await this.kv.get(keys.inventoryEndpoint(id));
+      if (current.value === null) return false;
+      const result = await this.kv.atomic()
+        .check(current)
+        .delete(current.key)
+        .delete(keys.inventoryEndpointSingleton())
+        .commit();
+      return result.ok ? true : undefined;
+    });
+  }
+}
+
+/** Hypervisor endpoint copies, unique by name through a name index checked in every write. */
+export class KvHypervisorEndpointStore implements HypervisorEndpointStore {
+  constructor(private readonly kv: Deno.Kv) {}
+
+  list(): Promise<HypervisorEndpointRecord[]> {
+    return listValues(this.kv, keys.hypervisorEndpointPrefix());
+  }
+
+  async get(id: number): Promise<HypervisorEndpointRecord | null> {
+    return (await this.kv.get<HypervisorEndpointRecord>(keys.hypervisorEndpoint(id))).value;
+  }
+
+  create(data: Omit<HypervisorEndpointRecord, "id">): Promise<Saved<HypervisorEndpointRecord>> {
+    return retryAtomic(async () => {
+      const name = await this.kv.get(keys.hypervisorEndpointName(data.name));
+      if (name.value !== null) return { ok: false, reason: "conflict" } as const;
+      const seq = await readSequence(this.kv, "hypervisor_endpoints");
+      const record = { ...data, id: seq.next };
+      const result = await this.kv.atomic()
+        .check(name)
+        .check({ key: seq.key, versionstamp: seq.versionstamp })
+        .set(seq.key, seq.next)
+        .set(name.key, record.id)
+        .set(keys.hypervisorEndpoint(record.id), record)
+        .commit();
+      return result.ok ? { ok: true, record } as const : undefined;
+    });
+  }
+
+  update(
+    id: number,
+    data: Omit<HypervisorEndpointRecord, "id">,
+  ): Promise<Saved<HypervisorEndpointRecord>> {
+    return retryAtomic(async () => {
+      const current = await this.kv.get<HypervisorEndpointRecord>(keys.hypervisorEndpoint(id));
+      if (current.value === null) return { ok: false, reason: "not_found" } as const;
+      const record = { ...data, id };
+      const op = this.kv.atomic().check(current).set(current.key, record);
+      if (current.value.name !== data.name) {
+        const name = await this.kv.get(keys.hypervisorEndpointName(data.name));
+        if (name.value !== null) return { ok: false, reason: "conflict" } as const;
+        op.check(name)
+          .delete(keys.hypervisorEndpointName(current.value.name))
+          .set(name.key, id);
+      }
+      const result = await op.commit();
+      return result.ok ? { ok: true, record } as const : undefined;
+    });
+  }
+
+  delete(id: number): Promise<boolean> {
+    return retryAtomic(async () => {
+      const current = await this.kv.get<HypervisorEndpointRecord>(keys.hypervisorEndpoint(id));
+      if (current.value === null) return false;
+      const result = await this.kv.atomic()
+        .check(current)
+        .delete(current.key)
+        .delete(keys.hypervisorEndpointName(current.value.name))
+        .commit();
+      return result.ok ? true : undefined;
+    });
+  }
+}
