@@ -1,0 +1,305 @@
+/**
+ * Outbound client for the backend service (spec 1) as the inventory plugin uses it: key
+ * bootstrap, the inventory and hypervisor endpoint copies, and the bootstrap-status relay.
+ *
+ * Every call answers the (ok, error, status) triple of spec 2 ("Push on save") and never
+ * throws: a network failure, a timeout or an unexpected answer becomes ok=false with a
+ * message naming the operation and the URL, and the HTTP status when there was one.
+ * Secrets never appear in the messages.
+ */
+
+export const INVENTORY_PUSH_TIMEOUT_MS = 10_000;
+export const HYPERVISOR_PUSH_TIMEOUT_MS = 15_000;
+/** Key bootstrap and relays are small calls; they share the inventory push budget. */
+export const DEFAULT_TIMEOUT_MS = 10_000;
+
+export interface CallOutcome<T = unknown> {
+  ok: boolean;
+  error: string | null;
+  status: number | null;
+  /** Parsed JSON body when the backend answered with JSON (also on error statuses). */
+  body?: T;
+}
+
+export interface BackendTarget {
+  /** `http[s]://<domain or ip>:<port>` without a trailing slash. */
+  baseUrl: string;
+  /** Sent as `X-Service-API-Key`; null before one was generated. */
+  token: string | null;
+}
+
+export interface BackendClientOptions {
+  /** Per-call timeouts; tests shorten them. */
+  inventoryTimeoutMs?: number;
+  hypervisorTimeoutMs?: number;
+  defaultTimeoutMs?: number;
+}
+
+/** What the plugin sends as the backend's inventory endpoint copy (spec 0 §1.2). */
+export interface InventoryCopy {
+  name: string;
+  ip: string;
+  port: number;
+  use_https: boolean;
+  verify_ssl: boolean;
+  token_version: "v1" | "v2";
+  token: string;
+  token_key: string | null;
+}
+
+/** What the plugin sends as the backend's hypervisor endpoint copy (spec 0 §1.2). */
+export interface HypervisorCopy {
+  name: string;
+  ip: string;
+  port: number;
+  use_https: boolean;
+  verify_ssl: boolean;
+  username: string | null;
+  password: string | null;
+  token_name: string | null;
+  token_value: string | null;
+  allow_writes: boolean;
+  enabled: boolean;
+  /** Seconds per hypervisor request; omitted to keep the backend default. */
+  timeout?: number;
+}
+
+export interface BootstrapStatus {
+  needs_bootstrap: boolean;
+  has_db_keys: boolean;
+}
+
+export interface RemoteCopy {
+  id: number;
+  name?: string;
+  [field: string]: unknown;
+}
+
+/** Host part of a URL: IPv6 literals go in brackets, an address's prefix length is dropped. */
+export function urlHost(host: string): string {
+  const bare = host.trim().replace(/\/\d+$/, "");
+  return bare.includes(":") && !bare.startsWith("[") ? `[${bare}]` : bare;
+}
+
+export function baseUrl(useHttps: boolean, host: string, port: number): string {
+  return `${useHttps ? "https" : "http"}://${urlHost(host)}:${port}`;
+}
+
+function describe(error: unknown): string {
+  if (error instanceof DOMException && error.name === "TimeoutError") return "timed out";
+  if (error instanceof Error) {
+    const cause = (error as { cause?: unknown }).cause;
+    const detail = cause instanceof Error ? `${error.message}: ${cause.message}` : error.message;
+    return `unreachable (${detail})`;
+  }
+  return `unreachable (${String(error)})`;
+}
+
+function detailOf(body: unknown, text: string): string {
+  if (body && typeof body === "object") {
+    const detail = (body as Record<string, unknown>).detail;
+    if (typeof detail === "string") return detail;
+    if (detail !== undefined) return JSON.stringify(detail);
+    return JSON.stringify(body).slice(0, 300);
+  }
+  return text.slice(0, 300);
+}
+
+export class BackendClient {
+  readonly #fetch: typeof fetch;
+  readonly #target: BackendTarget;
+  readonly #timeouts: Required<BackendClientOptions>;
+
+  constructor(fetchFn: typeof fetch, target: BackendTarget, options: BackendClientOptions = {}) {
+    this.#fetch = fetchFn;
+    this.#target = { ...target, baseUrl: target.baseUrl.replace(/\/+$/, "") };
+    this.#timeouts = {
+      inventoryTimeoutMs: options.inventoryTimeoutMs ?? INVENTORY_PUSH_TIMEOUT_MS,
+      hypervisorTimeoutMs: options.hypervisorTimeoutMs ?? HYPERVISOR_PUSH_TIMEOUT_MS,
+      defaultTimeoutMs: options.defaultTimeoutMs ?? DEFAULT_TIMEOUT_MS,
+    };
+  }
+
+  get baseUrl(): string {
+    return this.#target.baseUrl;
+  }
+
+  /** A copy of this client that authenticates with another key (after registering it). */
+  withToken(token: string): BackendClient {
+    const copy = new BackendClient(this.#fetch, { ...this.#target, token }, this.#timeouts);
+    return copy;
+  }
+
+  /**
+   * One request. `expect` lists the statuses that count as success; any other status yields
+   * ok=false with the backend's `detail`. The parsed body is returned either way.
+   */
+  async call<T>(
+    method: string,
+    path: string,
+    options: { body?: unknown; timeoutMs: number; expect?: number[]; auth?: boolean },
+  ): Promise<CallOutcome<T>> {
+    const url = `${this.#target.baseUrl}${path}`;
+    const headers: Record<string, string> = { accept: "application/json" };
+    if (options.body !== undefined) headers["content-type"] = "application/json";
+    if (options.auth !== false && this.#target.token) {
+      headers["x-service-api-key"] = this.#target.token;
+    }
+    let response: Response;
+    try {
+      response = await this.#fetch(url, {
+        method,
+        headers,
+        body: options.body === undefined ? undefined : JSON.stringify(options.body),
+        signal: AbortSignal.timeout(options.timeoutMs),
+      });
+    } catch (error) {
+      const why = describe(error);
+      const suffix = why === "timed out" ? ` after ${options.timeoutMs / 1000} s` : "";
+      return { ok: false, error: `${method} ${url}: backend ${why}${suffix}`, status: null };
+    }
+    let text = "";
+    try {
+      text = await response.text();
+    } catch (error) {
+      return {
+        ok: false,
+        error: `${method} ${url}: reading the answer failed (${describe(error)})`,
+        status: response.status,
+      };
+    }
+    let body: unknown = undefined;
+    if (text) {
+      try {
+        body = JSON.parse(text);
+      } catch {
+        body = undefined;
+      }
+    }
+    const expected = options.expect ?? [200];
+    if (!expected.includes(response.status)) {
+      return {
+        ok: false,
+        error: `${method} ${url}: HTTP ${response.status}: ${
+          detailOf(body, text) || response.statusText
+        }`,
+        status: response.status,
+        body: body as T,
+      };
+    }
+    return { ok: true, error: null, status: response.status, body: body as T };
+  }
+
+  // ------------------------------------------------------------------ key bootstrap
+
+  async bootstrapStatus(): Promise<CallOutcome<BootstrapStatus>> {
+    const out = await this.call<BootstrapStatus>("GET", "/auth/bootstrap-status", {
+      timeoutMs: this.#timeouts.defaultTimeoutMs,
+      auth: false,
+    });
+    if (
+      out.ok && (typeof out.body !== "object" || out.body === null ||
+        typeof out.body.needs_bootstrap !== "boolean")
+    ) {
+      return {
+        ...out,
+        ok: false,
+        error: `GET ${this.baseUrl}/auth/bootstrap-status: unexpected answer`,
+      };
+    }
+    return out;
+  }
+
+  registerKey(apiKey: string, label: string): Promise<CallOutcome> {
+    return this.call("POST", "/auth/register-key", {
+      body: { api_key: apiKey, label },
+      timeoutMs: this.#timeouts.defaultTimeoutMs,
+      expect: [200, 201],
+      auth: false,
+    });
+  }
+
+  // ------------------------------------------------------------------ inventory endpoint copy
+
+  listInventoryEndpoints(): Promise<CallOutcome<RemoteCopy[]>> {
+    return this.#list("/inventory/endpoint", this.#timeouts.inventoryTimeoutMs);
+  }
+
+  createInventoryEndpoint(copy: InventoryCopy): Promise<CallOutcome<RemoteCopy>> {
+    return this.call("POST", "/inventory/endpoint", {
+      body: copy,
+      timeoutMs: this.#timeouts.inventoryTimeoutMs,
+      expect: [200, 201],
+    });
+  }
+
+  updateInventoryEndpoint(id: number, copy: InventoryCopy): Promise<CallOutcome<RemoteCopy>> {
+    return this.call("PUT", `/inventory/endpoint/${id}`, {
+      body: copy,
+      timeoutMs: this.#timeouts.inventoryTimeoutMs,
+    });
+  }
+
+  // ------------------------------------------------------------------ hypervisor endpoint copies
+
+  listHypervisorEndpoints(): Promise<CallOutcome<RemoteCopy[]>> {
+    return this.#list("/hypervisor/endpoints", this.#timeouts.hypervisorTimeoutMs);
+  }
+
+  createHypervisorEndpoint(copy: HypervisorCopy): Promise<CallOutcome<RemoteCopy>> {
+    return this.call("POST", "/hypervisor/endpoints", {
+      body: copy,
+      timeoutMs: this.#timeouts.hypervisorTimeoutMs,
+      expect: [200, 201],
+    });
+  }
+
+  updateHypervisorEndpoint(id: number, copy: HypervisorCopy): Promise<CallOutcome<RemoteCopy>> {
+    return this.call("PUT", `/hypervisor/endpoints/${id}`, {
+      body: copy,
+      timeoutMs: this.#timeouts.hypervisorTimeoutMs,
+    });
+  }
+
+  // ------------------------------------------------------------------ relays
+
+  /** Raw relay: the backend's status and body are the caller's business. */
+  async relay(
+    path: string,
+  ): Promise<{ reached: true; status: number; body: unknown } | { reached: false; error: string }> {
+    const url = `${this.#target.baseUrl}${path}`;
+    const headers: Record<string, string> = { accept: "application/json" };
+    if (this.#target.token) headers["x-service-api-key"] = this.#target.token;
+    try {
+      const response = await this.#fetch(url, {
+        headers,
+        signal: AbortSignal.timeout(this.#timeouts.defaultTimeoutMs),
+      });
+      const text = await response.text();
+      let body: unknown;
+      try {
+        body = text ? JSON.parse(text) : null;
+      } catch {
+        body = { detail: text.slice(0, 500) };
+      }
+      return { reached: true, status: response.status, body };
+    } catch (error) {
+      return { reached: false, error: `GET ${url}: backend ${describe(error)}` };
+    }
+  }
+
+  async #list(path: string, timeoutMs: number): Promise<CallOutcome<RemoteCopy[]>> {
+    const out = await this.call<unknown>("GET", path, { timeoutMs });
+    if (!out.ok) return out as CallOutcome<RemoteCopy[]>;
+    // The backend answers a bare array; tolerate a {results:[...]} envelope as well.
+    const list = Array.isArray(out.body) ? out.body : (out.body as { results?: unknown })?.results;
+    if (!Array.isArray(list)) {
+      return {
+        ok: false,
+        error: `GET ${this.baseUrl}${path}: expected a list`,
+        status: out.status,
+      };
+    }
+    return { ...out, body: list as RemoteCopy[] };
+  }
+}

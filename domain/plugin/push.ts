@@ -1,0 +1,88 @@
+/**
+ * Push-on-save (spec 2, "Push on save"): the plugin copies its endpoint records into the
+ * backend service. Best-effort: every function answers the (ok, error, status) triple and
+ * never throws; the caller records it as `last_push` and the save itself never fails.
+ */
+import type {
+  BackendClient,
+  CallOutcome,
+  HypervisorCopy,
+  InventoryCopy,
+} from "../../clients/backend.ts";
+
+export interface PushOutcome {
+  ok: boolean;
+  error: string | null;
+  status: number | null;
+}
+
+export interface LastPush extends PushOutcome {
+  /** ISO 8601 UTC time of the attempt. */
+  at: string;
+}
+
+export const KEY_LABEL = "inventory-plugin";
+
+function outcome(call: CallOutcome): PushOutcome {
+  return { ok: call.ok, error: call.error, status: call.status };
+}
+
+export function failed(error: string, status: number | null = null): PushOutcome {
+  return { ok: false, error, status };
+}
+
+export const PUSHED_OK: PushOutcome = { ok: true, error: null, status: null };
+
+/**
+ * Backend endpoint save: `GET /auth/bootstrap-status`; when `needs_bootstrap`,
+ * `POST /auth/register-key` with the token; otherwise registration is skipped.
+ */
+export async function registerBackendKey(
+  client: BackendClient,
+  token: string,
+): Promise<PushOutcome> {
+  const status = await client.bootstrapStatus();
+  if (!status.ok) return outcome(status);
+  if (!status.body!.needs_bootstrap) return { ok: true, error: null, status: status.status };
+  const registered = await client.registerKey(token, KEY_LABEL);
+  if (!registered.ok && registered.status === 409) {
+    return failed(
+      `${registered.error} (another key was registered first; add this endpoint's token to the ` +
+        "backend with POST /auth/keys or clear the backend key registry)",
+      409,
+    );
+  }
+  return outcome(registered);
+}
+
+/** Inventory endpoint save: list the copies; POST when empty, else PUT to the first entry. */
+export async function pushInventoryCopy(
+  client: BackendClient,
+  copy: InventoryCopy,
+): Promise<PushOutcome> {
+  const list = await client.listInventoryEndpoints();
+  if (!list.ok) return outcome(list);
+  const first = list.body![0];
+  if (first === undefined) return outcome(await client.createInventoryEndpoint(copy));
+  if (typeof first.id !== "number") {
+    return failed(`${client.baseUrl}/inventory/endpoint: listed entry has no id`, list.status);
+  }
+  return outcome(await client.updateInventoryEndpoint(first.id, copy));
+}
+
+/** The backend copy's name: the same hypervisor under two plugin pks gives two entries. */
+export function hypervisorCopyName(name: string, pk: number): string {
+  return `${name} (inv:${pk})`;
+}
+
+/** Hypervisor endpoint save: list the copies; POST when no entry has the name, else PUT to it. */
+export async function pushHypervisorCopy(
+  client: BackendClient,
+  copy: HypervisorCopy,
+): Promise<PushOutcome> {
+  const list = await client.listHypervisorEndpoints();
+  if (!list.ok) return outcome(list);
+  const match = list.body!.find((entry) => entry.name === copy.name);
+  if (match === undefined) return outcome(await client.createHypervisorEndpoint(copy));
+  return outcome(await client.updateHypervisorEndpoint(match.id, copy));
+}

@@ -1,0 +1,26 @@
+/**
+ * Tenant allow-list of hypervisor endpoints (spec 2, "Tenant allow-list semantics").
+ * Empty `allowed_tenants` puts an endpoint in the global pool; a tenant sees its explicit
+ * grants, and the global pool only while it has no explicit grant at all.
+ */
+
+export interface TenantScoped {
+  allowed_tenants: readonly number[];
+}
+
+export function visibleToTenant<T extends TenantScoped>(
+  endpoints: readonly T[],
+  tenantId: number,
+): T[] {
+  const explicit = endpoints.filter((e) => e.allowed_tenants.includes(tenantId));
+  if (explicit.length > 0) return explicit;
+  return endpoints.filter((e) => e.allowed_tenants.length === 0);
+}
+
+/** The header names a tenant by id (all digits) or by slug. */
+export function parseTenantRef(header: string): { id: number } | { slug: string } | null {
+  const value = header.trim();
+  if (!value) return null;
+  if (/^\d+$/.test(value)) return { id: Number(value) };
+  return { slug: value };
+}
