@@ -22,7 +22,9 @@ export interface ServeEnv {
   remoteAddr?: { hostname: string; port?: number };
 }
 
-export type SurfaceApp = { fetch: (request: Request, env?: ServeEnv) => Response | Promise<Response> };
+export type SurfaceApp = {
+  fetch: (request: Request, env?: ServeEnv) => Response | Promise<Response>;
+};
 
 /**
  * Where each surface answers when they share one port (spec 0 §0). The backend owns

@@ -160,3 +160,6 @@ export function parseConfig(env: Env): Config {
     inventoryBootstrapToken: text(env, "INVENTORY_BOOTSTRAP_TOKEN"),
   };
 }
+
+export const APP_NAME = "Bridgebox";
+export const APP_VERSION = "0.1.0";

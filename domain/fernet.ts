@@ -20,13 +20,13 @@ export interface FernetKey {
   encryption: CryptoKey;
 }
 
-function fromBase64Url(text: string): Uint8Array {
+function fromBase64Url(text: string): Uint8Array<ArrayBuffer> {
   return Uint8Array.fromBase64(text.trim(), { alphabet: "base64url" });
 }
 
 /** Imports a Fernet key given as 32 bytes in URL-safe base64 (the form every Fernet library uses). */
 export async function importFernetKey(key: string): Promise<FernetKey> {
-  let raw: Uint8Array;
+  let raw: Uint8Array<ArrayBuffer>;
   try {
     raw = fromBase64Url(key);
   } catch {
@@ -56,7 +56,7 @@ export async function deriveFernetKey(configuredValue: string): Promise<string> 
 export async function fernetEncrypt(
   key: FernetKey,
   plaintext: string,
-  options: { now?: number; iv?: Uint8Array } = {},
+  options: { now?: number; iv?: Uint8Array<ArrayBuffer> } = {},
 ): Promise<string> {
   const iv = options.iv ?? crypto.getRandomValues(new Uint8Array(16));
   const seconds = Math.floor((options.now ?? Date.now()) / 1000);
@@ -84,7 +84,7 @@ export async function fernetDecrypt(
   token: string,
   options: { now?: number; ttlSeconds?: number } = {},
 ): Promise<string> {
-  let data: Uint8Array;
+  let data: Uint8Array<ArrayBuffer>;
   try {
     data = fromBase64Url(token);
   } catch {

@@ -78,7 +78,10 @@ export interface InventoryEndpointStore {
   get(id: number): Promise<InventoryEndpointRecord | null>;
   /** Fails with "conflict" when one already exists (the registry is a singleton). */
   create(data: Omit<InventoryEndpointRecord, "id">): Promise<Saved<InventoryEndpointRecord>>;
-  update(id: number, data: Omit<InventoryEndpointRecord, "id">): Promise<Saved<InventoryEndpointRecord>>;
+  update(
+    id: number,
+    data: Omit<InventoryEndpointRecord, "id">,
+  ): Promise<Saved<InventoryEndpointRecord>>;
   delete(id: number): Promise<boolean>;
 }
 
@@ -92,4 +95,67 @@ export interface HypervisorEndpointStore {
     data: Omit<HypervisorEndpointRecord, "id">,
   ): Promise<Saved<HypervisorEndpointRecord>>;
   delete(id: number): Promise<boolean>;
+}
+
+// ---------------------------------------------------------------- inventory: model objects
+// (added for the inventory model engine, domain/netbox/; implementation in storage/kv/models.ts)
+
+/** A stored object of any inventory model: FKs as ids, m2m as id arrays, choices as values. */
+export interface StoredObject {
+  id: number;
+  [field: string]: unknown;
+}
+
+/** A scalar that can be part of an index or unique key. */
+export type IndexValue = string | number | boolean | bigint;
+/** [field, value]: one value-index entry of an object. */
+export type IndexEntry = readonly [field: string, value: IndexValue];
+/** [constraint name, values]: one unique-constraint entry of an object. */
+export type UniqueEntry = readonly [constraint: string, values: readonly IndexValue[]];
+
+export interface ObjectState {
+  record: StoredObject;
+  indexes: readonly IndexEntry[];
+  uniques: readonly UniqueEntry[];
+}
+
+/**
+ * One object change. `prev` (with the versionstamp it was read at) is what is replaced or
+ * removed; `next` is the new state (null deletes). The store diffs the two: stale index and
+ * unique entries go, new ones are set, and every new unique entry is checked to be free.
+ */
+export interface ObjectWrite {
+  model: string;
+  id: number;
+  prev: (ObjectState & { version: string }) | null;
+  next: ObjectState | null;
+}
+
+export type CommitResult = { ok: true } | { ok: false };
+
+export interface ModelStore {
+  /** Reserves `count` consecutive ids of a model; returns the first. */
+  allocateIds(model: string, count: number): Promise<number>;
+  get(model: string, id: number): Promise<{ record: StoredObject; version: string } | null>;
+  /** Records in the order of `ids`; missing ones are skipped. */
+  getMany(model: string, ids: readonly number[]): Promise<StoredObject[]>;
+  /** Every record of a model in id order (the fallback for filters without an index). */
+  scan(model: string): Promise<StoredObject[]>;
+  /** `limit` records in id order after skipping `offset` (ascending unless reverse). */
+  page(model: string, offset: number, limit: number, reverse: boolean): Promise<StoredObject[]>;
+  count(model: string): Promise<number>;
+  /** Ids having `value` in the index of `field`, ascending. */
+  idsByIndex(model: string, field: string, value: IndexValue, limit?: number): Promise<number[]>;
+  idByUnique(
+    model: string,
+    constraint: string,
+    values: readonly IndexValue[],
+  ): Promise<number | null>;
+  /**
+   * Splits writes into groups that each fit one atomic operation (mutation, check and size
+   * limits of the backing store).
+   */
+  plan(writes: readonly ObjectWrite[]): ObjectWrite[][];
+  /** Commits writes that fit one atomic (see plan): all or nothing; ok false on a conflict. */
+  commit(writes: readonly ObjectWrite[]): Promise<CommitResult>;
 }

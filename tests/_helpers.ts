@@ -21,7 +21,11 @@ export async function testDeps(
   } as AppDeps & { logger: MemoryLogger };
 }
 
-export function jsonRequest(method: string, body?: unknown, headers: Record<string, string> = {}): RequestInit {
+export function jsonRequest(
+  method: string,
+  body?: unknown,
+  headers: Record<string, string> = {},
+): RequestInit {
   return {
     method,
     headers: { "content-type": "application/json", ...headers },

@@ -58,7 +58,12 @@ export function docsRoutes(options: {
   const { title, specUrl, docsPath, redocPath, staticBase } = options;
   app.get(
     docsPath,
-    Scalar({ url: specUrl, pageTitle: title, cdn: `${staticBase}/scalar.js`, withDefaultFonts: false }),
+    Scalar({
+      url: specUrl,
+      pageTitle: title,
+      cdn: `${staticBase}/scalar.js`,
+      withDefaultFonts: false,
+    }),
   );
   if (redocPath) {
     app.get(redocPath, (c) => c.html(redocPage(title, specUrl, `${staticBase}/redoc.js`)));

@@ -29,7 +29,13 @@ export class KvApiKeyStore implements ApiKeyStore {
       const claim = await this.kv.get(keys.apiKeyClaim());
       if (claim.value === true) return null;
       const seq = await readSequence(this.kv, SEQUENCE);
-      const record: ApiKeyRecord = { id: seq.next, label, is_active: true, created_at: createdAt, digest };
+      const record: ApiKeyRecord = {
+        id: seq.next,
+        label,
+        is_active: true,
+        created_at: createdAt,
+        digest,
+      };
       const result = await this.kv.atomic()
         .check(claim)
         .check({ key: seq.key, versionstamp: seq.versionstamp })
@@ -48,7 +54,13 @@ export class KvApiKeyStore implements ApiKeyStore {
     return retryAtomic(async () => {
       const seq = await readSequence(this.kv, SEQUENCE);
       const count = await this.kv.get<number>(keys.apiKeyActiveCount());
-      const record: ApiKeyRecord = { id: seq.next, label, is_active: true, created_at: createdAt, digest };
+      const record: ApiKeyRecord = {
+        id: seq.next,
+        label,
+        is_active: true,
+        created_at: createdAt,
+        digest,
+      };
       const result = await this.kv.atomic()
         .check({ key: seq.key, versionstamp: seq.versionstamp })
         .check(count)
@@ -69,7 +81,9 @@ export class KvApiKeyStore implements ApiKeyStore {
 
   async list(): Promise<ApiKeyRecord[]> {
     const digests: string[] = [];
-    for await (const entry of this.kv.list<string>({ prefix: keys.apiKeyIdIndexPrefix() }, { reverse: true })) {
+    for await (
+      const entry of this.kv.list<string>({ prefix: keys.apiKeyIdIndexPrefix() }, { reverse: true })
+    ) {
       digests.push(entry.value);
     }
     const out: ApiKeyRecord[] = [];

@@ -37,7 +37,10 @@ export class KvInventoryEndpointStore implements InventoryEndpointStore {
     });
   }
 
-  update(id: number, data: Omit<InventoryEndpointRecord, "id">): Promise<Saved<InventoryEndpointRecord>> {
+  update(
+    id: number,
+    data: Omit<InventoryEndpointRecord, "id">,
+  ): Promise<Saved<InventoryEndpointRecord>> {
     return retryAtomic(async () => {
       const current = await this.kv.get<InventoryEndpointRecord>(keys.inventoryEndpoint(id));
       if (current.value === null) return { ok: false, reason: "not_found" } as const;

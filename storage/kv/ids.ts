@@ -24,7 +24,11 @@ export async function retryAtomic<T>(attempt: () => Promise<T | undefined>): Pro
 }
 
 /** Collects every value under a prefix (KV lists in batches; this drains them). */
-export async function listValues<T>(kv: Deno.Kv, prefix: Deno.KvKey, reverse = false): Promise<T[]> {
+export async function listValues<T>(
+  kv: Deno.Kv,
+  prefix: Deno.KvKey,
+  reverse = false,
+): Promise<T[]> {
   const out: T[] = [];
   for await (const entry of kv.list<T>({ prefix }, { reverse })) out.push(entry.value);
   return out;

@@ -1,0 +1,101 @@
+/**
+ * API key rules (spec 1, decisions §1.1). Keys are kept only as SHA-256 digests; the store is
+ * indexed by digest so authenticating costs the same whatever the number of keys.
+ */
+import type { ApiKeyRecord, ApiKeyStore, KeyChange } from "../storage/ports.ts";
+import type { Lockout } from "./lockout.ts";
+
+export const MIN_KEY_LENGTH = 32;
+
+export const texts = {
+  noKeyConfigured:
+    "No API key configured. Register a key via POST /auth/register-key or use an existing key.",
+  invalidKey: "Invalid API key",
+  lockedOut: "Too many failed authentication attempts",
+  keyTooShort: "API key must be at least 32 characters.",
+  registered: "API key registered.",
+  alreadyConfigured: "An API key is already configured.",
+  notFound: "API key not found.",
+  lastActive: {
+    code: "last_active_api_key_required",
+    message: "Create and verify another active API key before retiring this key.",
+  },
+} as const;
+
+const encoder = new TextEncoder();
+
+export async function digestKey(raw: string): Promise<string> {
+  const digest = await crypto.subtle.digest("SHA-256", encoder.encode(raw));
+  return new Uint8Array(digest).toHex();
+}
+
+/** 64 URL-safe characters from 48 random bytes. */
+export function generateRawKey(): string {
+  return crypto.getRandomValues(new Uint8Array(48)).toBase64({ alphabet: "base64url" });
+}
+
+export type PublicKeyRecord = Omit<ApiKeyRecord, "digest">;
+
+export function publicRecord({ digest: _digest, ...rest }: ApiKeyRecord): PublicKeyRecord {
+  return rest;
+}
+
+export type AuthOutcome =
+  | { ok: true; record: ApiKeyRecord }
+  | { ok: false; status: 401; detail: string; counted: boolean }
+  | { ok: false; status: 429; detail: string; retryAfter: number };
+
+/** Decides one authentication attempt and keeps the per-IP lockout in step with it. */
+export async function authenticate(
+  store: ApiKeyStore,
+  lockout: Lockout,
+  ip: string,
+  presented: string | undefined,
+): Promise<AuthOutcome> {
+  const locked = lockout.secondsLocked(ip);
+  if (locked > 0) return { ok: false, status: 429, detail: texts.lockedOut, retryAfter: locked };
+  // The header value is compared exactly: spaces and newlines count (spec 1 Authentication 4).
+  const { claimed, record } = await store.lookup(await digestKey(presented ?? ""));
+  if (!claimed) return { ok: false, status: 401, detail: texts.noKeyConfigured, counted: false };
+  if (presented && record?.is_active) {
+    lockout.clear(ip);
+    return { ok: true, record };
+  }
+  lockout.recordFailure(ip);
+  return { ok: false, status: 401, detail: texts.invalidKey, counted: true };
+}
+
+export type RegisterOutcome = { status: 201 | 400 | 409; detail: string };
+
+export async function registerFirstKey(
+  store: ApiKeyStore,
+  rawKey: string,
+  label: string,
+  nowMs: number,
+): Promise<RegisterOutcome> {
+  if (rawKey.length < MIN_KEY_LENGTH) return { status: 400, detail: texts.keyTooShort };
+  const record = await store.claimFirst(await digestKey(rawKey), label, nowMs / 1000);
+  return record
+    ? { status: 201, detail: texts.registered }
+    : { status: 409, detail: texts.alreadyConfigured };
+}
+
+export async function createKey(
+  store: ApiKeyStore,
+  label: string,
+  nowMs: number,
+): Promise<PublicKeyRecord & { raw_key: string }> {
+  const raw = generateRawKey();
+  const record = await store.create(await digestKey(raw), label, nowMs / 1000);
+  return { ...publicRecord(record), raw_key: raw };
+}
+
+export function describeChange(change: KeyChange):
+  | { status: 200; record: PublicKeyRecord }
+  | { status: 404; detail: string }
+  | { status: 409; detail: typeof texts.lastActive } {
+  if (change.ok) return { status: 200, record: publicRecord(change.record) };
+  return change.reason === "not_found"
+    ? { status: 404, detail: texts.notFound }
+    : { status: 409, detail: texts.lastActive };
+}

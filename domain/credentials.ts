@@ -1,0 +1,128 @@
+/**
+ * Credential encryption at rest (spec 1, decisions §1.2).
+ *
+ * Which key protects which secret, and why the order cannot go round in a circle:
+ * - the inventory endpoint token: SERVICE_ENCRYPTION_KEY, else plaintext. It never uses the
+ *   plugin's key, because that key is fetched from the inventory *with this token*;
+ * - hypervisor passwords and token values: SERVICE_ENCRYPTION_KEY, else the plugin setting
+ *   `encryption_key` (fetched with the inventory token), else plaintext.
+ * Each record remembers the source of its key (`key_source`), so after a restart the service
+ * knows which key to ask for; a value it cannot open is reported, never guessed at.
+ */
+import type { Logger } from "./logger.ts";
+import type { KeySource } from "../storage/ports.ts";
+import {
+  deriveFernetKey,
+  fernetDecrypt,
+  fernetEncrypt,
+  FernetError,
+  type FernetKey,
+  importFernetKey,
+} from "./fernet.ts";
+
+export const ENC_PREFIX = "enc:";
+
+export class CredentialError extends Error {
+  constructor(readonly endpoint: string, readonly cause_: string) {
+    super(`Stored credentials of ${endpoint} cannot be decrypted: ${cause_}`);
+    this.name = "CredentialError";
+  }
+}
+
+export interface VaultOptions {
+  envKey: string | undefined;
+  /** Reads the plugin's `encryption_key`; null when no inventory or no key is set there. */
+  pluginKey: () => Promise<string | null>;
+  logger: Logger;
+}
+
+export type Secrets = Record<string, string | null>;
+
+export class CredentialVault {
+  readonly #keys = new Map<string, Promise<FernetKey>>();
+  #warnedPlaintext = false;
+
+  constructor(private readonly options: VaultOptions) {}
+
+  /** The inventory token may only use the environment key (see the module comment). */
+  sealInventory(secrets: Secrets): Promise<{ secrets: Secrets; source: KeySource }> {
+    return this.#seal(secrets, this.options.envKey ? "env" : "none", this.options.envKey);
+  }
+
+  async sealHypervisor(secrets: Secrets): Promise<{ secrets: Secrets; source: KeySource }> {
+    if (this.options.envKey) return this.#seal(secrets, "env", this.options.envKey);
+    const pluginKey = await this.#pluginKeyOrNull();
+    if (pluginKey) return this.#seal(secrets, "plugin", pluginKey);
+    return this.#seal(secrets, "none", undefined);
+  }
+
+  /** Opens one stored value; `endpoint` names the record in the error a user sees. */
+  async open(value: string | null, source: KeySource, endpoint: string): Promise<string | null> {
+    if (value === null || !value.startsWith(ENC_PREFIX)) return value;
+    let configured: string | null | undefined;
+    if (source === "env") configured = this.options.envKey;
+    else if (source === "plugin") configured = await this.#pluginKeyOrNull();
+    if (!configured) {
+      const missing = source === "plugin"
+        ? "the plugin setting encryption_key could not be read"
+        : "SERVICE_ENCRYPTION_KEY is not set";
+      throw new CredentialError(
+        endpoint,
+        `${missing}; it was stored encrypted (key source: ${source})`,
+      );
+    }
+    try {
+      return await fernetDecrypt(await this.#key(configured), value.slice(ENC_PREFIX.length));
+    } catch (error) {
+      const reason = error instanceof FernetError ? error.message : "decryption failed";
+      throw new CredentialError(
+        endpoint,
+        `${reason}; was the encryption key changed? (key source: ${source})`,
+      );
+    }
+  }
+
+  async #seal(
+    secrets: Secrets,
+    source: KeySource,
+    configured: string | undefined,
+  ): Promise<{ secrets: Secrets; source: KeySource }> {
+    if (!configured) {
+      if (!this.#warnedPlaintext && Object.values(secrets).some((v) => v)) {
+        this.#warnedPlaintext = true;
+        this.options.logger.log(
+          "critical",
+          "No credential encryption key: storing endpoint credentials in PLAINTEXT. " +
+            "Set SERVICE_ENCRYPTION_KEY or the plugin setting encryption_key.",
+        );
+      }
+      return { secrets: { ...secrets }, source: "none" };
+    }
+    const key = await this.#key(configured);
+    const sealed: Secrets = {};
+    for (const [name, value] of Object.entries(secrets)) {
+      sealed[name] = value ? ENC_PREFIX + await fernetEncrypt(key, value) : value;
+    }
+    return { secrets: sealed, source };
+  }
+
+  async #pluginKeyOrNull(): Promise<string | null> {
+    try {
+      return (await this.options.pluginKey())?.trim() || null;
+    } catch (error) {
+      this.options.logger.log("warning", "Could not read the plugin encryption key", {
+        error: error instanceof Error ? error.message : String(error),
+      });
+      return null;
+    }
+  }
+
+  #key(configured: string): Promise<FernetKey> {
+    let key = this.#keys.get(configured);
+    if (!key) {
+      key = deriveFernetKey(configured).then(importFernetKey);
+      this.#keys.set(configured, key);
+    }
+    return key;
+  }
+}

@@ -1,0 +1,209 @@
+/**
+ * The backend's copies of the inventory and hypervisor endpoint settings (decisions §1.2):
+ * field rules, secret sealing, and the public view that never carries a secret.
+ */
+import type {
+  HypervisorEndpointRecord,
+  HypervisorEndpointStore,
+  InventoryEndpointRecord,
+  InventoryEndpointStore,
+} from "../storage/ports.ts";
+import type { CredentialVault } from "./credentials.ts";
+
+export const texts = {
+  inventorySingleton: "Only one inventory endpoint is allowed",
+  inventoryNotFound: "Inventory endpoint not found.",
+  hypervisorNotFound: "Hypervisor endpoint not found.",
+  hypervisorNameTaken: (name: string) => `A hypervisor endpoint named "${name}" already exists`,
+} as const;
+
+export interface FieldIssue {
+  field: string;
+  message: string;
+  type: "missing" | "value_error";
+}
+
+export type SaveResult<T> =
+  | { ok: true; record: T }
+  | { ok: false; status: 404 | 409; detail: string }
+  | { ok: false; status: 422; issues: FieldIssue[] };
+
+// ---------------------------------------------------------------- inventory endpoint
+
+export interface InventoryEndpointInput {
+  name: string;
+  ip: string;
+  port: number;
+  use_https: boolean;
+  verify_ssl: boolean;
+  token_version: "v1" | "v2";
+  /** Omitted on update: keep the stored one (secrets are never returned, so a client cannot resend it). */
+  token?: string;
+  token_key?: string | null;
+}
+
+export type PublicInventoryEndpoint =
+  & Omit<InventoryEndpointRecord, "token">
+  & { has_token: boolean };
+
+export function publicInventoryEndpoint(
+  { token, ...rest }: InventoryEndpointRecord,
+): PublicInventoryEndpoint {
+  return { ...rest, has_token: Boolean(token) };
+}
+
+export async function saveInventoryEndpoint(
+  store: InventoryEndpointStore,
+  vault: CredentialVault,
+  id: number | null,
+  input: InventoryEndpointInput,
+): Promise<SaveResult<InventoryEndpointRecord>> {
+  const current = id === null ? null : await store.get(id);
+  if (id !== null && !current) return { ok: false, status: 404, detail: texts.inventoryNotFound };
+  if (id === null && (await store.list()).length > 0) {
+    return { ok: false, status: 409, detail: texts.inventorySingleton };
+  }
+  const tokenKey = input.token_version === "v2" ? (input.token_key ?? null) : null;
+  const issues: FieldIssue[] = [];
+  const hasToken = Boolean(input.token) || Boolean(current?.token);
+  if (!hasToken) {
+    issues.push({
+      field: "token",
+      type: "missing",
+      message: `token is required when token_version is ${input.token_version}`,
+    });
+  }
+  if (input.token_version === "v2" && !tokenKey) {
+    issues.push({
+      field: "token_key",
+      type: "missing",
+      message: "token_key is required when token_version is v2",
+    });
+  }
+  if (issues.length) return { ok: false, status: 422, issues };
+
+  let token = current?.token ?? "";
+  let keySource = current?.key_source ?? "none";
+  if (input.token) {
+    const sealed = await vault.sealInventory({ token: input.token });
+    token = sealed.secrets.token ?? "";
+    keySource = sealed.source;
+  }
+  const data = {
+    name: input.name,
+    ip: input.ip,
+    port: input.port,
+    use_https: input.use_https,
+    verify_ssl: input.verify_ssl,
+    token_version: input.token_version,
+    token,
+    token_key: tokenKey,
+    key_source: keySource,
+  };
+  const saved = id === null ? await store.create(data) : await store.update(id, data);
+  if (saved.ok) return saved;
+  return saved.reason === "conflict"
+    ? { ok: false, status: 409, detail: texts.inventorySingleton }
+    : { ok: false, status: 404, detail: texts.inventoryNotFound };
+}
+
+// ---------------------------------------------------------------- hypervisor endpoints
+
+export interface HypervisorEndpointInput {
+  name: string;
+  ip: string;
+  port: number;
+  use_https: boolean;
+  verify_ssl: boolean;
+  username?: string | null;
+  password?: string | null;
+  token_name?: string | null;
+  token_value?: string | null;
+  allow_writes: boolean;
+  enabled: boolean;
+  timeout: number;
+}
+
+export type PublicHypervisorEndpoint =
+  & Omit<HypervisorEndpointRecord, "password" | "token_value">
+  & { has_password: boolean; has_token_value: boolean };
+
+export function publicHypervisorEndpoint(
+  { password, token_value, ...rest }: HypervisorEndpointRecord,
+): PublicHypervisorEndpoint {
+  return { ...rest, has_password: Boolean(password), has_token_value: Boolean(token_value) };
+}
+
+export async function saveHypervisorEndpoint(
+  store: HypervisorEndpointStore,
+  vault: CredentialVault,
+  id: number | null,
+  input: HypervisorEndpointInput,
+): Promise<SaveResult<HypervisorEndpointRecord>> {
+  const current = id === null ? null : await store.get(id);
+  if (id !== null && !current) return { ok: false, status: 404, detail: texts.hypervisorNotFound };
+
+  // An omitted secret keeps the stored one; an explicit null or "" clears it.
+  const given = (value: string | null | undefined) =>
+    value === undefined ? undefined : (value || null);
+  const password = given(input.password) === undefined
+    ? (current?.password ?? null)
+    : given(input.password)!;
+  const tokenValue = given(input.token_value) === undefined
+    ? (current?.token_value ?? null)
+    : given(input.token_value)!;
+  const tokenName = input.token_name === undefined
+    ? (current?.token_name ?? null)
+    : (input.token_name || null);
+  if (!password && !(tokenName && tokenValue)) {
+    const issues: FieldIssue[] = [];
+    const message = "either password or both token_name and token_value are required";
+    if (!password) issues.push({ field: "password", type: "missing", message });
+    if (!tokenName) issues.push({ field: "token_name", type: "missing", message });
+    if (!tokenValue) issues.push({ field: "token_value", type: "missing", message });
+    return { ok: false, status: 422, issues };
+  }
+
+  // One record has one key source, so when a secret changes both are sealed again together.
+  let secrets = { password, token_value: tokenValue };
+  let keySource = current?.key_source ?? "none";
+  if (input.password !== undefined || input.token_value !== undefined) {
+    const label = current ? endpointLabel(current) : `endpoint "${input.name}"`;
+    const plain = {
+      password: input.password !== undefined
+        ? password
+        : await vault.open(password, keySource, label),
+      token_value: input.token_value !== undefined
+        ? tokenValue
+        : await vault.open(tokenValue, keySource, label),
+    };
+    const sealed = await vault.sealHypervisor(plain);
+    secrets = { password: sealed.secrets.password, token_value: sealed.secrets.token_value };
+    keySource = sealed.source;
+  }
+
+  const data = {
+    name: input.name,
+    ip: input.ip,
+    port: input.port,
+    use_https: input.use_https,
+    verify_ssl: input.verify_ssl,
+    username: input.username === undefined ? (current?.username ?? null) : (input.username || null),
+    password: secrets.password,
+    token_name: tokenName,
+    token_value: secrets.token_value,
+    allow_writes: input.allow_writes,
+    enabled: input.enabled,
+    timeout: input.timeout,
+    key_source: keySource,
+  };
+  const saved = id === null ? await store.create(data) : await store.update(id, data);
+  if (saved.ok) return saved;
+  return saved.reason === "conflict"
+    ? { ok: false, status: 409, detail: texts.hypervisorNameTaken(input.name) }
+    : { ok: false, status: 404, detail: texts.hypervisorNotFound };
+}
+
+export function endpointLabel(record: { id: number; name: string }): string {
+  return `endpoint ${record.id} ("${record.name}")`;
+}

@@ -1,0 +1,57 @@
+/**
+ * The only module with side effects: configuration → KV → deps → Deno.serve, graceful stop.
+ */
+import { createApp } from "./app.ts";
+import { APP_NAME, APP_VERSION, ConfigError, parseConfig } from "./config.ts";
+import { jsonLogger } from "./domain/logger.ts";
+
+const logger = jsonLogger();
+
+let config;
+try {
+  config = parseConfig(Deno.env.toObject());
+} catch (error) {
+  if (!(error instanceof ConfigError)) throw error;
+  console.error(`Configuration error: ${error.message}`);
+  Deno.exit(2);
+}
+
+const kvPath = config.kvPath;
+if (kvPath && kvPath !== ":memory:" && !/^https?:\/\//.test(kvPath)) {
+  const dir = kvPath.replace(/[\\/][^\\/]*$/, "");
+  if (dir && dir !== kvPath) await Deno.mkdir(dir, { recursive: true });
+}
+const kv = await Deno.openKv(kvPath);
+
+const app = await createApp({ config, kv, fetch: globalThis.fetch, now: Date.now, logger });
+
+const server = Deno.serve({
+  port: config.port,
+  onListen: ({ hostname, port }) => {
+    logger.log("info", `${APP_NAME} ${APP_VERSION} listening`, {
+      url: `http://${hostname === "0.0.0.0" ? "localhost" : hostname}:${port}/`,
+      surfaces: [...config.surfaces],
+      storage: kvPath ?? "platform KV",
+    });
+  },
+}, (request, info) => app.fetch(request, info));
+
+let stopping = false;
+async function stop(signal: string) {
+  if (stopping) return;
+  stopping = true;
+  logger.log("info", "Stopping: finishing in-flight requests", { signal });
+  await server.shutdown();
+  kv.close();
+  logger.log("info", "Stopped");
+}
+
+for (const signal of ["SIGINT", "SIGTERM"] as const) {
+  try {
+    Deno.addSignalListener(signal, () => void stop(signal));
+  } catch {
+    // Platforms without signals (Deno Deploy) stop the isolate themselves.
+  }
+}
+
+await server.finished;

@@ -1,0 +1,43 @@
+import type { MiddlewareHandler } from "hono";
+import { authenticate, publicRecord } from "../../domain/api_keys.ts";
+import { clientIp } from "../_lib/client_ip.ts";
+import type { BackendEnv, BackendServices } from "./context.ts";
+
+export const API_KEY_HEADER = "X-Service-API-Key";
+
+/** Exempt routes, matched exactly (decisions §1.1); HEAD rides along with GET. */
+const EXEMPT = new Set([
+  "GET /",
+  "GET /docs",
+  "GET /redoc",
+  "GET /openapi.json",
+  "GET /health",
+  "GET /meta",
+  "GET /auth/bootstrap-status",
+  "POST /auth/register-key",
+]);
+
+function isExempt(method: string, path: string): boolean {
+  const verb = method === "HEAD" ? "GET" : method;
+  if (verb === "GET" && path.startsWith("/static/")) return true;
+  return EXEMPT.has(`${verb} ${path}`);
+}
+
+/** Runs before routing, so unknown paths are authenticated too and never leak a 404. */
+export function apiKeyAuth(services: BackendServices): MiddlewareHandler<BackendEnv> {
+  const { keys, lockout, deps } = services;
+  return async (c, next) => {
+    c.set("apiKey", null);
+    if (isExempt(c.req.method, c.req.path)) return next();
+    const ip = clientIp(c, deps.config.trustedProxies);
+    const outcome = await authenticate(keys, lockout, ip, c.req.header(API_KEY_HEADER));
+    if (outcome.ok) {
+      c.set("apiKey", publicRecord(outcome.record));
+      return next();
+    }
+    if (outcome.status === 429) {
+      return c.json({ detail: outcome.detail }, 429, { "Retry-After": String(outcome.retryAfter) });
+    }
+    return c.json({ detail: outcome.detail }, 401);
+  };
+}

@@ -1,0 +1,24 @@
+import type { AppDeps, ServeEnv } from "../../app.ts";
+import type {
+  ApiKeyStore,
+  HypervisorEndpointStore,
+  InventoryEndpointStore,
+} from "../../storage/ports.ts";
+import type { Lockout } from "../../domain/lockout.ts";
+import type { CredentialVault } from "../../domain/credentials.ts";
+import type { PublicKeyRecord } from "../../domain/api_keys.ts";
+
+/** What the backend's handlers are given: the app deps plus this surface's own services. */
+export interface BackendServices {
+  deps: AppDeps;
+  keys: ApiKeyStore;
+  inventoryEndpoints: InventoryEndpointStore;
+  hypervisorEndpoints: HypervisorEndpointStore;
+  lockout: Lockout;
+  vault: CredentialVault;
+}
+
+export type BackendEnv = {
+  Bindings: ServeEnv;
+  Variables: { apiKey: PublicKeyRecord | null };
+};

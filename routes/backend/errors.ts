@@ -1,0 +1,81 @@
+/**
+ * The backend surface's one error model: every error leaves as JSON with `detail` (FastAPI
+ * style, as the clients of the original service expect), mapped here and nowhere else.
+ */
+import { OpenAPIHono } from "@hono/zod-openapi";
+import type { Context, Env } from "hono";
+import { HTTPException } from "hono/http-exception";
+import type { ContentfulStatusCode } from "hono/utils/http-status";
+import type { Logger } from "../../domain/logger.ts";
+
+export class ApiError extends Error {
+  constructor(
+    readonly status: ContentfulStatusCode,
+    readonly body: Record<string, unknown>,
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(typeof body.detail === "string" ? body.detail : `HTTP ${status}`);
+    this.name = "ApiError";
+  }
+}
+
+export const fail = (
+  status: ContentfulStatusCode,
+  detail: unknown,
+  extra: Record<string, unknown> = {},
+) => new ApiError(status, { detail, ...extra });
+
+interface Issue {
+  path: PropertyKey[];
+  message: string;
+  code: string;
+}
+
+const LOCATION: Record<string, string> = {
+  json: "body",
+  query: "query",
+  param: "path",
+  header: "header",
+};
+
+/** 422 with one entry per failing field: `{detail:[{loc, msg, type}]}`. */
+export function validationResponse(c: Context, target: string, issues: readonly Issue[]) {
+  const detail = issues.map((issue) => ({
+    loc: [
+      LOCATION[target] ?? target,
+      ...issue.path.map((p) => typeof p === "number" ? p : String(p)),
+    ],
+    msg: issue.message,
+    type: issue.code,
+  }));
+  return c.json({ detail }, 422);
+}
+
+/** Every OpenAPIHono of this surface is made here, so all share the validation hook. */
+export function backendRouter<E extends Env = Env>(): OpenAPIHono<E> {
+  return new OpenAPIHono<E>({
+    defaultHook: (result, c) => {
+      if (!result.success) return validationResponse(c, result.target, result.error.issues);
+    },
+  });
+}
+
+export function errorHandler(logger: Logger) {
+  return (error: Error, c: Context): Response => {
+    if (error instanceof ApiError) return c.json(error.body, error.status, error.headers);
+    if (error instanceof HTTPException) {
+      const status = error.status as ContentfulStatusCode;
+      const detail = status === 413
+        ? "Request body too large (limit 1 MiB)."
+        : error.message || "Bad request";
+      return c.json({ detail }, status);
+    }
+    logger.log("error", "Unhandled error", {
+      path: new URL(c.req.url).pathname,
+      method: c.req.method,
+      error: error?.message,
+      stack: error?.stack,
+    });
+    return c.json({ detail: "Internal server error" }, 500);
+  };
+}

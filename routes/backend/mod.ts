@@ -1,0 +1,182 @@
+import { createRoute, z } from "@hono/zod-openapi";
+import { bodyLimit } from "hono/body-limit";
+import type { AppDeps } from "../../app.ts";
+import { APP_NAME, APP_VERSION } from "../../config.ts";
+import { Lockout } from "../../domain/lockout.ts";
+import { CredentialVault } from "../../domain/credentials.ts";
+import { fetchPluginEncryptionKey } from "../../clients/inventory.ts";
+import { KvApiKeyStore } from "../../storage/kv/api_keys.ts";
+import { KvHypervisorEndpointStore, KvInventoryEndpointStore } from "../../storage/kv/endpoints.ts";
+import type { InventoryEndpointStore } from "../../storage/ports.ts";
+import { docsRoutes } from "../_lib/docs.ts";
+import { API_KEY_HEADER, apiKeyAuth } from "./auth.ts";
+import type { BackendEnv, BackendServices } from "./context.ts";
+import { endpointRoutes } from "./endpoints.ts";
+import { ApiError, backendRouter, errorHandler } from "./errors.ts";
+import { keyRoutes } from "./keys.ts";
+import { jsonContent } from "./schemas.ts";
+
+export const MAX_BODY_BYTES = 1024 * 1024;
+const PLUGIN_KEY_TTL_MS = 60_000;
+
+/** Reads the plugin's encryption key with the stored inventory token; cached briefly. */
+function pluginKeyReader(
+  deps: AppDeps,
+  inventory: InventoryEndpointStore,
+  vault: () => CredentialVault,
+) {
+  let cached: { value: string | null; until: number } | null = null;
+  return async (): Promise<string | null> => {
+    if (cached && cached.until > deps.now()) return cached.value;
+    const [endpoint] = await inventory.list();
+    if (!endpoint) return null;
+    const token = await vault().open(
+      endpoint.token,
+      endpoint.key_source,
+      `inventory endpoint ${endpoint.id}`,
+    );
+    if (!token) return null;
+    const value = await fetchPluginEncryptionKey(deps.fetch, { ...endpoint, token });
+    cached = { value, until: deps.now() + PLUGIN_KEY_TTL_MS };
+    return value;
+  };
+}
+
+export function createBackendServices(deps: AppDeps): BackendServices {
+  const inventoryEndpoints = new KvInventoryEndpointStore(deps.kv);
+  const vault: CredentialVault = new CredentialVault({
+    envKey: deps.config.encryptionKey,
+    pluginKey: pluginKeyReader(deps, inventoryEndpoints, () => vault),
+    logger: deps.logger,
+  });
+  return {
+    deps,
+    keys: new KvApiKeyStore(deps.kv),
+    inventoryEndpoints,
+    hypervisorEndpoints: new KvHypervisorEndpointStore(deps.kv),
+    lockout: new Lockout(deps.now),
+    vault,
+  };
+}
+
+function hasBody(headers: Headers): boolean {
+  const length = headers.get("content-length");
+  return headers.has("transfer-encoding") || (length !== null && length !== "0");
+}
+
+/** The backend service (spec 1). Served at "/", it owns every path no other surface claims. */
+// deno-lint-ignore require-await
+export async function createBackendApp(deps: AppDeps, services = createBackendServices(deps)) {
+  const app = backendRouter<BackendEnv>();
+  app.onError(errorHandler(deps.logger));
+  app.notFound((c) => c.json({ detail: "Not Found" }, 404));
+
+  app.use("*", apiKeyAuth(services));
+  app.use(
+    "*",
+    bodyLimit({
+      maxSize: MAX_BODY_BYTES,
+      onError: () => {
+        throw new ApiError(413, { detail: "Request body too large (limit 1 MiB)." });
+      },
+    }),
+  );
+  app.use("*", async (c, next) => {
+    const type = c.req.header("content-type") ?? "";
+    if (
+      ["POST", "PUT", "PATCH"].includes(c.req.method) && hasBody(c.req.raw.headers) &&
+      !/^application\/([\w.+-]+\+)?json\b/i.test(type)
+    ) {
+      throw new ApiError(415, { detail: "Content-Type must be application/json" });
+    }
+    await next();
+  });
+
+  app.openapi(
+    createRoute({
+      method: "get",
+      path: "/",
+      tags: ["meta"],
+      summary: "Service root",
+      security: [],
+      responses: {
+        200: jsonContent(
+          z.object({ name: z.string(), version: z.string(), docs: z.string() }),
+          "Root",
+        ),
+      },
+    }),
+    (c) => c.json({ name: APP_NAME, version: APP_VERSION, docs: "/docs" }, 200),
+  );
+  app.openapi(
+    createRoute({
+      method: "get",
+      path: "/health",
+      tags: ["meta"],
+      summary: "Health check",
+      security: [],
+      responses: {
+        200: jsonContent(z.object({ status: z.string(), init_ok: z.boolean() }), "Ready"),
+      },
+    }),
+    (c) => c.json({ status: "ready", init_ok: true }, 200),
+  );
+  app.openapi(
+    createRoute({
+      method: "get",
+      path: "/meta",
+      tags: ["meta"],
+      summary: "Service metadata",
+      security: [],
+      responses: {
+        200: jsonContent(
+          z.object({
+            name: z.string(),
+            version: z.string(),
+            runtime: z.string(),
+            storage: z.string(),
+            surfaces: z.array(z.string()),
+          }),
+          "Metadata",
+        ),
+      },
+    }),
+    (c) =>
+      c.json({
+        name: APP_NAME,
+        version: APP_VERSION,
+        runtime: `deno ${Deno.version.deno}`,
+        storage: "deno-kv",
+        surfaces: [...deps.config.surfaces],
+      }, 200),
+  );
+
+  app.route("/", keyRoutes(services));
+  app.route("/", endpointRoutes(services));
+
+  app.openAPIRegistry.registerComponent("securitySchemes", "ApiKey", {
+    type: "apiKey",
+    in: "header",
+    name: API_KEY_HEADER,
+  });
+  app.doc31("/openapi.json", {
+    openapi: "3.1.0",
+    info: {
+      title: `${APP_NAME} backend service`,
+      version: APP_VERSION,
+      description: "API keys, endpoint copies, sync stages, operational verbs and provisioning.",
+    },
+    security: [{ ApiKey: [] }],
+  });
+  app.route(
+    "/",
+    docsRoutes({
+      title: `${APP_NAME} backend`,
+      specUrl: "/openapi.json",
+      docsPath: "/docs",
+      redocPath: "/redoc",
+      staticBase: "/static",
+    }),
+  );
+  return app;
+}

@@ -1,0 +1,100 @@
+import assert from "node:assert/strict";
+import { KEY, registered } from "./_setup.ts";
+
+const LAST_ACTIVE = {
+  detail: {
+    code: "last_active_api_key_required",
+    message: "Create and verify another active API key before retiring this key.",
+  },
+};
+
+Deno.test("keys: create shows raw_key once; list is newest first with no secret material", async () => {
+  let now = 1_700_000_000_000;
+  await using h = await registered({}, { now: () => (now += 1000) });
+  const res = await h.call("/auth/keys", { method: "POST", key: KEY, json: { label: "ci" } });
+  assert.equal(res.status, 201);
+  const created = await res.json();
+  assert.match(created.raw_key, /^[A-Za-z0-9_-]{64}$/);
+  assert.equal(created.label, "ci");
+  assert.equal(created.is_active, true);
+  assert.equal(typeof created.created_at, "number");
+  assert.ok(!Number.isInteger(created.created_at) || created.created_at > 1e9);
+
+  const noBody = await h.call("/auth/keys", { method: "POST", key: KEY });
+  assert.equal(noBody.status, 201);
+  const third = await noBody.json();
+  assert.equal(third.label, "");
+
+  const list = await (await h.call("/auth/keys", { key: created.raw_key })).json();
+  assert.deepEqual(list.keys.map((k: { id: number }) => k.id), [3, 2, 1]);
+  for (const k of list.keys) {
+    assert.deepEqual(Object.keys(k).sort(), ["created_at", "id", "is_active", "label"]);
+  }
+  assert.ok(!JSON.stringify(list).includes(created.raw_key));
+});
+
+Deno.test("keys: deactivate/activate change authentication; the last active key is guarded", async () => {
+  await using h = await registered();
+  const second = await (await h.call("/auth/keys", { method: "POST", key: KEY })).json();
+
+  const off = await h.call(`/auth/keys/${second.id}/deactivate`, { method: "POST", key: KEY });
+  assert.equal(off.status, 200);
+  assert.equal((await off.json()).is_active, false);
+  assert.equal((await h.call("/auth/keys", { key: second.raw_key })).status, 401);
+
+  const lastOff = await h.call("/auth/keys/1/deactivate", { method: "POST", key: KEY });
+  assert.equal(lastOff.status, 409);
+  assert.deepEqual(await lastOff.json(), LAST_ACTIVE);
+  const lastDelete = await h.call("/auth/keys/1", { method: "DELETE", key: KEY });
+  assert.equal(lastDelete.status, 409);
+  assert.deepEqual(await lastDelete.json(), LAST_ACTIVE);
+
+  // Deleting an inactive key is always allowed.
+  const on = await h.call(`/auth/keys/${second.id}/activate`, { method: "POST", key: KEY });
+  assert.equal((await on.json()).is_active, true);
+  assert.equal((await h.call("/auth/keys", { key: second.raw_key })).status, 200);
+  const del = await h.call("/auth/keys/1", { method: "DELETE", key: second.raw_key });
+  assert.equal(del.status, 204);
+  assert.equal(await del.text(), "");
+  assert.equal((await h.call("/auth/keys", { key: KEY })).status, 401);
+});
+
+Deno.test("keys: concurrent retirements never leave zero active keys", async () => {
+  await using h = await registered();
+  const others: { id: number; raw_key: string }[] = [];
+  for (let i = 0; i < 4; i++) {
+    others.push(await (await h.call("/auth/keys", { method: "POST", key: KEY })).json());
+  }
+  const ids = [1, ...others.map((k) => k.id)];
+  const results = await Promise.all(
+    ids.map((id) =>
+      h.call(`/auth/keys/${id}/deactivate`, { method: "POST", key: others[0].raw_key })
+    ),
+  );
+  const statuses = results.map((r) => r.status);
+  assert.equal(statuses.filter((s) => s === 200).length, 4);
+  assert.equal(statuses.filter((s) => s === 409).length, 1);
+  await Promise.all(results.map((r) => r.body?.cancel()));
+});
+
+Deno.test("keys: unknown ids answer 404 with the exact text; bad ids are 422", async () => {
+  await using h = await registered();
+  for (
+    const [method, path] of [["POST", "/auth/keys/99/deactivate"], [
+      "POST",
+      "/auth/keys/99/activate",
+    ], [
+      "DELETE",
+      "/auth/keys/99",
+    ]]
+  ) {
+    const res = await h.call(path, { method, key: KEY });
+    assert.equal(res.status, 404, path);
+    assert.deepEqual(await res.json(), { detail: "API key not found." });
+  }
+  for (const id of ["abc", "0", "-1", "1e400", "99999999999999999999"]) {
+    const res = await h.call(`/auth/keys/${id}/deactivate`, { method: "POST", key: KEY });
+    assert.equal(res.status, 422, id);
+    assert.ok(Array.isArray((await res.json()).detail));
+  }
+});
