@@ -51,6 +51,21 @@ export async function openSecret(stored: string, encryptionKey: string | null): 
   }
 }
 
+/**
+ * Opens with the first key of a keyring that works (current key first, then keys replaced by
+ * a rotation), so a rotation interrupted half-way never strands a secret.
+ */
+export async function openWithKeyring(stored: string, keyring: readonly string[]): Promise<Opened> {
+  if (!isEncrypted(stored)) return { ok: true, value: stored };
+  if (keyring.length === 0) return openSecret(stored, null);
+  let last: Opened = await openSecret(stored, keyring[0]);
+  for (const key of keyring.slice(1)) {
+    if (last.ok) break;
+    last = await openSecret(stored, key);
+  }
+  return last;
+}
+
 /** 48 random bytes as URL-safe base64: 64 characters (spec 2, Authentication 2). */
 export function generateBackendToken(): string {
   return crypto.getRandomValues(new Uint8Array(48)).toBase64({ alphabet: "base64url" });

@@ -7,7 +7,7 @@
  * endpoint cannot be reused (there is no password to send), so that is a 4xx, never an
  * empty password.
  */
-import { type Opened, openSecret } from "./secrets.ts";
+import { type Opened, openWithKeyring } from "./secrets.ts";
 import { isValidFingerprint } from "./validation.ts";
 
 export type SshSource = "dedicated" | "reuse_endpoint";
@@ -95,10 +95,13 @@ function unprocessable(reason: string, detail: string): SshSecretsResult {
   return { ok: false, status: 422, body: { reason, detail } };
 }
 
-/** Resolves the secrets the terminal needs; `encryptionKey` is the plugin setting. */
+/**
+ * Resolves the secrets the terminal needs. `keyring` is the plugin encryption key followed by
+ * keys replaced by rotations (empty when no key is set).
+ */
 export async function resolveSshSecrets(
   e: SshEndpointFacts,
-  encryptionKey: string | null,
+  keyring: readonly string[],
 ): Promise<SshSecretsResult> {
   if (!present(e.domain) && !present(e.ip)) {
     return unprocessable(
@@ -126,7 +129,7 @@ export async function resolveSshSecrets(
           "password. Set a password on the endpoint or use dedicated SSH credentials.",
       );
     }
-    const opened = await openSecret(e.password, encryptionKey);
+    const opened = await openWithKeyring(e.password, keyring);
     if (!opened.ok) return undecryptable("password", opened);
     if (!opened.value) {
       return unprocessable("ssh_password_unavailable", "The endpoint password is empty.");
@@ -140,7 +143,7 @@ export async function resolveSshSecrets(
   if (!present(e.ssh_username)) {
     return unprocessable("ssh_username_missing", "Set ssh_username for dedicated SSH credentials.");
   }
-  if (!encryptionKey?.trim()) {
+  if (keyring.length === 0) {
     return {
       ok: false,
       status: 409,
@@ -153,12 +156,12 @@ export async function resolveSshSecrets(
   let password = "";
   let privateKey = "";
   if (present(e.ssh_password)) {
-    const opened = await openSecret(e.ssh_password, encryptionKey);
+    const opened = await openWithKeyring(e.ssh_password, keyring);
     if (!opened.ok) return undecryptable("ssh_password", opened);
     password = opened.value;
   }
   if (present(e.ssh_private_key)) {
-    const opened = await openSecret(e.ssh_private_key, encryptionKey);
+    const opened = await openWithKeyring(e.ssh_private_key, keyring);
     if (!opened.ok) return undecryptable("ssh_private_key", opened);
     privateKey = opened.value;
   }

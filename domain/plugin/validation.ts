@@ -39,7 +39,9 @@ export function isValidDomain(value: string): boolean {
 }
 
 /** Rule 1: at least one of domain or ip_address, error on both fields otherwise. */
-export function checkDomainOrIp(record: { domain?: unknown; ip_address?: unknown }): FieldErrors {
+export function checkDomainOrIp(
+  record: { domain?: unknown; ip_address?: unknown; [field: string]: unknown },
+): FieldErrors {
   const errors: FieldErrors = {};
   if (blank(record.domain) && blank(record.ip_address)) {
     add(errors, "domain", DOMAIN_OR_IP_MESSAGE);
@@ -86,6 +88,7 @@ export function isValidFingerprint(value: string): boolean {
 export function checkSsh(record: {
   ssh_credential_source?: unknown;
   ssh_known_host_fingerprint?: unknown;
+  [field: string]: unknown;
 }): FieldErrors {
   const errors: FieldErrors = {};
   const fp = record.ssh_known_host_fingerprint;

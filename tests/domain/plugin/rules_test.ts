@@ -146,7 +146,7 @@ Deno.test("ssh reuse: password auth, stripped user, endpoint password, empty key
     password: await sealSecret("pw", key),
     ssh_known_host_fingerprint: FP,
   });
-  assert.deepEqual(await resolveSshSecrets(e, key), {
+  assert.deepEqual(await resolveSshSecrets(e, [key]), {
     ok: true,
     secrets: { auth_method: "password", username: "root", password: "pw", private_key: "" },
   });
@@ -156,11 +156,11 @@ Deno.test("ssh reuse: password auth, stripped user, endpoint password, empty key
     has_ssh_terminal_credentials: true,
   });
   const tokenOnly = { ...e, password: null };
-  const refused = await resolveSshSecrets(tokenOnly, key);
+  const refused = await resolveSshSecrets(tokenOnly, [key]);
   assert.equal(refused.ok, false);
   assert.equal(!refused.ok && refused.status, 422);
   assert.equal(sshReadiness(tokenOnly).has_ssh_terminal_credentials, false);
-  const unpinned = await resolveSshSecrets({ ...e, ssh_known_host_fingerprint: null }, key);
+  const unpinned = await resolveSshSecrets({ ...e, ssh_known_host_fingerprint: null }, [key]);
   assert.equal(!unpinned.ok && unpinned.status, 422);
   assert.equal(
     sshReadiness({ ...e, ssh_known_host_fingerprint: null }).has_ssh_terminal_credentials,
@@ -175,7 +175,7 @@ Deno.test("ssh dedicated: decrypts stored secrets, needs the key", async () => {
     ssh_auth_method: "key",
     ssh_private_key: await sealSecret("-----BEGIN KEY-----", key),
   });
-  assert.deepEqual(await resolveSshSecrets(e, key), {
+  assert.deepEqual(await resolveSshSecrets(e, [key]), {
     ok: true,
     secrets: {
       auth_method: "key",
@@ -184,15 +184,17 @@ Deno.test("ssh dedicated: decrypts stored secrets, needs the key", async () => {
       private_key: "-----BEGIN KEY-----",
     },
   });
-  const noKey = await resolveSshSecrets(e, null);
+  const noKey = await resolveSshSecrets(e, []);
   assert.equal(!noKey.ok && noKey.status, 409);
-  const wrongKey = await resolveSshSecrets(e, "other");
+  const rotated = await resolveSshSecrets(e, ["new key", key]);
+  assert.equal(rotated.ok, true, "a key replaced by a rotation still opens");
+  const wrongKey = await resolveSshSecrets(e, ["other"]);
   assert.equal(!wrongKey.ok && wrongKey.body.reason, "credential_undecryptable");
   assert.deepEqual(sshReadiness(e), {
     has_ssh_password: false,
     has_ssh_private_key: true,
     has_ssh_terminal_credentials: true,
   });
-  const pwMissing = await resolveSshSecrets({ ...e, ssh_auth_method: "password" }, key);
+  const pwMissing = await resolveSshSecrets({ ...e, ssh_auth_method: "password" }, [key]);
   assert.equal(!pwMissing.ok && pwMissing.status, 422);
 });

@@ -1,0 +1,720 @@
+/**
+ * The inventory plugin's models (spec 2 + spec 0 §2), declared for the inventory model engine
+ * (domain/netbox). App label `service`, so permissions read `service.view_backendendpoint`.
+ *
+ * Endpoint hooks: validation of spec 2's rules, sealing of write-only secrets with the plugin
+ * encryption key, token generation for the backend endpoint, and push-on-save to the backend
+ * (best-effort, outcome kept as `last_push`).
+ */
+import type {
+  FieldDef,
+  FieldErrors,
+  HookContext,
+  ModelDef,
+  StoredObject,
+} from "../netbox/types.ts";
+import type { PluginServices } from "./service.ts";
+import { checkDomainOrIp, checkInventoryToken, checkSsh, mergeErrors } from "./validation.ts";
+import { generateBackendToken } from "./secrets.ts";
+import { type SshEndpointFacts, sshReadiness } from "./ssh.ts";
+
+export const APP = "service";
+
+export const MODELS = {
+  hypervisor: "service.hypervisorendpoint",
+  inventory: "service.inventoryendpoint",
+  backend: "service.backendendpoint",
+  backupRoutine: "service.backuproutine",
+  replication: "service.replication",
+  deletionRequest: "service.deletionrequest",
+  applyJob: "service.applyjob",
+  node: "service.node",
+  storage: "service.storage",
+  cluster: "service.cluster",
+  snapshot: "service.snapshot",
+  backup: "service.backup",
+  taskHistory: "service.taskhistory",
+  vmSyncState: "service.vmsyncstate",
+} as const;
+
+// Core models this plugin references (defined by the core engine models).
+export const CORE = {
+  ipAddress: "ipam.ipaddress",
+  tenant: "tenancy.tenant",
+  token: "users.token",
+  virtualMachine: "virtualization.virtualmachine",
+  cluster: "virtualization.cluster",
+  device: "dcim.device",
+} as const;
+
+const STATUS_CHOICES = [["active", "Active"], ["stale", "Stale"]] as const;
+const VM_TYPE_CHOICES = [["qemu", "QEMU"], ["lxc", "LXC"]] as const;
+export const SECRET_FIELDS = {
+  [MODELS.hypervisor]: ["password", "token_value", "ssh_password", "ssh_private_key"],
+  [MODELS.inventory]: ["token_secret"],
+} as const;
+/** Dedicated SSH secrets need the encryption key; connection secrets fall back to plaintext. */
+export const SSH_SECRET_FIELDS = ["ssh_password", "ssh_private_key"];
+
+// ------------------------------------------------------------------ field helpers
+
+const str = (extra: Partial<FieldDef> = {}): FieldDef => ({
+  type: "string",
+  maxLength: 255,
+  ...extra,
+});
+const optStr = (extra: Partial<FieldDef> = {}): FieldDef => str({ allowBlank: true, ...extra });
+const nullStr = (extra: Partial<FieldDef> = {}): FieldDef =>
+  str({ nullable: true, allowBlank: true, ...extra });
+const bool = (dflt: boolean, extra: Partial<FieldDef> = {}): FieldDef => ({
+  type: "bool",
+  default: dflt,
+  ...extra,
+});
+const nullInt = (extra: Partial<FieldDef> = {}): FieldDef => ({
+  type: "int",
+  nullable: true,
+  ...extra,
+});
+const port = (dflt: number): FieldDef => ({ type: "int", default: dflt, min: 1, max: 65535 });
+const fk = (model: string, extra: Partial<FieldDef> = {}): FieldDef => ({
+  type: "fk",
+  model,
+  nullable: true,
+  onDelete: "set_null",
+  ...extra,
+});
+const choice = (
+  choices: ReadonlyArray<readonly [string, string]>,
+  dflt: string | null,
+  extra: Partial<FieldDef> = {},
+): FieldDef => ({
+  type: "choice",
+  choices,
+  default: dflt,
+  nullable: dflt === null,
+  index: true,
+  ...extra,
+});
+/** Write-only secret. Stored as `json` so the engine does not trim it (a PEM key ends in \n). */
+const secret = (description: string): FieldDef => ({
+  type: "json",
+  writeOnly: true,
+  nullable: true,
+  filter: false,
+  description,
+});
+const lastPush: FieldDef = {
+  type: "json",
+  readOnly: true,
+  nullable: true,
+  filter: false,
+  description: "Outcome of the last push to the backend: {ok, error, status, at}.",
+};
+const raw: FieldDef = { type: "json", default: () => ({}), filter: false };
+const datetime = (extra: Partial<FieldDef> = {}): FieldDef => ({
+  type: "datetime",
+  nullable: true,
+  ...extra,
+});
+
+const present = (value: unknown): value is string => typeof value === "string" && value !== "";
+
+/** The host part shown in display and used for URLs: the domain, else the IP's address. */
+function hostOf(record: StoredObject): string {
+  if (present(record.domain)) return record.domain;
+  if (present(record._host)) return record._host;
+  return "";
+}
+
+function endpointDisplay(record: StoredObject): string {
+  const host = hostOf(record);
+  return host ? `${record.name} (${host})` : String(record.name);
+}
+
+export function sshFacts(record: StoredObject): SshEndpointFacts {
+  return {
+    domain: present(record.domain) ? record.domain : null,
+    ip: present(record._host)
+      ? record._host
+      : (record.ip_address ? String(record.ip_address) : null),
+    username: present(record.username) ? record.username : null,
+    password: present(record.password) ? record.password : null,
+    ssh_credential_source: record.ssh_credential_source === "reuse_endpoint"
+      ? "reuse_endpoint"
+      : "dedicated",
+    ssh_username: present(record.ssh_username) ? record.ssh_username : null,
+    ssh_auth_method: record.ssh_auth_method === "key" ? "key" : "password",
+    ssh_known_host_fingerprint: present(record.ssh_known_host_fingerprint)
+      ? record.ssh_known_host_fingerprint
+      : null,
+    ssh_password: present(record.ssh_password) ? record.ssh_password : null,
+    ssh_private_key: present(record.ssh_private_key) ? record.ssh_private_key : null,
+  };
+}
+
+/** Common endpoint address fields. */
+function addressFields(defaultPort: number): Record<string, FieldDef> {
+  return {
+    name: str({ required: true, index: true }),
+    ip_address: fk(CORE.ipAddress, { onDelete: "protect" }),
+    domain: nullStr({ index: true }),
+    port: port(defaultPort),
+    /** Denormalised host of ip_address (its address without prefix length), for display. */
+    _host: { type: "string", hidden: true, nullable: true, allowBlank: true },
+  };
+}
+
+function checkSecretsAreText(draft: StoredObject, fields: readonly string[]): FieldErrors {
+  const errors: FieldErrors = {};
+  for (const field of fields) {
+    const value = draft[field];
+    if (value !== null && value !== undefined && typeof value !== "string") {
+      errors[field] = ["Not a valid string."];
+    }
+  }
+  return errors;
+}
+
+// ------------------------------------------------------------------ the models
+
+/**
+ * Builds every plugin model. `services` carries what the hooks need beyond the engine
+ * (settings, outbound fetch, clock); it is injected, never a module singleton.
+ */
+export function pluginModels(services: PluginServices): ModelDef[] {
+  const endpointBase = {
+    app: APP,
+    brief: ["name"],
+    search: ["name", "domain"],
+    ordering: ["name", "id"],
+    naturalKey: "name",
+  };
+
+  /** Resolves `_host` and seals the secrets sent in this write. */
+  async function prepareEndpoint(
+    draft: StoredObject,
+    ctx: HookContext,
+    secrets: readonly string[],
+  ) {
+    draft._host = await services.ipHost(ctx.engine, draft.ip_address);
+    await services.sealInput(draft, ctx, secrets);
+  }
+
+  const hypervisor: ModelDef = {
+    ...endpointBase,
+    model: "hypervisorendpoint",
+    verbose: "hypervisor endpoint",
+    path: "plugins/service/endpoints/hypervisor/",
+    display: endpointDisplay,
+    fields: {
+      ...addressFields(8006),
+      mode: choice([["undefined", "Undefined"], ["standalone", "Standalone"], [
+        "cluster",
+        "Cluster",
+      ]], "undefined"),
+      version: nullStr({ description: "Set on sync." }),
+      repoid: nullStr({ description: "Repository/release id." }),
+      username: str({ default: "root@pam", allowBlank: true }),
+      password: secret("Write-only; stored encrypted with the plugin encryption key."),
+      token_name: nullStr(),
+      token_value: secret("Write-only API token secret."),
+      use_https: bool(true),
+      verify_ssl: bool(false),
+      enabled: bool(true, { index: true }),
+      allowed_tenants: { type: "m2m", model: CORE.tenant },
+      allow_writes: bool(false),
+      ssh_credential_source: choice([["dedicated", "Dedicated"], [
+        "reuse_endpoint",
+        "Reuse endpoint credentials",
+      ]], "dedicated"),
+      ssh_username: nullStr(),
+      ssh_port: port(22),
+      ssh_auth_method: choice([["password", "Password"], ["key", "Private key"]], "password"),
+      ssh_known_host_fingerprint: nullStr({ description: "Pinned host key, SHA256:<base64>." }),
+      ssh_password: secret("Write-only; needs the plugin encryption key."),
+      ssh_private_key: secret("Write-only; needs the plugin encryption key."),
+      has_ssh_password: {
+        type: "bool",
+        compute: (r) => sshReadiness(sshFacts(r)).has_ssh_password,
+      },
+      has_ssh_private_key: {
+        type: "bool",
+        compute: (r) => sshReadiness(sshFacts(r)).has_ssh_private_key,
+      },
+      has_ssh_terminal_credentials: {
+        type: "bool",
+        compute: (r) => sshReadiness(sshFacts(r)).has_ssh_terminal_credentials,
+      },
+      last_push: lastPush,
+    },
+    filters: services.hypervisorFilters,
+    validate: async (draft, ctx) => {
+      const errors = mergeErrors(
+        checkDomainOrIp(draft),
+        checkSsh(draft),
+        checkSecretsAreText(draft, SECRET_FIELDS[MODELS.hypervisor]),
+        await services.sshSecretsNeedKey(draft, ctx),
+      );
+      return Object.keys(errors).length ? errors : null;
+    },
+    beforeSave: (draft, ctx) => prepareEndpoint(draft, ctx, SECRET_FIELDS[MODELS.hypervisor]),
+    afterSave: (record, ctx) => services.afterHypervisorSave(record, ctx),
+  };
+
+  const inventory: ModelDef = {
+    ...endpointBase,
+    model: "inventoryendpoint",
+    verbose: "inventory endpoint",
+    path: "plugins/service/endpoints/inventory/",
+    display: (r) => String(r.name),
+    fields: {
+      ...addressFields(443),
+      use_https: bool(true),
+      verify_ssl: bool(true),
+      token_version: choice([["v1", "v1"], ["v2", "v2"]], "v1"),
+      token: fk(CORE.token, {
+        description: "v1 only: the inventory token whose plaintext is pushed.",
+      }),
+      token_key: nullStr({ description: "v2 key id." }),
+      token_secret: secret("Write-only v2 secret."),
+      last_push: lastPush,
+    },
+    validate: (draft, ctx) => {
+      const effective = clearOtherTokenVersion({ ...draft }, ctx);
+      const errors = mergeErrors(
+        checkDomainOrIp(draft),
+        checkInventoryToken({ ...effective, hasSecret: present(effective.token_secret) }),
+        checkSecretsAreText(draft, SECRET_FIELDS[MODELS.inventory]),
+      );
+      return Object.keys(errors).length ? errors : null;
+    },
+    beforeSave: async (draft, ctx) => {
+      clearOtherTokenVersion(draft, ctx);
+      await prepareEndpoint(draft, ctx, SECRET_FIELDS[MODELS.inventory]);
+    },
+    afterSave: (record, ctx) => services.afterInventorySave(record, ctx),
+  };
+
+  const backend: ModelDef = {
+    ...endpointBase,
+    model: "backendendpoint",
+    verbose: "backend endpoint",
+    path: "plugins/service/endpoints/backend/",
+    display: (r) => String(r.name),
+    fields: {
+      ...addressFields(8800),
+      use_https: bool(true, {
+        description: "true: https, false: http; independent of verify_ssl.",
+      }),
+      verify_ssl: bool(true, { description: "Meaningful only when use_https is true." }),
+      token: {
+        type: "string",
+        readOnly: true,
+        nullable: true,
+        filter: false,
+        description:
+          "X-Service-API-Key for the backend; generated (64 URL-safe chars) when absent.",
+      },
+      use_websocket: bool(false),
+      websocket_domain: nullStr(),
+      websocket_port: port(8800),
+      server_side_websocket: bool(false),
+      last_push: lastPush,
+      /** Constant; its unique constraint makes the backend endpoint a singleton. */
+      _singleton: { type: "bool", hidden: true, default: true },
+    },
+    unique: [{
+      fields: ["_singleton"],
+      errorField: "name",
+      message: "Only one backend endpoint is allowed; edit the existing one.",
+    }],
+    validate: (draft) => {
+      const errors = checkDomainOrIp(draft);
+      return Object.keys(errors).length ? errors : null;
+    },
+    beforeSave: async (draft, ctx) => {
+      if (!present(draft.token)) draft.token = generateBackendToken();
+      draft._singleton = true;
+      await prepareEndpoint(draft, ctx, []);
+    },
+    afterSave: (record, ctx) => services.afterBackendSave(record, ctx),
+  };
+
+  const nodeBrief = ["name", "node_id", "online"];
+
+  const cluster: ModelDef = {
+    app: APP,
+    model: "cluster",
+    verbose: "cluster",
+    path: "plugins/service/clusters/",
+    brief: ["name"],
+    fields: {
+      endpoint: fk(MODELS.hypervisor, { required: true, nullable: false, onDelete: "cascade" }),
+      name: str({ required: true, index: true }),
+      cluster: fk(CORE.cluster, { description: "The virtualization cluster it maps to." }),
+      mode: choice([["undefined", "Undefined"], ["standalone", "Standalone"], [
+        "cluster",
+        "Cluster",
+      ]], "undefined"),
+      version: nullStr(),
+      quorate: { type: "bool", nullable: true },
+      nodes_online: nullInt({ min: 0 }),
+      nodes_total: nullInt({ min: 0 }),
+      last_synced: datetime(),
+      raw_config: raw,
+    },
+    unique: [{ fields: ["endpoint", "name"] }],
+    search: ["name"],
+    ordering: ["name", "id"],
+    naturalKey: "name",
+  };
+
+  const node: ModelDef = {
+    app: APP,
+    model: "node",
+    verbose: "node",
+    path: "plugins/service/nodes/",
+    brief: nodeBrief,
+    fields: {
+      endpoint: fk(MODELS.hypervisor, { required: true, nullable: false, onDelete: "cascade" }),
+      cluster: fk(MODELS.cluster),
+      name: str({ required: true, index: true }),
+      node_id: nullInt({ min: 0, index: true, description: "Hypervisor node id (nodeid)." }),
+      online: bool(false, { index: true }),
+      ip_address: nullStr({ description: "Address reported by the cluster status." }),
+      local: { type: "bool", nullable: true },
+      level: nullStr({ description: "Support level." }),
+      version: nullStr(),
+      device: fk(CORE.device),
+      cpu: { type: "float", nullable: true, min: 0 },
+      maxcpu: nullInt({ min: 0 }),
+      mem: { type: "float", nullable: true, min: 0 },
+      maxmem: { type: "float", nullable: true, min: 0 },
+      uptime: nullInt({ min: 0, max: Number.MAX_SAFE_INTEGER }),
+      last_synced: datetime(),
+      raw_config: raw,
+    },
+    unique: [{ fields: ["endpoint", "name"] }],
+    search: ["name"],
+    ordering: ["name", "id"],
+    naturalKey: "name",
+  };
+
+  const storage: ModelDef = {
+    app: APP,
+    model: "storage",
+    verbose: "storage",
+    path: "plugins/service/storage/",
+    brief: ["cluster", "name"],
+    fields: {
+      cluster: fk(MODELS.cluster, { required: true, nullable: false, onDelete: "cascade" }),
+      name: str({ required: true, index: true }),
+      storage_type: nullStr({ index: true, description: "dir, lvmthin, zfspool, nfs, pbs..." }),
+      content: { type: "list", of: "string", default: () => [], filter: false },
+      path: nullStr(),
+      nodes: { type: "list", of: "string", default: () => [], filter: false },
+      shared: bool(false),
+      enabled: bool(true, { index: true }),
+      total: { type: "float", nullable: true, min: 0 },
+      used: { type: "float", nullable: true, min: 0 },
+      avail: { type: "float", nullable: true, min: 0 },
+      status: choice(STATUS_CHOICES, "active"),
+      last_synced: datetime(),
+      raw_config: raw,
+    },
+    unique: [{ fields: ["cluster", "name"] }],
+    search: ["name"],
+    ordering: ["name", "id"],
+    naturalKey: "name",
+  };
+
+  const vmRef = fk(CORE.virtualMachine);
+
+  const backupRoutine: ModelDef = {
+    app: APP,
+    model: "backuproutine",
+    verbose: "backup routine",
+    path: "plugins/service/backup-routines/",
+    brief: ["job_id"],
+    display: (r) => String(r.job_id),
+    fields: {
+      endpoint: fk(MODELS.hypervisor, { required: true, nullable: false, onDelete: "cascade" }),
+      job_id: str({ required: true, index: true }),
+      enabled: bool(true, { index: true }),
+      schedule: optStr(),
+      next_run: datetime(),
+      node: fk(MODELS.node),
+      storage: fk(MODELS.storage),
+      selection: { type: "list", of: "int", default: () => [], min: 0, filter: false },
+      comment: optStr({ maxLength: 4096 }),
+      status: choice(STATUS_CHOICES, "active"),
+      keep_last: nullInt({ min: 0, index: true }),
+      keep_daily: nullInt({ min: 0, index: true }),
+      keep_weekly: nullInt({ min: 0, index: true }),
+      keep_monthly: nullInt({ min: 0, index: true }),
+      keep_yearly: nullInt({ min: 0 }),
+      keep_all: { type: "bool", nullable: true },
+      notes_template: optStr({ maxLength: 4096 }),
+      bwlimit: nullInt({ min: 0 }),
+      zstd: nullInt({ min: 0 }),
+      io_workers: nullInt({ min: 0 }),
+      fleecing: {
+        type: "json",
+        default: "",
+        filter: false,
+        description: "Options string; empty = disabled.",
+      },
+      fleecing_storage: fk(MODELS.storage),
+      repeat_missed: bool(false),
+      pbs_change_detection_mode: choice(
+        [["default", "Default"], ["legacy", "Legacy"], [
+          "data",
+          "Data",
+        ]],
+        "default",
+        { allowBlank: true },
+      ),
+      raw_config: raw,
+    },
+    unique: [{ fields: ["endpoint", "job_id"] }],
+    search: ["job_id", "comment"],
+    ordering: ["job_id", "id"],
+    naturalKey: "job_id",
+  };
+
+  const replication: ModelDef = {
+    app: APP,
+    model: "replication",
+    verbose: "replication",
+    path: "plugins/service/replications/",
+    brief: ["replication_id"],
+    display: (r) => String(r.replication_id),
+    fields: {
+      endpoint: fk(MODELS.hypervisor, { onDelete: "cascade" }),
+      replication_id: str({
+        required: true,
+        index: true,
+        pattern: /^\d+-\d+$/,
+        patternMessage: "Use the form <vmid>-<n>.",
+      }),
+      virtual_machine: vmRef,
+      hypervisor_node: fk(MODELS.node),
+      guest: nullInt({ min: 0, index: true }),
+      target: optStr({ index: true }),
+      job_type: choice([["local", "Local"]], "local"),
+      schedule: optStr({ index: true }),
+      rate: { type: "float", nullable: true, min: 0 },
+      comment: optStr({ maxLength: 4096 }),
+      disable: bool(false, { index: true }),
+      source: optStr({ index: true }),
+      jobnum: nullInt({ min: 0, index: true }),
+      remove_job: choice([["local", "Local"], ["full", "Full"]], null),
+      status: choice(STATUS_CHOICES, "active"),
+      raw_config: raw,
+    },
+    unique: [{ fields: ["endpoint", "replication_id"] }],
+    search: ["replication_id", "target", "comment", "source"],
+    filters: services.replicationFilters,
+    ordering: ["replication_id", "id"],
+    naturalKey: "replication_id",
+  };
+
+  const deletionRequest: ModelDef = {
+    app: APP,
+    model: "deletionrequest",
+    verbose: "deletion request",
+    path: "plugins/service/deletion-requests/",
+    readOnly: true,
+    brief: ["name", "status"],
+    display: (r) => `${r.name ?? `VM ${r.vmid}`} (${r.status})`,
+    fields: {
+      endpoint: fk(MODELS.hypervisor, { onDelete: "cascade" }),
+      virtual_machine: vmRef,
+      vmid: nullInt({ min: 0, index: true }),
+      vm_type: choice(VM_TYPE_CHOICES, "qemu"),
+      name: optStr(),
+      status: choice([
+        ["pending", "Pending"],
+        ["approved", "Approved"],
+        ["rejected", "Rejected"],
+        ["completed", "Completed"],
+        ["failed", "Failed"],
+      ], "pending"),
+      reason: optStr({ maxLength: 4096 }),
+      requested_by: optStr(),
+      decided_by: optStr(),
+      decided_at: datetime(),
+      result: { type: "json", nullable: true, filter: false },
+    },
+    search: ["name", "reason", "requested_by"],
+    ordering: ["-id"],
+  };
+
+  const applyJob: ModelDef = {
+    app: APP,
+    model: "applyjob",
+    verbose: "apply job",
+    path: "plugins/service/apply-jobs/",
+    readOnly: true,
+    brief: ["branch", "status"],
+    display: (r) => `${r.branch || "apply"} #${r.id}`,
+    fields: {
+      endpoint: fk(MODELS.hypervisor, { onDelete: "cascade" }),
+      branch: optStr({ index: true }),
+      status: choice([
+        ["pending", "Pending"],
+        ["running", "Running"],
+        ["completed", "Completed"],
+        ["failed", "Failed"],
+      ], "pending"),
+      actor: optStr(),
+      started_at: datetime(),
+      finished_at: datetime(),
+      summary: { type: "json", default: () => ({}), filter: false },
+      error: optStr({ maxLength: 8192 }),
+    },
+    search: ["branch", "actor"],
+    ordering: ["-id"],
+  };
+
+  const snapshot: ModelDef = {
+    app: APP,
+    model: "snapshot",
+    verbose: "snapshot",
+    path: "plugins/service/snapshots/",
+    brief: ["name"],
+    fields: {
+      endpoint: fk(MODELS.hypervisor, { required: true, nullable: false, onDelete: "cascade" }),
+      virtual_machine: fk(CORE.virtualMachine, { onDelete: "cascade" }),
+      node: fk(MODELS.node),
+      vmid: { type: "int", required: true, min: 0, index: true },
+      vm_type: choice(VM_TYPE_CHOICES, "qemu"),
+      name: str({ required: true, index: true }),
+      description: optStr({ maxLength: 8192 }),
+      parent: nullStr(),
+      snaptime: datetime(),
+      vmstate: bool(false),
+      status: choice(STATUS_CHOICES, "active"),
+      raw_config: raw,
+    },
+    unique: [{ fields: ["endpoint", "vmid", "name"] }],
+    search: ["name", "description"],
+    ordering: ["vmid", "name", "id"],
+  };
+
+  const backup: ModelDef = {
+    app: APP,
+    model: "backup",
+    verbose: "backup",
+    path: "plugins/service/backups/",
+    brief: ["volid"],
+    display: (r) => String(r.volid),
+    fields: {
+      endpoint: fk(MODELS.hypervisor, { required: true, nullable: false, onDelete: "cascade" }),
+      storage: fk(MODELS.storage, { onDelete: "cascade" }),
+      node: fk(MODELS.node),
+      virtual_machine: vmRef,
+      vmid: nullInt({ min: 0, index: true }),
+      vm_type: choice(VM_TYPE_CHOICES, null),
+      volid: str({ required: true, maxLength: 1024, index: true }),
+      format: nullStr(),
+      size: { type: "float", nullable: true, min: 0 },
+      creation_time: datetime(),
+      notes: optStr({ maxLength: 8192 }),
+      protected: bool(false),
+      encrypted: bool(false),
+      verification_state: nullStr(),
+      status: choice(STATUS_CHOICES, "active"),
+      raw_config: raw,
+    },
+    unique: [{ fields: ["endpoint", "volid"] }],
+    search: ["volid", "notes"],
+    ordering: ["-creation_time", "id"],
+  };
+
+  const taskHistory: ModelDef = {
+    app: APP,
+    model: "taskhistory",
+    verbose: "task",
+    path: "plugins/service/task-history/",
+    brief: ["upid", "task_type", "status"],
+    display: (r) => String(r.upid),
+    fields: {
+      endpoint: fk(MODELS.hypervisor, { required: true, nullable: false, onDelete: "cascade" }),
+      node: fk(MODELS.node),
+      virtual_machine: vmRef,
+      upid: str({ required: true, maxLength: 512 }),
+      node_name: optStr({ index: true }),
+      task_type: optStr({ index: true }),
+      task_id: optStr({ description: "The task's object id (e.g. a vmid)." }),
+      vmid: nullInt({ min: 0, index: true }),
+      username: optStr({ index: true }),
+      status: optStr({ index: true, description: "running, OK, or the error text." }),
+      exitstatus: nullStr(),
+      starttime: datetime(),
+      endtime: datetime(),
+      pid: nullInt({ min: 0 }),
+      pstart: nullInt({ min: 0, max: Number.MAX_SAFE_INTEGER }),
+      raw_config: raw,
+    },
+    unique: [{ fields: ["upid"] }],
+    search: ["upid", "task_type", "username"],
+    ordering: ["-starttime", "-id"],
+    naturalKey: "upid",
+  };
+
+  const vmSyncState: ModelDef = {
+    app: APP,
+    model: "vmsyncstate",
+    verbose: "VM sync state",
+    path: "plugins/service/vm-sync-state/",
+    brief: ["vmid", "vm_type"],
+    display: (r) => `${r.vm_type}/${r.vmid}`,
+    fields: {
+      endpoint: fk(MODELS.hypervisor, { required: true, nullable: false, onDelete: "cascade" }),
+      vmid: { type: "int", required: true, min: 0, index: true },
+      vm_type: choice(VM_TYPE_CHOICES, "qemu"),
+      virtual_machine: fk(CORE.virtualMachine),
+      node_name: optStr({ index: true }),
+      name: optStr({ description: "Name as last seen upstream." }),
+      status: choice([["present", "Present"], ["missing", "Missing upstream"]], "present"),
+      last_seen: datetime(),
+      config_digest: nullStr({ description: "Digest of the last synced config." }),
+    },
+    unique: [{ fields: ["endpoint", "vmid"] }],
+    ordering: ["vmid", "id"],
+    tags: false,
+  };
+
+  return [
+    hypervisor,
+    inventory,
+    backend,
+    cluster,
+    node,
+    storage,
+    backupRoutine,
+    replication,
+    deletionRequest,
+    applyJob,
+    snapshot,
+    backup,
+    taskHistory,
+    vmSyncState,
+  ];
+}
+
+/**
+ * v1 uses the token reference only, v2 key + secret only: stored values of the other
+ * version are dropped when not sent in this write (a write that sends both is an error).
+ */
+function clearOtherTokenVersion(draft: StoredObject, ctx: HookContext): StoredObject {
+  if (draft.token_version === "v2") {
+    if (!("token" in ctx.input)) draft.token = null;
+  } else {
+    if (!("token_key" in ctx.input)) draft.token_key = null;
+    if (!("token_secret" in ctx.input)) draft.token_secret = null;
+  }
+  return draft;
+}

@@ -1,0 +1,328 @@
+/**
+ * What the plugin models' hooks and the plugin routes need beyond the engine: settings, the
+ * outbound fetch, the clock, and the push-on-save glue. Built once per app from injected
+ * dependencies (no module singletons).
+ */
+import { BackendClient, type BackendClientOptions, baseUrl } from "../../clients/backend.ts";
+import type { Logger } from "../logger.ts";
+import type {
+  CustomFilter,
+  EngineApi,
+  FieldErrors,
+  HookContext,
+  StoredObject,
+} from "../netbox/types.ts";
+import { CORE, MODELS, SSH_SECRET_FIELDS } from "./models.ts";
+import {
+  failed,
+  hypervisorCopyName,
+  type LastPush,
+  pushHypervisorCopy,
+  pushInventoryCopy,
+  type PushOutcome,
+  registerBackendKey,
+} from "./push.ts";
+import { generateBackendToken, type Opened, openWithKeyring, sealSecret } from "./secrets.ts";
+import { keyring, type PluginSettingsStore } from "./settings.ts";
+import { parseTenantRef, visibleToTenant } from "./tenants.ts";
+
+/** Reads a v1 inventory token's plaintext (the core token model keeps it retrievable). */
+export type TokenPlaintextReader = (engine: EngineApi, tokenId: number) => Promise<string | null>;
+
+export interface PluginServiceDeps {
+  settings: PluginSettingsStore;
+  fetch: typeof fetch;
+  now: () => number;
+  logger: Logger;
+  tokenPlaintext: TokenPlaintextReader;
+  /** Shorter timeouts for tests; defaults are spec 2's 10 s / 15 s. */
+  backendTimeouts?: BackendClientOptions;
+}
+
+export const NO_BACKEND =
+  "No backend endpoint configured; add one at /api/plugins/service/endpoints/backend/.";
+
+const present = (value: unknown): value is string => typeof value === "string" && value !== "";
+
+/** Which fields a write touched (beyond the id): used to tell a flag toggle from an edit. */
+function touched(ctx: HookContext): string[] {
+  return Object.keys(ctx.input).filter((k) => k !== "id");
+}
+
+export class PluginServices {
+  constructor(readonly deps: PluginServiceDeps) {}
+
+  async encryptionKey(): Promise<string | null> {
+    return (await this.deps.settings.get()).encryption_key;
+  }
+
+  /** Opens a stored secret with the current key, then any key a rotation replaced. */
+  async open(stored: string): Promise<Opened> {
+    return openWithKeyring(stored, keyring(await this.deps.settings.get()));
+  }
+
+  // ---------------------------------------------------------------- hooks used by models.ts
+
+  /** The host of an IP address record: its address without the prefix length. */
+  async ipHost(engine: EngineApi, ipId: unknown): Promise<string | null> {
+    if (typeof ipId !== "number") return null;
+    const ip = await engine.get(CORE.ipAddress, ipId);
+    const address = ip?.address;
+    return typeof address === "string" ? address.replace(/\/\d+$/, "") : null;
+  }
+
+  /** Seals every secret sent in this write (absent ones keep their stored value). */
+  async sealInput(draft: StoredObject, ctx: HookContext, fields: readonly string[]): Promise<void> {
+    const sent = fields.filter((f) => f in ctx.input);
+    if (sent.length === 0) return;
+    const key = await this.encryptionKey();
+    for (const field of sent) {
+      const value = draft[field];
+      if (typeof value !== "string" || value === "") {
+        draft[field] = null;
+        continue;
+      }
+      if (!key) {
+        this.deps.logger.log(
+          "critical",
+          "plugin encryption_key is not set: storing an endpoint secret in plaintext",
+          { field },
+        );
+      }
+      draft[field] = await sealSecret(value, key);
+    }
+  }
+
+  /** Dedicated SSH secrets are only stored encrypted: without the key they are refused. */
+  async sshSecretsNeedKey(draft: StoredObject, ctx: HookContext): Promise<FieldErrors> {
+    const errors: FieldErrors = {};
+    const sent = SSH_SECRET_FIELDS.filter((f) => f in ctx.input && present(draft[f]));
+    if (sent.length === 0 || await this.encryptionKey()) return errors;
+    for (const field of sent) {
+      errors[field] = [
+        "Set the plugin encryption_key (PATCH /api/plugins/service/settings/) before storing SSH secrets.",
+      ];
+    }
+    return errors;
+  }
+
+  readonly hypervisorFilters: Record<string, CustomFilter> = {
+    /** `?cloud_tenant=<slug or id>` (also set from X-Cloud-Tenant): the allow-list rule. */
+    cloud_tenant: async (values, engine) => {
+      const all = await engine.find(MODELS.hypervisor);
+      const ids = new Set<number>();
+      for (const value of values) {
+        const tenant = await this.resolveTenant(engine, value);
+        if (tenant === null) continue;
+        const scoped = all.map((e) => ({ id: e.id, allowed_tenants: tenantIds(e) }));
+        for (const e of visibleToTenant(scoped, tenant)) ids.add(e.id);
+      }
+      return { ids };
+    },
+    allowed_tenants__isnull: (values) => {
+      const wantNull = ["true", "1", "yes"].includes(String(values[0]).toLowerCase());
+      return Promise.resolve({
+        predicate: (r: StoredObject) => (tenantIds(r).length === 0) === wantNull,
+      });
+    },
+    allowed_tenants__id__in: (values) => {
+      const wanted = new Set(
+        values.flatMap((v) => v.split(",")).map((v) => Number(v.trim())).filter(Number.isInteger),
+      );
+      return Promise.resolve({
+        predicate: (r: StoredObject) => tenantIds(r).some((t) => wanted.has(t)),
+      });
+    },
+  };
+
+  readonly replicationFilters: Record<string, CustomFilter> = {};
+
+  /** A tenant id from a slug or an id; null when unknown. */
+  async resolveTenant(engine: EngineApi, ref: string): Promise<number | null> {
+    const parsed = parseTenantRef(ref);
+    if (parsed === null) return null;
+    if ("id" in parsed) return (await engine.get(CORE.tenant, parsed.id)) ? parsed.id : null;
+    const tenant = await engine.findOne(CORE.tenant, { slug: [parsed.slug] });
+    return tenant?.id ?? null;
+  }
+
+  // ---------------------------------------------------------------- push on save
+
+  #stamp(outcome: PushOutcome): LastPush {
+    return { ...outcome, at: new Date(this.deps.now()).toISOString() };
+  }
+
+  async #record(engine: EngineApi, model: string, id: number, outcome: PushOutcome) {
+    const lastPush = this.#stamp(outcome);
+    await engine.patchStored(model, id, { last_push: lastPush });
+    if (!outcome.ok) {
+      this.deps.logger.log("warning", "push to the backend failed", {
+        model,
+        id,
+        error: outcome.error,
+        status: outcome.status,
+      });
+    }
+    return lastPush;
+  }
+
+  /** The single backend endpoint (spec 2: "resolve the single backend endpoint"). */
+  async backendEndpoint(engine: EngineApi): Promise<StoredObject | null> {
+    const all = await engine.find(MODELS.backend);
+    return all[0] ?? null;
+  }
+
+  hostOf(record: StoredObject): string | null {
+    if (present(record.domain)) return record.domain;
+    if (present(record._host)) return record._host;
+    return null;
+  }
+
+  backendClient(backend: StoredObject, token: string | null = null): BackendClient | null {
+    const host = this.hostOf(backend);
+    if (!host) return null;
+    return new BackendClient(
+      this.deps.fetch,
+      {
+        baseUrl: baseUrl(backend.use_https !== false, host, Number(backend.port ?? 8800)),
+        token: token ?? (present(backend.token) ? backend.token : null),
+      },
+      this.deps.backendTimeouts,
+    );
+  }
+
+  async afterBackendSave(record: StoredObject, ctx: HookContext): Promise<void> {
+    await this.pushBackend(ctx.engine, record);
+  }
+
+  /** Registers the backend endpoint's token when the backend has no key yet. */
+  async pushBackend(engine: EngineApi, record: StoredObject): Promise<LastPush> {
+    const client = this.backendClient(record);
+    if (!client || !present(record.token)) {
+      return this.#record(
+        engine,
+        MODELS.backend,
+        record.id,
+        failed("backend endpoint has no host"),
+      );
+    }
+    return this.#record(
+      engine,
+      MODELS.backend,
+      record.id,
+      await registerBackendKey(client, record.token),
+    );
+  }
+
+  /** The backend client with a token that is generated and registered when needed. */
+  async #readyBackend(
+    engine: EngineApi,
+  ): Promise<{ client: BackendClient } | { outcome: PushOutcome }> {
+    let backend = await this.backendEndpoint(engine);
+    if (!backend) return { outcome: failed(NO_BACKEND) };
+    if (!present(backend.token)) {
+      backend =
+        await engine.patchStored(MODELS.backend, backend.id, { token: generateBackendToken() }) ??
+          backend;
+    }
+    const client = this.backendClient(backend);
+    if (!client) return { outcome: failed("backend endpoint has no host") };
+    const registered = await registerBackendKey(client, backend.token as string);
+    if (!registered.ok) return { outcome: registered };
+    return { client };
+  }
+
+  async afterInventorySave(record: StoredObject, ctx: HookContext): Promise<void> {
+    await this.pushInventory(ctx.engine, record);
+  }
+
+  async pushInventory(engine: EngineApi, record: StoredObject): Promise<LastPush> {
+    const save = (o: PushOutcome) => this.#record(engine, MODELS.inventory, record.id, o);
+    const backend = await this.backendEndpoint(engine);
+    if (!backend) return save(failed(NO_BACKEND));
+    const client = this.backendClient(backend);
+    if (!client) return save(failed("backend endpoint has no host"));
+    const host = this.hostOf(record);
+    if (!host) return save(failed("inventory endpoint has no host"));
+    let token: string | null;
+    if (record.token_version === "v2") {
+      const opened = present(record.token_secret) ? await this.open(record.token_secret) : null;
+      if (opened && !opened.ok) {
+        return save(failed(`credential_undecryptable: token_secret: ${opened.detail}`));
+      }
+      token = opened?.value ?? null;
+    } else {
+      token = typeof record.token === "number"
+        ? await this.deps.tokenPlaintext(engine, record.token)
+        : null;
+    }
+    if (!token) {
+      return save(failed(
+        record.token_version === "v2"
+          ? "token_secret is not set"
+          : "the referenced v1 token has no readable plaintext",
+      ));
+    }
+    return save(
+      await pushInventoryCopy(client, {
+        name: String(record.name),
+        ip: host,
+        port: Number(record.port),
+        use_https: record.use_https !== false,
+        verify_ssl: record.verify_ssl !== false,
+        token_version: record.token_version === "v2" ? "v2" : "v1",
+        token,
+        token_key: record.token_version === "v2" && present(record.token_key)
+          ? record.token_key
+          : null,
+      }),
+    );
+  }
+
+  async afterHypervisorSave(record: StoredObject, ctx: HookContext): Promise<void> {
+    // Toggling `enabled` (the bulk Enable/Disable actions) only changes the flag (spec 2).
+    const fields = touched(ctx);
+    if (ctx.op === "update" && fields.length > 0 && fields.every((f) => f === "enabled")) return;
+    await this.pushHypervisor(ctx.engine, record);
+  }
+
+  /** Pushes one hypervisor endpoint; a disabled endpoint is never pushed (null). */
+  async pushHypervisor(engine: EngineApi, record: StoredObject): Promise<LastPush | null> {
+    if (record.enabled === false) return null;
+    const save = (o: PushOutcome) => this.#record(engine, MODELS.hypervisor, record.id, o);
+    const host = this.hostOf(record);
+    if (!host) return save(failed("hypervisor endpoint has no host"));
+    const ready = await this.#readyBackend(engine);
+    if ("outcome" in ready) return save(ready.outcome);
+    const secrets: Record<string, string | null> = {};
+    for (const field of ["password", "token_value"]) {
+      const stored = record[field];
+      if (!present(stored)) {
+        secrets[field] = null;
+        continue;
+      }
+      const opened = await this.open(stored);
+      if (!opened.ok) return save(failed(`credential_undecryptable: ${field}: ${opened.detail}`));
+      secrets[field] = opened.value;
+    }
+    return save(
+      await pushHypervisorCopy(ready.client, {
+        name: hypervisorCopyName(String(record.name), record.id),
+        ip: host,
+        port: Number(record.port),
+        use_https: record.use_https !== false,
+        verify_ssl: record.verify_ssl === true,
+        username: present(record.username) ? record.username : null,
+        password: secrets.password,
+        token_name: present(record.token_name) ? record.token_name : null,
+        token_value: secrets.token_value,
+        allow_writes: record.allow_writes === true,
+        enabled: true,
+      }),
+    );
+  }
+}
+
+export function tenantIds(record: StoredObject): number[] {
+  return Array.isArray(record.allowed_tenants) ? record.allowed_tenants as number[] : [];
+}

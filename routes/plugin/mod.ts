@@ -1,0 +1,345 @@
+/**
+ * The inventory plugin (`/api/plugins/service/...`): its models, registered in the inventory
+ * model engine and served by the generic NetBox-style model routes, plus the plugin's own
+ * routes handled here:
+ *
+ * - `GET  endpoints/hypervisor/{id}/status/`       keepalive (disabled → "disabled", no contact)
+ * - `GET  endpoints/hypervisor/{id}/ssh-secrets/`  SSH credentials for a terminal session
+ * - `GET|PATCH settings/`, `GET settings/runtime/`  the settings singleton
+ * - `GET  bootstrap-status/`                        relay of the backend's /extras/bootstrap-status
+ * - `X-Cloud-Tenant` on the hypervisor endpoint list (rewritten to `?cloud_tenant=`)
+ *
+ * Wiring (routes/inventory): build once with `createPlugin(deps, {tokenPlaintext})`, register
+ * `plugin.models` in the engine, and after authenticating a request call
+ * `plugin.handle(request, auth, engine)` before the generic model routes: a Response is the
+ * answer, a Request is the (rewritten) request to pass on, null means "not a plugin route".
+ */
+import type { AppDeps } from "../../app.ts";
+import type { BackendClientOptions } from "../../clients/backend.ts";
+import { PROBE_TIMEOUT_MS, probeHypervisor } from "../../clients/hypervisor_probe.ts";
+import type { AuthInfo, EngineApi, ModelDef, StoredObject } from "../../domain/netbox/types.ts";
+import { MODELS, pluginModels, sshFacts } from "../../domain/plugin/models.ts";
+import {
+  NO_BACKEND,
+  PluginServices,
+  type TokenPlaintextReader,
+} from "../../domain/plugin/service.ts";
+import { resolveSshSecrets } from "../../domain/plugin/ssh.ts";
+import {
+  keyring,
+  MAX_PREVIOUS_KEYS,
+  parseSettingsPatch,
+  type PluginSettingsStore,
+  publicSettings,
+} from "../../domain/plugin/settings.ts";
+import { isEncrypted, openWithKeyring, sealSecret } from "../../domain/plugin/secrets.ts";
+import { baseUrl } from "../../clients/backend.ts";
+import { KvPluginSettingsStore } from "../../storage/kv/plugin_settings.ts";
+
+export const PLUGIN_PREFIX = "/api/plugins/service/";
+
+export const PERMISSIONS = {
+  viewBackend: "service.view_backendendpoint",
+  viewHypervisor: "service.view_hypervisorendpoint",
+  changeHypervisor: "service.change_hypervisorendpoint",
+  viewSettings: "service.view_pluginsettings",
+  changeSettings: "service.change_pluginsettings",
+} as const;
+
+export interface PluginOptions {
+  /** Reads a v1 inventory token's plaintext (the core token model keeps it retrievable). */
+  tokenPlaintext: TokenPlaintextReader;
+  /** Test hooks: shorter timeouts. */
+  backendTimeouts?: BackendClientOptions;
+  probeTimeoutMs?: number;
+  /** Settings storage; defaults to Deno KV from deps. */
+  settings?: PluginSettingsStore;
+}
+
+export interface Plugin {
+  models: ModelDef[];
+  services: PluginServices;
+  settings: PluginSettingsStore;
+  handle(request: Request, auth: AuthInfo, engine: EngineApi): Promise<Response | Request | null>;
+}
+
+const DENIED = "You do not have permission to perform this action.";
+
+function json(body: unknown, status = 200, headers: Record<string, string> = {}): Response {
+  return new Response(JSON.stringify(body), {
+    status,
+    headers: { "content-type": "application/json", ...headers },
+  });
+}
+
+function notAllowed(method: string, allow: string[]): Response {
+  return json({ detail: `Method "${method}" not allowed.` }, 405, { allow: allow.join(", ") });
+}
+
+export function can(auth: AuthInfo, permission: string): boolean {
+  return auth.isSuperuser || auth.permissions.has(permission);
+}
+
+function canWrite(auth: AuthInfo, permission: string): boolean {
+  return auth.writeEnabled && can(auth, permission);
+}
+
+const ROUTES = {
+  status: /^endpoints\/hypervisor\/(\d+)\/status\/?$/,
+  ssh: /^endpoints\/hypervisor\/(\d+)\/ssh-secrets\/?$/,
+  settings: /^settings\/?$/,
+  runtime: /^settings\/runtime\/?$/,
+  bootstrap: /^bootstrap-status\/?$/,
+  hypervisorList: /^endpoints\/hypervisor\/?$/,
+};
+
+export function createPlugin(deps: AppDeps, options: PluginOptions): Plugin {
+  const settings = options.settings ?? new KvPluginSettingsStore(deps.kv);
+  const services = new PluginServices({
+    settings,
+    fetch: deps.fetch,
+    now: deps.now,
+    logger: deps.logger,
+    tokenPlaintext: options.tokenPlaintext,
+    backendTimeouts: options.backendTimeouts,
+  });
+  const models = pluginModels(services);
+  const probeTimeout = options.probeTimeoutMs ?? PROBE_TIMEOUT_MS;
+
+  async function hypervisor(engine: EngineApi, id: string): Promise<StoredObject | null> {
+    const n = Number(id);
+    return Number.isSafeInteger(n) ? await engine.get(MODELS.hypervisor, n) : null;
+  }
+
+  async function keepalive(engine: EngineApi, id: string): Promise<Response> {
+    const record = await hypervisor(engine, id);
+    if (!record) return json({ detail: "Not found." }, 404);
+    const checkedAt = new Date(deps.now()).toISOString();
+    const base = { id: record.id, name: record.name, checked_at: checkedAt };
+    if (record.enabled === false) {
+      return json({
+        ...base,
+        status: "disabled",
+        detail: "The endpoint is disabled; it was not contacted.",
+      });
+    }
+    const host = services.hostOf(record);
+    if (!host) return json({ ...base, status: "error", detail: "The endpoint has no host." });
+    const secrets: Record<string, string | null> = { password: null, token_value: null };
+    for (const field of ["password", "token_value"] as const) {
+      const stored = record[field];
+      if (typeof stored !== "string" || !stored) continue;
+      const opened = await services.open(stored);
+      if (!opened.ok) {
+        return json({
+          ...base,
+          status: "error",
+          reason: "credential_undecryptable",
+          detail: `${field}: ${opened.detail}`,
+        });
+      }
+      secrets[field] = opened.value;
+    }
+    const result = await probeHypervisor(deps.fetch, {
+      baseUrl: baseUrl(record.use_https !== false, host, Number(record.port ?? 8006)),
+      username: typeof record.username === "string" ? record.username : null,
+      password: secrets.password,
+      tokenName: typeof record.token_name === "string" && record.token_name
+        ? record.token_name
+        : null,
+      tokenValue: secrets.token_value,
+    }, probeTimeout);
+    return json({ ...base, ...result });
+  }
+
+  async function sshSecrets(engine: EngineApi, id: string): Promise<Response> {
+    const record = await hypervisor(engine, id);
+    if (!record) return json({ detail: "Not found." }, 404);
+    if (record.enabled === false) {
+      return json({ reason: "endpoint_disabled", detail: "The endpoint is disabled." }, 409);
+    }
+    const result = await resolveSshSecrets(sshFacts(record), keyring(await settings.get()));
+    if (!result.ok) return json({ ...result.body, endpoint_id: record.id }, result.status);
+    return json(result.secrets, 200, { "cache-control": "no-store" });
+  }
+
+  /** Re-seals every stored secret under the new key (best-effort; the keyring covers gaps). */
+  async function reseal(engine: EngineApi, ring: string[], newKey: string) {
+    let resealed = 0;
+    let unreadable = 0;
+    for (
+      const [model, fields] of [
+        [MODELS.hypervisor, ["password", "token_value", "ssh_password", "ssh_private_key"]],
+        [MODELS.inventory, ["token_secret"]],
+      ] as const
+    ) {
+      for (const record of await engine.find(model)) {
+        const changes: Record<string, string> = {};
+        for (const field of fields) {
+          const stored = record[field];
+          if (typeof stored !== "string" || !stored) continue;
+          const opened = await openWithKeyring(stored, ring);
+          if (!opened.ok) {
+            unreadable++;
+            continue;
+          }
+          changes[field] = await sealSecret(opened.value, newKey);
+          resealed++;
+        }
+        if (Object.keys(changes).length) await engine.patchStored(model, record.id, changes);
+      }
+    }
+    return { resealed, unreadable };
+  }
+
+  async function encryptedSecretsExist(engine: EngineApi): Promise<number> {
+    let n = 0;
+    for (
+      const [model, fields] of [
+        [MODELS.hypervisor, ["password", "token_value", "ssh_password", "ssh_private_key"]],
+        [MODELS.inventory, ["token_secret"]],
+      ] as const
+    ) {
+      for (const record of await engine.find(model)) {
+        for (const field of fields) {
+          const v = record[field];
+          if (typeof v === "string" && isEncrypted(v)) n++;
+        }
+      }
+    }
+    return n;
+  }
+
+  async function patchSettings(request: Request, engine: EngineApi): Promise<Response> {
+    let body: unknown;
+    try {
+      body = await request.json();
+    } catch (error) {
+      return json({
+        detail: `JSON parse error - ${error instanceof Error ? error.message : String(error)}`,
+      }, 400);
+    }
+    const parsed = parseSettingsPatch(body);
+    if (!parsed.ok) return json(parsed.errors, 400);
+    const current = await settings.get();
+    const keyChange = "encryption_key" in parsed && parsed.encryption_key !== undefined &&
+      parsed.encryption_key !== current.encryption_key;
+    if (keyChange && parsed.encryption_key === null) {
+      const n = await encryptedSecretsExist(engine);
+      if (n > 0) {
+        return json({
+          encryption_key: [
+            `${n} stored secrets are encrypted with this key; set a new key instead of clearing it.`,
+          ],
+        }, 400);
+      }
+    }
+    const stamp = new Date(deps.now()).toISOString();
+    const next = await settings.update((s) => {
+      const out = { ...s, last_updated: stamp };
+      if (parsed.custom_fields_enabled !== undefined) {
+        out.custom_fields_enabled = parsed.custom_fields_enabled;
+      }
+      if (keyChange) {
+        out.previous_keys = [s.encryption_key, ...s.previous_keys]
+          .filter((k): k is string => Boolean(k) && k !== parsed.encryption_key)
+          .slice(0, MAX_PREVIOUS_KEYS);
+        out.encryption_key = parsed.encryption_key ?? null;
+      }
+      return out;
+    });
+    if (keyChange && next.encryption_key) {
+      const { resealed, unreadable } = await reseal(engine, keyring(next), next.encryption_key);
+      deps.logger.log("info", "plugin encryption_key changed; stored secrets re-sealed", {
+        resealed,
+        unreadable,
+      });
+    }
+    return json(publicSettings(next));
+  }
+
+  async function bootstrapRelay(engine: EngineApi): Promise<Response> {
+    const backend = await services.backendEndpoint(engine);
+    if (!backend) return json({ reason: "backend_not_configured", detail: NO_BACKEND }, 503);
+    const client = services.backendClient(backend);
+    if (!client) {
+      return json(
+        { reason: "backend_not_configured", detail: "backend endpoint has no host" },
+        503,
+      );
+    }
+    const relayed = await client.relay("/extras/bootstrap-status");
+    if (!relayed.reached) {
+      return json({ reason: "backend_unreachable", detail: relayed.error }, 502);
+    }
+    return json(relayed.body, relayed.status);
+  }
+
+  async function handle(
+    request: Request,
+    auth: AuthInfo,
+    engine: EngineApi,
+  ): Promise<Response | Request | null> {
+    const url = new URL(request.url);
+    if (!url.pathname.startsWith(PLUGIN_PREFIX)) return null;
+    const path = url.pathname.slice(PLUGIN_PREFIX.length);
+    const method = request.method.toUpperCase();
+    const read = method === "GET" || method === "HEAD";
+    let m: RegExpExecArray | null;
+
+    if ((m = ROUTES.status.exec(path))) {
+      if (!read) return notAllowed(method, ["GET"]);
+      if (!can(auth, PERMISSIONS.viewHypervisor)) return json({ detail: DENIED }, 403);
+      return keepalive(engine, m[1]);
+    }
+    if ((m = ROUTES.ssh.exec(path))) {
+      if (!read) return notAllowed(method, ["GET"]);
+      // Secrets: only for tokens that may change the endpoint (and so could set them).
+      if (!can(auth, PERMISSIONS.viewHypervisor) || !can(auth, PERMISSIONS.changeHypervisor)) {
+        return json({ detail: DENIED }, 403);
+      }
+      return sshSecrets(engine, m[1]);
+    }
+    if (ROUTES.runtime.test(path)) {
+      if (!read) return notAllowed(method, ["GET"]);
+      if (!can(auth, PERMISSIONS.viewSettings) && !can(auth, PERMISSIONS.changeSettings)) {
+        return json({ detail: DENIED }, 403);
+      }
+      const s = await settings.get();
+      const body: Record<string, unknown> = publicSettings(s);
+      if (canWrite(auth, PERMISSIONS.changeSettings)) body.encryption_key = s.encryption_key;
+      return json(body, 200, { "cache-control": "no-store" });
+    }
+    if (ROUTES.settings.test(path)) {
+      if (read) {
+        if (!can(auth, PERMISSIONS.viewSettings) && !can(auth, PERMISSIONS.changeSettings)) {
+          return json({ detail: DENIED }, 403);
+        }
+        return json(publicSettings(await settings.get()));
+      }
+      if (method !== "PATCH" && method !== "PUT") {
+        return notAllowed(method, ["GET", "PATCH", "PUT"]);
+      }
+      if (!canWrite(auth, PERMISSIONS.changeSettings)) return json({ detail: DENIED }, 403);
+      return patchSettings(request, engine);
+    }
+    if (ROUTES.bootstrap.test(path)) {
+      if (!read) return notAllowed(method, ["GET"]);
+      if (!can(auth, PERMISSIONS.viewBackend)) return json({ detail: DENIED }, 403);
+      return bootstrapRelay(engine);
+    }
+    if (ROUTES.hypervisorList.test(path) && read) {
+      const header = request.headers.get("x-cloud-tenant");
+      if (header === null || header.trim() === "") return null;
+      const tenant = await services.resolveTenant(engine, header);
+      if (tenant === null) {
+        return json({ detail: `Unknown tenant in X-Cloud-Tenant: "${header.trim()}".` }, 400);
+      }
+      url.searchParams.set("cloud_tenant", String(tenant));
+      return new Request(url, request);
+    }
+    return null;
+  }
+
+  return { models, services, settings, handle };
+}
