@@ -23,5 +23,8 @@ export const keys = {
 
   // hypervisor surface (rate limits, stored schema versions): see routes/hypervisor and mock/
 
+  // inventory plugin (plugin models themselves live in the inventory model engine's keys)
+  pluginSettings: (): Key => ["plugin", "settings"],
+
   // inventory surface (models, indexes, tokens, jobs): see domain/netbox and routes/inventory
 };
