@@ -34,13 +34,48 @@ const server = Deno.serve({
       storage: kvPath ?? "platform KV",
     });
   },
-}, (request, info) => app.fetch(request, info));
+}, handle);
 
+/**
+ * Graceful stop: new requests get 503 while the ones in flight finish (bodies still arriving
+ * included, which Deno's own shutdown would cut), then the server and KV close.
+ */
+let inFlight = 0;
 let stopping = false;
+let drained: () => void = () => {};
+
+async function handle(
+  request: Request,
+  info: Deno.ServeHandlerInfo<Deno.NetAddr>,
+): Promise<Response> {
+  if (stopping) {
+    return Response.json({ detail: "Server is shutting down" }, {
+      status: 503,
+      headers: { "retry-after": "1", connection: "close" },
+    });
+  }
+  inFlight++;
+  try {
+    return await app.fetch(request, info);
+  } finally {
+    if (--inFlight === 0) drained();
+  }
+}
+
+const DRAIN_LIMIT_MS = 10_000;
+
 async function stop(signal: string) {
   if (stopping) return;
   stopping = true;
-  logger.log("info", "Stopping: finishing in-flight requests", { signal });
+  logger.log("info", "Stopping: finishing in-flight requests", { signal, in_flight: inFlight });
+  if (inFlight > 0) {
+    let timer: number | undefined;
+    await new Promise<void>((resolve) => {
+      drained = resolve;
+      timer = setTimeout(resolve, DRAIN_LIMIT_MS);
+    });
+    clearTimeout(timer);
+  }
   await server.shutdown();
   kv.close();
   logger.log("info", "Stopped");

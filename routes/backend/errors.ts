@@ -70,6 +70,10 @@ export function errorHandler(logger: Logger) {
         : error.message || "Bad request";
       return c.json({ detail }, status);
     }
+    if (error?.name === "BadResource" || /request body/i.test(error?.message ?? "")) {
+      // The client went away or broke the body mid-way: their fault, not ours.
+      return c.json({ detail: "The request body could not be read completely." }, 400);
+    }
     logger.log("error", "Unhandled error", {
       path: new URL(c.req.url).pathname,
       method: c.req.method,

@@ -1,0 +1,66 @@
+import assert from "node:assert/strict";
+import { ConfigError, DEFAULT_KV_PATH, parseConfig, SURFACES } from "../config.ts";
+
+Deno.test("config: embedded defaults need no environment at all", () => {
+  const config = parseConfig({});
+  assert.equal(config.port, 8800);
+  assert.equal(config.kvPath, DEFAULT_KV_PATH);
+  assert.deepEqual([...config.surfaces], [...SURFACES]);
+  assert.equal(config.encryptionKey, undefined);
+  assert.equal(config.allowLoopbackTargets, false);
+  assert.equal(config.hypervisor.mode, "mock");
+  assert.equal(config.hypervisor.version, "9.2");
+  assert.equal(config.hypervisor.verifyTls, true);
+  assert.equal(config.hypervisor.mockUser, "root@pam");
+});
+
+Deno.test("config: values are parsed and typed", () => {
+  const config = parseConfig({
+    PORT: "9000",
+    SERVICE_KV_PATH: ":memory:",
+    SERVICE_SURFACES: "backend, hypervisor",
+    SERVICE_ENCRYPTION_KEY: "  secret  ",
+    SERVICE_TRUSTED_PROXIES: "10.0.0.1,10.0.0.2",
+    SERVICE_ALLOW_LOOPBACK_TARGETS: "true",
+    HYPERVISOR_MODE: "real",
+    HYPERVISOR_URL: "https://pve.lan:8006",
+    HYPERVISOR_VERIFY_TLS: "0",
+    HYPERVISOR_MOCK_SEED: "nodes=2,vms=5",
+  });
+  assert.equal(config.port, 9000);
+  assert.equal(config.kvPath, ":memory:");
+  assert.deepEqual([...config.surfaces], ["backend", "hypervisor"]);
+  assert.equal(config.encryptionKey, "secret");
+  assert.deepEqual([...config.trustedProxies], ["10.0.0.1", "10.0.0.2"]);
+  assert.equal(config.allowLoopbackTargets, true);
+  assert.equal(config.hypervisor.verifyTls, false);
+  assert.deepEqual(config.hypervisor.seed, { nodes: 2, vms: 5, cts: 4, storages: 2 });
+});
+
+Deno.test("config: on Deno Deploy the platform KV is the default", () => {
+  assert.equal(parseConfig({ DENO_DEPLOYMENT_ID: "abc" }).kvPath, undefined);
+});
+
+Deno.test("config: bad values name the variable", () => {
+  const cases: Record<string, string>[] = [
+    { PORT: "eighty" },
+    { PORT: "70000" },
+    { SERVICE_SURFACES: "backend,frontend" },
+    { SERVICE_ALLOW_LOOPBACK_TARGETS: "maybe" },
+    { HYPERVISOR_MODE: "fake" },
+    { HYPERVISOR_MODE: "real" },
+    { HYPERVISOR_VERSION: "8.0" },
+    { HYPERVISOR_MOCK_SEED: "nodes=0" },
+    { HYPERVISOR_MOCK_SEED: "planets=3" },
+  ];
+  for (const env of cases) {
+    assert.throws(() => parseConfig(env), (error) => {
+      assert.ok(error instanceof ConfigError);
+      const name = Object.keys(env)[0] === "HYPERVISOR_MODE" && env.HYPERVISOR_MODE === "real"
+        ? "HYPERVISOR_URL"
+        : Object.keys(env)[0];
+      assert.equal(error.variable, name);
+      return true;
+    }, JSON.stringify(env));
+  }
+});
