@@ -33,8 +33,9 @@ export async function backend(
         body: json !== undefined ? JSON.stringify(json) : rest.body,
       }, { remoteAddr: { hostname: ip ?? "192.0.2.10" } }));
     },
-    async [Symbol.asyncDispose]() {
+    [Symbol.asyncDispose]() {
       deps.kv.close();
+      return Promise.resolve();
     },
   };
 }
