@@ -22,6 +22,19 @@ export const keys = {
   hypervisorEndpointName: (name: string): Key => ["backend", "hypervisor_endpoints", "by_name", name],
 
   // hypervisor surface (rate limits, stored schema versions): see routes/hypervisor and mock/
+  /** Fixed-window request counter of one client address on one rate-limited route. */
+  hypervisorRateLimit: (route: string, ip: string): Key => ["hypervisor", "rate", route, ip],
+  /** Manifest of a stored (generated) schema version; written last, after its chunks. */
+  hypervisorSchemaVersion: (label: string): Key => ["hypervisor", "schema_versions", label],
+  hypervisorSchemaVersionPrefix: (): Key => ["hypervisor", "schema_versions"],
+  /** Gzip-compressed schema text of one stored version, in chunks under the 64 KiB limit. */
+  hypervisorSchemaChunk: (blob: string, index: number): Key => [
+    "hypervisor",
+    "schema_chunks",
+    blob,
+    index,
+  ],
+  hypervisorSchemaChunkPrefix: (blob: string): Key => ["hypervisor", "schema_chunks", blob],
 
   // inventory plugin (plugin models themselves live in the inventory model engine's keys)
   pluginSettings: (): Key => ["plugin", "settings"],
