@@ -1,0 +1,195 @@
+/**
+ * Stored (generated) hypervisor schema versions in Deno KV.
+ *
+ * A schema is ~4 MB of JSON, far over KV's 64 KiB value limit, so its text is gzip-compressed
+ * (CompressionStream) and split into chunks under a random blob id. Chunks are written first,
+ * in atomic batches; the manifest is written last with a check that the label is still free,
+ * so a reader never sees a manifest whose chunks are incomplete. A failed or lost race deletes
+ * the chunks it wrote.
+ */
+import { keys } from "./keys.ts";
+
+export interface StoredSchemaVersion {
+  /** Version label, e.g. `9.3-beta`. */
+  version: string;
+  /** Where it was loaded from (file path or URL). */
+  source: string;
+  /** Hex SHA-256 of the stored (uncompressed) JSON text. */
+  sha256: string;
+  /** Uncompressed JSON text size in bytes. */
+  bytes: number;
+  /** Compressed size in bytes. */
+  stored_bytes: number;
+  chunks: number;
+  blob: string;
+  operations: number;
+  paths: number;
+  /** ISO 8601. */
+  created_at: string;
+}
+
+export type SaveResult =
+  | { ok: true; record: StoredSchemaVersion }
+  | { ok: false; reason: "conflict" | "limit" };
+
+export interface SchemaVersionStore {
+  list(): Promise<StoredSchemaVersion[]>;
+  get(version: string): Promise<StoredSchemaVersion | null>;
+  /** Stores the text under a new label; fails when the label exists or the store is full. */
+  save(
+    meta: Omit<StoredSchemaVersion, "sha256" | "bytes" | "stored_bytes" | "chunks" | "blob">,
+    text: string,
+  ): Promise<SaveResult>;
+  /** The stored JSON text, verified against its digest; null when the version is unknown. */
+  loadText(version: string): Promise<string | null>;
+  delete(version: string): Promise<boolean>;
+}
+
+/** Under KV's 64 KiB value limit with room to spare. */
+export const CHUNK_BYTES = 60 * 1024;
+/** Chunks per atomic commit: 10 × 60 KiB stays under the 800 KiB total mutation size. */
+const CHUNKS_PER_COMMIT = 10;
+export const MAX_STORED_VERSIONS = 50;
+
+export class SchemaIntegrityError extends Error {
+  constructor(version: string, why: string) {
+    super(`stored schema version ${version} is damaged: ${why}`);
+    this.name = "SchemaIntegrityError";
+  }
+}
+
+async function pipeThrough(data: Uint8Array, stream: GenericTransformStream): Promise<Uint8Array> {
+  const out = new Response(
+    new Blob([data as Uint8Array<ArrayBuffer>]).stream().pipeThrough(stream),
+  );
+  return new Uint8Array(await out.arrayBuffer());
+}
+
+export async function sha256Hex(data: Uint8Array): Promise<string> {
+  const digest = await crypto.subtle.digest("SHA-256", data as Uint8Array<ArrayBuffer>);
+  return new Uint8Array(digest).toHex();
+}
+
+export class KvSchemaVersionStore implements SchemaVersionStore {
+  constructor(private readonly kv: Deno.Kv) {}
+
+  async list(): Promise<StoredSchemaVersion[]> {
+    const out: StoredSchemaVersion[] = [];
+    for await (
+      const entry of this.kv.list<StoredSchemaVersion>({
+        prefix: keys.hypervisorSchemaVersionPrefix(),
+      })
+    ) out.push(entry.value);
+    return out.sort((a, b) => a.created_at.localeCompare(b.created_at));
+  }
+
+  async get(version: string): Promise<StoredSchemaVersion | null> {
+    return (await this.kv.get<StoredSchemaVersion>(keys.hypervisorSchemaVersion(version))).value;
+  }
+
+  async save(
+    meta: Omit<StoredSchemaVersion, "sha256" | "bytes" | "stored_bytes" | "chunks" | "blob">,
+    text: string,
+  ): Promise<SaveResult> {
+    const manifestKey = keys.hypervisorSchemaVersion(meta.version);
+    if ((await this.kv.get(manifestKey)).versionstamp !== null) {
+      return { ok: false, reason: "conflict" };
+    }
+    if ((await this.list()).length >= MAX_STORED_VERSIONS) return { ok: false, reason: "limit" };
+    const raw = new TextEncoder().encode(text);
+    const compressed = await pipeThrough(raw, new CompressionStream("gzip"));
+    const blob = crypto.randomUUID();
+    const chunks = Math.max(1, Math.ceil(compressed.length / CHUNK_BYTES));
+    try {
+      for (let first = 0; first < chunks; first += CHUNKS_PER_COMMIT) {
+        const op = this.kv.atomic();
+        for (let i = first; i < Math.min(chunks, first + CHUNKS_PER_COMMIT); i++) {
+          op.set(
+            keys.hypervisorSchemaChunk(blob, i),
+            compressed.subarray(i * CHUNK_BYTES, (i + 1) * CHUNK_BYTES),
+          );
+        }
+        const res = await op.commit();
+        if (!res.ok) throw new Error("chunk write was not committed");
+      }
+      const record: StoredSchemaVersion = {
+        ...meta,
+        sha256: await sha256Hex(raw),
+        bytes: raw.length,
+        stored_bytes: compressed.length,
+        chunks,
+        blob,
+      };
+      // The flip: the manifest appears only if the label is still free.
+      const res = await this.kv.atomic()
+        .check({ key: manifestKey, versionstamp: null })
+        .set(manifestKey, record)
+        .commit();
+      if (!res.ok) {
+        await this.#deleteChunks(blob);
+        return { ok: false, reason: "conflict" };
+      }
+      return { ok: true, record };
+    } catch (err) {
+      await this.#deleteChunks(blob);
+      throw err;
+    }
+  }
+
+  async loadText(version: string): Promise<string | null> {
+    const record = await this.get(version);
+    if (!record) return null;
+    const parts: Uint8Array[] = [];
+    for await (
+      const entry of this.kv.list<Uint8Array>({
+        prefix: keys.hypervisorSchemaChunkPrefix(record.blob),
+      })
+    ) {
+      if (entry.key[entry.key.length - 1] !== parts.length) {
+        throw new SchemaIntegrityError(version, `chunk ${parts.length} is missing`);
+      }
+      parts.push(entry.value);
+    }
+    if (parts.length !== record.chunks) {
+      throw new SchemaIntegrityError(version, `${parts.length} of ${record.chunks} chunks`);
+    }
+    const compressed = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+    let at = 0;
+    for (const p of parts) {
+      compressed.set(p, at);
+      at += p.length;
+    }
+    let raw: Uint8Array;
+    try {
+      raw = await pipeThrough(compressed, new DecompressionStream("gzip"));
+    } catch {
+      throw new SchemaIntegrityError(version, "cannot decompress");
+    }
+    if ((await sha256Hex(raw)) !== record.sha256) {
+      throw new SchemaIntegrityError(version, "digest mismatch");
+    }
+    return new TextDecoder().decode(raw);
+  }
+
+  async delete(version: string): Promise<boolean> {
+    const entry = await this.kv.get<StoredSchemaVersion>(keys.hypervisorSchemaVersion(version));
+    if (!entry.value) return false;
+    const res = await this.kv.atomic().check(entry).delete(entry.key).commit();
+    if (!res.ok) return false;
+    await this.#deleteChunks(entry.value.blob);
+    return true;
+  }
+
+  async #deleteChunks(blob: string): Promise<void> {
+    let op = this.kv.atomic();
+    let n = 0;
+    for await (const entry of this.kv.list({ prefix: keys.hypervisorSchemaChunkPrefix(blob) })) {
+      op.delete(entry.key);
+      if (++n % 500 === 0) {
+        await op.commit();
+        op = this.kv.atomic();
+      }
+    }
+    if (n % 500 !== 0) await op.commit();
+  }
+}

@@ -1,0 +1,69 @@
+/** Shared setup for the hypervisor docs/codegen route tests. */
+import { Hono } from "hono";
+import type { AppDeps, ServeEnv } from "../../../app.ts";
+import { loadSchema, type SchemaTree } from "../../../mock/schema.ts";
+import {
+  type CodegenOptions,
+  hypervisorToolingRoutes,
+} from "../../../routes/hypervisor/codegen.ts";
+import { testDeps } from "../../_helpers.ts";
+
+export const SHARED_DIR = new URL("../../../../shared/hypervisor-schema/", import.meta.url).pathname
+  .replace(/\/$/, "");
+
+let tree92: Promise<SchemaTree> | undefined;
+export function schema92(): Promise<SchemaTree> {
+  return tree92 ??= loadSchema(`${SHARED_DIR}/pve-9.2.json`);
+}
+
+export const peer = (hostname: string): ServeEnv => ({ remoteAddr: { hostname } });
+
+/** A fake DNS: names map to fixed addresses; anything else does not resolve. */
+export function fakeDns(table: Record<string, string[]>) {
+  return (host: string) => Promise.resolve(table[host] ?? []);
+}
+
+export interface Tooling {
+  deps: AppDeps;
+  app: Hono<{ Bindings: ServeEnv }>;
+  /** Builds another app over the same KV (a restart or another isolate). */
+  again(overrides?: Partial<CodegenOptions>): Hono<{ Bindings: ServeEnv }>;
+  clock: { now: number };
+}
+
+export async function tooling(
+  env: Record<string, string> = {},
+  overrides: Partial<CodegenOptions> = {},
+): Promise<Tooling> {
+  const clock = { now: Date.UTC(2026, 0, 1) };
+  const deps = await testDeps(env, { now: () => clock.now });
+  const tree = await schema92();
+  const build = (more: Partial<CodegenOptions> = {}) => {
+    const app = new Hono<{ Bindings: ServeEnv }>();
+    app.route(
+      "/",
+      hypervisorToolingRoutes(deps, {
+        active: () => ({ tree, version: "9.2", source: `${SHARED_DIR}/pve-9.2.json` }),
+        schemaDirs: [SHARED_DIR],
+        resolve: fakeDns({ "schemas.example.com": ["93.184.216.34"] }),
+        ...overrides,
+        ...more,
+      }),
+    );
+    return app;
+  };
+  return { deps, app: build(), again: build, clock };
+}
+
+export function countOperations(doc: { paths: Record<string, Record<string, unknown>> }): number {
+  let n = 0;
+  for (const item of Object.values(doc.paths)) {
+    for (const [m, op] of Object.entries(item)) {
+      if (
+        ["get", "post", "put", "delete"].includes(m) &&
+        !(op as Record<string, unknown>)["x-bridgebox-service"]
+      ) n++;
+    }
+  }
+  return n;
+}
