@@ -1,26 +1,8 @@
 import { Hono } from "hono";
-import type { Config, Surface } from "./config.ts";
-import type { Logger } from "./domain/logger.ts";
-import { createBackendApp } from "./routes/backend/mod.ts";
-import { createInventoryApp } from "./routes/inventory/mod.ts";
-import { createHypervisorApp } from "./routes/hypervisor/mod.ts";
-import { createHostAgentApp } from "./routes/host_agent/mod.ts";
+import type { Surface } from "./config.ts";
+import type { AppDeps, ServeEnv } from "./routes/_lib/deps.ts";
 
-/** Everything a surface may use. Built once in main.ts (or a test) and passed down. */
-export interface AppDeps {
-  config: Config;
-  kv: Deno.Kv;
-  /** Outbound HTTP for clients/*; tests inject one that reaches an in-process app. */
-  fetch: typeof fetch;
-  /** Epoch milliseconds. */
-  now: () => number;
-  logger: Logger;
-}
-
-/** Connection facts a surface needs from the server; Deno.serve's handler info fits. */
-export interface ServeEnv {
-  remoteAddr?: { hostname: string; port?: number };
-}
+export type { AppDeps, ServeEnv };
 
 export type SurfaceApp = {
   fetch: (request: Request, env?: ServeEnv) => Response | Promise<Response>;
@@ -45,10 +27,21 @@ function claims(pathname: string, prefix: string): boolean {
 export async function createSurfaces(deps: AppDeps): Promise<Partial<Record<Surface, SurfaceApp>>> {
   const enabled = deps.config.surfaces;
   const apps: Partial<Record<Surface, SurfaceApp>> = {};
-  if (enabled.has("backend")) apps.backend = await createBackendApp(deps);
-  if (enabled.has("plugin")) apps.plugin = await createInventoryApp(deps);
-  if (enabled.has("hypervisor")) apps.hypervisor = await createHypervisorApp(deps);
-  if (enabled.has("host-agent")) apps["host-agent"] = await createHostAgentApp(deps);
+  // Loaded on demand: a process serving one surface never loads (or starts) the others.
+  if (enabled.has("backend")) {
+    apps.backend = await (await import("./routes/backend/mod.ts")).createBackendApp(deps);
+  }
+  if (enabled.has("plugin")) {
+    apps.plugin = await (await import("./routes/inventory/mod.ts")).createInventoryApp(deps);
+  }
+  if (enabled.has("hypervisor")) {
+    apps.hypervisor = await (await import("./routes/hypervisor/mod.ts")).createHypervisorApp(deps);
+  }
+  if (enabled.has("host-agent")) {
+    apps["host-agent"] = await (await import("./routes/host_agent/mod.ts")).createHostAgentApp(
+      deps,
+    );
+  }
   return apps;
 }
 

@@ -1,4 +1,4 @@
-import type { AppDeps } from "../app.ts";
+import type { AppDeps } from "../routes/_lib/deps.ts";
 import { type Config, parseConfig } from "../config.ts";
 import { MemoryLogger } from "../domain/logger.ts";
 

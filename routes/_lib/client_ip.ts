@@ -1,5 +1,5 @@
 import type { Context } from "hono";
-import type { ServeEnv } from "../../app.ts";
+import type { ServeEnv } from "./deps.ts";
 
 /**
  * The client's address: the socket peer, unless that peer is a configured trusted proxy,

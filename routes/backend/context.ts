@@ -1,4 +1,4 @@
-import type { AppDeps, ServeEnv } from "../../app.ts";
+import type { AppDeps, ServeEnv } from "../_lib/deps.ts";
 import type {
   ApiKeyStore,
   HypervisorEndpointStore,

@@ -1,6 +1,6 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { bodyLimit } from "hono/body-limit";
-import type { AppDeps } from "../../app.ts";
+import type { AppDeps } from "../_lib/deps.ts";
 import { APP_NAME, APP_VERSION } from "../../config.ts";
 import { Lockout } from "../../domain/lockout.ts";
 import { CredentialVault } from "../../domain/credentials.ts";

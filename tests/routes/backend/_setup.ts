@@ -1,6 +1,6 @@
 import { createBackendApp } from "../../../routes/backend/mod.ts";
 import { testDeps } from "../../_helpers.ts";
-import type { AppDeps } from "../../../app.ts";
+import type { AppDeps } from "../../../routes/_lib/deps.ts";
 
 export const KEY = "k".repeat(40);
 
