@@ -1,10 +1,108 @@
 import { Hono } from "hono";
 import type { AppDeps, ServeEnv } from "../../app.ts";
+import { HypervisorEngine } from "../../mock/engine.ts";
+import { loadSchema, type SchemaTree } from "../../mock/schema.ts";
+import { builtinCatalogue } from "../../mock/catalogue.ts";
+import { hypervisorToolingRoutes } from "./codegen.ts";
+import type { ActiveSchema } from "./versions.ts";
+import { credentials, handleRequest, type Mount } from "./wire.ts";
+import { authenticate, AuthError } from "../../mock/auth.ts";
+
+type Env = { Bindings: ServeEnv };
+
+export const CATALOGUE_SOURCE = "built-in catalogue";
+
+export interface HypervisorAppOptions {
+  /** A schema already loaded (tests, benchmarks); otherwise config.hypervisor.schema or the catalogue. */
+  schema?: SchemaTree;
+  /** How long mock tasks run before finishing (ms). Default 1000. */
+  taskDelayMs?: number;
+  /** Receives the engine (tests, benchmarks, the integrator's tooling). */
+  onEngine?: (engine: HypervisorEngine) => void;
+}
+
+/** The schema the surface runs on: the injected tree, HYPERVISOR_SCHEMA, else the catalogue. */
+export async function resolveActiveSchema(
+  deps: AppDeps,
+  options: HypervisorAppOptions = {},
+): Promise<ActiveSchema> {
+  const source = deps.config.hypervisor.schema;
+  if (options.schema) {
+    return {
+      tree: options.schema,
+      version: deps.config.hypervisor.version,
+      source: source ?? "injected",
+    };
+  }
+  if (source) {
+    return {
+      tree: await loadSchema(source, deps.fetch),
+      version: deps.config.hypervisor.version,
+      source,
+    };
+  }
+  return {
+    tree: builtinCatalogue(),
+    version: deps.config.hypervisor.version,
+    source: CATALOGUE_SOURCE,
+  };
+}
+
+export function createEngine(deps: AppDeps, tree: SchemaTree, options: HypervisorAppOptions = {}) {
+  const h = deps.config.hypervisor;
+  return new HypervisorEngine({
+    schema: tree,
+    seed: { size: h.seed, mockUser: h.mockUser, mockPassword: h.mockPassword },
+    now: deps.now,
+    taskDelayMs: options.taskDelayMs,
+  });
+}
 
 /** The hypervisor API server: /pve (bare payloads) and /api2/json (Proxmox wire format). */
-// deno-lint-ignore require-await
-export async function createHypervisorApp(_deps: AppDeps): Promise<Hono<{ Bindings: ServeEnv }>> {
-  const app = new Hono<{ Bindings: ServeEnv }>();
-  app.all("*", (c) => c.json({ detail: "Not implemented" }, 501));
+export async function createHypervisorApp(
+  deps: AppDeps,
+  options: HypervisorAppOptions = {},
+): Promise<Hono<Env>> {
+  const active = await resolveActiveSchema(deps, options);
+  const engine = createEngine(deps, active.tree, options);
+  options.onEngine?.(engine);
+  const app = new Hono<Env>();
+
+  // Docs, OpenAPI, code generation and versions (routes/hypervisor/docs.ts, codegen.ts).
+  app.route("/", hypervisorToolingRoutes(deps, { active: () => active }));
+
+  app.post("/pve/mock/reset", (c) => {
+    try {
+      authenticate(
+        engine.state,
+        engine.sessions,
+        credentials(c.req.raw),
+        true,
+        Math.floor(deps.now() / 1000),
+      );
+    } catch (err) {
+      if (err instanceof AuthError) return c.json({ detail: err.message, errors: [] }, 401);
+      throw err;
+    }
+    engine.reset();
+    deps.logger.log("info", "hypervisor mock reset to seed", {});
+    return c.json({
+      detail: "Mock state restored to the seed.",
+      nodes: engine.state.nodes.size,
+      guests: engine.state.guests.size,
+      storages: engine.state.storages.size,
+    });
+  });
+
+  const serve = (mount: Mount) => (c: Parameters<typeof handleRequest>[2]) =>
+    handleRequest(engine, mount, c);
+  app.all("/api2/json/*", serve("api2"));
+  app.all("/api2/json", serve("api2"));
+  app.all("/pve/*", serve("pve"));
+  app.all("/pve", serve("pve"));
+  app.all(
+    "*",
+    (c) => c.json({ data: null }, 501, { "x-reason": "Only /api2/json is implemented" }),
+  );
   return app;
 }

@@ -1,0 +1,199 @@
+/**
+ * The two faces of the hypervisor engine, mapped in one place:
+ *
+ * - `/pve/...` (spec 3): bare JSON payloads; errors `{"detail","errors":[{field,message}]}`
+ *   with 400/401/404/501; task actions answer `{"success":true,"task":"<UPID>"}`.
+ * - `/api2/json/...` (Proxmox VE wire format): `{"data": ...}` (plus `total` on paged lists),
+ *   form-encoded or JSON bodies, booleans as 0/1, errors as Proxmox answers them
+ *   (`{"data":null,"errors":{"<field>":"<message>"}}` 400, `{"data":null}` 401, 501 for unknown
+ *   routes) with the message as HTTP reason text.
+ */
+import type { Context } from "hono";
+import type { Credentials } from "../../mock/auth.ts";
+import type { EngineRequest, EngineResult, HypervisorEngine } from "../../mock/engine.ts";
+import type { RawParams } from "../../mock/validate.ts";
+
+export type Mount = "pve" | "api2";
+
+export const MOUNT_PREFIX: Record<Mount, string> = { pve: "/pve", api2: "/api2/json" };
+
+class BodyError extends Error {}
+
+/** Query parameters; a repeated key becomes an array. */
+function queryParams(url: string): RawParams {
+  const out: RawParams = {};
+  const q = url.indexOf("?");
+  if (q < 0) return out;
+  for (const [k, v] of new URLSearchParams(url.slice(q + 1))) addParam(out, k, v);
+  return out;
+}
+
+function addParam(out: RawParams, k: string, v: unknown): void {
+  if (!(k in out)) out[k] = v;
+  else if (Array.isArray(out[k])) (out[k] as unknown[]).push(v);
+  else out[k] = [out[k], v];
+}
+
+async function bodyParams(req: Request): Promise<RawParams> {
+  if (req.method === "GET" || req.method === "HEAD" || !req.body) return {};
+  const type = (req.headers.get("content-type") ?? "").toLowerCase();
+  const text = await req.text();
+  if (!text.trim()) return {};
+  if (type.includes("application/json")) {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      throw new BodyError("request body is not valid JSON");
+    }
+    if (!parsed || typeof parsed !== "object" || Array.isArray(parsed)) {
+      throw new BodyError("request body must be a JSON object");
+    }
+    return parsed as RawParams;
+  }
+  // Proxmox clients send application/x-www-form-urlencoded (also when no type is given).
+  const out: RawParams = {};
+  for (const [k, v] of new URLSearchParams(text)) addParam(out, k, v);
+  return out;
+}
+
+function cookie(header: string | null, name: string): string | undefined {
+  if (!header) return undefined;
+  for (const part of header.split(";")) {
+    const eq = part.indexOf("=");
+    if (eq < 0) continue;
+    if (part.slice(0, eq).trim() !== name) continue;
+    const value = part.slice(eq + 1).trim();
+    try {
+      return decodeURIComponent(value);
+    } catch {
+      return value;
+    }
+  }
+  return undefined;
+}
+
+export function credentials(req: Request): Credentials {
+  return {
+    ticket: cookie(req.headers.get("cookie"), "PVEAuthCookie"),
+    csrf: req.headers.get("csrfpreventiontoken") ?? undefined,
+    authorization: req.headers.get("authorization") ?? undefined,
+  };
+}
+
+/** Booleans as 0/1, recursively (Proxmox never sends JSON true/false). */
+function wireValue(v: unknown): unknown {
+  if (v === true) return 1;
+  if (v === false) return 0;
+  if (Array.isArray(v)) return v.map(wireValue);
+  if (v && typeof v === "object") {
+    const out: Record<string, unknown> = {};
+    for (const [k, x] of Object.entries(v)) out[k] = wireValue(x);
+    return out;
+  }
+  return v;
+}
+
+function hasBoolean(v: unknown, depth = 0): boolean {
+  if (typeof v === "boolean") return true;
+  if (depth > 6 || !v || typeof v !== "object") return false;
+  if (Array.isArray(v)) {
+    for (const x of v) if (hasBoolean(x, depth + 1)) return true;
+    return false;
+  }
+  for (const x of Object.values(v)) if (hasBoolean(x, depth + 1)) return true;
+  return false;
+}
+
+/** A reason phrase must be visible ASCII without CR/LF. */
+function reason(message: string): string {
+  return message.replace(/[^\x20-\x7e]+/g, " ").trim().slice(0, 200) || "error";
+}
+
+const JSON_HEADERS = { "content-type": "application/json;charset=UTF-8" };
+
+function json(body: unknown, status: number, statusText?: string, extra?: Record<string, string>) {
+  return new Response(JSON.stringify(body), {
+    status,
+    statusText: statusText ? reason(statusText) : undefined,
+    headers: { ...JSON_HEADERS, ...extra },
+  });
+}
+
+export function formatResult(
+  mount: Mount,
+  method: string,
+  result: EngineResult,
+  params: RawParams = {},
+): Response {
+  if (!result.ok) {
+    if (mount === "pve") {
+      return json({ detail: result.message, errors: result.errors }, result.status, result.message);
+    }
+    const status = result.wireStatus;
+    if (result.errors.length) {
+      const errors: Record<string, string> = {};
+      for (const e of result.errors) errors[e.field] = e.message;
+      return json({ data: null, errors, message: `${result.message}\n` }, status, result.message);
+    }
+    if (status === 401 || status === 501) return json({ data: null }, status, result.message);
+    return json({ data: null, message: `${result.message}\n` }, status, result.message);
+  }
+  const headers: Record<string, string> = {};
+  if (result.total !== undefined) headers["x-total-count"] = String(result.total);
+  if (mount === "api2") {
+    const body: Record<string, unknown> = {
+      data: hasBoolean(result.data) ? wireValue(result.data) : result.data,
+    };
+    if (
+      result.total !== undefined && Array.isArray(result.data) &&
+      result.data.length !== result.total
+    ) {
+      body.total = result.total;
+    }
+    return json(body, 200, undefined, headers);
+  }
+  let data = result.data;
+  if (result.task && typeof data === "string" && method !== "GET") {
+    const out: Record<string, unknown> = { success: true, task: result.task };
+    // Spec 3: creating a guest answers {success, vmid} (plus the task).
+    if (/^\/nodes\/\{node\}\/(qemu|lxc)$/.test(result.template)) out.vmid = Number(params.vmid);
+    data = out;
+  }
+  return json(data, 200, undefined, headers);
+}
+
+/** Parse a request on `mount` and run it through the engine. */
+export async function handleRequest(
+  engine: HypervisorEngine,
+  mount: Mount,
+  c: Context,
+): Promise<Response> {
+  const req = c.req.raw;
+  const prefix = MOUNT_PREFIX[mount];
+  const pathname = c.req.path;
+  const path = pathname.length > prefix.length ? pathname.slice(prefix.length) : "/";
+  let params: RawParams;
+  try {
+    const body = await bodyParams(req);
+    params = { ...queryParams(req.url), ...body };
+  } catch (err) {
+    if (!(err instanceof BodyError)) throw err;
+    const message = err.message;
+    const fail: EngineResult = {
+      ok: false,
+      status: 400,
+      wireStatus: 400,
+      message: "Parameter verification failed.",
+      errors: [{ field: "body", message }],
+    };
+    return formatResult(mount, req.method, fail);
+  }
+  const request: EngineRequest = {
+    method: req.method,
+    path,
+    params,
+    credentials: credentials(req),
+  };
+  return formatResult(mount, req.method, engine.handle(request), params);
+}
