@@ -158,4 +158,6 @@ export interface ModelStore {
   plan(writes: readonly ObjectWrite[]): ObjectWrite[][];
   /** Commits writes that fit one atomic (see plan): all or nothing; ok false on a conflict. */
   commit(writes: readonly ObjectWrite[]): Promise<CommitResult>;
+  /** The inventory's local secret (token encryption key): created once, atomically. */
+  localSecret(generate: () => string): Promise<string>;
 }

@@ -1,10 +1,214 @@
 import { Hono } from "hono";
+import type { Context } from "hono";
 import type { AppDeps, ServeEnv } from "../../app.ts";
+import { ModelEngine } from "../../domain/netbox/engine.ts";
+import { CORE_MODELS, tokenModel } from "../../domain/netbox/models/core.ts";
+import { AUTH_MESSAGES, TOKEN_MODEL, TokenService } from "../../domain/netbox/tokens.ts";
+import { KvModelStore } from "../../storage/kv/models.ts";
+import { createPlugin, type PluginOptions } from "../plugin/mod.ts";
+import { docsRoutes } from "../_lib/docs.ts";
+import {
+  API_VERSION,
+  type InventoryContext,
+  type InventoryEnv,
+  NETBOX_VERSION,
+  PLUGIN_VERSION,
+} from "./context.ts";
+import { ApiError, MAX_BODY_BYTES, methodNotAllowed, notFound } from "./errors.ts";
+import { apiRootListing, handleModelRequest } from "./models.ts";
+import { buildOpenApi } from "./openapi.ts";
+
+export type { InventoryContext, InventoryEnv };
+
+/** Builds the engine with every core model registered (plugin models are added by the caller). */
+export function createInventoryCore(deps: AppDeps): InventoryContext {
+  const store = new KvModelStore(deps.kv);
+  const engine = new ModelEngine({ store, logger: deps.logger, now: deps.now });
+  const tokens = new TokenService({
+    store,
+    encryptionKey: deps.config.encryptionKey,
+    now: deps.now,
+  });
+  engine.register(...CORE_MODELS, tokenModel(tokens.hooks()));
+  return { deps, engine, tokens };
+}
+
+/**
+ * INVENTORY_BOOTSTRAP_TOKEN: registers one v1 superuser token with that value when no token
+ * exists yet. Returns true when it created one.
+ */
+export async function ensureBootstrapToken(ctx: InventoryContext): Promise<boolean> {
+  const value = ctx.deps.config.inventoryBootstrapToken;
+  if (!value) return false;
+  if ((await ctx.engine.store.count(TOKEN_MODEL)) > 0) return false;
+  const result = await ctx.engine.insert(TOKEN_MODEL, {
+    version: 1,
+    token: value,
+    is_superuser: true,
+    write_enabled: true,
+    description: "bootstrap token (INVENTORY_BOOTSTRAP_TOKEN)",
+  });
+  if (!result.ok) {
+    ctx.deps.logger.log("error", "INVENTORY_BOOTSTRAP_TOKEN could not be registered", {
+      errors: "errors" in result ? result.errors : result.detail,
+    });
+    return false;
+  }
+  ctx.deps.logger.log("info", "registered the inventory bootstrap token", {
+    token_id: result.value.id,
+  });
+  return true;
+}
+
+/** Creates a v1 superuser token and returns its plaintext (scripts/token_create.ts). */
+export async function createSuperuserToken(
+  ctx: InventoryContext,
+  description: string,
+): Promise<{ id: number; token: string }> {
+  const result = await ctx.engine.create(TOKEN_MODEL, {
+    version: 1,
+    is_superuser: true,
+    write_enabled: true,
+    description,
+  });
+  if (!result.ok) throw new Error(`could not create token: ${JSON.stringify(result)}`);
+  return { id: result.value.id, token: String(result.extras?.token) };
+}
+
+function statusBody(_ctx: InventoryContext): Record<string, unknown> {
+  return {
+    "django-version": "5.1",
+    "installed-apps": {
+      "bridgebox": "deno",
+      "hono": "4",
+    },
+    "netbox-version": NETBOX_VERSION,
+    "netbox-full-version": `${NETBOX_VERSION}-bridgebox`,
+    "plugins": { service: PLUGIN_VERSION },
+    "python-version": `deno ${Deno.version.deno}`,
+    "rq-workers-running": 1,
+  };
+}
+
+export interface InventoryAppOptions {
+  /** Passed to the plugin (test hooks such as shorter timeouts). */
+  plugin?: Partial<PluginOptions>;
+}
 
 /** The inventory surface: NetBox-compatible core objects and the plugin REST API under /api. */
-// deno-lint-ignore require-await
-export async function createInventoryApp(_deps: AppDeps): Promise<Hono<{ Bindings: ServeEnv }>> {
-  const app = new Hono<{ Bindings: ServeEnv }>();
-  app.all("*", (c) => c.json({ detail: "Not found." }, 404));
-  return app;
+export async function createInventoryApp(
+  deps: AppDeps,
+  options: InventoryAppOptions = {},
+): Promise<Hono<{ Bindings: ServeEnv }>> {
+  const ctx = createInventoryCore(deps);
+  const plugin = createPlugin(deps, {
+    tokenPlaintext: (_engine, id: number) => ctx.tokens.plaintext(id),
+    ...options.plugin,
+  });
+  ctx.engine.register(...plugin.models);
+  await ensureBootstrapToken(ctx);
+
+  const app = new Hono<InventoryEnv>({ strict: false });
+
+  app.onError((error, c) => {
+    if (error instanceof ApiError) return c.json(error.body as object, error.status as 400);
+    deps.logger.log("error", "inventory request failed", {
+      method: c.req.method,
+      path: new URL(c.req.url).pathname,
+      error: error instanceof Error ? error.message : String(error),
+    });
+    return c.json({ detail: "Internal server error." }, 500);
+  });
+  app.notFound((c) => c.json({ detail: "Not found." }, 404));
+
+  app.use("*", async (c, next) => {
+    await next();
+    c.res.headers.set("API-Version", API_VERSION);
+  });
+  app.use("*", async (c, next) => {
+    const declared = Number(c.req.header("content-length") ?? "0");
+    if (Number.isFinite(declared) && declared > MAX_BODY_BYTES) {
+      throw new ApiError(413, {
+        detail: `Request body too large (limit ${MAX_BODY_BYTES} bytes).`,
+      });
+    }
+    await next();
+  });
+
+  // Public: docs pages, their assets and the schema (a browser cannot send the token).
+  let schema: Record<string, unknown> | null = null;
+  app.get("/api/schema", (c) => c.json(schema ??= buildOpenApi(ctx.engine)));
+  app.route(
+    "/",
+    docsRoutes({
+      title: "Bridgebox inventory API",
+      specUrl: "/api/schema/",
+      docsPath: "/api/docs",
+      redocPath: "/api/redoc",
+      staticBase: "/api/static",
+    }),
+  );
+
+  app.use("/api/*", async (c, next) => {
+    const result = await ctx.tokens.authenticate(c.req.header("authorization"));
+    if (result === null) throw new ApiError(403, { detail: AUTH_MESSAGES.missing });
+    if (!result.ok) throw new ApiError(403, { detail: result.detail });
+    c.set("auth", result.auth);
+    // NetBox records last use at most once a minute.
+    const last = typeof result.record.last_used === "string"
+      ? Date.parse(result.record.last_used)
+      : 0;
+    if (deps.now() - last > 60_000) {
+      await ctx.engine.patchStored(TOKEN_MODEL, result.record.id, {
+        last_used: new Date(deps.now()).toISOString(),
+      });
+    }
+    await next();
+  });
+
+  app.get("/api/status", (c) => c.json(statusBody(ctx)));
+
+  app.all("/api/*", async (c) => {
+    let request = c.req.raw;
+    const handled = await plugin.handle(request, c.get("auth"), ctx.engine);
+    if (handled instanceof Response) return handled;
+    if (handled instanceof Request) request = handled;
+    const sub = request === c.req.raw ? c : contextFor(c, request);
+    const response = await handleModelRequest(ctx, sub);
+    if (response) return response;
+    const method = c.req.method;
+    const listing = apiRootListing(ctx, c, new URL(c.req.url).pathname);
+    if (listing) {
+      if (method !== "GET" && method !== "HEAD") throw methodNotAllowed(method);
+      return c.json(listing);
+    }
+    throw notFound();
+  });
+  app.all("/api", (c) => c.redirect("/api/", 301));
+
+  return app as unknown as Hono<{ Bindings: ServeEnv }>;
+}
+
+/** A context whose request is `request` (the plugin may rewrite the query string). */
+function contextFor(c: Context<InventoryEnv>, request: Request): Context<InventoryEnv> {
+  return new Proxy(c, {
+    get(target, prop, receiver) {
+      if (prop === "req") {
+        const req = target.req;
+        return new Proxy(req, {
+          get(r, p) {
+            if (p === "url") return request.url;
+            if (p === "raw") return request;
+            if (p === "query") {
+              return (name: string) => new URL(request.url).searchParams.get(name) ?? undefined;
+            }
+            const v = Reflect.get(r, p, r);
+            return typeof v === "function" ? v.bind(r) : v;
+          },
+        });
+      }
+      const v = Reflect.get(target, prop, receiver);
+      return typeof v === "function" ? v.bind(target) : v;
+    },
+  });
 }

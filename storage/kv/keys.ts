@@ -19,7 +19,9 @@ export const keys = {
   inventoryEndpointSingleton: (): Key => ["backend", "inventory_endpoint", "singleton"],
   hypervisorEndpoint: (id: number): Key => ["backend", "hypervisor_endpoints", "by_id", id],
   hypervisorEndpointPrefix: (): Key => ["backend", "hypervisor_endpoints", "by_id"],
-  hypervisorEndpointName: (name: string): Key => ["backend", "hypervisor_endpoints", "by_name", name],
+  hypervisorEndpointName: (
+    name: string,
+  ): Key => ["backend", "hypervisor_endpoints", "by_name", name],
 
   // hypervisor surface (rate limits, stored schema versions): see routes/hypervisor and mock/
   /** Fixed-window request counter of one client address on one rate-limited route. */
@@ -40,4 +42,36 @@ export const keys = {
   pluginSettings: (): Key => ["plugin", "settings"],
 
   // inventory surface (models, indexes, tokens, jobs): see domain/netbox and routes/inventory
+  // Objects of every model live under ["inventory", "obj", <model>, <id>]; the model name is
+  // the NetBox "app_label.model" form (e.g. "virtualization.virtualmachine").
+  inventoryObject: (model: string, id: number): Key => ["inventory", "obj", model, id],
+  inventoryObjectPrefix: (model: string): Key => ["inventory", "obj", model],
+  inventoryCount: (model: string): Key => ["inventory", "count", model],
+  inventorySequence: (model: string): Key => ["inventory", "seq", model],
+  /** Per-field value index: one empty entry per (value, id); FK ids and m2m members included. */
+  inventoryIndex: (model: string, field: string, value: Deno.KvKeyPart, id: number): Key => [
+    "inventory",
+    "idx",
+    model,
+    field,
+    value,
+    id,
+  ],
+  inventoryIndexPrefix: (model: string, field: string, value: Deno.KvKeyPart): Key => [
+    "inventory",
+    "idx",
+    model,
+    field,
+    value,
+  ],
+  /** Unique constraint entry: the id holding the value combination. */
+  inventoryUnique: (model: string, constraint: string, values: Deno.KvKeyPart[]): Key => [
+    "inventory",
+    "uniq",
+    model,
+    constraint,
+    ...values,
+  ],
+  /** Random Fernet key protecting v1 token plaintexts when SERVICE_ENCRYPTION_KEY is unset. */
+  inventoryLocalSecretKey: (): Key => ["inventory", "meta", "local_secret_key"],
 };

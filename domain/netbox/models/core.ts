@@ -1,0 +1,891 @@
+/**
+ * The NetBox core models the sync stages write (NetBox 4.2 paths and field names):
+ * tenancy, dcim, virtualization, ipam, extras, core jobs and users tokens.
+ */
+import { checkCustomValue, CUSTOM_FIELD_TYPES } from "../custom_fields.ts";
+import type { CustomFilter, FieldDef, FieldErrors, ModelDef, StoredObject } from "../types.ts";
+
+// ------------------------------------------------------------------ field helpers
+
+const SLUG_RE = /^[-a-zA-Z0-9_]+$/;
+const SLUG_MESSAGE = "Enter a valid “slug” consisting of letters, numbers, underscores or hyphens.";
+const COLOR_RE = /^[0-9a-f]{6}$/i;
+
+const str = (maxLength = 100, extra: Partial<FieldDef> = {}): FieldDef => ({
+  type: "string",
+  maxLength,
+  ...extra,
+});
+const name = (maxLength = 100, extra: Partial<FieldDef> = {}): FieldDef => ({
+  type: "string",
+  required: true,
+  maxLength,
+  index: true,
+  ...extra,
+});
+const slug = (): FieldDef => ({
+  type: "string",
+  required: true,
+  maxLength: 100,
+  pattern: SLUG_RE,
+  patternMessage: SLUG_MESSAGE,
+});
+const description = (): FieldDef => str(200);
+const comments = (): FieldDef => ({ type: "string" });
+const fk = (model: string, extra: Partial<FieldDef> = {}): FieldDef => ({
+  type: "fk",
+  model,
+  nullable: true,
+  onDelete: "set_null",
+  ...extra,
+});
+const reqFk = (model: string, onDelete: FieldDef["onDelete"] = "protect"): FieldDef => ({
+  type: "fk",
+  model,
+  required: true,
+  onDelete,
+});
+const choice = (
+  choices: ReadonlyArray<readonly [string, string]>,
+  extra: Partial<FieldDef> = {},
+): FieldDef => ({ type: "choice", choices, index: true, ...extra });
+const bool = (fallback: boolean): FieldDef => ({ type: "bool", default: fallback, index: true });
+const color = (): FieldDef => ({
+  type: "string",
+  maxLength: 6,
+  default: "9e9e9e",
+  pattern: COLOR_RE,
+  patternMessage: "Enter a valid hexadecimal RGB color code.",
+});
+
+function withNameSlug(): Record<string, FieldDef> {
+  return { name: name(100), slug: slug() };
+}
+
+const NAME_SLUG_UNIQUE = [
+  { fields: ["name"], ci: true },
+  { fields: ["slug"], ci: true },
+];
+
+// ------------------------------------------------------------------ choices
+
+const SITE_STATUS = [
+  ["planned", "Planned"],
+  ["staging", "Staging"],
+  ["active", "Active"],
+  ["decommissioning", "Decommissioning"],
+  ["retired", "Retired"],
+] as const;
+const DEVICE_STATUS = [
+  ["offline", "Offline"],
+  ["active", "Active"],
+  ["planned", "Planned"],
+  ["staged", "Staged"],
+  ["failed", "Failed"],
+  ["inventory", "Inventory"],
+  ["decommissioning", "Decommissioning"],
+] as const;
+const VM_STATUS = [
+  ["offline", "Offline"],
+  ["active", "Active"],
+  ["planned", "Planned"],
+  ["staged", "Staged"],
+  ["failed", "Failed"],
+  ["decommissioning", "Decommissioning"],
+  ["paused", "Paused"],
+] as const;
+const CLUSTER_STATUS = [
+  ["planned", "Planned"],
+  ["staging", "Staging"],
+  ["active", "Active"],
+  ["decommissioning", "Decommissioning"],
+  ["offline", "Offline"],
+] as const;
+const INTERFACE_TYPES = [
+  ["virtual", "Virtual"],
+  ["bridge", "Bridge"],
+  ["lag", "Link Aggregation Group (LAG)"],
+  ["100base-tx", "100BASE-TX (10/100ME)"],
+  ["1000base-t", "1000BASE-T (1GE)"],
+  ["2.5gbase-t", "2.5GBASE-T (2.5GE)"],
+  ["5gbase-t", "5GBASE-T (5GE)"],
+  ["10gbase-t", "10GBASE-T (10GE)"],
+  ["10gbase-x-sfpp", "SFP+ (10GE)"],
+  ["25gbase-x-sfp28", "SFP28 (25GE)"],
+  ["40gbase-x-qsfpp", "QSFP+ (40GE)"],
+  ["100gbase-x-qsfp28", "QSFP28 (100GE)"],
+  ["ieee802.11ac", "IEEE 802.11ac"],
+  ["other", "Other"],
+] as const;
+const INTERFACE_MODES = [
+  ["access", "Access"],
+  ["tagged", "Tagged"],
+  ["tagged-all", "Tagged (All)"],
+  ["q-in-q", "Q-in-Q (802.1ad)"],
+] as const;
+const IP_STATUS = [
+  ["active", "Active"],
+  ["reserved", "Reserved"],
+  ["deprecated", "Deprecated"],
+  ["dhcp", "DHCP"],
+  ["slaac", "SLAAC"],
+] as const;
+const IP_ROLES = [
+  ["loopback", "Loopback"],
+  ["secondary", "Secondary"],
+  ["anycast", "Anycast"],
+  ["vip", "VIP"],
+  ["vrrp", "VRRP"],
+  ["hsrp", "HSRP"],
+  ["glbp", "GLBP"],
+  ["carp", "CARP"],
+] as const;
+const VLAN_STATUS = [["active", "Active"], ["reserved", "Reserved"], [
+  "deprecated",
+  "Deprecated",
+]] as const;
+const PREFIX_STATUS = [
+  ["container", "Container"],
+  ["active", "Active"],
+  ["reserved", "Reserved"],
+  ["deprecated", "Deprecated"],
+] as const;
+const JOURNAL_KINDS = [["info", "Info"], ["success", "Success"], ["warning", "Warning"], [
+  "danger",
+  "Danger",
+]] as const;
+export const JOB_STATUS = [
+  ["pending", "Pending"],
+  ["scheduled", "Scheduled"],
+  ["running", "Running"],
+  ["completed", "Completed"],
+  ["errored", "Errored"],
+  ["failed", "Failed"],
+] as const;
+const INTERFACE_OWNERS = [["dcim.interface", "DCIM > Interface"], [
+  "virtualization.vminterface",
+  "Virtualization > Interface",
+]] as const;
+const SCOPE_TYPES = [["dcim.site", "DCIM > Site"]] as const;
+
+// ------------------------------------------------------------------ address checks
+
+const MAC_RE = /^([0-9a-f]{2}[:-]){5}[0-9a-f]{2}$/i;
+
+function ipv4Ok(text: string): boolean {
+  const parts = text.split(".");
+  return parts.length === 4 && parts.every((p) => /^\d{1,3}$/.test(p) && Number(p) <= 255);
+}
+
+function ipv6Ok(text: string): boolean {
+  if (!/^[0-9a-f:.]+$/i.test(text) || !text.includes(":")) return false;
+  const doubles = text.split("::").length - 1;
+  if (doubles > 1) return false;
+  const groups = text.split(":").filter((g) => g !== "");
+  const last = groups[groups.length - 1] ?? "";
+  const v4Tail = last.includes(".");
+  if (v4Tail && !ipv4Ok(last)) return false;
+  const count = groups.length + (v4Tail ? 1 : 0);
+  if (groups.some((g, i) => !(v4Tail && i === groups.length - 1) && !/^[0-9a-f]{1,4}$/i.test(g))) {
+    return false;
+  }
+  return doubles === 1 ? count < 8 : count === 8;
+}
+
+/** "10.0.0.1/24" → family; null when not an address with a valid mask. */
+export function cidrFamily(value: string): 4 | 6 | null {
+  const m = /^([^/]+)\/(\d{1,3})$/.exec(value);
+  if (!m) return null;
+  const bits = Number(m[2]);
+  if (ipv4Ok(m[1])) return bits <= 32 ? 4 : null;
+  if (ipv6Ok(m[1])) return bits <= 128 ? 6 : null;
+  return null;
+}
+
+const family = (field: string) => (r: StoredObject) => {
+  const f = typeof r[field] === "string" ? cidrFamily(r[field] as string) : null;
+  return f === null ? null : { value: f, label: `IPv${f}` };
+};
+
+// ------------------------------------------------------------------ filters
+
+// ------------------------------------------------------------------ models
+
+export const TENANT: ModelDef = {
+  app: "tenancy",
+  model: "tenant",
+  verbose: "tenant",
+  path: "tenancy/tenants/",
+  fields: { ...withNameSlug(), description: description(), comments: comments() },
+  brief: ["name", "slug", "description"],
+  unique: NAME_SLUG_UNIQUE,
+  search: ["name", "slug", "description", "comments"],
+  ordering: ["name"],
+};
+
+export const SITE: ModelDef = {
+  app: "dcim",
+  model: "site",
+  verbose: "site",
+  path: "dcim/sites/",
+  fields: {
+    ...withNameSlug(),
+    status: choice(SITE_STATUS, { default: "active" }),
+    tenant: fk("tenancy.tenant", { onDelete: "protect" }),
+    facility: str(50),
+    time_zone: str(63, { nullable: true, default: null }),
+    description: description(),
+    physical_address: str(200),
+    shipping_address: str(200),
+    latitude: { type: "float", nullable: true, min: -90, max: 90 },
+    longitude: { type: "float", nullable: true, min: -180, max: 180 },
+    comments: comments(),
+  },
+  brief: ["name", "slug", "description"],
+  unique: NAME_SLUG_UNIQUE,
+  search: ["name", "slug", "facility", "description", "physical_address", "comments"],
+  ordering: ["name"],
+};
+
+export const MANUFACTURER: ModelDef = {
+  app: "dcim",
+  model: "manufacturer",
+  verbose: "manufacturer",
+  path: "dcim/manufacturers/",
+  fields: { ...withNameSlug(), description: description() },
+  brief: ["name", "slug", "description"],
+  unique: NAME_SLUG_UNIQUE,
+  search: ["name", "slug", "description"],
+  ordering: ["name"],
+};
+
+export const DEVICE_TYPE: ModelDef = {
+  app: "dcim",
+  model: "devicetype",
+  verbose: "device type",
+  path: "dcim/device-types/",
+  fields: {
+    manufacturer: reqFk("dcim.manufacturer"),
+    model: name(100),
+    slug: slug(),
+    part_number: str(50),
+    u_height: { type: "float", default: 1, min: 0, max: 1000 },
+    is_full_depth: bool(true),
+    description: description(),
+    comments: comments(),
+  },
+  brief: ["manufacturer", "model", "slug", "description"],
+  display: (r) => String(r.model),
+  unique: [
+    {
+      fields: ["manufacturer", "model"],
+      ci: true,
+      message: "Device type model must be unique per manufacturer.",
+    },
+    {
+      fields: ["manufacturer", "slug"],
+      ci: true,
+      message: "Device type slug must be unique per manufacturer.",
+    },
+  ],
+  naturalKey: "slug",
+  search: ["model", "part_number", "description", "comments"],
+  ordering: ["model"],
+};
+
+export const DEVICE_ROLE: ModelDef = {
+  app: "dcim",
+  model: "devicerole",
+  verbose: "device role",
+  path: "dcim/device-roles/",
+  fields: { ...withNameSlug(), color: color(), vm_role: bool(true), description: description() },
+  brief: ["name", "slug", "description"],
+  unique: NAME_SLUG_UNIQUE,
+  search: ["name", "slug", "description"],
+  ordering: ["name"],
+};
+
+export const DEVICE: ModelDef = {
+  app: "dcim",
+  model: "device",
+  verbose: "device",
+  path: "dcim/devices/",
+  fields: {
+    name: str(64, { nullable: true, default: null, index: true }),
+    device_type: reqFk("dcim.devicetype"),
+    role: reqFk("dcim.devicerole"),
+    tenant: fk("tenancy.tenant", { onDelete: "protect" }),
+    serial: str(50, { index: true }),
+    asset_tag: str(50, { nullable: true, default: null }),
+    site: reqFk("dcim.site"),
+    status: choice(DEVICE_STATUS, { default: "active" }),
+    cluster: fk("virtualization.cluster"),
+    primary_ip4: fk("ipam.ipaddress"),
+    primary_ip6: fk("ipam.ipaddress"),
+    description: description(),
+    comments: comments(),
+    local_context_data: { type: "json", nullable: true, default: null },
+  },
+  brief: ["name", "description"],
+  display: (r) => (r.name ? String(r.name) : `Unnamed device (${r.id})`),
+  unique: [
+    { fields: ["site", "name"], ci: true, message: "Device name must be unique per site." },
+    { fields: ["asset_tag"], message: "device with this Asset tag already exists." },
+  ],
+  search: ["name", "serial", "asset_tag", "description", "comments"],
+  ordering: ["name", "id"],
+};
+
+function interfaceFields(owner: "device" | "virtual_machine"): Record<string, FieldDef> {
+  const self = owner === "device" ? "dcim.interface" : "virtualization.vminterface";
+  const fields: Record<string, FieldDef> = owner === "device"
+    ? { device: reqFk("dcim.device", "cascade") }
+    : { virtual_machine: reqFk("virtualization.virtualmachine", "cascade") };
+  Object.assign(fields, {
+    name: name(64),
+    ...(owner === "device"
+      ? { label: str(64), type: choice(INTERFACE_TYPES, { required: true }) }
+      : {}),
+    enabled: bool(true),
+    parent: fk(self),
+    bridge: fk(self),
+    mtu: { type: "int", nullable: true, min: 1, max: 65536 },
+    primary_mac_address: fk("dcim.macaddress"),
+    ...(owner === "device" ? { mgmt_only: bool(false) } : {}),
+    description: description(),
+    mode: choice(INTERFACE_MODES, { nullable: true, default: null }),
+    untagged_vlan: fk("ipam.vlan"),
+    tagged_vlans: { type: "m2m", model: "ipam.vlan" },
+  });
+  return fields;
+}
+
+export const INTERFACE: ModelDef = {
+  app: "dcim",
+  model: "interface",
+  verbose: "interface",
+  path: "dcim/interfaces/",
+  fields: interfaceFields("device"),
+  brief: ["device", "name", "description"],
+  unique: [{ fields: ["device", "name"], message: "Interface name must be unique per device." }],
+  search: ["name", "label", "description"],
+  ordering: ["device", "name"],
+};
+
+export const MAC_ADDRESS: ModelDef = {
+  app: "dcim",
+  model: "macaddress",
+  verbose: "MAC address",
+  path: "dcim/mac-addresses/",
+  fields: {
+    mac_address: {
+      type: "string",
+      required: true,
+      maxLength: 17,
+      pattern: MAC_RE,
+      patternMessage: "Enter a valid MAC address (e.g. 00:1A:2B:3C:4D:5E).",
+      index: true,
+    },
+    assigned_object_type: choice(INTERFACE_OWNERS, { nullable: true, default: null }),
+    assigned_object_id: { type: "int", nullable: true, min: 1, index: true },
+    assigned_object: {
+      type: "gfk",
+      models: ["dcim.interface", "virtualization.vminterface"],
+      typeField: "assigned_object_type",
+      idField: "assigned_object_id",
+      onDelete: "set_null",
+    },
+    description: description(),
+    comments: comments(),
+  },
+  brief: ["mac_address", "description"],
+  display: (r) => String(r.mac_address),
+  beforeSave: (draft) => {
+    if (typeof draft.mac_address === "string") {
+      draft.mac_address = draft.mac_address.toUpperCase().replaceAll("-", ":");
+    }
+  },
+  search: ["mac_address", "description"],
+  ordering: ["mac_address", "id"],
+};
+
+export const CLUSTER_TYPE: ModelDef = {
+  app: "virtualization",
+  model: "clustertype",
+  verbose: "cluster type",
+  path: "virtualization/cluster-types/",
+  fields: { ...withNameSlug(), description: description() },
+  brief: ["name", "slug", "description"],
+  unique: NAME_SLUG_UNIQUE,
+  search: ["name", "slug", "description"],
+  ordering: ["name"],
+};
+
+export const CLUSTER: ModelDef = {
+  app: "virtualization",
+  model: "cluster",
+  verbose: "cluster",
+  path: "virtualization/clusters/",
+  fields: {
+    name: name(100),
+    type: reqFk("virtualization.clustertype"),
+    status: choice(CLUSTER_STATUS, { default: "active" }),
+    tenant: fk("tenancy.tenant", { onDelete: "protect" }),
+    scope_type: choice(SCOPE_TYPES, { nullable: true, default: null }),
+    scope_id: { type: "int", nullable: true, min: 1 },
+    scope: {
+      type: "gfk",
+      models: ["dcim.site"],
+      typeField: "scope_type",
+      idField: "scope_id",
+      onDelete: "set_null",
+    },
+    description: description(),
+    comments: comments(),
+  },
+  brief: ["name", "description"],
+  unique: [{
+    fields: ["scope_type", "scope_id", "name"],
+    ci: true,
+    message: "Cluster name must be unique per site.",
+  }],
+  filters: {
+    site_id: (values) =>
+      Promise.resolve({
+        predicate: (r) => r.scope_type === "dcim.site" && values.includes(String(r.scope_id)),
+      }),
+  },
+  search: ["name", "description", "comments"],
+  ordering: ["name"],
+};
+
+export const VIRTUAL_MACHINE: ModelDef = {
+  app: "virtualization",
+  model: "virtualmachine",
+  verbose: "virtual machine",
+  path: "virtualization/virtual-machines/",
+  fields: {
+    name: name(64),
+    status: choice(VM_STATUS, { default: "active" }),
+    site: fk("dcim.site", { onDelete: "protect" }),
+    cluster: fk("virtualization.cluster", { onDelete: "protect" }),
+    device: fk("dcim.device", { onDelete: "protect" }),
+    serial: str(50, { index: true }),
+    role: fk("dcim.devicerole", { onDelete: "protect" }),
+    tenant: fk("tenancy.tenant", { onDelete: "protect" }),
+    primary_ip4: fk("ipam.ipaddress"),
+    primary_ip6: fk("ipam.ipaddress"),
+    vcpus: { type: "float", nullable: true, min: 0.01, max: 100000 },
+    memory: { type: "int", nullable: true, min: 0 },
+    disk: { type: "int", nullable: true, min: 0 },
+    description: description(),
+    comments: comments(),
+    local_context_data: { type: "json", nullable: true, default: null },
+  },
+  brief: ["name", "description"],
+  unique: [{
+    fields: ["cluster", "name"],
+    ci: true,
+    message: "Virtual machine name must be unique per cluster.",
+  }],
+  validate: (draft) => {
+    if (draft.cluster === null && draft.site === null) {
+      return { cluster: ["A virtual machine must be assigned to a site and/or cluster."] };
+    }
+    return null;
+  },
+  search: ["name", "description", "comments", "serial"],
+  ordering: ["name", "id"],
+};
+
+export const VM_INTERFACE: ModelDef = {
+  app: "virtualization",
+  model: "vminterface",
+  verbose: "interface",
+  path: "virtualization/interfaces/",
+  fields: interfaceFields("virtual_machine"),
+  brief: ["virtual_machine", "name", "description"],
+  unique: [{
+    fields: ["virtual_machine", "name"],
+    message: "Interface name must be unique per virtual machine.",
+  }],
+  search: ["name", "description"],
+  ordering: ["virtual_machine", "name"],
+};
+
+export const VIRTUAL_DISK: ModelDef = {
+  app: "virtualization",
+  model: "virtualdisk",
+  verbose: "virtual disk",
+  path: "virtualization/virtual-disks/",
+  fields: {
+    virtual_machine: reqFk("virtualization.virtualmachine", "cascade"),
+    name: name(64),
+    size: { type: "int", required: true, min: 0 },
+    description: description(),
+  },
+  brief: ["virtual_machine", "name", "size", "description"],
+  unique: [{
+    fields: ["virtual_machine", "name"],
+    message: "Virtual disk name must be unique per virtual machine.",
+  }],
+  search: ["name", "description"],
+  ordering: ["virtual_machine", "name"],
+};
+
+/** ?vminterface_id= / ?interface_id= / ?virtual_machine_id= / ?device_id= on IPs and MACs. */
+function ownerFilters(): Record<string, CustomFilter> {
+  const byOwner = (type: string): CustomFilter => (values) =>
+    Promise.resolve({
+      predicate: (r: StoredObject) =>
+        r.assigned_object_type === type &&
+        values.flatMap((v) => v.split(",")).includes(String(r.assigned_object_id)),
+    });
+  const byParent =
+    (type: string, ifaceModel: string, parentField: string): CustomFilter =>
+    async (values, engine) => {
+      const ifaceIds = new Set<number>();
+      for (const v of values.flatMap((x) => x.split(","))) {
+        for (const i of await engine.find(ifaceModel, { [`${parentField}_id`]: [v] })) {
+          ifaceIds.add(i.id);
+        }
+      }
+      return {
+        predicate: (r: StoredObject) =>
+          r.assigned_object_type === type && ifaceIds.has(r.assigned_object_id as number),
+      };
+    };
+  return {
+    vminterface_id: byOwner("virtualization.vminterface"),
+    interface_id: byOwner("dcim.interface"),
+    virtual_machine_id: byParent(
+      "virtualization.vminterface",
+      "virtualization.vminterface",
+      "virtual_machine",
+    ),
+    device_id: byParent("dcim.interface", "dcim.interface", "device"),
+  };
+}
+
+export const IP_ADDRESS: ModelDef = {
+  app: "ipam",
+  model: "ipaddress",
+  verbose: "IP address",
+  path: "ipam/ip-addresses/",
+  fields: {
+    address: {
+      type: "string",
+      required: true,
+      maxLength: 64,
+      index: true,
+      pattern: /^[0-9a-fA-F:.]+\/\d{1,3}$/,
+      patternMessage: "Enter a valid IPv4 or IPv6 address with optional mask.",
+    },
+    family: { type: "json", compute: family("address") },
+    status: choice(IP_STATUS, { default: "active" }),
+    role: choice(IP_ROLES, { nullable: true, default: null }),
+    tenant: fk("tenancy.tenant", { onDelete: "protect" }),
+    assigned_object_type: choice(INTERFACE_OWNERS, { nullable: true, default: null }),
+    assigned_object_id: { type: "int", nullable: true, min: 1, index: true },
+    assigned_object: {
+      type: "gfk",
+      models: ["dcim.interface", "virtualization.vminterface"],
+      typeField: "assigned_object_type",
+      idField: "assigned_object_id",
+      onDelete: "set_null",
+    },
+    dns_name: str(255),
+    description: description(),
+    comments: comments(),
+  },
+  brief: ["family", "address", "description"],
+  display: (r) => String(r.address),
+  validate: (draft) =>
+    typeof draft.address === "string" && cidrFamily(draft.address) === null
+      ? { address: ["Enter a valid IPv4 or IPv6 address with optional mask."] }
+      : null,
+  filters: ownerFilters(),
+  search: ["address", "dns_name", "description"],
+  ordering: ["address", "id"],
+};
+
+export const VLAN: ModelDef = {
+  app: "ipam",
+  model: "vlan",
+  verbose: "VLAN",
+  path: "ipam/vlans/",
+  fields: {
+    site: fk("dcim.site", { onDelete: "protect" }),
+    vid: { type: "int", required: true, min: 1, max: 4094, index: true },
+    name: name(64),
+    tenant: fk("tenancy.tenant", { onDelete: "protect" }),
+    status: choice(VLAN_STATUS, { default: "active" }),
+    description: description(),
+    comments: comments(),
+  },
+  brief: ["vid", "name", "description"],
+  search: ["name", "description", "comments"],
+  ordering: ["vid", "id"],
+};
+
+export const PREFIX: ModelDef = {
+  app: "ipam",
+  model: "prefix",
+  verbose: "prefix",
+  path: "ipam/prefixes/",
+  fields: {
+    prefix: {
+      type: "string",
+      required: true,
+      maxLength: 64,
+      index: true,
+      pattern: /^[0-9a-fA-F:.]+\/\d{1,3}$/,
+      patternMessage: "Enter a valid IPv4 or IPv6 prefix and mask in CIDR notation.",
+    },
+    family: { type: "json", compute: family("prefix") },
+    status: choice(PREFIX_STATUS, { default: "active" }),
+    vlan: fk("ipam.vlan"),
+    tenant: fk("tenancy.tenant", { onDelete: "protect" }),
+    scope_type: choice(SCOPE_TYPES, { nullable: true, default: null }),
+    scope_id: { type: "int", nullable: true, min: 1 },
+    scope: {
+      type: "gfk",
+      models: ["dcim.site"],
+      typeField: "scope_type",
+      idField: "scope_id",
+      onDelete: "set_null",
+    },
+    is_pool: bool(false),
+    mark_utilized: bool(false),
+    description: description(),
+    comments: comments(),
+  },
+  brief: ["family", "prefix", "description"],
+  display: (r) => String(r.prefix),
+  validate: (draft) =>
+    typeof draft.prefix === "string" && cidrFamily(draft.prefix) === null
+      ? { prefix: ["Enter a valid IPv4 or IPv6 prefix and mask in CIDR notation."] }
+      : null,
+  search: ["prefix", "description", "comments"],
+  ordering: ["prefix", "id"],
+};
+
+export const TAG: ModelDef = {
+  app: "extras",
+  model: "tag",
+  verbose: "tag",
+  path: "extras/tags/",
+  fields: {
+    ...withNameSlug(),
+    color: color(),
+    description: description(),
+    object_types: { type: "list", of: "string", index: true },
+  },
+  brief: ["name", "slug", "color"],
+  unique: NAME_SLUG_UNIQUE,
+  naturalKey: "slug",
+  tags: false,
+  search: ["name", "slug", "description"],
+  ordering: ["name"],
+};
+
+export const CUSTOM_FIELD: ModelDef = {
+  app: "extras",
+  model: "customfield",
+  verbose: "custom field",
+  path: "extras/custom-fields/",
+  fields: {
+    object_types: { type: "list", of: "string", required: true, index: true },
+    type: choice(CUSTOM_FIELD_TYPES, { default: "text" }),
+    related_object_type: str(100, { nullable: true, default: null }),
+    name: {
+      type: "string",
+      required: true,
+      maxLength: 50,
+      pattern: /^[a-z0-9_]+$/,
+      patternMessage: "Only alphanumeric characters and underscores are allowed.",
+    },
+    label: str(50),
+    group_name: str(50),
+    description: description(),
+    required: bool(false),
+    search_weight: { type: "int", default: 1000, min: 0, max: 32767 },
+    filter_logic: choice([["disabled", "Disabled"], ["loose", "Loose"], ["exact", "Exact"]], {
+      default: "loose",
+    }),
+    ui_visible: choice([["always", "Always"], ["if-set", "If set"], ["hidden", "Hidden"]], {
+      default: "always",
+    }),
+    ui_editable: choice([["yes", "Yes"], ["no", "No"], ["hidden", "Hidden"]], { default: "yes" }),
+    is_cloneable: bool(false),
+    default: { type: "json", nullable: true, default: null },
+    weight: { type: "int", default: 100, min: 0, max: 32767 },
+    validation_minimum: {
+      type: "int",
+      nullable: true,
+      min: -Number.MAX_SAFE_INTEGER,
+      max: Number.MAX_SAFE_INTEGER,
+    },
+    validation_maximum: {
+      type: "int",
+      nullable: true,
+      min: -Number.MAX_SAFE_INTEGER,
+      max: Number.MAX_SAFE_INTEGER,
+    },
+    validation_regex: str(500),
+    /** Extension: allowed values of select/multiselect fields (NetBox uses choice sets). */
+    choices: { type: "list", of: "string", nullable: true, default: null },
+  },
+  brief: ["name", "description"],
+  unique: [{ fields: ["name"] }],
+  tags: false,
+  customFields: false,
+  validate: (draft, ctx): FieldErrors | null => {
+    const unknown = (draft.object_types as string[]).filter((t) => {
+      try {
+        ctx.engine.definition(t);
+        return false;
+      } catch {
+        return true;
+      }
+    });
+    if (unknown.length > 0) {
+      return { object_types: unknown.map((t) => `Invalid object type: ${t}`) };
+    }
+    if ((draft.object_types as string[]).length === 0) {
+      return { object_types: ["This list may not be empty."] };
+    }
+    if (draft.default !== null && draft.default !== undefined) {
+      const r = checkCustomValue(draft as never, draft.default);
+      if (!r.ok) {
+        return {
+          default: [`Invalid default value "${JSON.stringify(draft.default)}": ${r.error}`],
+        };
+      }
+    }
+    return null;
+  },
+  search: ["name", "label", "description"],
+  ordering: ["weight", "name"],
+};
+
+export const JOURNAL_ENTRY: ModelDef = {
+  app: "extras",
+  model: "journalentry",
+  verbose: "journal entry",
+  path: "extras/journal-entries/",
+  fields: {
+    assigned_object_type: { type: "string", required: true, maxLength: 100, index: true },
+    assigned_object_id: { type: "int", required: true, min: 1, index: true },
+    assigned_object: {
+      type: "gfk",
+      models: "*",
+      typeField: "assigned_object_type",
+      idField: "assigned_object_id",
+      onDelete: "cascade",
+    },
+    kind: choice(JOURNAL_KINDS, { default: "info" }),
+    comments: { type: "string", required: true },
+  },
+  brief: ["created"],
+  display: (r) => `${String(r.created ?? "").slice(0, 16).replace("T", " ")} (${r.kind})`,
+  search: ["comments"],
+  ordering: ["-created"],
+};
+
+export const JOB: ModelDef = {
+  app: "core",
+  model: "job",
+  verbose: "job",
+  path: "core/jobs/",
+  readOnly: true,
+  fields: {
+    object_type: str(100, { nullable: true, default: null }),
+    object_id: { type: "int", nullable: true, min: 1 },
+    name: str(200, { index: true }),
+    status: choice(JOB_STATUS, { default: "pending" }),
+    scheduled: { type: "datetime", nullable: true },
+    interval: { type: "int", nullable: true, min: 1 },
+    started: { type: "datetime", nullable: true },
+    completed: { type: "datetime", nullable: true },
+    data: { type: "json", nullable: true, default: null },
+    error: str(1000),
+    job_id: { type: "string", maxLength: 36, index: true, default: () => crypto.randomUUID() },
+    log_entries: { type: "json", default: () => [] },
+    /** Alias of log_entries (spec 0 §2 calls it `log`). */
+    log: { type: "json", compute: (r) => r.log_entries ?? [] },
+  },
+  brief: ["name", "status"],
+  display: (r) => String(r.name || `job ${r.id}`),
+  unique: [{ fields: ["job_id"] }],
+  tags: false,
+  customFields: false,
+  search: ["name", "error"],
+  ordering: ["-created"],
+};
+
+/** users.token; secrets and checks come from TokenService.hooks() (tokens.ts). */
+export function tokenModel(hooks: Pick<ModelDef, "validate" | "beforeSave">): ModelDef {
+  return {
+    app: "users",
+    model: "token",
+    verbose: "token",
+    path: "users/tokens/",
+    fields: {
+      version: { type: "int", default: 1, min: 1, max: 2 },
+      key: { type: "string", readOnly: true, nullable: true, index: false },
+      token: { type: "string", writeOnly: true, maxLength: 256, allowBlank: true },
+      description: description(),
+      expires: { type: "datetime", nullable: true },
+      last_used: { type: "datetime", nullable: true, readOnly: true },
+      enabled: bool(true),
+      write_enabled: bool(true),
+      is_superuser: bool(false),
+      permissions: { type: "list", of: "string", default: () => [] },
+      digest: { type: "string", hidden: true },
+      encrypted: { type: "string", hidden: true, nullable: true },
+      enc_source: { type: "string", hidden: true, nullable: true },
+    },
+    brief: ["version", "key", "write_enabled", "description"],
+    display: (r) =>
+      (r.version === 2 ? `nbt_${r.key}` : `v1 token ${r.id}`) +
+      (r.description ? ` (${r.description})` : ""),
+    unique: [
+      {
+        fields: ["digest"],
+        errorField: "token",
+        message: "A token with this value already exists.",
+      },
+      { fields: ["key"] },
+    ],
+    tags: false,
+    customFields: false,
+    ...hooks,
+    search: ["description", "key"],
+    ordering: ["id"],
+  };
+}
+
+/** Every core model except tokens (which need the TokenService hooks). */
+export const CORE_MODELS: ModelDef[] = [
+  TENANT,
+  SITE,
+  MANUFACTURER,
+  DEVICE_TYPE,
+  DEVICE_ROLE,
+  DEVICE,
+  INTERFACE,
+  MAC_ADDRESS,
+  CLUSTER_TYPE,
+  CLUSTER,
+  VIRTUAL_MACHINE,
+  VM_INTERFACE,
+  VIRTUAL_DISK,
+  IP_ADDRESS,
+  VLAN,
+  PREFIX,
+  TAG,
+  CUSTOM_FIELD,
+  JOURNAL_ENTRY,
+  JOB,
+];

@@ -1,0 +1,230 @@
+/**
+ * Inventory API tokens (spec 0 §2), NetBox style.
+ *
+ * - v1: `Authorization: Token <plaintext>`. Looked up by SHA-256 digest; the plaintext is also
+ *   kept Fernet-encrypted so a plugin inventory endpoint can reference it (`token: {id}`).
+ * - v2: `Authorization: Bearer nbt_<key>.<secret>`. Looked up by key; only SHA-256(secret)
+ *   is stored.
+ *
+ * Encryption key of v1 plaintexts: SERVICE_ENCRYPTION_KEY (config.encryptionKey, derived as
+ * spec 0 §1.2) when set, else a random Fernet key generated once and kept in KV
+ * (["inventory","meta","local_secret_key"]). Each token records which one sealed it
+ * (`enc_source`), so setting the variable later does not strand older tokens.
+ *
+ * Permissions use NetBox's `app.action_model` names ("dcim.view_site", "core.add_job").
+ */
+import { deriveFernetKey, fernetDecrypt, fernetEncrypt, importFernetKey } from "../fernet.ts";
+import type { ModelStore } from "../../storage/ports.ts";
+import type { AuthInfo, FieldErrors, HookContext, ModelDef, StoredObject } from "./types.ts";
+
+export type { AuthInfo };
+
+export const TOKEN_MODEL = "users.token";
+const V2_PREFIX = "nbt_";
+const PERMISSION_RE = /^[a-z][a-z0-9_]*\.(view|add|change|delete)_[a-z][a-z0-9_]*$/;
+
+export const AUTH_MESSAGES = {
+  missing: "Authentication credentials were not provided.",
+  invalid: "Invalid token",
+  expired: "Token expired",
+  denied: "You do not have permission to perform this action.",
+};
+
+const encoder = new TextEncoder();
+
+export async function sha256Hex(text: string): Promise<string> {
+  return new Uint8Array(await crypto.subtle.digest("SHA-256", encoder.encode(text))).toHex();
+}
+
+function randomHex(bytes: number): string {
+  return crypto.getRandomValues(new Uint8Array(bytes)).toHex();
+}
+
+function constantTimeEqual(a: string, b: string): boolean {
+  if (a.length !== b.length) return false;
+  let diff = 0;
+  for (let i = 0; i < a.length; i++) diff |= a.charCodeAt(i) ^ b.charCodeAt(i);
+  return diff === 0;
+}
+
+/** True when the token may do `permission` ("service.view_backendendpoint"). */
+export function can(auth: AuthInfo | null | undefined, permission: string): boolean {
+  if (!auth) return false;
+  const action = permission.split(".")[1]?.split("_")[0];
+  if (action !== "view" && !auth.writeEnabled) return false;
+  return auth.isSuperuser || auth.permissions.has(permission);
+}
+
+/** The permission a REST method needs on a model ("dcim.site" + POST → "dcim.add_site"). */
+export function permissionFor(model: string, method: string): string {
+  const [app, name] = model.split(".");
+  const action = method === "GET" || method === "HEAD" || method === "OPTIONS"
+    ? "view"
+    : method === "POST"
+    ? "add"
+    : method === "DELETE"
+    ? "delete"
+    : "change";
+  return `${app}.${action}_${name}`;
+}
+
+export function authInfo(record: StoredObject): AuthInfo {
+  return {
+    tokenId: record.id,
+    isSuperuser: record.is_superuser === true,
+    writeEnabled: record.write_enabled !== false,
+    permissions: new Set((record.permissions as string[] | undefined) ?? []),
+  };
+}
+
+export type AuthResult = { ok: true; auth: AuthInfo; record: StoredObject } | {
+  ok: false;
+  detail: string;
+};
+
+export interface TokenServiceDeps {
+  store: ModelStore;
+  encryptionKey: string | undefined;
+  now: () => number;
+}
+
+export class TokenService {
+  #keys = new Map<string, Promise<Awaited<ReturnType<typeof importFernetKey>>>>();
+
+  constructor(private readonly deps: TokenServiceDeps) {}
+
+  #key(source: "config" | "local") {
+    let pending = this.#keys.get(source);
+    if (!pending) {
+      pending = (async () => {
+        if (source === "config") {
+          if (!this.deps.encryptionKey) throw new Error("SERVICE_ENCRYPTION_KEY is not set");
+          return importFernetKey(await deriveFernetKey(this.deps.encryptionKey));
+        }
+        const raw = await this.deps.store.localSecret(() =>
+          crypto.getRandomValues(new Uint8Array(32)).toBase64({ alphabet: "base64url" })
+        );
+        return importFernetKey(raw);
+      })();
+      pending.catch(() => this.#keys.delete(source));
+      this.#keys.set(source, pending);
+    }
+    return pending;
+  }
+
+  async seal(plaintext: string): Promise<{ encrypted: string; enc_source: "config" | "local" }> {
+    const source = this.deps.encryptionKey ? "config" : "local";
+    const key = await this.#key(source);
+    return {
+      encrypted: await fernetEncrypt(key, plaintext, { now: this.deps.now() }),
+      enc_source: source,
+    };
+  }
+
+  /** The plaintext of a v1 token (null for v2, unknown ids or an unavailable key). */
+  async plaintext(id: number): Promise<string | null> {
+    const found = await this.deps.store.get(TOKEN_MODEL, id);
+    const record = found?.record;
+    if (!record || record.version !== 1 || typeof record.encrypted !== "string") return null;
+    try {
+      const key = await this.#key(record.enc_source === "config" ? "config" : "local");
+      return await fernetDecrypt(key, record.encrypted);
+    } catch {
+      return null;
+    }
+  }
+
+  /** Resolves an Authorization header; null when no credentials were given. */
+  async authenticate(header: string | null | undefined): Promise<AuthResult | null> {
+    if (!header) return null;
+    const match = /^\s*(Token|Bearer)\s+(\S+)\s*$/i.exec(header);
+    if (!match) return null;
+    const scheme = match[1].toLowerCase();
+    const value = match[2];
+    let record: StoredObject | null = null;
+    if (scheme === "bearer") {
+      if (!value.startsWith(V2_PREFIX)) return { ok: false, detail: AUTH_MESSAGES.invalid };
+      const [key, secret] = value.slice(V2_PREFIX.length).split(".", 2);
+      if (!key || !secret || key.length > 64) return { ok: false, detail: AUTH_MESSAGES.invalid };
+      const id = await this.deps.store.idByUnique(TOKEN_MODEL, "key", [key]);
+      const found = id === null ? null : await this.deps.store.get(TOKEN_MODEL, id);
+      if (!found || found.record.version !== 2) return { ok: false, detail: AUTH_MESSAGES.invalid };
+      if (!constantTimeEqual(await sha256Hex(secret), String(found.record.digest))) {
+        return { ok: false, detail: AUTH_MESSAGES.invalid };
+      }
+      record = found.record;
+    } else {
+      if (value.length > 512) return { ok: false, detail: AUTH_MESSAGES.invalid };
+      const id = await this.deps.store.idByUnique(TOKEN_MODEL, "digest", [await sha256Hex(value)]);
+      const found = id === null ? null : await this.deps.store.get(TOKEN_MODEL, id);
+      if (!found || found.record.version !== 1) return { ok: false, detail: AUTH_MESSAGES.invalid };
+      record = found.record;
+    }
+    if (record.enabled === false) return { ok: false, detail: AUTH_MESSAGES.invalid };
+    if (typeof record.expires === "string" && Date.parse(record.expires) <= this.deps.now()) {
+      return { ok: false, detail: AUTH_MESSAGES.expired };
+    }
+    return { ok: true, auth: authInfo(record), record };
+  }
+
+  /** Hooks for the users.token model: secrets are generated/sealed here, shown once. */
+  hooks(): Pick<ModelDef, "validate" | "beforeSave"> {
+    return {
+      validate: (draft: StoredObject, ctx: HookContext): FieldErrors | null => {
+        const errors: FieldErrors = {};
+        const perms = (draft.permissions as string[]) ?? [];
+        const bad = perms.filter((p) => !PERMISSION_RE.test(p));
+        if (bad.length > 0) {
+          errors.permissions = bad.map((p) =>
+            `Invalid permission "${p}": use the app.action_model form, e.g. "dcim.view_site".`
+          );
+        }
+        if (
+          ctx.op === "update" && ctx.input.version !== undefined &&
+          ctx.input.version !== ctx.existing?.version
+        ) {
+          errors.version = ["The version of an existing token cannot be changed."];
+        }
+        if (draft.version === 2 && ctx.op === "create" && ctx.input.token !== undefined) {
+          errors.token = ["A v2 token's secret is generated by the server."];
+        }
+        const actor = ctx.auth;
+        if (actor && !actor.isSuperuser) {
+          if (draft.is_superuser === true) {
+            errors.is_superuser = ["Only a superuser token can grant superuser."];
+          }
+          const beyond = perms.filter((p) => !actor.permissions.has(p));
+          if (beyond.length > 0) {
+            errors.permissions = [
+              `Cannot grant permissions this token does not hold: ${beyond.join(", ")}`,
+            ];
+          }
+        }
+        return Object.keys(errors).length > 0 ? errors : null;
+      },
+      beforeSave: async (draft: StoredObject, ctx: HookContext) => {
+        const supplied = typeof draft.token === "string" && draft.token !== "" ? draft.token : null;
+        delete draft.token;
+        if (ctx.op !== "create") return;
+        if (draft.version === 2) {
+          const key = randomHex(12);
+          const secret = randomHex(20);
+          draft.key = key;
+          draft.digest = await sha256Hex(secret);
+          draft.encrypted = null;
+          draft.enc_source = null;
+          ctx.responseExtras.key = key;
+          ctx.responseExtras.token = secret;
+          ctx.responseExtras.header = `Bearer ${V2_PREFIX}${key}.${secret}`;
+        } else {
+          const plaintext = supplied ?? randomHex(20);
+          draft.key = null;
+          draft.digest = await sha256Hex(plaintext);
+          Object.assign(draft, await this.seal(plaintext));
+          ctx.responseExtras.token = plaintext;
+          ctx.responseExtras.header = `Token ${plaintext}`;
+        }
+      },
+    };
+  }
+}

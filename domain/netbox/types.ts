@@ -1,0 +1,198 @@
+/**
+ * Declarative model definitions for the NetBox-compatible inventory engine (engine.ts).
+ *
+ * A model is named "app.model" (NetBox's app_label.model_name, e.g. "dcim.site",
+ * "service.backendendpoint"); permissions are "app.view_model" etc. and custom fields name
+ * models the same way in `object_types`. Records are stored with FKs as ids, m2m as id
+ * arrays, choices as their value and datetimes as ISO 8601 UTC strings.
+ */
+import type { StoredObject } from "../../storage/ports.ts";
+import type { Logger } from "../logger.ts";
+
+export type { StoredObject };
+
+export type FieldType =
+  | "string"
+  | "int"
+  | "float"
+  | "bool"
+  | "datetime"
+  | "date"
+  | "json"
+  | "choice"
+  | "fk"
+  | "m2m"
+  | "list"
+  /** Generic FK (NetBox assigned_object / scope): rendered nested from a type and an id field. */
+  | "gfk";
+
+export type OnDelete = "protect" | "cascade" | "set_null";
+
+export interface FieldDef {
+  type: FieldType;
+  /** Must be present on create (and on PUT). */
+  required?: boolean;
+  /** null is accepted (FKs, choices, numbers and datetimes usually are). */
+  nullable?: boolean;
+  /** Value used on create when the field is absent; a function is called per record. */
+  default?: unknown | (() => unknown);
+  /** Returned, never written through the API (ignored on input, like DRF). */
+  readOnly?: boolean;
+  /** Written, never returned (secrets). */
+  writeOnly?: boolean;
+  /** Not part of the API at all (stored only; e.g. a token digest). */
+  hidden?: boolean;
+  /** Computed on output from the stored record (implies readOnly, not stored). */
+  compute?: (record: StoredObject) => unknown;
+  /** Strings: a blank value is accepted (default: only when not required). */
+  allowBlank?: boolean;
+  maxLength?: number;
+  /** Numbers: bounds (ints default to the 32-bit signed range). */
+  min?: number;
+  max?: number;
+  /** Strings: the value must match. */
+  pattern?: RegExp;
+  patternMessage?: string;
+  /** Choice fields: [value, label] pairs. */
+  choices?: ReadonlyArray<readonly [string, string]>;
+  /** fk / m2m: target model name ("dcim.site"). */
+  model?: string;
+  /** fk: what deleting the target does to this record (default protect). */
+  onDelete?: OnDelete;
+  /** gfk: the models it may point at ("*" for any registered model). */
+  models?: readonly string[] | "*";
+  /** gfk: the stored fields holding the target model name ("app.model") and id. */
+  typeField?: string;
+  idField?: string;
+  /** list: element type. */
+  of?: "int" | "string";
+  /** Keep a KV value index so `?field=value` never scans (FK and m2m are always indexed). */
+  index?: boolean;
+  /** Exposed as a filter (default true for stored scalar fields; false disables). */
+  filter?: boolean;
+  /** OpenAPI description. */
+  description?: string;
+}
+
+export interface UniqueDef {
+  fields: string[];
+  /** The error key (default: the last field). */
+  errorField?: string;
+  message?: string;
+  /** Compare strings case-insensitively (NetBox's Lower() constraints). */
+  ci?: boolean;
+  /** Records where any of the fields is null or empty take no part (as SQL NULLs). */
+}
+
+export type FieldErrors = Record<string, string[]>;
+
+/** What hooks get: the engine (to read related records), the operation and the actor. */
+export interface HookContext {
+  engine: EngineApi;
+  op: "create" | "update";
+  /** The stored record before the change (update only). */
+  existing: StoredObject | null;
+  /** The input fields sent by the client (after parsing), to tell "absent" from "null". */
+  input: Record<string, unknown>;
+  /** Extra keys merged into this response only (e.g. a secret shown once). */
+  responseExtras: Record<string, unknown>;
+  /** Who is acting (null for internal writes). */
+  auth: AuthInfo | null;
+  logger: Logger;
+  now: () => number;
+}
+
+export interface AuthInfo {
+  tokenId: number;
+  isSuperuser: boolean;
+  writeEnabled: boolean;
+  permissions: ReadonlySet<string>;
+}
+
+/** A custom filter: returns a predicate over stored records, or the matching ids. */
+export type CustomFilter = (
+  values: string[],
+  engine: EngineApi,
+) => Promise<{ ids: Set<number> } | { predicate: (record: StoredObject) => boolean }>;
+
+export interface ModelDef {
+  /** NetBox app label: "dcim", "virtualization", "service" for the plugin... */
+  app: string;
+  /** Lower-case model name: "virtualmachine". */
+  model: string;
+  /** Human name (singular), used in messages: "virtual machine". */
+  verbose: string;
+  /** Path under /api/, with slashes: "virtualization/virtual-machines/". */
+  path: string;
+  fields: Record<string, FieldDef>;
+  /** Fields of the brief / nested representation besides id, url and display. */
+  brief: string[];
+  /** `display` text; default the `name` field, else "<verbose> <id>". */
+  display?: (record: StoredObject) => string;
+  unique?: UniqueDef[];
+  /** Fields searched (case-insensitive substring) by `?q=`. */
+  search?: string[];
+  /** Default ordering, e.g. ["name", "id"]; "-" prefix for descending. Default ["id"]. */
+  ordering?: string[];
+  /** Field used to resolve `?<fk>=<value>` filters pointing here (default slug, else name). */
+  naturalKey?: string;
+  /** GET only: writes answer 405. Internal code can still write (engine.insert/patch). */
+  readOnly?: boolean;
+  /** Records carry tags / custom_fields (default true). */
+  tags?: boolean;
+  customFields?: boolean;
+  /** Extra filters by query name (`?<name>=`), e.g. plugin-specific ones. */
+  filters?: Record<string, CustomFilter>;
+  /** Cross-field validation on the complete draft; errors keyed by field. */
+  validate?: (
+    draft: StoredObject,
+    ctx: HookContext,
+  ) => FieldErrors | null | Promise<FieldErrors | null>;
+  /** Last change to the draft before it is stored (encrypt secrets, generate tokens...). */
+  beforeSave?: (draft: StoredObject, ctx: HookContext) => void | Promise<void>;
+  /**
+   * After the record is stored (best-effort: errors are logged, never fail the save). The
+   * response is read after it returns, so fields it writes (engine.patch) are included.
+   */
+  afterSave?: (record: StoredObject, ctx: HookContext) => void | Promise<void>;
+  /** After delete (best-effort). */
+  afterDelete?: (
+    record: StoredObject,
+    ctx: { engine: EngineApi; logger: Logger },
+  ) => void | Promise<void>;
+}
+
+/** Result of an engine write. */
+export type WriteResult<T> =
+  | { ok: true; value: T; extras?: Record<string, unknown> }
+  | { ok: false; status: 400; errors: FieldErrors | FieldErrors[] }
+  | { ok: false; status: 404 | 405 | 409 | 403; detail: string };
+
+/** The part of the engine that hooks and plugin code use (see engine.ts for the rest). */
+export interface EngineApi {
+  get(model: string, id: number): Promise<StoredObject | null>;
+  getMany(model: string, ids: readonly number[]): Promise<StoredObject[]>;
+  /** Records matching NetBox-style filters, e.g. { cluster_id: ["3"], name__ic: ["web"] }. */
+  find(model: string, filters?: Record<string, string[]>): Promise<StoredObject[]>;
+  findOne(model: string, filters: Record<string, string[]>): Promise<StoredObject | null>;
+  /** Creates through validation and hooks but bypassing readOnly and permissions. */
+  insert(model: string, input: Record<string, unknown>): Promise<WriteResult<StoredObject>>;
+  /** Validated partial update bypassing readOnly and permissions; runs hooks unless told. */
+  update(
+    model: string,
+    id: number,
+    input: Record<string, unknown>,
+    options?: { hooks?: boolean },
+  ): Promise<WriteResult<StoredObject>>;
+  /**
+   * Sets stored fields directly (no validation, no hooks; indexes kept right). For
+   * engine-owned bookkeeping such as `last_push` or job progress.
+   */
+  patchStored(
+    model: string,
+    id: number,
+    changes: Record<string, unknown> | ((current: StoredObject) => Record<string, unknown>),
+  ): Promise<StoredObject | null>;
+  remove(model: string, id: number): Promise<WriteResult<null>>;
+  definition(model: string): ModelDef;
+}

@@ -1,0 +1,85 @@
+/**
+ * The inventory surface's one error model: handlers throw ApiError (or return engine
+ * results mapped by `fromWrite`), and createInventoryApp's onError turns everything else
+ * into a bodyless 500 with a log line, never a stack trace.
+ */
+import type { Context } from "hono";
+import { AUTH_MESSAGES, can } from "../../domain/netbox/tokens.ts";
+import type { AuthInfo } from "../../domain/netbox/types.ts";
+
+export const MAX_BODY_BYTES = 1024 * 1024;
+
+export class ApiError extends Error {
+  constructor(readonly status: number, readonly body: unknown) {
+    super(
+      typeof body === "object" && body && "detail" in body
+        ? String((body as { detail: unknown }).detail)
+        : "error",
+    );
+    this.name = "ApiError";
+  }
+}
+
+export const notFound = () => new ApiError(404, { detail: "Not found." });
+export const forbidden = () => new ApiError(403, { detail: AUTH_MESSAGES.denied });
+export const methodNotAllowed = (method: string) =>
+  new ApiError(405, { detail: `Method "${method}" not allowed.` });
+
+/** Throws 403 unless the token holds `permission` (and write_enabled for write actions). */
+export function requirePermission(auth: AuthInfo | undefined, permission: string): void {
+  if (!can(auth, permission)) throw forbidden();
+}
+
+async function readLimited(request: Request, limit: number): Promise<string> {
+  const declared = Number(request.headers.get("content-length") ?? "0");
+  if (Number.isFinite(declared) && declared > limit) {
+    throw new ApiError(413, { detail: `Request body too large (limit ${limit} bytes).` });
+  }
+  if (!request.body) return "";
+  const reader = request.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  while (true) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.length;
+    if (size > limit) {
+      await reader.cancel().catch(() => {});
+      throw new ApiError(413, { detail: `Request body too large (limit ${limit} bytes).` });
+    }
+    chunks.push(value);
+  }
+  const all = new Uint8Array(size);
+  let at = 0;
+  for (const chunk of chunks) {
+    all.set(chunk, at);
+    at += chunk.length;
+  }
+  try {
+    return new TextDecoder("utf-8", { fatal: true }).decode(all);
+  } catch {
+    throw new ApiError(400, { detail: "JSON parse error - body is not valid UTF-8" });
+  }
+}
+
+/**
+ * The JSON body of a request (size-limited to 1 MiB). Malformed JSON → 400
+ * `{"detail":"JSON parse error - ..."}`; a non-JSON content type → 415. Empty → undefined.
+ */
+export async function readJson(c: Context): Promise<unknown> {
+  const type = c.req.header("content-type") ?? "";
+  const text = await readLimited(c.req.raw, MAX_BODY_BYTES);
+  if (text.trim() === "") return undefined;
+  if (type && !/json/i.test(type)) {
+    throw new ApiError(415, {
+      detail: `Unsupported media type "${type.split(";")[0]}" in request.`,
+    });
+  }
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    throw new ApiError(400, {
+      detail: `JSON parse error - ${error instanceof Error ? error.message : "invalid JSON"}`,
+    });
+  }
+}

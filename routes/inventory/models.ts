@@ -1,0 +1,234 @@
+/**
+ * Generic REST handlers for every model registered in the engine (core and plugin), NetBox
+ * style: list/get/create/PUT/PATCH/DELETE plus bulk create (POST a list), bulk update
+ * (PUT/PATCH a list of objects with ids) and bulk delete (DELETE a list of {id}).
+ */
+import type { Context } from "hono";
+import { QueryError } from "../../domain/netbox/engine.ts";
+import { permissionFor } from "../../domain/netbox/tokens.ts";
+import type {
+  FieldErrors,
+  ModelDef,
+  StoredObject,
+  WriteResult,
+} from "../../domain/netbox/types.ts";
+import type { InventoryContext, InventoryEnv } from "./context.ts";
+import { ApiError, methodNotAllowed, notFound, readJson, requirePermission } from "./errors.ts";
+
+const WRITE_METHODS = new Set(["POST", "PUT", "PATCH", "DELETE"]);
+
+function truthy(value: string | undefined | null): boolean {
+  return value !== undefined && value !== null &&
+    ["1", "true", "yes", "on"].includes(value.toLowerCase());
+}
+
+function csv(value: string | undefined | null): string[] | undefined {
+  if (!value) return undefined;
+  return value.split(",").map((s) => s.trim()).filter(Boolean);
+}
+
+/** Maps a failed engine write to the error model; returns the value when ok. */
+export function unwrap<T>(result: WriteResult<T>): { value: T; extras?: Record<string, unknown> } {
+  if (result.ok) return { value: result.value, extras: result.extras };
+  if (result.status === 400) throw new ApiError(400, result.errors);
+  throw new ApiError(result.status, { detail: result.detail });
+}
+
+export function originOf(c: Context): string {
+  return new URL(c.req.url).origin;
+}
+
+function pageUrl(c: Context, limit: number, offset: number): string {
+  const url = new URL(c.req.url);
+  url.searchParams.set("limit", String(limit));
+  if (offset > 0) url.searchParams.set("offset", String(offset));
+  else url.searchParams.delete("offset");
+  return url.toString();
+}
+
+/** Resolves `/api/<path>` to a model and an optional id. */
+export function resolveModelPath(
+  ctx: InventoryContext,
+  pathname: string,
+): { def: ModelDef; id: number | null } | null {
+  let path = pathname.replace(/^\/api\//, "");
+  if (!path.endsWith("/")) path += "/";
+  const list = ctx.engine.byPath(path);
+  if (list) return { def: list, id: null };
+  const m = /^(.*\/)([^/]+)\/$/.exec(path);
+  if (!m) return null;
+  const def = ctx.engine.byPath(m[1]);
+  if (!def) return null;
+  if (!/^\d{1,15}$/.test(m[2])) throw notFound();
+  return { def, id: Number(m[2]) };
+}
+
+/** GET on an /api/ prefix that holds models: NetBox's API root views ({name: url}). */
+export function apiRootListing(
+  ctx: InventoryContext,
+  c: Context,
+  pathname: string,
+): Record<string, string> | null {
+  let prefix = pathname.replace(/^\/api\/?/, "");
+  if (prefix !== "" && !prefix.endsWith("/")) prefix += "/";
+  const origin = originOf(c);
+  const out: Record<string, string> = {};
+  for (const def of ctx.engine.models()) {
+    if (!def.path.startsWith(prefix)) continue;
+    const next = def.path.slice(prefix.length).split("/")[0];
+    if (next) out[next] = `${origin}/api/${prefix}${next}/`;
+  }
+  if (prefix === "") out.status = `${origin}/api/status/`;
+  if (Object.keys(out).length === 0) return null;
+  return Object.fromEntries(Object.entries(out).sort(([a], [b]) => a.localeCompare(b)));
+}
+
+function renderOptions(c: Context) {
+  return {
+    origin: originOf(c),
+    brief: truthy(c.req.query("brief")),
+    fields: csv(c.req.query("fields")),
+    omit: csv(c.req.query("omit")),
+  };
+}
+
+async function respondRecords(
+  ctx: InventoryContext,
+  c: Context,
+  model: string,
+  records: StoredObject[],
+  status: 200 | 201,
+  extras?: Record<string, unknown>,
+  many = false,
+): Promise<Response> {
+  const rendered = await ctx.engine.render(model, records, renderOptions(c));
+  if (!many && extras) Object.assign(rendered[0], extras);
+  return c.json(many ? rendered : rendered[0], status);
+}
+
+function listItems(body: unknown, requireId: boolean): Array<{ id: number; data: unknown }> {
+  if (!Array.isArray(body)) {
+    throw new ApiError(400, {
+      non_field_errors: [
+        `Expected a list of items but got type "${
+          body === null ? "null" : typeof body === "object" ? "dict" : typeof body
+        }".`,
+      ],
+    });
+  }
+  const errors: FieldErrors[] = [];
+  const items: Array<{ id: number; data: unknown }> = [];
+  let failed = false;
+  for (const item of body) {
+    const id = item && typeof item === "object" && !Array.isArray(item)
+      ? (item as { id?: unknown }).id
+      : undefined;
+    const n = typeof id === "number"
+      ? id
+      : typeof id === "string" && /^\d+$/.test(id)
+      ? Number(id)
+      : NaN;
+    if (!Number.isSafeInteger(n) || n < 1) {
+      failed = true;
+      errors.push({
+        id: [id === undefined ? "This field is required." : "A valid integer is required."],
+      });
+      continue;
+    }
+    errors.push({});
+    items.push({ id: n, data: item });
+  }
+  if (failed && requireId) throw new ApiError(400, errors);
+  return items;
+}
+
+/** Handles one request for a registered model; null when the path is not a model path. */
+export async function handleModelRequest(
+  ctx: InventoryContext,
+  c: Context<InventoryEnv>,
+): Promise<Response | null> {
+  const pathname = new URL(c.req.url).pathname;
+  const target = resolveModelPath(ctx, pathname);
+  if (!target) return null;
+  const { def, id } = target;
+  const model = ctx.engine.nameOf(def);
+  const method = c.req.method === "HEAD" ? "GET" : c.req.method;
+  const auth = c.get("auth");
+
+  if (method === "OPTIONS") {
+    const allow = def.readOnly
+      ? "GET, HEAD, OPTIONS"
+      : id === null
+      ? "GET, POST, PUT, PATCH, DELETE, HEAD, OPTIONS"
+      : "GET, PUT, PATCH, DELETE, HEAD, OPTIONS";
+    return c.json(
+      {
+        name: def.verbose,
+        description: "",
+        renders: ["application/json"],
+        parses: ["application/json"],
+      },
+      200,
+      {
+        Allow: allow,
+      },
+    );
+  }
+  if (!["GET", ...WRITE_METHODS].includes(method)) throw methodNotAllowed(method);
+  if (def.readOnly && WRITE_METHODS.has(method)) throw methodNotAllowed(method);
+  if (id !== null && method === "POST") throw methodNotAllowed(method);
+  requirePermission(auth, permissionFor(model, method));
+
+  if (method === "GET" && id === null) {
+    let page;
+    try {
+      page = await ctx.engine.list(model, new URL(c.req.url).searchParams);
+    } catch (error) {
+      if (error instanceof QueryError) throw new ApiError(400, error.errors);
+      throw error;
+    }
+    const results = await ctx.engine.render(model, page.records, renderOptions(c));
+    const next = page.offset + page.limit < page.count
+      ? pageUrl(c, page.limit, page.offset + page.limit)
+      : null;
+    const previous = page.offset > 0
+      ? pageUrl(c, page.limit, Math.max(0, page.offset - page.limit))
+      : null;
+    return c.json({ count: page.count, next, previous, results });
+  }
+  if (method === "GET") {
+    const record = await ctx.engine.get(model, id!);
+    if (!record) throw notFound();
+    return respondRecords(ctx, c, model, [record], 200);
+  }
+
+  const body = await readJson(c);
+  if (method === "POST") {
+    if (Array.isArray(body)) {
+      const { value } = unwrap(await ctx.engine.createMany(model, body, auth));
+      return respondRecords(ctx, c, model, value, 201, undefined, true);
+    }
+    const { value, extras } = unwrap(await ctx.engine.create(model, body ?? {}, auth));
+    return respondRecords(ctx, c, model, [value], 201, extras);
+  }
+  if (method === "PUT" || method === "PATCH") {
+    const partial = method === "PATCH";
+    if (id === null) {
+      const items = listItems(body, true);
+      const { value } = unwrap(await ctx.engine.updateMany(model, items, partial, auth));
+      return respondRecords(ctx, c, model, value, 200, undefined, true);
+    }
+    const { value, extras } = unwrap(
+      await ctx.engine.updateOne(model, id, body ?? {}, partial, auth),
+    );
+    return respondRecords(ctx, c, model, [value], 200, extras);
+  }
+  // DELETE
+  if (id === null) {
+    const items = listItems(body, true);
+    unwrap(await ctx.engine.deleteMany(model, items.map((i) => i.id)));
+    return c.body(null, 204);
+  }
+  unwrap(await ctx.engine.deleteMany(model, [id]));
+  return c.body(null, 204);
+}

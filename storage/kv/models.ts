@@ -1,0 +1,268 @@
+import type {
+  CommitResult,
+  IndexEntry,
+  IndexValue,
+  ModelStore,
+  ObjectWrite,
+  StoredObject,
+  UniqueEntry,
+} from "../ports.ts";
+import { keys } from "./keys.ts";
+import { retryAtomic } from "./ids.ts";
+
+/** Deno KV limits per atomic operation, with headroom for our own estimates. */
+const MAX_CHECKS = 100;
+const MAX_MUTATIONS = 1000;
+const MAX_KEY_BYTES = 64 * 1024; // KV allows 80 KiB of keys per atomic
+const MAX_TOTAL_BYTES = 640 * 1024; // KV allows 800 KiB of keys + values per atomic
+/** KvU64 arithmetic wraps, so adding 2^64-1 subtracts one. */
+const MINUS_ONE = 0xffff_ffff_ffff_ffffn;
+
+const encoder = new TextEncoder();
+
+function keyBytes(key: Deno.KvKey): number {
+  let n = 0;
+  for (const part of key) n += typeof part === "string" ? encoder.encode(part).length + 2 : 10;
+  return n;
+}
+
+function uniqueId(entry: UniqueEntry): string {
+  return JSON.stringify([entry[0], entry[1].map((v) => typeof v === "bigint" ? `${v}n` : v)]);
+}
+
+function indexId(entry: IndexEntry): string {
+  const v = entry[1];
+  return JSON.stringify([entry[0], typeof v === "bigint" ? `${v}n` : v, typeof v]);
+}
+
+interface Cost {
+  checks: number;
+  mutations: number;
+  keyBytes: number;
+  totalBytes: number;
+}
+
+/**
+ * Deno KV storage of inventory objects: one entry per object, one empty entry per
+ * (field, value, id) index item, one entry per unique value combination, a KvU64 count per
+ * model. Every change is one atomic that also checks the object's versionstamp and that
+ * each newly claimed unique entry is free.
+ */
+export class KvModelStore implements ModelStore {
+  constructor(private readonly kv: Deno.Kv) {}
+
+  allocateIds(model: string, count: number): Promise<number> {
+    return retryAtomic(async () => {
+      const key = keys.inventorySequence(model);
+      const entry = await this.kv.get<number>(key);
+      const first = (entry.value ?? 0) + 1;
+      const result = await this.kv.atomic().check(entry).set(key, first + count - 1).commit();
+      return result.ok ? first : undefined;
+    });
+  }
+
+  async get(model: string, id: number): Promise<{ record: StoredObject; version: string } | null> {
+    const entry = await this.kv.get<StoredObject>(keys.inventoryObject(model, id));
+    if (entry.value === null || entry.versionstamp === null) return null;
+    return { record: entry.value, version: entry.versionstamp };
+  }
+
+  async getMany(model: string, ids: readonly number[]): Promise<StoredObject[]> {
+    const batches: Promise<Deno.KvEntryMaybe<StoredObject>[]>[] = [];
+    for (let i = 0; i < ids.length; i += 10) {
+      const slice = ids.slice(i, i + 10).map((id) => keys.inventoryObject(model, id));
+      batches.push(this.kv.getMany<StoredObject[]>(slice));
+    }
+    const out: StoredObject[] = [];
+    for (const batch of await Promise.all(batches)) {
+      for (const entry of batch) if (entry.value !== null) out.push(entry.value);
+    }
+    return out;
+  }
+
+  async scan(model: string): Promise<StoredObject[]> {
+    const out: StoredObject[] = [];
+    const iter = this.kv.list<StoredObject>(
+      { prefix: keys.inventoryObjectPrefix(model) },
+      { batchSize: 500 },
+    );
+    for await (const entry of iter) out.push(entry.value);
+    return out;
+  }
+
+  async page(
+    model: string,
+    offset: number,
+    limit: number,
+    reverse: boolean,
+  ): Promise<StoredObject[]> {
+    const out: StoredObject[] = [];
+    if (limit <= 0) return out;
+    let skipped = 0;
+    const iter = this.kv.list<StoredObject>(
+      { prefix: keys.inventoryObjectPrefix(model) },
+      { reverse, limit: offset + limit, batchSize: Math.min(500, offset + limit) },
+    );
+    for await (const entry of iter) {
+      if (skipped < offset) {
+        skipped++;
+        continue;
+      }
+      out.push(entry.value);
+    }
+    return out;
+  }
+
+  async count(model: string): Promise<number> {
+    const entry = await this.kv.get<Deno.KvU64>(keys.inventoryCount(model));
+    return entry.value ? Number(entry.value.value) : 0;
+  }
+
+  async idsByIndex(
+    model: string,
+    field: string,
+    value: IndexValue,
+    limit?: number,
+  ): Promise<number[]> {
+    const out: number[] = [];
+    const iter = this.kv.list(
+      { prefix: keys.inventoryIndexPrefix(model, field, value) },
+      { limit, batchSize: limit ? Math.min(limit, 1000) : 1000 },
+    );
+    for await (const entry of iter) out.push(entry.key[entry.key.length - 1] as number);
+    return out;
+  }
+
+  async idByUnique(
+    model: string,
+    constraint: string,
+    values: readonly IndexValue[],
+  ): Promise<number | null> {
+    const entry = await this.kv.get<number>(keys.inventoryUnique(model, constraint, [...values]));
+    return entry.value;
+  }
+
+  async localSecret(generate: () => string): Promise<string> {
+    const key = keys.inventoryLocalSecretKey();
+    const existing = await this.kv.get<string>(key);
+    if (existing.value) return existing.value;
+    const fresh = generate();
+    const result = await this.kv.atomic().check({ key, versionstamp: null }).set(key, fresh)
+      .commit();
+    if (result.ok) return fresh;
+    return (await this.kv.get<string>(key)).value!;
+  }
+
+  plan(writes: readonly ObjectWrite[]): ObjectWrite[][] {
+    const groups: ObjectWrite[][] = [];
+    let current: ObjectWrite[] = [];
+    // Room for the per-model count updates of a group.
+    const models = new Set(writes.map((w) => w.model)).size;
+    let total: Cost = { checks: 0, mutations: models, keyBytes: 0, totalBytes: 0 };
+    for (const write of writes) {
+      const cost = this.#cost(write);
+      const fits = total.checks + cost.checks <= MAX_CHECKS &&
+        total.mutations + cost.mutations <= MAX_MUTATIONS &&
+        total.keyBytes + cost.keyBytes <= MAX_KEY_BYTES &&
+        total.totalBytes + cost.totalBytes <= MAX_TOTAL_BYTES;
+      if (!fits && current.length > 0) {
+        groups.push(current);
+        current = [];
+        total = { checks: 0, mutations: models, keyBytes: 0, totalBytes: 0 };
+      }
+      current.push(write);
+      total = {
+        checks: total.checks + cost.checks,
+        mutations: total.mutations + cost.mutations,
+        keyBytes: total.keyBytes + cost.keyBytes,
+        totalBytes: total.totalBytes + cost.totalBytes,
+      };
+    }
+    if (current.length > 0) groups.push(current);
+    return groups;
+  }
+
+  async commit(writes: readonly ObjectWrite[]): Promise<CommitResult> {
+    if (writes.length === 0) return { ok: true };
+    const op = this.kv.atomic();
+    const counts = new Map<string, number>();
+    for (const write of writes) {
+      const { model, id, prev, next } = write;
+      const objectKey = keys.inventoryObject(model, id);
+      op.check({ key: objectKey, versionstamp: prev ? prev.version : null });
+      const prevIndexes = new Map((prev?.indexes ?? []).map((e) => [indexId(e), e]));
+      const nextIndexes = new Map((next?.indexes ?? []).map((e) => [indexId(e), e]));
+      const prevUniques = new Map((prev?.uniques ?? []).map((e) => [uniqueId(e), e]));
+      const nextUniques = new Map((next?.uniques ?? []).map((e) => [uniqueId(e), e]));
+      for (const [k, [field, value]] of prevIndexes) {
+        if (!nextIndexes.has(k)) op.delete(keys.inventoryIndex(model, field, value, id));
+      }
+      for (const [k, [constraint, values]] of prevUniques) {
+        if (!nextUniques.has(k)) op.delete(keys.inventoryUnique(model, constraint, [...values]));
+      }
+      if (next) {
+        op.set(objectKey, next.record);
+        for (const [k, [field, value]] of nextIndexes) {
+          if (!prevIndexes.has(k)) op.set(keys.inventoryIndex(model, field, value, id), null);
+        }
+        for (const [k, [constraint, values]] of nextUniques) {
+          if (prevUniques.has(k)) continue;
+          const key = keys.inventoryUnique(model, constraint, [...values]);
+          op.check({ key, versionstamp: null });
+          op.set(key, id);
+        }
+      } else {
+        op.delete(objectKey);
+      }
+      const delta = (prev ? 0 : 1) - (next ? 0 : 1);
+      if (delta !== 0) counts.set(model, (counts.get(model) ?? 0) + delta);
+    }
+    for (const [model, delta] of counts) {
+      if (delta === 0) continue;
+      const amount = delta > 0 ? BigInt(delta) : (MINUS_ONE * BigInt(-delta)) & MINUS_ONE;
+      op.sum(keys.inventoryCount(model), amount);
+    }
+    const result = await op.commit();
+    return { ok: result.ok };
+  }
+
+  #cost(write: ObjectWrite): Cost {
+    const { model, id, prev, next } = write;
+    const objectKey = keys.inventoryObject(model, id);
+    let checks = 1;
+    let mutations = 1;
+    let kb = keyBytes(objectKey) * 2;
+    let total = kb + (next ? JSON.stringify(next.record).length * 2 : 0);
+    const prevIdx = new Set((prev?.indexes ?? []).map(indexId));
+    const nextIdx = new Set((next?.indexes ?? []).map(indexId));
+    const prevUq = new Set((prev?.uniques ?? []).map(uniqueId));
+    const nextUq = new Set((next?.uniques ?? []).map(uniqueId));
+    for (const e of prev?.indexes ?? []) {
+      if (!nextIdx.has(indexId(e))) {
+        mutations++;
+        kb += keyBytes(keys.inventoryIndex(model, e[0], e[1], id));
+      }
+    }
+    for (const e of next?.indexes ?? []) {
+      if (!prevIdx.has(indexId(e))) {
+        mutations++;
+        kb += keyBytes(keys.inventoryIndex(model, e[0], e[1], id));
+      }
+    }
+    for (const e of prev?.uniques ?? []) {
+      if (!nextUq.has(uniqueId(e))) {
+        mutations++;
+        kb += keyBytes(keys.inventoryUnique(model, e[0], [...e[1]]));
+      }
+    }
+    for (const e of next?.uniques ?? []) {
+      if (!prevUq.has(uniqueId(e))) {
+        mutations++;
+        checks++;
+        kb += 2 * keyBytes(keys.inventoryUnique(model, e[0], [...e[1]])) + 16;
+      }
+    }
+    total += kb;
+    return { checks, mutations, keyBytes: kb, totalBytes: total };
+  }
+}
