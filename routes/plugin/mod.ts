@@ -17,7 +17,14 @@
 import type { AppDeps } from "../../app.ts";
 import type { BackendClientOptions } from "../../clients/backend.ts";
 import { PROBE_TIMEOUT_MS, probeHypervisor } from "../../clients/hypervisor_probe.ts";
-import type { AuthInfo, EngineApi, ModelDef, StoredObject } from "../../domain/netbox/types.ts";
+import type { ModelEngine } from "../../domain/netbox/engine.ts";
+import type {
+  AuthInfo,
+  EngineApi,
+  FieldErrors,
+  ModelDef,
+  StoredObject,
+} from "../../domain/netbox/types.ts";
 import { MODELS, pluginModels, sshFacts } from "../../domain/plugin/models.ts";
 import {
   NO_BACKEND,
@@ -60,7 +67,7 @@ export interface Plugin {
   models: ModelDef[];
   services: PluginServices;
   settings: PluginSettingsStore;
-  handle(request: Request, auth: AuthInfo, engine: EngineApi): Promise<Response | Request | null>;
+  handle(request: Request, auth: AuthInfo, engine: ModelEngine): Promise<Response | Request | null>;
 }
 
 const DENIED = "You do not have permission to perform this action.";
@@ -91,7 +98,52 @@ const ROUTES = {
   runtime: /^settings\/runtime\/?$/,
   bootstrap: /^bootstrap-status\/?$/,
   hypervisorList: /^endpoints\/hypervisor\/?$/,
+  storageList: /^storage\/?$/,
+  taskList: /^task-history\/?$/,
 };
+
+/**
+ * Upsert collections: a POST whose natural key already exists updates that record (PATCH
+ * semantics) instead of failing on the unique constraint, so the sync can write blindly.
+ */
+const UPSERTS: Array<{
+  route: RegExp;
+  model: string;
+  /** The natural key of an input item (the model's unique constraint), null when incomplete. */
+  key: (
+    item: Record<string, unknown>,
+  ) => { constraint: string; values: Array<string | number> } | null;
+}> = [
+  {
+    route: ROUTES.storageList,
+    model: MODELS.storage,
+    key: (item) => {
+      const cluster = refId(item.cluster);
+      const name = typeof item.name === "string" ? item.name.trim() : "";
+      return cluster === null || !name
+        ? null
+        : { constraint: "cluster+name", values: [cluster, name] };
+    },
+  },
+  {
+    route: ROUTES.taskList,
+    model: MODELS.taskHistory,
+    key: (item) => {
+      const upid = typeof item.upid === "string" ? item.upid.trim() : "";
+      return upid ? { constraint: "upid", values: [upid] } : null;
+    },
+  },
+];
+
+/** An FK reference as written: 5, "5" or {id: 5}. */
+function refId(value: unknown): number | null {
+  if (typeof value === "number" && Number.isSafeInteger(value)) return value;
+  if (typeof value === "string" && /^\d+$/.test(value.trim())) return Number(value.trim());
+  if (value && typeof value === "object" && "id" in value) {
+    return refId((value as { id: unknown }).id);
+  }
+  return null;
+}
 
 export function createPlugin(deps: AppDeps, options: PluginOptions): Plugin {
   const settings = options.settings ?? new KvPluginSettingsStore(deps.kv);
@@ -275,10 +327,87 @@ export function createPlugin(deps: AppDeps, options: PluginOptions): Plugin {
     return json(relayed.body, relayed.status);
   }
 
+  async function upsert(
+    request: Request,
+    auth: AuthInfo,
+    engine: ModelEngine,
+    model: string,
+    key: (typeof UPSERTS)[number]["key"],
+  ): Promise<Response> {
+    const [app, name] = model.split(".");
+    if (!canWrite(auth, `${app}.add_${name}`)) return json({ detail: DENIED }, 403);
+    let body: unknown;
+    try {
+      body = await request.json();
+    } catch (error) {
+      return json({
+        detail: `JSON parse error - ${error instanceof Error ? error.message : String(error)}`,
+      }, 400);
+    }
+    const many = Array.isArray(body);
+    const items = many ? body as unknown[] : [body];
+    if (items.length === 0) return json([], 201);
+    if (items.length > 1000) {
+      return json({ non_field_errors: ["At most 1000 objects per request."] }, 400);
+    }
+    const creates: Array<{ index: number; data: unknown }> = [];
+    const updates: Array<{ index: number; id: number; data: unknown }> = [];
+    for (let i = 0; i < items.length; i++) {
+      const item = items[i];
+      const natural = item && typeof item === "object" && !Array.isArray(item)
+        ? key(item as Record<string, unknown>)
+        : null;
+      const existing = natural
+        ? await engine.store.idByUnique(model, natural.constraint, natural.values)
+        : null;
+      if (existing !== null) updates.push({ index: i, id: existing, data: item });
+      else creates.push({ index: i, data: item });
+    }
+    if (updates.length > 0 && !canWrite(auth, `${app}.change_${name}`)) {
+      return json({ detail: DENIED }, 403);
+    }
+    const results = new Array<StoredObject | null>(items.length).fill(null);
+    const errors: FieldErrors[] = items.map(() => ({}));
+    let failed = false;
+    if (updates.length > 0) {
+      const r = await engine.updateMany(
+        model,
+        updates.map((u) => ({ id: u.id, data: u.data })),
+        true,
+        auth,
+      );
+      if (!r.ok) {
+        if (r.status !== 400) return json({ detail: r.detail }, r.status);
+        const list = Array.isArray(r.errors) ? r.errors : [r.errors];
+        updates.forEach((u, k) => (errors[u.index] = list[k] ?? {}));
+        failed = true;
+      } else {
+        const byId = new Map(r.value.map((v) => [v.id, v]));
+        for (const u of updates) results[u.index] = byId.get(u.id) ?? null;
+      }
+    }
+    if (!failed && creates.length > 0) {
+      const r = await engine.createMany(model, creates.map((c) => c.data), auth);
+      if (!r.ok) {
+        if (r.status !== 400) return json({ detail: r.detail }, r.status);
+        const list = Array.isArray(r.errors) ? r.errors : [r.errors];
+        creates.forEach((c, k) => (errors[c.index] = list[k] ?? {}));
+        failed = true;
+      } else {
+        creates.forEach((c, k) => (results[c.index] = r.value[k]));
+      }
+    }
+    if (failed) return json(many ? errors : errors[0], 400);
+    const url = new URL(request.url);
+    const rendered = await engine.render(model, results as StoredObject[], { origin: url.origin });
+    if (many) return json(rendered, 201);
+    return json(rendered[0], updates.length > 0 ? 200 : 201);
+  }
+
   async function handle(
     request: Request,
     auth: AuthInfo,
-    engine: EngineApi,
+    engine: ModelEngine,
   ): Promise<Response | Request | null> {
     const url = new URL(request.url);
     if (!url.pathname.startsWith(PLUGIN_PREFIX)) return null;
@@ -327,6 +456,11 @@ export function createPlugin(deps: AppDeps, options: PluginOptions): Plugin {
       if (!read) return notAllowed(method, ["GET"]);
       if (!can(auth, PERMISSIONS.viewBackend)) return json({ detail: DENIED }, 403);
       return bootstrapRelay(engine);
+    }
+    if (method === "POST") {
+      for (const u of UPSERTS) {
+        if (u.route.test(path)) return upsert(request, auth, engine, u.model, u.key);
+      }
     }
     if (ROUTES.hypervisorList.test(path) && read) {
       const header = request.headers.get("x-cloud-tenant");

@@ -1,0 +1,226 @@
+/**
+ * Push-on-save against the real backend surface (routes/backend) over a real socket.
+ */
+import assert from "node:assert/strict";
+import { NO_BACKEND } from "../../../domain/plugin/service.ts";
+import { closedPort, harness, P, startBackend } from "./_harness.ts";
+
+type Backend = Awaited<ReturnType<typeof startBackend>>;
+
+async function backendGet(backend: Backend, path: string, key: string) {
+  const r = await backend.request(path, { headers: { "x-service-api-key": key } });
+  return { status: r.status, body: await r.json() };
+}
+
+Deno.test("push: backend endpoint save registers its token only while the backend needs bootstrap", async () => {
+  const backend = await startBackend();
+  const h = await harness();
+  try {
+    const status0 = await (await backend.request("/auth/bootstrap-status")).json();
+    assert.equal(status0.needs_bootstrap, true);
+    const be = await h.call("POST", P + "endpoints/backend/", {
+      name: "backend",
+      domain: "127.0.0.1",
+      port: backend.port,
+      use_https: false,
+    });
+    assert.equal(be.status, 201);
+    assert.deepEqual(
+      {
+        ok: be.body.last_push.ok,
+        error: be.body.last_push.error,
+        status: be.body.last_push.status,
+      },
+      { ok: true, error: null, status: 201 },
+    );
+    const status1 = await (await backend.request("/auth/bootstrap-status")).json();
+    assert.deepEqual(status1, { needs_bootstrap: false, has_db_keys: true });
+    // The generated token is the backend key now.
+    const keys = await backendGet(backend, "/auth/keys", be.body.token);
+    assert.equal(keys.status, 200);
+    assert.equal(keys.body.keys.length, 1);
+
+    // A second save only reads bootstrap-status: no second registration.
+    const again = await h.call("PATCH", `${P}endpoints/backend/${be.body.id}/`, {
+      name: "renamed",
+    });
+    assert.equal(again.body.last_push.ok, true);
+    assert.equal(again.body.last_push.status, 200);
+    assert.equal((await backendGet(backend, "/auth/keys", be.body.token)).body.keys.length, 1);
+  } finally {
+    await h.close();
+    await backend.close();
+  }
+});
+
+Deno.test("push: inventory endpoint POSTs the copy first, then PUTs the first entry (v1 and v2)", async () => {
+  const backend = await startBackend();
+  const h = await harness();
+  try {
+    const be = (await h.call("POST", P + "endpoints/backend/", {
+      name: "backend",
+      domain: "127.0.0.1",
+      port: backend.port,
+      use_https: false,
+    })).body;
+    const tok = await h.call("POST", "/api/users/tokens/", { version: 1 });
+    assert.equal(tok.status, 201);
+    // Nothing listens there: the backend's own look-up of the plugin key fails fast.
+    const inventoryPort = closedPort();
+    const inv = await h.call("POST", P + "endpoints/inventory/", {
+      name: "netbox",
+      domain: "127.0.0.1",
+      port: inventoryPort,
+      use_https: false,
+      verify_ssl: false,
+      token: tok.body.id,
+    });
+    assert.equal(inv.status, 201, JSON.stringify(inv.body));
+    assert.equal(inv.body.last_push.ok, true, JSON.stringify(inv.body.last_push));
+    assert.equal(inv.body.last_push.status, 201);
+    let copies = await backendGet(backend, "/inventory/endpoint", be.token);
+    assert.equal(copies.body.length, 1);
+    assert.equal(copies.body[0].name, "netbox");
+    assert.equal(copies.body[0].ip, "127.0.0.1");
+    assert.equal(copies.body[0].port, inventoryPort);
+    assert.equal(copies.body[0].use_https, false);
+    assert.equal(copies.body[0].verify_ssl, false);
+    assert.equal(copies.body[0].token_version, "v1");
+    const firstId = copies.body[0].id;
+
+    const v2 = await h.call("PATCH", `${P}endpoints/inventory/${inv.body.id}/`, {
+      token_version: "v2",
+      token_key: "k3y",
+      token_secret: "s3cret",
+      token: null,
+    });
+    assert.equal(v2.status, 200, JSON.stringify(v2.body));
+    assert.equal(v2.body.last_push.ok, true, JSON.stringify(v2.body.last_push));
+    assert.equal(v2.body.last_push.status, 200, "PUT to the first entry");
+    copies = await backendGet(backend, "/inventory/endpoint", be.token);
+    assert.equal(copies.body.length, 1);
+    assert.equal(copies.body[0].id, firstId);
+    assert.equal(copies.body[0].token_version, "v2");
+    assert.equal(copies.body[0].token_key, "k3y");
+  } finally {
+    await h.close();
+    await backend.close();
+  }
+});
+
+Deno.test("push: hypervisor endpoint copy named '<name> (inv:<pk>)', POST then PUT by name; disabled never pushed", async () => {
+  const backend = await startBackend();
+  const h = await harness();
+  try {
+    const path = P + "endpoints/hypervisor/";
+    // No backend endpoint yet: the save succeeds, last_push says why nothing was pushed.
+    const early = await h.call("POST", path, { name: "early", domain: "e.local", password: "pw" });
+    assert.equal(early.status, 201);
+    assert.deepEqual(
+      [early.body.last_push.ok, early.body.last_push.error, early.body.last_push.status],
+      [false, NO_BACKEND, null],
+    );
+
+    const be = (await h.call("POST", P + "endpoints/backend/", {
+      name: "backend",
+      domain: "127.0.0.1",
+      port: backend.port,
+      use_https: false,
+    })).body;
+    const ip = await h.ip("192.0.2.10/24");
+    const hv = await h.call("POST", path, {
+      name: "pve",
+      ip_address: ip,
+      port: 8007,
+      use_https: false,
+      username: "root@pam",
+      password: "pw",
+      allow_writes: true,
+    });
+    assert.equal(hv.status, 201);
+    assert.equal(hv.body.last_push.ok, true, JSON.stringify(hv.body.last_push));
+    assert.equal(hv.body.last_push.status, 201);
+    let copies = (await backendGet(backend, "/hypervisor/endpoints", be.token)).body;
+    const copy = copies.find((c: { name: string }) => c.name === `pve (inv:${hv.body.id})`);
+    assert.ok(copy, JSON.stringify(copies));
+    assert.equal(copy.ip, "192.0.2.10");
+    assert.equal(copy.port, 8007);
+    assert.equal(copy.use_https, false);
+    assert.equal(copy.allow_writes, true);
+    assert.equal(copy.has_password, true);
+
+    const updated = await h.call("PATCH", `${path}${hv.body.id}/`, { allow_writes: false });
+    assert.equal(updated.body.last_push.status, 200, "PUT to the matching copy");
+    copies = (await backendGet(backend, "/hypervisor/endpoints", be.token)).body;
+    assert.equal(copies.filter((c: { name: string }) => c.name.startsWith("pve (inv:")).length, 1);
+    assert.equal(copies.find((c: { id: number }) => c.id === copy.id).allow_writes, false);
+
+    // The backend refuses a copy without credentials: the save still succeeds, with the reason.
+    const noCreds = await h.call("POST", path, { name: "nocreds", domain: "n.local" });
+    assert.equal(noCreds.status, 201);
+    assert.equal(noCreds.body.last_push.ok, false);
+    assert.equal(noCreds.body.last_push.status, 422);
+    assert.match(noCreds.body.last_push.error, /HTTP 422/);
+
+    // A disabled endpoint is never pushed.
+    const count = copies.length;
+    const off = await h.call("POST", path, {
+      name: "off",
+      domain: "off.local",
+      password: "pw",
+      enabled: false,
+    });
+    assert.equal(off.status, 201);
+    assert.equal(off.body.last_push, null);
+    const patchedOff = await h.call("PATCH", `${path}${off.body.id}/`, { port: 9000 });
+    assert.equal(patchedOff.body.last_push, null);
+    copies = (await backendGet(backend, "/hypervisor/endpoints", be.token)).body;
+    assert.equal(copies.length, count);
+  } finally {
+    await h.close();
+    await backend.close();
+  }
+});
+
+Deno.test("push: unreachable or rejecting backend never fails the save", async () => {
+  const backend = await startBackend();
+  const h = await harness();
+  try {
+    // Someone else claimed the backend first: our token is not registered, pushes get 401.
+    const other = "x".repeat(64);
+    const claim = await backend.request("/auth/register-key", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ api_key: other, label: "other" }),
+    });
+    assert.equal(claim.status, 201);
+    const be = await h.call("POST", P + "endpoints/backend/", {
+      name: "backend",
+      domain: "127.0.0.1",
+      port: backend.port,
+      use_https: false,
+    });
+    assert.equal(be.status, 201);
+    assert.equal(be.body.last_push.ok, true, "registration skipped: the backend has keys");
+    const hv = await h.call("POST", P + "endpoints/hypervisor/", {
+      name: "pve",
+      domain: "pve.local",
+      password: "pw",
+    });
+    assert.equal(hv.status, 201);
+    assert.equal(hv.body.last_push.ok, false);
+    assert.equal(hv.body.last_push.status, 401);
+    assert.match(hv.body.last_push.error, /Invalid API key/);
+
+    await h.call("PATCH", `${P}endpoints/backend/${be.body.id}/`, { port: closedPort() });
+    const down = await h.call("PATCH", `${P}endpoints/hypervisor/${hv.body.id}/`, { port: 8010 });
+    assert.equal(down.status, 200);
+    assert.equal(down.body.port, 8010);
+    assert.equal(down.body.last_push.ok, false);
+    assert.equal(down.body.last_push.status, null);
+    assert.match(down.body.last_push.error, /unreachable/);
+  } finally {
+    await h.close();
+    await backend.close();
+  }
+});
