@@ -1,0 +1,208 @@
+/**
+ * Real mode (`HYPERVISOR_MODE=real`): both mounts proxy to the real Proxmox VE API.
+ *
+ * Per request: route it with the schema's trie (unknown path or method → 501 as Proxmox says),
+ * validate every parameter against the schema BEFORE anything is sent (400 in the mount's error
+ * format), then forward it (clients/hypervisor_proxy.ts) and map the answer:
+ * `/api2/json` gets the upstream envelope and status unchanged; `/pve` gets the bare payload, or
+ * `{detail, errors}` with the upstream status (a Proxmox "does not exist" 500 becomes 404, as in
+ * mock mode). Transport failures: timeout 504, unreachable 503, TLS verification 502.
+ *
+ * Credentials: a request carrying its own (`PVEAuthCookie` + `CSRFPreventionToken`, or
+ * `Authorization: PVEAPIToken=...`) is forwarded with them, so the real cluster decides; other
+ * requests use the configured identity (HYPERVISOR_TOKEN_ID/SECRET or USERNAME/PASSWORD) unless
+ * `requireClientAuth` is set, in which case they get 401. `POST /access/ticket` is forwarded
+ * anonymously (it is the login).
+ */
+import { Hono } from "hono";
+import type { AppDeps, ServeEnv } from "../../app.ts";
+import type { HttpMethod, SchemaTree } from "../../mock/schema.ts";
+import { indexSchema } from "../../mock/schema.ts";
+import { Router } from "../../mock/router.ts";
+import { type FieldError, type RawParams, validateParams } from "../../mock/validate.ts";
+import type { EngineFailure, EngineSuccess } from "../../mock/engine.ts";
+import { credentials, formatResult, type Mount, MOUNT_PREFIX } from "./wire.ts";
+import {
+  type ClientCredentials,
+  HypervisorProxyClient,
+  type ProxyClientOptions,
+  proxyOptionsFromConfig,
+  type UpstreamResult,
+} from "../../clients/hypervisor_proxy.ts";
+
+type Env = { Bindings: ServeEnv };
+
+export interface RealModeOptions {
+  /** Overrides of the client options built from the configuration (tests: timeoutMs, ...). */
+  client?: Partial<ProxyClientOptions>;
+  /** Refuse requests without their own credentials instead of using the configured identity. */
+  requireClientAuth?: boolean;
+}
+
+export interface RealModeHandler {
+  handle(req: Request, mount: Mount): Promise<Response>;
+  readonly client: HypervisorProxyClient;
+  close(): void;
+}
+
+const METHODS = new Set(["GET", "POST", "PUT", "DELETE"]);
+const LOGIN = "/access/ticket";
+
+class BodyError extends Error {}
+
+function addParam(out: RawParams, k: string, v: unknown): void {
+  if (!(k in out)) out[k] = v;
+  else if (Array.isArray(out[k])) (out[k] as unknown[]).push(v);
+  else out[k] = [out[k], v];
+}
+
+async function requestParams(req: Request, url: URL): Promise<RawParams> {
+  const out: RawParams = {};
+  for (const [k, v] of url.searchParams) addParam(out, k, v);
+  if (req.method === "GET" || req.method === "DELETE" || !req.body) return out;
+  const text = await req.text();
+  if (!text.trim()) return out;
+  const type = (req.headers.get("content-type") ?? "").toLowerCase();
+  if (type.includes("application/json")) {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      throw new BodyError("request body is not valid JSON");
+    }
+    if (!parsed || typeof parsed !== "object" || Array.isArray(parsed)) {
+      throw new BodyError("request body must be a JSON object");
+    }
+    return { ...out, ...(parsed as RawParams) };
+  }
+  const body: RawParams = {};
+  for (const [k, v] of new URLSearchParams(text)) addParam(body, k, v);
+  return { ...out, ...body };
+}
+
+function failure(status: number, message: string, errors: FieldError[] = []): EngineFailure {
+  return { ok: false, status, wireStatus: status, message, errors };
+}
+
+/** Upstream failure → the mount's error format. */
+function upstreamFailure(
+  mount: Mount,
+  method: string,
+  r: Extract<UpstreamResult, { ok: false }>,
+): Response {
+  const errors = Object.entries(r.errors ?? {}).map(([field, message]) => ({ field, message }));
+  let status = r.status;
+  // Proxmox answers 500 for a missing resource; /pve answers 404 for it, as the mock does.
+  if (mount === "pve" && status === 500 && /does not exist|not found|no such/i.test(r.message)) {
+    status = 404;
+  }
+  const message = r.message.trim();
+  return formatResult(mount, method, {
+    ok: false,
+    status,
+    wireStatus: r.status,
+    message,
+    errors,
+  });
+}
+
+export async function createRealModeHandler(
+  deps: AppDeps,
+  schema: SchemaTree,
+  options: RealModeOptions = {},
+): Promise<RealModeHandler> {
+  const base = await proxyOptionsFromConfig(deps.config, {
+    fetch: deps.fetch,
+    now: deps.now,
+    logger: deps.logger,
+  });
+  const client = new HypervisorProxyClient({ ...base, ...options.client });
+  const router = Router.fromIndex(indexSchema(schema));
+
+  async function handle(req: Request, mount: Mount): Promise<Response> {
+    const url = new URL(req.url);
+    const prefix = MOUNT_PREFIX[mount];
+    const rawPath = url.pathname.length > prefix.length ? url.pathname.slice(prefix.length) : "/";
+    const method = req.method.toUpperCase();
+    const match = router.match(rawPath);
+    const operation = match && METHODS.has(method)
+      ? match.route.operations[method as HttpMethod]
+      : undefined;
+    if (!match || !operation) {
+      return formatResult(
+        mount,
+        method,
+        failure(501, `Method '${method} ${rawPath}' not implemented`),
+      );
+    }
+    let params: RawParams;
+    try {
+      params = await requestParams(req, url);
+    } catch (err) {
+      if (!(err instanceof BodyError)) throw err;
+      return formatResult(
+        mount,
+        method,
+        failure(400, "Parameter verification failed.", [{ field: "body", message: err.message }]),
+      );
+    }
+    const checked = validateParams(operation, { ...params, ...match.params });
+    if (checked.errors.length) {
+      return formatResult(
+        mount,
+        method,
+        failure(400, "Parameter verification failed.", checked.errors),
+      );
+    }
+    // Path parameters travel in the path; the rest as query or form.
+    const forward: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(checked.values)) {
+      if (!(k in match.params)) forward[k] = v;
+    }
+    const login = method === "POST" && match.route.template === LOGIN;
+    const own: ClientCredentials = credentials(req);
+    const hasOwn = !!(own.ticket || own.authorization);
+    if (!login && !hasOwn && options.requireClientAuth) {
+      return formatResult(mount, method, failure(401, "No ticket"));
+    }
+    const result = await client.request(method, rawPath, forward, hasOwn ? own : undefined, login);
+    if (!result.ok) return upstreamFailure(mount, method, result);
+    if (mount === "api2") {
+      return new Response(JSON.stringify(result.body), {
+        status: result.status,
+        headers: { "content-type": "application/json;charset=UTF-8" },
+      });
+    }
+    const total = typeof result.body.total === "number" ? result.body.total : undefined;
+    const upid = typeof result.data === "string" && result.data.startsWith("UPID:")
+      ? result.data
+      : undefined;
+    const success: EngineSuccess = {
+      ok: true,
+      status: 200,
+      data: result.data,
+      total,
+      task: upid,
+      template: match.route.template,
+      operation,
+    };
+    return formatResult(mount, method, success, checked.values);
+  }
+
+  return { handle, client, close: () => client.close() };
+}
+
+/** `/api2/json/*` and `/pve/*` proxied to the real hypervisor (mount before any catch-all). */
+export async function hypervisorRealRoutes(
+  deps: AppDeps,
+  schema: SchemaTree,
+  options: RealModeOptions = {},
+): Promise<{ app: Hono<Env>; handler: RealModeHandler }> {
+  const handler = await createRealModeHandler(deps, schema, options);
+  const app = new Hono<Env>();
+  app.all("/api2/json/*", (c) => handler.handle(c.req.raw, "api2"));
+  app.all("/api2/json", (c) => handler.handle(c.req.raw, "api2"));
+  app.all("/pve/*", (c) => handler.handle(c.req.raw, "pve"));
+  app.all("/pve", (c) => handler.handle(c.req.raw, "pve"));
+  return { app, handler };
+}
