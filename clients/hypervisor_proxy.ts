@@ -288,6 +288,18 @@ export class HypervisorProxyClient {
     return {};
   }
 
+  /** Origin-relative GET without auth (e.g. the host's own API-viewer schema); null on failure. */
+  async fetchText(path: string): Promise<{ status: number; text: string } | null> {
+    try {
+      const res = await this.#send("GET", `${new URL(this.base).origin}${path}`, {
+        accept: "application/javascript, application/json, */*",
+      });
+      return { status: res.status, text: res.text };
+    } catch {
+      return null;
+    }
+  }
+
   /**
    * Call `method path` upstream. `path` is the API path (`/nodes/pve1/qemu`, already
    * percent-encoded); `params` are sent as the query (GET/DELETE) or a form body (POST/PUT).

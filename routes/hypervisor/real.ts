@@ -17,7 +17,7 @@
 import { Hono } from "hono";
 import type { AppDeps, ServeEnv } from "../../app.ts";
 import type { HttpMethod, SchemaTree } from "../../mock/schema.ts";
-import { indexSchema } from "../../mock/schema.ts";
+import { indexSchema, parseSchemaText } from "../../mock/schema.ts";
 import { Router } from "../../mock/router.ts";
 import { type FieldError, type RawParams, validateParams } from "../../mock/validate.ts";
 import type { EngineFailure, EngineSuccess } from "../../mock/engine.ts";
@@ -190,6 +190,37 @@ export async function createRealModeHandler(
   }
 
   return { handle, client, close: () => client.close() };
+}
+
+/** Where a Proxmox VE host serves its own API-viewer schema. */
+export const UPSTREAM_SCHEMA_PATH = "/pve-docs/api-viewer/apidata.js";
+
+/**
+ * Real mode without HYPERVISOR_SCHEMA: the real host's own schema (so every operation it has is
+ * validated and proxied), with the same TLS settings; null when it cannot be read.
+ */
+export async function loadUpstreamSchema(
+  deps: AppDeps,
+  client?: Partial<ProxyClientOptions>,
+): Promise<{ tree: SchemaTree; source: string } | null> {
+  const base = await proxyOptionsFromConfig(deps.config, {
+    fetch: deps.fetch,
+    now: deps.now,
+    logger: deps.logger,
+  });
+  const proxy = new HypervisorProxyClient({ ...base, auth: { kind: "none" }, ...client });
+  try {
+    const res = await proxy.fetchText(UPSTREAM_SCHEMA_PATH);
+    const source = `${new URL(proxy.base).origin}${UPSTREAM_SCHEMA_PATH}`;
+    if (!res || res.status !== 200) return null;
+    try {
+      return { tree: parseSchemaText(res.text, source), source };
+    } catch {
+      return null;
+    }
+  } finally {
+    proxy.close();
+  }
 }
 
 /** `/api2/json/*` and `/pve/*` proxied to the real hypervisor (mount before any catch-all). */

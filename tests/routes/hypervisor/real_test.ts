@@ -7,7 +7,12 @@ import assert from "node:assert/strict";
 import { Hono } from "hono";
 import type { AppDeps, ServeEnv } from "../../../app.ts";
 import { createHypervisorApp } from "../../../routes/hypervisor/mod.ts";
-import { hypervisorRealRoutes, type RealModeOptions } from "../../../routes/hypervisor/real.ts";
+import {
+  hypervisorRealRoutes,
+  loadUpstreamSchema,
+  type RealModeOptions,
+  UPSTREAM_SCHEMA_PATH,
+} from "../../../routes/hypervisor/real.ts";
 import { testDeps } from "../../_helpers.ts";
 import { schema92 } from "./_tooling.ts";
 
@@ -471,5 +476,31 @@ Deno.test("real mode: timeouts answer 504, an unreachable upstream 503, in both 
     deadProxy.close();
     await new Promise((r) => setTimeout(r, 500));
     await slow.shutdown();
+  }
+});
+
+Deno.test("real mode: the upstream host's own API-viewer schema can be loaded", async () => {
+  const text = await Deno.readTextFile(
+    new URL("../../../../shared/hypervisor-schema/pve-9.1.11.json", import.meta.url),
+  );
+  const server = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen() {} },
+    (req) =>
+      new URL(req.url).pathname === UPSTREAM_SCHEMA_PATH
+        ? new Response(`const apiSchema = ${text};`)
+        : new Response("no", { status: 404 }),
+  );
+  const deps = await testDeps({
+    HYPERVISOR_MODE: "real",
+    HYPERVISOR_URL: `http://127.0.0.1:${server.addr.port}/api2/json`,
+  });
+  try {
+    const loaded = await loadUpstreamSchema(deps);
+    assert.ok(loaded);
+    assert.equal(loaded.source, `http://127.0.0.1:${server.addr.port}${UPSTREAM_SCHEMA_PATH}`);
+    assert.equal(loaded.tree.length, 6);
+  } finally {
+    deps.kv.close();
+    await server.shutdown();
   }
 });
