@@ -69,7 +69,7 @@ async function stop(signal: string) {
   stopping = true;
   logger.log("info", "Stopping: finishing in-flight requests", { signal, in_flight: inFlight });
   if (inFlight > 0) {
-    let timer: number | undefined;
+    let timer: ReturnType<typeof setTimeout> | undefined;
     await new Promise<void>((resolve) => {
       drained = resolve;
       timer = setTimeout(resolve, DRAIN_LIMIT_MS);
