@@ -55,16 +55,24 @@ export class Lockout {
 
   #evict(now: number): void {
     if (this.#entries.size <= this.capacity) return;
-    // Counting entries older than the lock window can no longer lock anyone.
+    // Trim to 90% so the scan below runs once per many insertions, not on every one.
+    const target = Math.floor(this.capacity * 0.9);
+    const window = LOCKOUT_SECONDS * 1000;
+    // First what can no longer lock anyone, then the oldest counting-only entries (Map order is
+    // least recently touched first); active locks go last, so a flood cannot free a locked IP.
     for (const [ip, entry] of this.#entries) {
       const stale = entry.lockedUntil === 0
-        ? now - entry.lastSeen > LOCKOUT_SECONDS * 1000
+        ? now - entry.lastSeen > window
         : entry.lockedUntil <= now;
       if (stale) this.#entries.delete(ip);
     }
-    while (this.#entries.size > this.capacity) {
-      const oldest = this.#entries.keys().next().value as string;
-      this.#entries.delete(oldest);
+    for (const [ip, entry] of this.#entries) {
+      if (this.#entries.size <= target) return;
+      if (entry.lockedUntil === 0) this.#entries.delete(ip);
+    }
+    for (const ip of this.#entries.keys()) {
+      if (this.#entries.size <= target) return;
+      this.#entries.delete(ip);
     }
   }
 }

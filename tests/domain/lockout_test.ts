@@ -1,0 +1,39 @@
+import assert from "node:assert/strict";
+import { Lockout, LOCKOUT_SECONDS, MAX_FAILURES } from "../../domain/lockout.ts";
+
+Deno.test("lockout: the fifth failure locks for 300 s, then the IP may try again", () => {
+  let now = 0;
+  const lockout = new Lockout(() => now);
+  for (let i = 1; i < MAX_FAILURES; i++) {
+    lockout.recordFailure("a");
+    assert.equal(lockout.secondsLocked("a"), 0, `after ${i} failures`);
+  }
+  lockout.recordFailure("a");
+  assert.equal(lockout.secondsLocked("a"), LOCKOUT_SECONDS);
+  now = 299_500;
+  assert.equal(lockout.secondsLocked("a"), 1, "rounded up, never 0 while locked");
+  now = 300_000;
+  assert.equal(lockout.secondsLocked("a"), 0);
+  assert.equal(lockout.size, 0, "an expired lock is forgotten");
+});
+
+Deno.test("lockout: memory stays bounded under a flood of distinct IPs", () => {
+  let now = 0;
+  const lockout = new Lockout(() => now, 1000);
+  for (let i = 0; i < 50_000; i++) {
+    now += 1;
+    lockout.recordFailure(`10.${i >> 16}.${(i >> 8) & 255}.${i & 255}`);
+  }
+  assert.ok(lockout.size <= 1000, `size ${lockout.size}`);
+});
+
+Deno.test("lockout: a locked IP survives eviction pressure from counting-only IPs while room remains", () => {
+  let now = 0;
+  const lockout = new Lockout(() => now, 100);
+  for (let i = 0; i < MAX_FAILURES; i++) lockout.recordFailure("attacker");
+  // Counting entries older than the lock window are dropped first.
+  for (let i = 0; i < 99; i++) lockout.recordFailure(`old-${i}`);
+  now += (LOCKOUT_SECONDS + 1) * 1000 - 5000;
+  for (let i = 0; i < 50; i++) lockout.recordFailure(`new-${i}`);
+  assert.ok(lockout.secondsLocked("attacker") > 0);
+});
