@@ -261,6 +261,13 @@ export class BackendClient {
     });
   }
 
+  deleteHypervisorEndpoint(id: number): Promise<CallOutcome> {
+    return this.call("DELETE", `/hypervisor/endpoints/${id}`, {
+      timeoutMs: this.#timeouts.hypervisorTimeoutMs,
+      expect: [200, 204, 404],
+    });
+  }
+
   // ------------------------------------------------------------------ relays
 
   /** Raw relay: the backend's status and body are the caller's business. */

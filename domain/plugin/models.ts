@@ -209,6 +209,8 @@ export function pluginModels(services: PluginServices): ModelDef[] {
     display: endpointDisplay,
     fields: {
       ...addressFields(8006),
+      // The backend copy's name adds " (inv:<pk>)" and the backend caps names at 200.
+      name: str({ required: true, index: true, maxLength: 180 }),
       mode: choice([["undefined", "Undefined"], ["standalone", "Standalone"], [
         "cluster",
         "Cluster",
@@ -260,6 +262,7 @@ export function pluginModels(services: PluginServices): ModelDef[] {
     },
     beforeSave: (draft, ctx) => prepareEndpoint(draft, ctx, SECRET_FIELDS[MODELS.hypervisor]),
     afterSave: (record, ctx) => services.afterHypervisorSave(record, ctx),
+    afterDelete: (record, ctx) => services.afterHypervisorDelete(record, ctx.engine),
   };
 
   const inventory: ModelDef = {
@@ -280,12 +283,13 @@ export function pluginModels(services: PluginServices): ModelDef[] {
       token_secret: secret("Write-only v2 secret."),
       last_push: lastPush,
     },
-    validate: (draft, ctx) => {
+    validate: async (draft, ctx) => {
       const effective = clearOtherTokenVersion({ ...draft }, ctx);
       const errors = mergeErrors(
         checkDomainOrIp(draft),
         checkInventoryToken({ ...effective, hasSecret: present(effective.token_secret) }),
         checkSecretsAreText(draft, SECRET_FIELDS[MODELS.inventory]),
+        await services.checkV1TokenReadable(effective, ctx),
       );
       return Object.keys(errors).length ? errors : null;
     },
@@ -514,7 +518,7 @@ export function pluginModels(services: PluginServices): ModelDef[] {
       raw_config: raw,
     },
     unique: [{ fields: ["endpoint", "replication_id"] }],
-    search: ["replication_id", "target", "comment", "source"],
+    search: ["replication_id", "virtual_machine__name", "target", "comment", "source"],
     filters: services.replicationFilters,
     ordering: ["replication_id", "id"],
     naturalKey: "replication_id",

@@ -106,15 +106,31 @@ export class PluginServices {
     return errors;
   }
 
+  /** A v1 token reference must point at a v1 token whose plaintext can be read back. */
+  async checkV1TokenReadable(draft: StoredObject, ctx: HookContext): Promise<FieldErrors> {
+    if (draft.token_version === "v2" || typeof draft.token !== "number") return {};
+    if (!("token" in ctx.input) && ctx.existing?.token === draft.token) return {};
+    if (await this.deps.tokenPlaintext(ctx.engine, draft.token)) return {};
+    return {
+      token: [
+        "Reference a v1 token whose plaintext is retrievable (v2 tokens use token_key and token_secret).",
+      ],
+    };
+  }
+
   readonly hypervisorFilters: Record<string, CustomFilter> = {
     /** `?cloud_tenant=<slug or id>` (also set from X-Cloud-Tenant): the allow-list rule. */
     cloud_tenant: async (values, engine) => {
-      const all = await engine.find(MODELS.hypervisor);
       const ids = new Set<number>();
       for (const value of values) {
         const tenant = await this.resolveTenant(engine, value);
         if (tenant === null) continue;
-        const scoped = all.map((e) => ({ id: e.id, allowed_tenants: tenantIds(e) }));
+        // Explicit grants come from the m2m index; the global pool is read only when needed.
+        const explicit = await engine.find(MODELS.hypervisor, {
+          allowed_tenants_id: [String(tenant)],
+        });
+        const pool = explicit.length > 0 ? explicit : await engine.find(MODELS.hypervisor);
+        const scoped = pool.map((e) => ({ id: e.id, allowed_tenants: tenantIds(e) }));
         for (const e of visibleToTenant(scoped, tenant)) ids.add(e.id);
       }
       return { ids };
@@ -277,6 +293,24 @@ export class PluginServices {
           : null,
       }),
     );
+  }
+
+  /** Removes the backend copy of a deleted endpoint (best-effort; logged when it fails). */
+  async afterHypervisorDelete(record: StoredObject, engine: EngineApi): Promise<void> {
+    const backend = await this.backendEndpoint(engine);
+    const client = backend ? this.backendClient(backend) : null;
+    if (!client) return;
+    const name = hypervisorCopyName(String(record.name), record.id);
+    const list = await client.listHypervisorEndpoints();
+    const match = list.ok ? list.body!.find((entry) => entry.name === name) : undefined;
+    const outcome = match ? await client.deleteHypervisorEndpoint(match.id) : list;
+    if (!outcome.ok) {
+      this.deps.logger.log("warning", "could not remove the backend copy of a deleted endpoint", {
+        id: record.id,
+        error: outcome.error,
+        status: outcome.status,
+      });
+    }
   }
 
   async afterHypervisorSave(record: StoredObject, ctx: HookContext): Promise<void> {

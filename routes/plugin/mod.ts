@@ -7,6 +7,8 @@
  * - `GET  endpoints/hypervisor/{id}/ssh-secrets/`  SSH credentials for a terminal session
  * - `GET|PATCH settings/`, `GET settings/runtime/`  the settings singleton
  * - `GET  bootstrap-status/`                        relay of the backend's /extras/bootstrap-status
+ * - `POST endpoints/{kind}/{id}/push/`              push now (the dashboard's "push the selected
+ *                                                   endpoint"; the sync preflight uses the same)
  * - `X-Cloud-Tenant` on the hypervisor endpoint list (rewritten to `?cloud_tenant=`)
  *
  * Wiring (routes/inventory): build once with `createPlugin(deps, {tokenPlaintext})`, register
@@ -97,6 +99,7 @@ const ROUTES = {
   settings: /^settings\/?$/,
   runtime: /^settings\/runtime\/?$/,
   bootstrap: /^bootstrap-status\/?$/,
+  push: /^endpoints\/(hypervisor|inventory|backend)\/(\d+)\/push\/?$/,
   hypervisorList: /^endpoints\/hypervisor\/?$/,
   storageList: /^storage\/?$/,
   taskList: /^task-history\/?$/,
@@ -451,6 +454,27 @@ export function createPlugin(deps: AppDeps, options: PluginOptions): Plugin {
       }
       if (!canWrite(auth, PERMISSIONS.changeSettings)) return json({ detail: DENIED }, 403);
       return patchSettings(request, engine);
+    }
+    if ((m = ROUTES.push.exec(path))) {
+      if (method !== "POST") return notAllowed(method, ["POST"]);
+      const model = MODELS[m[1] as "hypervisor" | "inventory" | "backend"];
+      if (!canWrite(auth, `service.change_${model.split(".")[1]}`)) {
+        return json({ detail: DENIED }, 403);
+      }
+      const record = await engine.get(model, Number(m[2]));
+      if (!record) return json({ detail: "Not found." }, 404);
+      const lastPush = m[1] === "hypervisor"
+        ? await services.pushHypervisor(engine, record)
+        : m[1] === "inventory"
+        ? await services.pushInventory(engine, record)
+        : await services.pushBackend(engine, record);
+      if (lastPush === null) {
+        return json({
+          reason: "endpoint_disabled",
+          detail: "The endpoint is disabled; disabled endpoints are never pushed.",
+        }, 409);
+      }
+      return json({ id: record.id, last_push: lastPush });
     }
     if (ROUTES.bootstrap.test(path)) {
       if (!read) return notAllowed(method, ["GET"]);

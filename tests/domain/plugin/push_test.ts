@@ -148,3 +148,31 @@ Deno.test("client: unreachable backend and timeout give ok=false, status null", 
   assert.equal(refused.status, null);
   assert.match(refused.error!, /unreachable/);
 });
+
+Deno.test("client: inventory calls use the inventory timeout, hypervisor calls the hypervisor one", async () => {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const held: Deno.Conn[] = [];
+  const accepting = (async () => {
+    for await (const conn of listener) held.push(conn);
+  })();
+  const port = (listener.addr as Deno.NetAddr).port;
+  const client = new BackendClient(fetch, { baseUrl: `http://127.0.0.1:${port}`, token: "k" }, {
+    inventoryTimeoutMs: 100,
+    hypervisorTimeoutMs: 150,
+  });
+  const inv = await client.listInventoryEndpoints();
+  const hyp = await client.listHypervisorEndpoints();
+  assert.match(inv.error!, /timed out after 0.1 s/);
+  assert.match(hyp.error!, /timed out after 0.15 s/);
+  listener.close();
+  await accepting.catch(() => {});
+  for (const conn of held) conn.close();
+});
+
+Deno.test("client: default timeouts are spec 2's 10 s and 15 s", async () => {
+  const { INVENTORY_PUSH_TIMEOUT_MS, HYPERVISOR_PUSH_TIMEOUT_MS } = await import(
+    "../../../clients/backend.ts"
+  );
+  assert.equal(INVENTORY_PUSH_TIMEOUT_MS, 10_000);
+  assert.equal(HYPERVISOR_PUSH_TIMEOUT_MS, 15_000);
+});

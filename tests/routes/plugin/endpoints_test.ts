@@ -128,6 +128,15 @@ Deno.test("inventory endpoint: v1 needs the token reference, v2 needs key and se
     assert.equal(v1.body.use_https, true);
     assert.deepEqual(v1.body.token_version, { value: "v1", label: "v1" });
     assert.equal(v1.body.token.id, tok.body.id);
+    const v2Token = await h.call("POST", "/api/users/tokens/", { version: 2 });
+    assert.equal(v2Token.status, 201);
+    const refV2 = await h.call("POST", path, {
+      name: "nb",
+      domain: "nb.local",
+      token: v2Token.body.id,
+    });
+    assert.equal(refV2.status, 400, "a v2 token has no retrievable plaintext");
+    assert.ok(refV2.body.token);
     const v1Key = await h.call("POST", path, {
       name: "nb2",
       domain: "nb.local",
@@ -507,6 +516,26 @@ Deno.test("plugin operational records: upserts, uniques, nested summaries", asyn
       (await h.call("POST", P + "replications/", { replication_id: "bad" })).status,
       400,
     );
+    const ctype = await h.call("POST", "/api/virtualization/cluster-types/", {
+      name: "PVE",
+      slug: "pve",
+    });
+    const vcluster = await h.call("POST", "/api/virtualization/clusters/", {
+      name: "lab",
+      type: ctype.body.id,
+    });
+    assert.equal(vcluster.status, 201, JSON.stringify(vcluster.body));
+    const vm = await h.call("POST", "/api/virtualization/virtual-machines/", {
+      name: "web-01",
+      cluster: vcluster.body.id,
+    });
+    assert.equal(vm.status, 201, JSON.stringify(vm.body));
+    await h.call("PATCH", `${P}replications/${rep.body.id}/`, { virtual_machine: vm.body.id });
+    const byVmName = await h.call("GET", `${P}replications/?q=web-0`);
+    assert.deepEqual(byVmName.body.results.map((x: { id: number }) => x.id), [rep.body.id]);
+    const byVmId = await h.call("GET", `${P}replications/?virtual_machine_id=${vm.body.id}`);
+    assert.equal(byVmId.body.count, 1);
+    assert.equal(byVmId.body.results[0].virtual_machine.name, "web-01");
     const patched = await h.call("PATCH", `${P}replications/${rep.body.id}/`, { status: "stale" });
     assert.equal(patched.body.status.value, "stale");
     assert.equal((await h.call("DELETE", `${P}replications/${rep.body.id}/`)).status, 204);

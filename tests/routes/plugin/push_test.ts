@@ -224,3 +224,44 @@ Deno.test("push: unreachable or rejecting backend never fails the save", async (
     await backend.close();
   }
 });
+
+Deno.test("push route re-pushes on demand; deleting an endpoint removes its backend copy", async () => {
+  const backend = await startBackend();
+  const h = await harness();
+  try {
+    const path = P + "endpoints/hypervisor/";
+    const hv = await h.call("POST", path, { name: "pve", domain: "pve.local", password: "pw" });
+    assert.equal(hv.body.last_push.ok, false, "no backend yet");
+    const be = (await h.call("POST", P + "endpoints/backend/", {
+      name: "backend",
+      domain: "127.0.0.1",
+      port: backend.port,
+      use_https: false,
+    })).body;
+    const pushed = await h.call("POST", `${path}${hv.body.id}/push/`);
+    assert.equal(pushed.status, 200);
+    assert.equal(pushed.body.last_push.ok, true, JSON.stringify(pushed.body));
+    assert.equal((await h.call("GET", `${path}${hv.body.id}/`)).body.last_push.ok, true);
+    let copies = (await backendGet(backend, "/hypervisor/endpoints", be.token)).body;
+    assert.deepEqual(copies.map((c: { name: string }) => c.name), [`pve (inv:${hv.body.id})`]);
+
+    const viewer = await h.token({ permissions: ["service.view_hypervisorendpoint"] });
+    assert.equal(
+      (await h.call("POST", `${path}${hv.body.id}/push/`, undefined, { auth: viewer })).status,
+      403,
+    );
+    assert.equal((await h.call("GET", `${path}${hv.body.id}/push/`)).status, 405);
+    assert.equal((await h.call("POST", `${path}999/push/`)).status, 404);
+
+    await h.call("PATCH", path, [{ id: hv.body.id, enabled: false }]);
+    const disabled = await h.call("POST", `${path}${hv.body.id}/push/`);
+    assert.equal(disabled.status, 409);
+
+    assert.equal((await h.call("DELETE", `${path}${hv.body.id}/`)).status, 204);
+    copies = (await backendGet(backend, "/hypervisor/endpoints", be.token)).body;
+    assert.deepEqual(copies, []);
+  } finally {
+    await h.close();
+    await backend.close();
+  }
+});
