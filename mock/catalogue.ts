@@ -64,7 +64,6 @@ const digest = opt(
 const deleteList = opt(
   str("A list of settings you want to delete.", { format: "pve-configid-list" }),
 );
-const limit = opt(int("Maximum number of entries to return.", { minimum: 0 }));
 const start = opt(int("Index of the first entry to return.", { minimum: 0, default: 0 }));
 const skiplock = opt(bool("Ignore locks - only root is allowed to use this option."));
 const timeout = opt(int("Wait maximal timeout seconds.", { minimum: 0 }));

@@ -842,7 +842,7 @@ function clusterStatus(ctx: HandlerContext): unknown[] {
   return out;
 }
 
-function storageEntry(state: MockState, id: string, s: StorageState, node: string) {
+function storageEntry(_state: MockState, id: string, s: StorageState, node: string) {
   const used = storageUsed(s, node);
   return {
     storage: id,
