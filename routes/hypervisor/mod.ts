@@ -4,6 +4,7 @@ import { HypervisorEngine } from "../../mock/engine.ts";
 import { loadSchema, type SchemaTree } from "../../mock/schema.ts";
 import { builtinCatalogue } from "../../mock/catalogue.ts";
 import { hypervisorToolingRoutes } from "./codegen.ts";
+import { hypervisorRealModeApp } from "./real.ts";
 import type { ActiveSchema } from "./versions.ts";
 import { credentials, handleRequest, type Mount } from "./wire.ts";
 import { authenticate, AuthError } from "../../mock/auth.ts";
@@ -64,6 +65,11 @@ export async function createHypervisorApp(
   options: HypervisorAppOptions = {},
 ): Promise<Hono<Env>> {
   const active = await resolveActiveSchema(deps, options);
+  // HYPERVISOR_MODE=real: both mounts proxy to HYPERVISOR_URL (routes/hypervisor/real.ts).
+  if (deps.config.hypervisor.mode === "real") {
+    const preferUpstreamSchema = !options.schema && !deps.config.hypervisor.schema;
+    return await hypervisorRealModeApp(deps, active, { preferUpstreamSchema });
+  }
   const engine = createEngine(deps, active.tree, options);
   options.onEngine?.(engine);
   const app = new Hono<Env>();

@@ -22,6 +22,8 @@ import { Router } from "../../mock/router.ts";
 import { type FieldError, type RawParams, validateParams } from "../../mock/validate.ts";
 import type { EngineFailure, EngineSuccess } from "../../mock/engine.ts";
 import { credentials, formatResult, type Mount, MOUNT_PREFIX } from "./wire.ts";
+import { hypervisorToolingRoutes } from "./codegen.ts";
+import type { ActiveSchema } from "./versions.ts";
 import {
   type ClientCredentials,
   HypervisorProxyClient,
@@ -236,4 +238,32 @@ export async function hypervisorRealRoutes(
   app.all("/pve/*", (c) => handler.handle(c.req.raw, "pve"));
   app.all("/pve", (c) => handler.handle(c.req.raw, "pve"));
   return { app, handler };
+}
+
+/**
+ * The whole hypervisor surface in real mode: docs/codegen/versions plus both proxied mounts.
+ * With `preferUpstreamSchema` (no HYPERVISOR_SCHEMA given) the real host's own schema replaces
+ * the built-in catalogue when it can be read, so every operation the host has is proxied.
+ */
+export async function hypervisorRealModeApp(
+  deps: AppDeps,
+  active: ActiveSchema,
+  options: RealModeOptions & { preferUpstreamSchema?: boolean } = {},
+): Promise<Hono<Env>> {
+  let schema = active;
+  if (options.preferUpstreamSchema) {
+    const upstream = await loadUpstreamSchema(deps, { timeoutMs: 10_000, ...options.client });
+    if (upstream) schema = { ...active, tree: upstream.tree, source: upstream.source };
+    else {
+      deps.logger.log("warning", "real mode: upstream schema unavailable, using the catalogue", {
+        url: deps.config.hypervisor.url,
+      });
+    }
+  }
+  const app = new Hono<Env>();
+  app.route("/", hypervisorToolingRoutes(deps, { active: () => schema }));
+  const { app: proxied } = await hypervisorRealRoutes(deps, schema.tree, options);
+  app.route("/", proxied);
+  app.all("*", (c) => c.json({ detail: "Not Found" }, 404));
+  return app;
 }

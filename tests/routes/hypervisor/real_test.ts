@@ -504,3 +504,32 @@ Deno.test("real mode: the upstream host's own API-viewer schema can be loaded", 
     await server.shutdown();
   }
 });
+
+Deno.test("real mode: createHypervisorApp with HYPERVISOR_MODE=real proxies, docs still served", async () => {
+  const up = await startUpstream();
+  const deps = await testDeps({
+    HYPERVISOR_MODE: "real",
+    HYPERVISOR_SCHEMA: new URL("../../../../shared/hypervisor-schema/pve-9.2.json", import.meta.url)
+      .pathname,
+    ...ticketEnv(up.url),
+  });
+  try {
+    const app = await createHypervisorApp(deps);
+    const nodes = await app.request("/api2/json/nodes");
+    assert.equal(nodes.status, 200);
+    assert.ok((await nodes.json()).data.length > 0);
+    assert.ok(up.seen.includes("GET /api2/json/nodes"), "answered by the upstream");
+    const doc = await app.request("/pve/openapi.json");
+    assert.equal(doc.status, 200);
+    assert.equal((await doc.json()).info.version, "9.2");
+    const versions = await (await app.request("/pve/versions")).json();
+    assert.equal(versions.active, "9.2");
+    // The mock-only reset route does not exist in real mode.
+    const reset = await app.request("/pve/mock/reset", { method: "POST" });
+    assert.equal(reset.status, 501);
+    await reset.body?.cancel();
+  } finally {
+    deps.kv.close();
+    await up.close();
+  }
+});
