@@ -16,7 +16,7 @@
  * `plugin.handle(request, auth, engine)` before the generic model routes: a Response is the
  * answer, a Request is the (rewritten) request to pass on, null means "not a plugin route".
  */
-import type { AppDeps } from "../../app.ts";
+import type { AppDeps } from "../_lib/deps.ts";
 import type { BackendClientOptions } from "../../clients/backend.ts";
 import { PROBE_TIMEOUT_MS, probeHypervisor } from "../../clients/hypervisor_probe.ts";
 import type { ModelEngine } from "../../domain/netbox/engine.ts";

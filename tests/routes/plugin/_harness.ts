@@ -3,7 +3,7 @@
  * with a bootstrap superuser token, plus helpers to create the core objects plugin records
  * reference, a real backend surface over a socket, and a fake hypervisor API.
  */
-import type { AppDeps } from "../../../app.ts";
+import type { AppDeps } from "../../../routes/_lib/deps.ts";
 import { createInventoryApp } from "../../../routes/inventory/mod.ts";
 import { createBackendApp } from "../../../routes/backend/mod.ts";
 import { testDeps } from "../../_helpers.ts";
