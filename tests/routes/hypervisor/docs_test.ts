@@ -74,3 +74,27 @@ Deno.test("docs: /pve/openapi.json describes the loaded schema, any mount, any k
     deps.kv.close();
   }
 });
+
+Deno.test("docs: served by the whole app (mock mode, built-in catalogue) with no internet", async () => {
+  const { createApp } = await import("../../../app.ts");
+  const { testDeps } = await import("../../_helpers.ts");
+  const deps = await testDeps({ SERVICE_SURFACES: "hypervisor" });
+  try {
+    const app = await createApp(deps);
+    const page = await app.request("/pve/docs");
+    assert.equal(page.status, 200);
+    assert.match(await page.text(), /\/pve\/static\/scalar\.js/);
+    const js = await app.request("/pve/static/redoc.js");
+    assert.equal(js.status, 200);
+    await js.body?.cancel();
+    const doc = await (await app.request("/pve/openapi.json")).json();
+    assert.equal(doc.openapi, "3.1.0");
+    for (const path of ["/version", "/nodes", "/nodes/{node}/qemu", "/cluster/resources"]) {
+      assert.ok(doc.paths[path]?.get, `catalogue documents GET ${path}`);
+    }
+    const versions = await (await app.request("/pve/versions")).json();
+    assert.equal(versions.versions[0].source, "built-in catalogue");
+  } finally {
+    deps.kv.close();
+  }
+});
