@@ -302,6 +302,16 @@ const ERROR_API2: JsonSchema = {
   },
 };
 
+const TaskStarted: JsonSchema = {
+  type: "object",
+  required: ["success", "task"],
+  properties: {
+    success: { type: "boolean" },
+    task: { type: "string", description: "UPID of the started task" },
+    vmid: { type: "integer", description: "Set when a guest was created" },
+  },
+};
+
 function errorResponses(flavour: OpenApiFlavour, method: HttpMethod): JsonSchema {
   const ref = { $ref: "#/components/schemas/Error" };
   const r = (description: string) => ({
@@ -413,7 +423,11 @@ function buildOperation(
     };
   }
   if (parameters.length) out.parameters = parameters;
-  const payload = mapSchema(op.returns, "response");
+  let payload = mapSchema(op.returns, "response");
+  if (flavour === "pve" && method !== "GET" && op.returns?.type === "string") {
+    // On /pve an action that starts a task answers {success, task} (spec 3), others the string.
+    payload = { oneOf: [payload, { $ref: "#/components/schemas/TaskStarted" }] };
+  }
   const body = flavour === "api2"
     ? { type: "object", required: ["data"], properties: { data: payload } }
     : payload;
@@ -567,7 +581,7 @@ export function buildOpenApi(tree: SchemaTree, options: OpenApiOptions): OpenApi
     tags: [...tags].map((name) => ({ name })),
     paths,
     components: {
-      schemas: { Error: flavour === "api2" ? ERROR_API2 : ERROR_PVE },
+      schemas: flavour === "api2" ? { Error: ERROR_API2 } : { Error: ERROR_PVE, TaskStarted },
       securitySchemes: {
         PVEAuthCookie: {
           type: "apiKey",

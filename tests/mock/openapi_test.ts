@@ -165,6 +165,14 @@ Deno.test("openapi: parameters, bodies, responses and security map from the sche
   assert.equal(pve.components.securitySchemes.CSRFPreventionToken.name, "CSRFPreventionToken");
   assert.equal(pve.components.securitySchemes.PVEAPIToken.name, "Authorization");
 
+  // On /pve a task action answers {success, task}; on /api2/json the UPID string.
+  const start = "/nodes/{node}/qemu/{vmid}/status/start";
+  const startPve = pve.paths[start].post.responses["200"].content["application/json"].schema;
+  assert.deepEqual(startPve.oneOf[1], { $ref: "#/components/schemas/TaskStarted" });
+  assert.deepEqual(pve.components.schemas.TaskStarted.required, ["success", "task"]);
+  const startWire = api2.paths[start].post.responses["200"].content["application/json"].schema;
+  assert.equal(startWire.properties.data.type, "string");
+
   // /version returns an object with required fields.
   const ver = pve.paths["/version"].get.responses["200"].content["application/json"].schema;
   assert.equal(ver.type, "object");
