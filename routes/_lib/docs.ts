@@ -63,6 +63,11 @@ export function docsRoutes(options: {
       pageTitle: title,
       cdn: `${staticBase}/scalar.js`,
       withDefaultFonts: false,
+      // Nothing that phones home: this page must work, and stay quiet, with no internet.
+      telemetry: false,
+      showDeveloperTools: "never",
+      agent: { disabled: true },
+      mcp: { disabled: true },
     }),
   );
   if (redocPath) {
