@@ -1,0 +1,46 @@
+/** The path-template trie: literal before parameter, backtracking, decoding, no match. */
+import assert from "node:assert/strict";
+import { Router } from "../../mock/router.ts";
+import type { Operation } from "../../mock/schema.ts";
+
+const op = (name: string): Operation => ({ method: "GET", name });
+
+function router(): Router {
+  const r = new Router([]);
+  r.add("/nodes", "GET", op("nodes"));
+  r.add("/nodes/{node}", "GET", op("node"));
+  r.add("/nodes/{node}/qemu", "GET", op("qemu"));
+  r.add("/nodes/{node}/qemu/{vmid}/config", "GET", op("config"));
+  r.add("/nodes/{node}/tasks/{upid}/status", "GET", op("task"));
+  r.add("/nodes/status/special", "GET", op("literal"));
+  r.add("/nodes/{node}/qemu", "POST", { method: "POST", name: "create" });
+  return r;
+}
+
+Deno.test("router: literal segments win over parameters, with backtracking", () => {
+  const r = router();
+  assert.equal(r.match("/nodes/status/special")?.route.operations.GET?.name, "literal");
+  // "status" is a literal child of /nodes, but /nodes/status/qemu only exists via {node}.
+  const m = r.match("/nodes/status/qemu");
+  assert.equal(m?.route.template, "/nodes/{node}/qemu");
+  assert.deepEqual(m?.params, { node: "status" });
+  assert.equal(r.match("/nodes/pve1/qemu")?.route.operations.POST?.name, "create");
+  assert.equal(r.routes.length, 6);
+});
+
+Deno.test("router: parameters are percent-decoded; trailing slash tolerated; unknown paths miss", () => {
+  const r = router();
+  const upid = "UPID:pve1:00001000:00100000:69559F00:qmstart:100:root@pam!ci:";
+  const m = r.match(`/nodes/pve1/tasks/${encodeURIComponent(upid)}/status`);
+  assert.deepEqual(m?.params, { node: "pve1", upid });
+  assert.deepEqual(r.match("/nodes/pve1/qemu/100/config/")?.params, { node: "pve1", vmid: "100" });
+  assert.equal(r.match("/nodes/pve1/qemu/100"), undefined);
+  assert.equal(r.match("/nodes//qemu"), undefined);
+  assert.equal(r.match("/nothing"), undefined);
+  assert.equal(r.match("/nodes/%E0%A4%A/qemu"), undefined); // malformed escape
+});
+
+Deno.test("router: conflicting parameter names at one position are refused", () => {
+  const r = router();
+  assert.throws(() => r.add("/nodes/{name}/other", "GET", op("x")), /conflicting path parameters/);
+});
