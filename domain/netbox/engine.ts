@@ -1160,7 +1160,7 @@ export class ModelEngine implements EngineApi {
       if (!existing) {
         if (f.required && f.default === undefined) errors[name] = [MESSAGES.required];
         else draft[name] = defaultValue(f);
-      } else if (!partial && f.required && f.default === undefined && isEmpty(existing[name])) {
+      } else if (!partial && f.required && f.default === undefined) {
         errors[name] = [MESSAGES.required];
       }
     }
@@ -1534,13 +1534,14 @@ export class ModelEngine implements EngineApi {
   async patchStored(
     model: string,
     id: number,
-    changes: Record<string, unknown>,
+    changes: Record<string, unknown> | ((current: StoredObject) => Record<string, unknown>),
   ): Promise<StoredObject | null> {
     const def = this.definition(model);
-    for (let attempt = 0; attempt < 20; attempt++) {
+    for (let attempt = 0; attempt < 50; attempt++) {
       const current = await this.store.get(model, id);
       if (!current) return null;
-      const next: StoredObject = { ...current.record, ...changes, id };
+      const delta = typeof changes === "function" ? changes(current.record) : changes;
+      const next: StoredObject = { ...current.record, ...delta, id };
       next.last_updated = new Date(this.now()).toISOString();
       const ok = await this.store.commit([{
         model,
@@ -1553,6 +1554,9 @@ export class ModelEngine implements EngineApi {
         next: { record: next, ...this.stateOf(def, next) },
       }]);
       if (ok.ok) return next;
+      await new Promise((resolve) =>
+        setTimeout(resolve, Math.random() * Math.min(20, 2 ** attempt))
+      );
     }
     throw new Error(`could not update ${model} ${id}: storage contention`);
   }

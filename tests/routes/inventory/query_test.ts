@@ -1,0 +1,281 @@
+import assert from "node:assert/strict";
+import { type Inv, setup } from "./_setup.ts";
+
+async function seed(inv: Inv) {
+  const post = async (path: string, body: unknown) => {
+    const r = await inv.call("POST", path, body);
+    assert.equal(r.status, 201, `${path}: ${JSON.stringify(r.body)}`);
+    return r.body;
+  };
+  const ct = await post("/api/virtualization/cluster-types/", { name: "PVE", slug: "pve" });
+  const c1 = await post("/api/virtualization/clusters/", { name: "alpha", type: ct.id });
+  const c2 = await post("/api/virtualization/clusters/", { name: "beta", type: ct.id });
+  const t1 = await post("/api/tenancy/tenants/", { name: "Acme", slug: "acme" });
+  const prod = await post("/api/extras/tags/", { name: "Prod", slug: "prod" });
+  const web = await post("/api/extras/tags/", { name: "Web", slug: "web" });
+  const vms = await post("/api/virtualization/virtual-machines/", [
+    {
+      name: "web-01",
+      cluster: c1.id,
+      tenant: t1.id,
+      status: "active",
+      vcpus: 2,
+      memory: 2048,
+      tags: [prod.id, web.id],
+    },
+    {
+      name: "web-02",
+      cluster: c1.id,
+      status: "offline",
+      vcpus: 4,
+      memory: 4096,
+      tags: [{ slug: "web" }],
+    },
+    {
+      name: "db-01",
+      cluster: c2.id,
+      tenant: t1.id,
+      status: "active",
+      vcpus: 8,
+      memory: 16384,
+      tags: [{ name: "Prod" }],
+    },
+    { name: "Web-10", cluster: c2.id, status: "planned", description: "the big one" },
+    { name: "cache", cluster: c1.id, status: "active", memory: 1024 },
+  ]);
+  return { c1, c2, t1, vms };
+}
+
+const names = (body: { results: Array<{ name: string }> }) => body.results.map((r) => r.name);
+
+Deno.test("filters: exact, fk, <fk>_id, natural keys, lookups, tags, id__in", async () => {
+  const inv = await setup();
+  try {
+    const { c1, c2, vms } = await seed(inv);
+    const q = async (query: string) => {
+      const r = await inv.call("GET", `/api/virtualization/virtual-machines/?${query}`);
+      assert.equal(r.status, 200, `${query}: ${JSON.stringify(r.body)}`);
+      return r.body;
+    };
+    assert.deepEqual(names(await q(`cluster_id=${c1.id}&ordering=name`)), [
+      "cache",
+      "web-01",
+      "web-02",
+    ]);
+    assert.deepEqual(names(await q(`cluster_id=${c1.id}&cluster_id=${c2.id}`)).length, 5);
+    assert.deepEqual(names(await q("cluster=beta&ordering=name")), ["db-01", "Web-10"]);
+    assert.deepEqual(names(await q("tenant=acme&ordering=name")), ["db-01", "web-01"]);
+    assert.deepEqual(names(await q("tenant_id__isnull=true&ordering=name")), [
+      "cache",
+      "web-02",
+      "Web-10",
+    ]);
+    assert.deepEqual(names(await q("tenant__isnull=false&ordering=name")), ["db-01", "web-01"]);
+    assert.deepEqual(names(await q("status=active&ordering=name")), ["cache", "db-01", "web-01"]);
+    assert.deepEqual(names(await q("status__n=active&ordering=name")), ["web-02", "Web-10"]);
+    assert.deepEqual(names(await q("name__ic=WEB&ordering=name")), ["web-01", "web-02", "Web-10"]);
+    assert.deepEqual(names(await q("name__ie=web-10")), ["Web-10"]);
+    assert.deepEqual(names(await q("name__isw=db")), ["db-01"]);
+    assert.deepEqual(names(await q("name=web-01")), ["web-01"]);
+    assert.deepEqual(names(await q("name__in=web-01,cache&ordering=name")), ["cache", "web-01"]);
+    assert.deepEqual(names(await q("memory__gte=4096&ordering=memory")), ["web-02", "db-01"]);
+    assert.deepEqual(names(await q("memory__lt=2048")), ["cache"]);
+    assert.deepEqual(names(await q("vcpus__isnull=true&ordering=name")), ["cache", "Web-10"]);
+    assert.deepEqual(names(await q("tag=prod&ordering=name")), ["db-01", "web-01"]);
+    // NetBox tag filters are conjunctive: every tag must be present.
+    assert.deepEqual(names(await q("tag=prod&tag=web")), ["web-01"]);
+    assert.deepEqual(names(await q("tag__n=web&ordering=name")), ["cache", "db-01", "Web-10"]);
+    assert.deepEqual(names(await q(`id__in=${vms[0].id},${vms[2].id}&ordering=name`)), [
+      "db-01",
+      "web-01",
+    ]);
+    assert.deepEqual(names(await q(`id=${vms[1].id}`)), ["web-02"]);
+    assert.deepEqual(names(await q(`id__n=${vms[1].id}`)).length, 4);
+    assert.deepEqual(names(await q("description__empty=false")), ["Web-10"]);
+    // Combined filters intersect.
+    assert.deepEqual(names(await q(`cluster_id=${c1.id}&status=active&ordering=name`)), [
+      "cache",
+      "web-01",
+    ]);
+    // Unknown filters are ignored (as NetBox); bad values are 400 with the parameter named.
+    assert.equal((await q("no_such_filter=1")).count, 5);
+    const bad = await inv.call("GET", "/api/virtualization/virtual-machines/?cluster_id=abc");
+    assert.equal(bad.status, 400);
+    assert.ok(Array.isArray(bad.body.cluster_id));
+    const badChoice = await inv.call("GET", "/api/virtualization/virtual-machines/?status=bogus");
+    assert.equal(badChoice.status, 400);
+    assert.ok(badChoice.body.status[0].includes("bogus"));
+    const badNum = await inv.call("GET", "/api/virtualization/virtual-machines/?memory__gt=lots");
+    assert.deepEqual(badNum.body, { memory__gt: ["Enter a number."] });
+    const unknownCluster = await inv.call(
+      "GET",
+      "/api/virtualization/virtual-machines/?cluster=nope",
+    );
+    assert.equal(unknownCluster.status, 400);
+  } finally {
+    inv.close();
+  }
+});
+
+Deno.test("q search, ordering, brief, fields, omit", async () => {
+  const inv = await setup();
+  try {
+    await seed(inv);
+    const base = "/api/virtualization/virtual-machines/";
+    assert.deepEqual(names((await inv.call("GET", `${base}?q=big`)).body), ["Web-10"]);
+    assert.deepEqual(names((await inv.call("GET", `${base}?q=WEB&ordering=-name`)).body), [
+      "Web-10",
+      "web-02",
+      "web-01",
+    ]);
+    // Default ordering is by name (natural, case-insensitive).
+    assert.deepEqual(names((await inv.call("GET", base)).body), [
+      "cache",
+      "db-01",
+      "web-01",
+      "web-02",
+      "Web-10",
+    ]);
+    assert.deepEqual(
+      (await inv.call("GET", `${base}?ordering=-memory,name`)).body.results.map((
+        r: { memory: number },
+      ) => r.memory),
+      [16384, 4096, 2048, 1024, null],
+    );
+    const ids = (await inv.call("GET", `${base}?ordering=-id`)).body.results.map((
+      r: { id: number },
+    ) => r.id);
+    assert.deepEqual(ids, [...ids].sort((a: number, b: number) => b - a));
+    const brief = await inv.call("GET", `${base}?brief=1&limit=1`);
+    assert.deepEqual(Object.keys(brief.body.results[0]), [
+      "id",
+      "url",
+      "display",
+      "name",
+      "description",
+    ]);
+    const briefTrue = await inv.call("GET", `${base}?brief=true&limit=1`);
+    assert.deepEqual(Object.keys(briefTrue.body.results[0]).length, 5);
+    const fields = await inv.call("GET", `${base}?fields=id,name,cluster&limit=1`);
+    assert.deepEqual(Object.keys(fields.body.results[0]), ["id", "name", "cluster"]);
+    const omit = await inv.call("GET", `${base}?omit=comments,custom_fields,tags&limit=1`);
+    assert.ok(!("comments" in omit.body.results[0]) && !("tags" in omit.body.results[0]));
+    assert.ok("name" in omit.body.results[0]);
+    const detailBrief = await inv.call("GET", `${base}${brief.body.results[0].id}/?brief=1`);
+    assert.deepEqual(Object.keys(detailBrief.body), [
+      "id",
+      "url",
+      "display",
+      "name",
+      "description",
+    ]);
+  } finally {
+    inv.close();
+  }
+});
+
+Deno.test("paging: limit/offset with absolute next/previous, default 50, max 1000", async () => {
+  const inv = await setup();
+  try {
+    const tenants = Array.from({ length: 120 }, (_, i) => ({
+      name: `t${String(i).padStart(3, "0")}`,
+      slug: `t${i}`,
+    }));
+    assert.equal((await inv.call("POST", "/api/tenancy/tenants/", tenants)).status, 201);
+    const first = await inv.call("GET", "/api/tenancy/tenants/");
+    assert.equal(first.body.count, 120);
+    assert.equal(first.body.results.length, 50);
+    assert.equal(first.body.previous, null);
+    assert.equal(first.body.next, "http://inv.test/api/tenancy/tenants/?limit=50&offset=50");
+    const second = await inv.call(
+      "GET",
+      new URL(first.body.next).pathname + new URL(first.body.next).search,
+    );
+    assert.equal(second.body.results[0].name, "t050");
+    assert.equal(second.body.previous, "http://inv.test/api/tenancy/tenants/?limit=50");
+    const last = await inv.call("GET", "/api/tenancy/tenants/?limit=50&offset=100");
+    assert.equal(last.body.results.length, 20);
+    assert.equal(last.body.next, null);
+    assert.equal(last.body.previous, "http://inv.test/api/tenancy/tenants/?limit=50&offset=50");
+    const keepsFilters = await inv.call("GET", "/api/tenancy/tenants/?name__isw=t0&limit=10");
+    assert.equal(keepsFilters.body.count, 100);
+    assert.equal(
+      keepsFilters.body.next,
+      "http://inv.test/api/tenancy/tenants/?name__isw=t0&limit=10&offset=10",
+    );
+    const big = await inv.call("GET", "/api/tenancy/tenants/?limit=5000");
+    assert.equal(big.body.results.length, 120);
+    const zero = await inv.call("GET", "/api/tenancy/tenants/?limit=0");
+    assert.equal(zero.body.results.length, 120, "limit=0 means the maximum page");
+    const junk = await inv.call("GET", "/api/tenancy/tenants/?limit=abc&offset=-3");
+    assert.equal(junk.status, 200);
+    assert.equal(junk.body.results.length, 50);
+    const beyond = await inv.call("GET", "/api/tenancy/tenants/?offset=500");
+    assert.deepEqual(beyond.body.results, []);
+    // id-ordered pages are read straight from the store.
+    const byId = await inv.call("GET", "/api/tenancy/tenants/?ordering=id&limit=3&offset=3");
+    assert.deepEqual(byId.body.results.map((r: { name: string }) => r.name), [
+      "t003",
+      "t004",
+      "t005",
+    ]);
+    assert.equal(byId.body.count, 120);
+  } finally {
+    inv.close();
+  }
+});
+
+Deno.test("IP address owner filters and MAC/IP assignment to interfaces", async () => {
+  const inv = await setup();
+  try {
+    const { c1 } = await seed(inv);
+    const vm = await inv.call("POST", "/api/virtualization/virtual-machines/", {
+      name: "ipvm",
+      cluster: c1.id,
+    });
+    const eth0 = await inv.call("POST", "/api/virtualization/interfaces/", {
+      virtual_machine: vm.body.id,
+      name: "eth0",
+    });
+    const ip = await inv.call("POST", "/api/ipam/ip-addresses/", {
+      address: "192.0.2.10/24",
+      assigned_object_type: "virtualization.vminterface",
+      assigned_object_id: eth0.body.id,
+    });
+    assert.equal(ip.status, 201);
+    assert.equal(ip.body.assigned_object.name, "eth0");
+    assert.equal(ip.body.assigned_object.virtual_machine.name, "ipvm");
+    await inv.call("POST", "/api/ipam/ip-addresses/", { address: "192.0.2.11/24" });
+    const byIf = await inv.call("GET", `/api/ipam/ip-addresses/?vminterface_id=${eth0.body.id}`);
+    assert.deepEqual(byIf.body.results.map((r: { address: string }) => r.address), [
+      "192.0.2.10/24",
+    ]);
+    const byVm = await inv.call("GET", `/api/ipam/ip-addresses/?virtual_machine_id=${vm.body.id}`);
+    assert.equal(byVm.body.count, 1);
+    const byAddress = await inv.call("GET", "/api/ipam/ip-addresses/?address=192.0.2.11/24");
+    assert.equal(byAddress.body.count, 1);
+    const primary = await inv.call("PATCH", `/api/virtualization/virtual-machines/${vm.body.id}/`, {
+      primary_ip4: ip.body.id,
+    });
+    assert.equal(primary.body.primary_ip4.address, "192.0.2.10/24");
+    assert.deepEqual(primary.body.primary_ip4.family, { value: 4, label: "IPv4" });
+    const badOwner = await inv.call("POST", "/api/ipam/ip-addresses/", {
+      address: "192.0.2.12/24",
+      assigned_object_type: "virtualization.vminterface",
+      assigned_object_id: 999,
+    });
+    assert.equal(badOwner.status, 400);
+    assert.ok(badOwner.body.assigned_object_id);
+    const badType = await inv.call("POST", "/api/ipam/ip-addresses/", {
+      address: "192.0.2.13/24",
+      assigned_object_type: "dcim.site",
+      assigned_object_id: 1,
+    });
+    assert.equal(badType.status, 400);
+    const badAddr = await inv.call("POST", "/api/ipam/ip-addresses/", { address: "300.1.1.1/24" });
+    assert.equal(badAddr.status, 400);
+    assert.ok(badAddr.body.address);
+  } finally {
+    inv.close();
+  }
+});
