@@ -45,6 +45,8 @@ import { isEncrypted, openWithKeyring, sealSecret } from "../../domain/plugin/se
 import { baseUrl } from "../../clients/backend.ts";
 import { KvPluginSettingsStore } from "../../storage/kv/plugin_settings.ts";
 
+export { pluginOpenApiPaths } from "./openapi.ts";
+
 export const PLUGIN_PREFIX = "/api/plugins/service/";
 
 export const PERMISSIONS = {

@@ -253,9 +253,14 @@ Deno.test("push route re-pushes on demand; deleting an endpoint removes its back
     assert.equal((await h.call("GET", `${path}${hv.body.id}/push/`)).status, 405);
     assert.equal((await h.call("POST", `${path}999/push/`)).status, 404);
 
+    // Bulk Disable/Enable only change the flag: nothing is pushed (last_push stays as it was).
+    const stamp = pushed.body.last_push.at;
     await h.call("PATCH", path, [{ id: hv.body.id, enabled: false }]);
     const disabled = await h.call("POST", `${path}${hv.body.id}/push/`);
     assert.equal(disabled.status, 409);
+    const reenabled = await h.call("PATCH", path, [{ id: hv.body.id, enabled: true }]);
+    assert.equal(reenabled.body[0].last_push.at, stamp);
+    await h.call("PATCH", path, [{ id: hv.body.id, enabled: false }]);
 
     assert.equal((await h.call("DELETE", `${path}${hv.body.id}/`)).status, 204);
     copies = (await backendGet(backend, "/hypervisor/endpoints", be.token)).body;

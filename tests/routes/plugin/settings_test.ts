@@ -167,3 +167,21 @@ Deno.test("enabled flag: bulk PATCH toggles; keepalive answers disabled without 
     await pve.close();
   }
 });
+
+Deno.test("every documented plugin route answers (OpenAPI fragment matches the router)", async () => {
+  const { pluginOpenApiPaths } = await import("../../../routes/plugin/mod.ts");
+  const h = await harness();
+  try {
+    const ep = await h.call("POST", P + "endpoints/hypervisor/", { name: "x", domain: "x.local" });
+    for (const [template, ops] of Object.entries(pluginOpenApiPaths())) {
+      const path = template.replace("{id}", String(ep.body.id)).replace("{kind}", "hypervisor");
+      for (const method of Object.keys(ops as object)) {
+        const r = await h.call(method.toUpperCase(), path, method === "patch" ? {} : undefined);
+        assert.notEqual(r.status, 404, `${method} ${path}`);
+        assert.notEqual(r.status, 405, `${method} ${path}`);
+      }
+    }
+  } finally {
+    await h.close();
+  }
+});
