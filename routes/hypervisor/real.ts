@@ -156,10 +156,20 @@ export async function createRealModeHandler(
         failure(400, "Parameter verification failed.", checked.errors),
       );
     }
-    // Path parameters travel in the path; the rest as query or form.
+    // Path parameters travel in the path; the rest as query or form. `limit`/`start` the
+    // operation does not define are applied here: the real API would refuse them.
     const forward: Record<string, unknown> = {};
+    const defined = operation.parameters?.properties ?? {};
+    let page: { start: number; limit?: number } | undefined;
     for (const [k, v] of Object.entries(checked.values)) {
-      if (!(k in match.params)) forward[k] = v;
+      if (k in match.params) continue;
+      if ((k === "limit" || k === "start") && !(k in defined)) {
+        page ??= { start: 0 };
+        if (k === "limit") page.limit = Number(v);
+        else page.start = Number(v);
+        continue;
+      }
+      forward[k] = v;
     }
     const login = method === "POST" && match.route.template === LOGIN;
     const own: ClientCredentials = credentials(req);
@@ -169,11 +179,16 @@ export async function createRealModeHandler(
     }
     const result = await client.request(method, rawPath, forward, hasOwn ? own : undefined, login);
     if (!result.ok) return upstreamFailure(mount, method, result);
+    if (page && Array.isArray(result.data)) {
+      const all = result.data;
+      const end = page.limit === undefined ? undefined : page.start + page.limit;
+      result.data = all.slice(page.start, end);
+      result.body = { ...result.body, data: result.data, total: all.length };
+    }
     if (mount === "api2") {
-      return new Response(JSON.stringify(result.body), {
-        status: result.status,
-        headers: { "content-type": "application/json;charset=UTF-8" },
-      });
+      const headers: Record<string, string> = { "content-type": "application/json;charset=UTF-8" };
+      if (page) headers["x-total-count"] = String(result.body.total);
+      return new Response(JSON.stringify(result.body), { status: result.status, headers });
     }
     const total = typeof result.body.total === "number" ? result.body.total : undefined;
     const upid = typeof result.data === "string" && result.data.startsWith("UPID:")

@@ -111,7 +111,8 @@ async function startUpstream(tls?: Certs): Promise<Upstream> {
       ...(tls ? { cert: tls.cert, key: tls.key } : {}),
     },
     (req, info) => {
-      seen.push(`${req.method} ${new URL(req.url).pathname}`);
+      const u = new URL(req.url);
+      seen.push(`${req.method} ${u.pathname}${u.search}`);
       return app.fetch(req, { remoteAddr: info.remoteAddr as Deno.NetAddr });
     },
   );
@@ -184,11 +185,21 @@ Deno.test("real mode: both mounts proxy to the upstream with a ticket (plain HTT
     assert.equal(typeof list[0].node, "string");
     const node = list[0].node as string;
     // /api2/json: the upstream envelope unchanged.
-    const wire = await proxy.app.request(`/api2/json/nodes/${node}/qemu?limit=2`);
+    const wire = await proxy.app.request(`/api2/json/nodes/${node}/qemu?limit=2&start=1`);
     assert.equal(wire.status, 200);
     const body = await wire.json();
     assert.ok(Array.isArray(body.data));
-    assert.ok(body.data.length <= 2);
+    assert.equal(body.data.length, 2);
+    // Paging the real API does not define is applied by the proxy, never forwarded.
+    assert.ok(body.total > 2);
+    assert.equal(wire.headers.get("x-total-count"), String(body.total));
+    assert.ok(up.seen.includes(`GET /api2/json/nodes/${node}/qemu`));
+    assert.ok(!up.seen.some((s) => s.includes("limit=")));
+    const full = await (await proxy.app.request(`/pve/nodes/${node}/qemu`)).json();
+    assert.deepEqual(
+      body.data.map((v: { vmid: number }) => v.vmid),
+      full.slice(1, 3).map((v: { vmid: number }) => v.vmid),
+    );
     assert.deepEqual(up.seen.filter((s) => s.endsWith("/access/ticket")).length, 1);
     assert.equal(proxy.logins(), 1);
 
