@@ -86,6 +86,23 @@ function failure(status: number, message: string, errors: FieldError[] = []): En
   return { ok: false, status, wireStatus: status, message, errors };
 }
 
+/** Top-level check of an upstream payload against the operation's `returns` type. */
+export function shapeMismatch(expected: string | undefined, data: unknown): string | null {
+  const actual = data === null
+    ? "null"
+    : Array.isArray(data)
+    ? "array"
+    : typeof data === "number"
+    ? (Number.isInteger(data) ? "integer" : "number")
+    : typeof data;
+  if (!expected || expected === "any" || expected === actual) return null;
+  if (expected === "number" && actual === "integer") return null;
+  if (expected === "boolean" && (data === 0 || data === 1)) return null;
+  // Proxmox answers null for many operations whatever their declared type.
+  if (actual === "null") return null;
+  return `expected ${expected}, got ${actual}`;
+}
+
 /** Upstream failure → the mount's error format. */
 function upstreamFailure(
   mount: Mount,
@@ -179,6 +196,14 @@ export async function createRealModeHandler(
     }
     const result = await client.request(method, rawPath, forward, hasOwn ? own : undefined, login);
     if (!result.ok) return upstreamFailure(mount, method, result);
+    const mismatch = shapeMismatch(operation.returns?.type, result.data);
+    if (mismatch) {
+      // Not fatal (the host may run another version than the schema), but visible.
+      deps.logger.log("warning", "real mode: upstream answer does not match the schema", {
+        operation: `${method} ${match.route.template}`,
+        mismatch,
+      });
+    }
     if (page && Array.isArray(result.data)) {
       const all = result.data;
       const end = page.limit === undefined ? undefined : page.start + page.limit;

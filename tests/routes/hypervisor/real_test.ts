@@ -14,6 +14,7 @@ import {
   UPSTREAM_SCHEMA_PATH,
 } from "../../../routes/hypervisor/real.ts";
 import { testDeps } from "../../_helpers.ts";
+import type { MemoryLogger } from "../../../domain/logger.ts";
 import { schema92 } from "./_tooling.ts";
 
 const MOCK_USER = "root@pam";
@@ -542,5 +543,30 @@ Deno.test("real mode: createHypervisorApp with HYPERVISOR_MODE=real proxies, doc
   } finally {
     deps.kv.close();
     await up.close();
+  }
+});
+
+Deno.test("real mode: an upstream answer of the wrong shape is proxied and logged", async () => {
+  const server = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen() {} },
+    () => Response.json({ data: { not: "a list" } }),
+  );
+  const proxy = await startProxy({
+    HYPERVISOR_URL: `http://127.0.0.1:${server.addr.port}`,
+    HYPERVISOR_TOKEN_ID: "a@pam!t",
+    HYPERVISOR_TOKEN_SECRET: "s",
+  });
+  try {
+    const r = await proxy.app.request("/api2/json/nodes");
+    assert.equal(r.status, 200);
+    assert.deepEqual(await r.json(), { data: { not: "a list" } });
+    const warning = (proxy.deps.logger as MemoryLogger).at("warning")
+      .find((l) => l.message.includes("does not match the schema"));
+    assert.ok(warning);
+    assert.equal(warning.mismatch, "expected array, got object");
+    assert.equal(warning.operation, "GET /nodes");
+  } finally {
+    proxy.close();
+    await server.shutdown();
   }
 });
