@@ -250,7 +250,7 @@ export function pluginModels(services: PluginServices): ModelDef[] {
       },
       last_push: lastPush,
     },
-    filters: services.hypervisorFilters,
+    filters: { ...services.endpointFilters, ...services.hypervisorFilters },
     validate: async (draft, ctx) => {
       const errors = mergeErrors(
         checkDomainOrIp(draft),
@@ -270,6 +270,7 @@ export function pluginModels(services: PluginServices): ModelDef[] {
     model: "inventoryendpoint",
     verbose: "inventory endpoint",
     path: "plugins/service/endpoints/inventory/",
+    filters: services.endpointFilters,
     display: (r) => String(r.name),
     fields: {
       ...addressFields(443),
@@ -305,6 +306,7 @@ export function pluginModels(services: PluginServices): ModelDef[] {
     model: "backendendpoint",
     verbose: "backend endpoint",
     path: "plugins/service/endpoints/backend/",
+    filters: services.endpointFilters,
     display: (r) => String(r.name),
     fields: {
       ...addressFields(8800),

@@ -118,6 +118,26 @@ export class PluginServices {
     };
   }
 
+  /**
+   * `?ip_address=` on every endpoint kind: an IP address id, or the address itself with or
+   * without its prefix length (`10.0.0.5` or `10.0.0.5/24`).
+   */
+  readonly endpointFilters: Record<string, CustomFilter> = {
+    ip_address: (values) => {
+      const ids = new Set<number>();
+      const hosts = new Set<string>();
+      for (const value of values.flatMap((v) => v.split(",")).map((v) => v.trim())) {
+        if (/^\d+$/.test(value)) ids.add(Number(value));
+        else if (value) hosts.add(value.replace(/\/\d+$/, "").toLowerCase());
+      }
+      return Promise.resolve({
+        predicate: (r: StoredObject) =>
+          (typeof r.ip_address === "number" && ids.has(r.ip_address)) ||
+          (typeof r._host === "string" && hosts.has(r._host.toLowerCase())),
+      });
+    },
+  };
+
   readonly hypervisorFilters: Record<string, CustomFilter> = {
     /** `?cloud_tenant=<slug or id>` (also set from X-Cloud-Tenant): the allow-list rule. */
     cloud_tenant: async (values, engine) => {

@@ -70,8 +70,22 @@ Deno.test("hypervisor endpoint: defaults, display with domain or IP, secrets wri
 
     const brief = await h.call("GET", `${P}endpoints/hypervisor/?brief=1`);
     assert.deepEqual(Object.keys(brief.body.results[0]).sort(), ["display", "id", "name", "url"]);
-    const search = await h.call("GET", `${P}endpoints/hypervisor/?q=example`);
-    assert.deepEqual(search.body.results.map((x: { id: number }) => x.id), [e.id]);
+    const ids = async (query: string) => {
+      const found = await h.call("GET", `${P}endpoints/hypervisor/?${query}`);
+      assert.equal(found.status, 200, `${query}: ${JSON.stringify(found.body)}`);
+      return found.body.results.map((x: { id: number }) => x.id);
+    };
+    assert.deepEqual(await ids("q=example"), [e.id]);
+    // Filter fields of spec 2.
+    assert.deepEqual(await ids("ip_address=10.0.0.5/24"), [byIp.body.id]);
+    assert.deepEqual(await ids("ip_address=10.0.0.5"), [byIp.body.id]);
+    assert.deepEqual(await ids(`ip_address=${ip}`), [byIp.body.id]);
+    assert.deepEqual(await ids(`ip_address_id=${ip}`), [byIp.body.id]);
+    assert.deepEqual(await ids("domain=pve.example.com"), [e.id]);
+    assert.deepEqual(await ids("name=pve2"), [byIp.body.id]);
+    assert.deepEqual(await ids(`id=${e.id}`), [e.id]);
+    assert.deepEqual(await ids("mode=cluster"), []);
+    assert.equal((await h.call("GET", `${P}endpoints/hypervisor/?mode=bogus`)).status, 400);
   } finally {
     await h.close();
   }
