@@ -1,0 +1,280 @@
+import assert from "node:assert/strict";
+import { createApp } from "../../../app.ts";
+import { can } from "../../../domain/netbox/tokens.ts";
+import {
+  createInventoryApp,
+  createInventoryCore,
+  createSuperuserToken,
+} from "../../../routes/inventory/mod.ts";
+import { testDeps } from "../../_helpers.ts";
+import { setup, TOKEN } from "./_setup.ts";
+
+Deno.test("missing and invalid credentials: 403 with NetBox's texts", async () => {
+  const inv = await setup();
+  try {
+    const none = await inv.call("GET", "/api/dcim/sites/", undefined, null);
+    assert.equal(none.status, 403);
+    assert.deepEqual(none.body, { detail: "Authentication credentials were not provided." });
+    assert.equal(none.headers.get("API-Version"), "4.2");
+    const wrong = await inv.call("GET", "/api/dcim/sites/", undefined, "Token nope");
+    assert.deepEqual([wrong.status, wrong.body], [403, { detail: "Invalid token" }]);
+    const badV2 = await inv.call("GET", "/api/dcim/sites/", undefined, "Bearer nbt_abc.def");
+    assert.deepEqual([badV2.status, badV2.body], [403, { detail: "Invalid token" }]);
+    const notNbt = await inv.call("GET", "/api/dcim/sites/", undefined, "Bearer something");
+    assert.deepEqual([notNbt.status, notNbt.body], [403, { detail: "Invalid token" }]);
+    const basic = await inv.call("GET", "/api/dcim/sites/", undefined, "Basic dXNlcjpwYXNz");
+    assert.deepEqual(basic.body, { detail: "Authentication credentials were not provided." });
+    // Unknown paths are authenticated before routing (no 404 leak).
+    assert.equal((await inv.call("GET", "/api/secret-path/", undefined, null)).status, 403);
+    // Writes without credentials are refused the same way, before the body is read.
+    assert.equal(
+      (await inv.call("POST", "/api/dcim/sites/", { name: "x", slug: "x" }, null)).status,
+      403,
+    );
+    // Docs, schema and their assets are public.
+    assert.equal((await inv.call("GET", "/api/schema/", undefined, null)).status, 200);
+  } finally {
+    inv.close();
+  }
+});
+
+Deno.test("tokens: v1 and v2 creation, secret shown once, both header forms, v1 plaintext retrievable", async () => {
+  const inv = await setup();
+  try {
+    const v1 = await inv.call("POST", "/api/users/tokens/", {
+      version: 1,
+      description: "reader",
+      write_enabled: false,
+      permissions: ["dcim.view_site"],
+    });
+    assert.equal(v1.status, 201, JSON.stringify(v1.body));
+    assert.match(v1.body.token, /^[0-9a-f]{40}$/);
+    assert.equal(v1.body.key, null);
+    const listed = await inv.call("GET", `/api/users/tokens/${v1.body.id}/`);
+    assert.ok(!("token" in listed.body), "the secret is shown only on creation");
+    assert.ok(!("digest" in listed.body) && !("encrypted" in listed.body));
+    assert.deepEqual(listed.body.permissions, ["dcim.view_site"]);
+    const asV1 = await inv.call("GET", "/api/dcim/sites/", undefined, `Token ${v1.body.token}`);
+    assert.equal(asV1.status, 200);
+
+    const v2 = await inv.call("POST", "/api/users/tokens/", {
+      version: 2,
+      description: "sync",
+      is_superuser: true,
+    });
+    assert.equal(v2.status, 201);
+    assert.match(v2.body.key, /^[0-9a-f]{24}$/);
+    assert.match(v2.body.token, /^[0-9a-f]{40}$/);
+    const bearer = `Bearer nbt_${v2.body.key}.${v2.body.token}`;
+    assert.equal(v2.body.header, bearer);
+    assert.equal((await inv.call("GET", "/api/dcim/sites/", undefined, bearer)).status, 200);
+    // The v2 secret is only stored hashed: a wrong secret for a right key fails, and the
+    // v1 scheme does not accept a v2 secret.
+    assert.equal(
+      (await inv.call(
+        "GET",
+        "/api/dcim/sites/",
+        undefined,
+        `Bearer nbt_${v2.body.key}.${"0".repeat(40)}`,
+      )).status,
+      403,
+    );
+    assert.equal(
+      (await inv.call("GET", "/api/dcim/sites/", undefined, `Token ${v2.body.token}`)).status,
+      403,
+    );
+    const ctx = createInventoryCore(inv.deps);
+    assert.equal(await ctx.tokens.plaintext(v1.body.id), v1.body.token);
+    assert.equal(await ctx.tokens.plaintext(v2.body.id), null);
+    const raw = await ctx.engine.get("users.token", v2.body.id);
+    assert.ok(raw && !JSON.stringify(raw).includes(v2.body.token), "no v2 plaintext at rest");
+    const rawV1 = await ctx.engine.get("users.token", v1.body.id);
+    assert.ok(rawV1 && !JSON.stringify(rawV1).includes(v1.body.token), "no v1 plaintext at rest");
+    // A chosen v1 value is accepted once.
+    const chosen = await inv.call("POST", "/api/users/tokens/", {
+      version: 1,
+      token: "my-own-token-value-123",
+    });
+    assert.equal(chosen.status, 201);
+    assert.equal(chosen.body.token, "my-own-token-value-123");
+    const again = await inv.call("POST", "/api/users/tokens/", {
+      version: 1,
+      token: "my-own-token-value-123",
+    });
+    assert.equal(again.status, 400);
+    assert.ok(again.body.token);
+    const badVersion = await inv.call("POST", "/api/users/tokens/", { version: 3 });
+    assert.equal(badVersion.status, 400);
+    const badPerm = await inv.call("POST", "/api/users/tokens/", { permissions: ["everything"] });
+    assert.equal(badPerm.status, 400);
+    assert.ok(badPerm.body.permissions);
+    // Disabled and expired tokens stop working.
+    await inv.call("PATCH", `/api/users/tokens/${chosen.body.id}/`, { enabled: false });
+    assert.deepEqual(
+      (await inv.call("GET", "/api/dcim/sites/", undefined, "Token my-own-token-value-123")).body,
+      {
+        detail: "Invalid token",
+      },
+    );
+    const expired = await inv.call("POST", "/api/users/tokens/", {
+      expires: "2000-01-01T00:00:00Z",
+    });
+    const exp = await inv.call("GET", "/api/dcim/sites/", undefined, `Token ${expired.body.token}`);
+    assert.deepEqual([exp.status, exp.body], [403, { detail: "Token expired" }]);
+    // last_used is recorded.
+    const me = await inv.call("GET", `/api/users/tokens/${v2.body.id}/`);
+    assert.match(me.body.last_used, /Z$/);
+  } finally {
+    inv.close();
+  }
+});
+
+Deno.test("permissions: app.action_model, write_enabled, no privilege escalation", async () => {
+  const inv = await setup();
+  try {
+    const make = async (body: Record<string, unknown>) => {
+      const r = await inv.call("POST", "/api/users/tokens/", body);
+      assert.equal(r.status, 201, JSON.stringify(r.body));
+      return `Token ${r.body.token}`;
+    };
+    const denied = { detail: "You do not have permission to perform this action." };
+    const reader = await make({ permissions: ["dcim.view_site"] });
+    assert.equal((await inv.call("GET", "/api/dcim/sites/", undefined, reader)).status, 200);
+    const noView = await inv.call("GET", "/api/tenancy/tenants/", undefined, reader);
+    assert.deepEqual([noView.status, noView.body], [403, denied]);
+    const noAdd = await inv.call("POST", "/api/dcim/sites/", { name: "s", slug: "s" }, reader);
+    assert.deepEqual([noAdd.status, noAdd.body], [403, denied]);
+    const writer = await make({
+      permissions: ["dcim.view_site", "dcim.add_site", "dcim.change_site"],
+    });
+    const site = await inv.call("POST", "/api/dcim/sites/", { name: "s", slug: "s" }, writer);
+    assert.equal(site.status, 201);
+    assert.equal(
+      (await inv.call("PATCH", `/api/dcim/sites/${site.body.id}/`, { facility: "f" }, writer))
+        .status,
+      200,
+    );
+    assert.equal(
+      (await inv.call("DELETE", `/api/dcim/sites/${site.body.id}/`, undefined, writer)).status,
+      403,
+    );
+    // write_enabled false: even a superuser token cannot write.
+    const ro = await make({ is_superuser: true, write_enabled: false });
+    assert.equal((await inv.call("GET", "/api/dcim/sites/", undefined, ro)).status, 200);
+    const roWrite = await inv.call("POST", "/api/dcim/sites/", { name: "t", slug: "t" }, ro);
+    assert.deepEqual([roWrite.status, roWrite.body], [403, denied]);
+    // Tokens: a token allowed to add tokens cannot grant what it does not hold.
+    const admin = await make({
+      permissions: ["users.add_token", "users.view_token", "dcim.view_site"],
+    });
+    const su = await inv.call("POST", "/api/users/tokens/", { is_superuser: true }, admin);
+    assert.equal(su.status, 400);
+    assert.ok(su.body.is_superuser);
+    const more = await inv.call(
+      "POST",
+      "/api/users/tokens/",
+      { permissions: ["dcim.delete_site"] },
+      admin,
+    );
+    assert.equal(more.status, 400);
+    const subset = await inv.call(
+      "POST",
+      "/api/users/tokens/",
+      { permissions: ["dcim.view_site"] },
+      admin,
+    );
+    assert.equal(subset.status, 201);
+    const jobPerm = await make({ permissions: ["core.add_job"] });
+    assert.equal((await inv.call("GET", "/api/status/", undefined, jobPerm)).status, 200);
+    // The helper the plugin uses.
+    assert.equal(
+      can({
+        tokenId: 1,
+        isSuperuser: false,
+        writeEnabled: true,
+        permissions: new Set(["core.add_job"]),
+      }, "core.add_job"),
+      true,
+    );
+    assert.equal(
+      can({
+        tokenId: 1,
+        isSuperuser: false,
+        writeEnabled: false,
+        permissions: new Set(["core.add_job"]),
+      }, "core.add_job"),
+      false,
+    );
+    assert.equal(
+      can(
+        { tokenId: 1, isSuperuser: true, writeEnabled: false, permissions: new Set() },
+        "service.view_backendendpoint",
+      ),
+      true,
+    );
+    assert.equal(can(null, "dcim.view_site"), false);
+  } finally {
+    inv.close();
+  }
+});
+
+Deno.test("bootstrap token: registered once, only when no token exists", async () => {
+  const deps = await testDeps({ INVENTORY_BOOTSTRAP_TOKEN: "bootstrap-value-0123456789" });
+  try {
+    const app = await createInventoryApp(deps);
+    const ok = await app.request("http://x/api/users/tokens/", {
+      headers: { authorization: "Token bootstrap-value-0123456789" },
+    });
+    const body = await ok.json();
+    assert.equal(ok.status, 200);
+    assert.equal(body.count, 1);
+    assert.equal(body.results[0].is_superuser, true);
+    // A second start with the same (or another) value does not add tokens.
+    await createInventoryApp(deps);
+    const ctx = createInventoryCore({
+      ...deps,
+      config: { ...deps.config, inventoryBootstrapToken: "other-value-0123456789" },
+    });
+    await createInventoryApp(ctx.deps);
+    assert.equal(await ctx.engine.store.count("users.token"), 1);
+  } finally {
+    deps.kv.close();
+  }
+});
+
+Deno.test("token:create path and SERVICE_ENCRYPTION_KEY sealing; mounted under the whole app", async () => {
+  const deps = await testDeps({
+    SERVICE_ENCRYPTION_KEY: "inventory-secret",
+    SERVICE_SURFACES: "plugin,backend",
+  });
+  try {
+    const ctx = createInventoryCore(deps);
+    const { id, token } = await createSuperuserToken(ctx, "cli");
+    assert.equal((await ctx.engine.get("users.token", id))?.enc_source, "config");
+    assert.equal(await ctx.tokens.plaintext(id), token);
+    // Without the variable the same record is not readable (different key), but auth still works.
+    const other = createInventoryCore({
+      ...deps,
+      config: { ...deps.config, encryptionKey: undefined },
+    });
+    assert.equal(await other.tokens.plaintext(id), null);
+    const app = await createApp(deps);
+    const r = await app.request("http://x/api/status/", {
+      headers: { authorization: `Token ${token}` },
+    });
+    assert.equal(r.status, 200);
+    assert.equal(r.headers.get("API-Version"), "4.2");
+    await r.body?.cancel();
+  } finally {
+    deps.kv.close();
+  }
+});
+
+Deno.test("the bootstrap token constant used by the other tests works", async () => {
+  const inv = await setup();
+  try {
+    assert.equal((await inv.call("GET", "/api/", undefined, `Token ${TOKEN}`)).status, 200);
+  } finally {
+    inv.close();
+  }
+});
