@@ -32,7 +32,9 @@ class MiniNetBox {
 
   endpoint(app: string, name: string) {
     const root = `${this.base}/api/${app}/${name}/`;
-    const self = this;
+    const self = {
+      req: (method: string, url: string, body?: unknown) => this.#req(method, url, body),
+    };
     return {
       async filter(params: Record<string, string | string[]> = {}, pageSize = 0): Promise<Rec[]> {
         const url = new URL(root);
@@ -43,7 +45,7 @@ class MiniNetBox {
         const out: Rec[] = [];
         let next: string | null = url.toString();
         while (next) {
-          const page = await self.#req("GET", next) as { next: string | null; results: Rec[] };
+          const page = await self.req("GET", next) as { next: string | null; results: Rec[] };
           out.push(...page.results);
           next = page.next;
         }
@@ -59,15 +61,15 @@ class MiniNetBox {
         for (const [k, v] of Object.entries(params)) url.searchParams.set(k, v);
         url.searchParams.set("limit", "1");
         url.searchParams.set("brief", "1");
-        return (await self.#req("GET", url.toString()) as { count: number }).count;
+        return (await self.req("GET", url.toString()) as { count: number }).count;
       },
-      create: (body: unknown) => self.#req("POST", root, body) as Promise<Rec | Rec[]>,
+      create: (body: unknown) => self.req("POST", root, body) as Promise<Rec | Rec[]>,
       save: (record: Rec, changes: Record<string, unknown>) =>
-        self.#req("PATCH", record.url, changes) as Promise<Rec>,
-      deleteOne: (record: Rec) => self.#req("DELETE", record.url),
-      deleteMany: (ids: number[]) => self.#req("DELETE", root, ids.map((id) => ({ id }))),
+        self.req("PATCH", record.url, changes) as Promise<Rec>,
+      deleteOne: (record: Rec) => self.req("DELETE", record.url),
+      deleteMany: (ids: number[]) => self.req("DELETE", root, ids.map((id) => ({ id }))),
       updateMany: (items: Array<Record<string, unknown>>) =>
-        self.#req("PATCH", root, items) as Promise<Rec[]>,
+        self.req("PATCH", root, items) as Promise<Rec[]>,
     };
   }
 }
