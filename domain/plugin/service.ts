@@ -24,7 +24,7 @@ import {
 } from "./push.ts";
 import { generateBackendToken, type Opened, openWithKeyring, sealSecret } from "./secrets.ts";
 import { keyring, type PluginSettingsStore } from "./settings.ts";
-import { parseTenantRef, visibleToTenant } from "./tenants.ts";
+import { parseTenantRef } from "./tenants.ts";
 
 /** Reads a v1 inventory token's plaintext (the core token model keeps it retrievable). */
 export type TokenPlaintextReader = (engine: EngineApi, tokenId: number) => Promise<string | null>;
@@ -141,19 +141,21 @@ export class PluginServices {
   readonly hypervisorFilters: Record<string, CustomFilter> = {
     /** `?cloud_tenant=<slug or id>` (also set from X-Cloud-Tenant): the allow-list rule. */
     cloud_tenant: async (values, engine) => {
-      const ids = new Set<number>();
+      // Per tenant: its explicit grants (from the m2m index), or the global pool when it has
+      // none. Only explicit grants: answered from the index; otherwise one predicate.
+      const explicit = new Set<number>();
+      let globalPool = false;
       for (const value of values) {
         const tenant = await this.resolveTenant(engine, value);
         if (tenant === null) continue;
-        // Explicit grants come from the m2m index; the global pool is read only when needed.
-        const explicit = await engine.find(MODELS.hypervisor, {
+        const granted = await engine.find(MODELS.hypervisor, {
           allowed_tenants_id: [String(tenant)],
         });
-        const pool = explicit.length > 0 ? explicit : await engine.find(MODELS.hypervisor);
-        const scoped = pool.map((e) => ({ id: e.id, allowed_tenants: tenantIds(e) }));
-        for (const e of visibleToTenant(scoped, tenant)) ids.add(e.id);
+        if (granted.length === 0) globalPool = true;
+        for (const e of granted) explicit.add(e.id);
       }
-      return { ids };
+      if (!globalPool) return { ids: explicit };
+      return { predicate: (r: StoredObject) => explicit.has(r.id) || tenantIds(r).length === 0 };
     },
     allowed_tenants__isnull: (values) => {
       const wantNull = ["true", "1", "yes"].includes(String(values[0]).toLowerCase());
