@@ -189,7 +189,8 @@ export class KvModelStore implements ModelStore {
     for (const write of writes) {
       const { model, id, prev, next } = write;
       const objectKey = keys.inventoryObject(model, id);
-      op.check({ key: objectKey, versionstamp: prev ? prev.version : null });
+      // New objects get ids reserved by allocateIds, so only replacements need a check.
+      if (prev) op.check({ key: objectKey, versionstamp: prev.version });
       const prevIndexes = new Map((prev?.indexes ?? []).map((e) => [indexId(e), e]));
       const nextIndexes = new Map((next?.indexes ?? []).map((e) => [indexId(e), e]));
       const prevUniques = new Map((prev?.uniques ?? []).map((e) => [uniqueId(e), e]));
@@ -229,7 +230,7 @@ export class KvModelStore implements ModelStore {
   #cost(write: ObjectWrite): Cost {
     const { model, id, prev, next } = write;
     const objectKey = keys.inventoryObject(model, id);
-    let checks = 1;
+    let checks = prev ? 1 : 0;
     let mutations = 1;
     let kb = keyBytes(objectKey) * 2;
     let total = kb + (next ? JSON.stringify(next.record).length * 2 : 0);

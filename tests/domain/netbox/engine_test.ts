@@ -1,0 +1,172 @@
+import assert from "node:assert/strict";
+import { ModelEngine } from "../../../domain/netbox/engine.ts";
+import { coerce, parseDatetime } from "../../../domain/netbox/fields.ts";
+import { CORE_MODELS } from "../../../domain/netbox/models/core.ts";
+import { MemoryLogger } from "../../../domain/logger.ts";
+import type { ObjectWrite } from "../../../storage/ports.ts";
+import { KvModelStore } from "../../../storage/kv/models.ts";
+
+/** The real KV store, counting the calls the engine makes (no behaviour replaced). */
+class CountingStore extends KvModelStore {
+  scans: string[] = [];
+  commits: number[] = [];
+  override scan(model: string) {
+    this.scans.push(model);
+    return super.scan(model);
+  }
+  override commit(writes: readonly ObjectWrite[]) {
+    this.commits.push(writes.length);
+    return super.commit(writes);
+  }
+}
+
+async function engine() {
+  const kv = await Deno.openKv(":memory:");
+  const store = new CountingStore(kv);
+  const e = new ModelEngine({ store, logger: new MemoryLogger(), now: Date.now }).register(
+    ...CORE_MODELS,
+  );
+  return { kv, store, e };
+}
+
+Deno.test("bulk create of 1,000 VMs: few atomics, each within KV limits, all indexed", async () => {
+  const { kv, store, e } = await engine();
+  try {
+    const ct = await e.insert("virtualization.clustertype", { name: "PVE", slug: "pve" });
+    assert.ok(ct.ok);
+    const cl = await e.insert("virtualization.cluster", { name: "c", type: ct.value.id });
+    assert.ok(cl.ok);
+    store.commits = [];
+    const r = await e.createMany(
+      "virtualization.virtualmachine",
+      Array.from(
+        { length: 1000 },
+        (_, i) => ({ name: `vm${i}`, cluster: cl.value.id, status: "active" }),
+      ),
+    );
+    assert.ok(r.ok);
+    // One unique check per VM (cluster+name) and 100 checks per atomic: about 10-11 atomics,
+    // never one per object or per field.
+    assert.ok(
+      store.commits.length >= 10 && store.commits.length <= 11,
+      `commits: ${store.commits}`,
+    );
+    assert.equal(store.commits.reduce((a, b) => a + b, 0), 1000);
+    assert.equal(await store.count("virtualization.virtualmachine"), 1000);
+    store.scans = [];
+    const page = await e.list(
+      "virtualization.virtualmachine",
+      new URLSearchParams(`cluster_id=${cl.value.id}&limit=50`),
+    );
+    assert.equal(page.count, 1000);
+    assert.equal(page.records.length, 50);
+    const byStatus = await e.list(
+      "virtualization.virtualmachine",
+      new URLSearchParams("status=active&ordering=id&limit=5"),
+    );
+    assert.equal(byStatus.count, 1000);
+    const byName = await e.find("virtualization.virtualmachine", { name: ["vm500"] });
+    assert.equal(byName.length, 1);
+    assert.deepEqual(store.scans, [], "indexed filters never scan the model");
+  } finally {
+    kv.close();
+  }
+});
+
+Deno.test("plan splits writes by checks, mutations and size", async () => {
+  const { kv, store } = await engine();
+  try {
+    const writes: ObjectWrite[] = Array.from({ length: 300 }, (_, i) => ({
+      model: "m.x",
+      id: i + 1,
+      prev: null,
+      next: {
+        record: { id: i + 1, blob: "x".repeat(5000) },
+        indexes: Array.from({ length: 5 }, (_, k) => [`f${k}`, i] as const),
+        uniques: [["name", [`n${i}`]] as const],
+      },
+    }));
+    const groups = store.plan(writes);
+    assert.equal(groups.flat().length, 300);
+    for (const g of groups) {
+      // one unique check per new object
+      assert.ok(g.length <= 100, `checks ${g.length}`);
+      assert.ok(JSON.stringify(g).length < 800 * 1024);
+    }
+    for (const g of groups) assert.ok((await store.commit(g)).ok);
+    assert.equal(await store.count("m.x"), 300);
+    assert.deepEqual(await store.idsByIndex("m.x", "f0", 7), [8]);
+    assert.equal(await store.idByUnique("m.x", "name", ["n9"]), 10);
+  } finally {
+    kv.close();
+  }
+});
+
+Deno.test("deletes free unique values and index entries; counts stay right", async () => {
+  const { kv, store, e } = await engine();
+  try {
+    const t = await e.insert("tenancy.tenant", { name: "A", slug: "a" });
+    assert.ok(t.ok);
+    assert.ok((await e.remove("tenancy.tenant", t.value.id)).ok);
+    assert.equal(await store.count("tenancy.tenant"), 0);
+    assert.equal(await store.idByUnique("tenancy.tenant", "name", ["a"]), null);
+    const again = await e.insert("tenancy.tenant", { name: "A", slug: "a" });
+    assert.ok(again.ok, "the name is free again");
+    assert.notEqual(again.value.id, t.value.id, "ids are never reused");
+    const upd = await e.update("tenancy.tenant", again.value.id, { slug: "b" });
+    assert.ok(upd.ok);
+    assert.equal(await store.idByUnique("tenancy.tenant", "slug", ["a"]), null);
+    assert.equal(await store.idByUnique("tenancy.tenant", "slug", ["b"]), again.value.id);
+  } finally {
+    kv.close();
+  }
+});
+
+Deno.test("field coercion follows DRF: bounds, strings, datetimes", () => {
+  assert.deepEqual(coerce({ type: "int" }, "42"), { ok: true, value: 42 });
+  assert.equal(coerce({ type: "int" }, 2 ** 31).ok, false);
+  assert.equal(coerce({ type: "int" }, 1.5).ok, false);
+  assert.equal(coerce({ type: "int" }, true).ok, false);
+  assert.deepEqual(coerce({ type: "string", maxLength: 3 }, "  ab "), { ok: true, value: "ab" });
+  assert.deepEqual(coerce({ type: "string" }, 12), { ok: true, value: "12" });
+  assert.equal(coerce({ type: "string", required: true }, "  ").ok, false);
+  assert.deepEqual(coerce({ type: "bool" }, "false"), { ok: true, value: false });
+  assert.deepEqual(coerce({ type: "choice", choices: [["a", "A"]] }, { value: "a" }), {
+    ok: true,
+    value: "a",
+  });
+  assert.equal(parseDatetime("2024-05-01T10:00:00+02:00"), "2024-05-01T08:00:00.000Z");
+  assert.equal(parseDatetime("2024-05-01"), "2024-05-01T00:00:00.000Z");
+  assert.equal(parseDatetime("2024-13-01T00:00:00Z"), undefined);
+  assert.equal(parseDatetime("yesterday"), undefined);
+});
+
+Deno.test("after-save hooks never fail the save; their writes show in the result", async () => {
+  const kv = await Deno.openKv(":memory:");
+  const logger = new MemoryLogger();
+  try {
+    const e = new ModelEngine({ store: new KvModelStore(kv), logger, now: Date.now }).register({
+      app: "test",
+      model: "thing",
+      verbose: "thing",
+      path: "test/things/",
+      fields: {
+        name: { type: "string", required: true },
+        last_push: { type: "json", readOnly: true },
+      },
+      brief: ["name"],
+      afterSave: async (record, ctx) => {
+        await ctx.engine.patchStored("test.thing", record.id, { last_push: { ok: false } });
+        if (record.name === "boom") throw new Error("push failed");
+      },
+    });
+    const ok = await e.insert("test.thing", { name: "fine" });
+    assert.ok(ok.ok);
+    assert.deepEqual(ok.value.last_push, { ok: false });
+    const boom = await e.insert("test.thing", { name: "boom" });
+    assert.ok(boom.ok, "the save stands");
+    assert.equal(logger.at("error").length, 1);
+  } finally {
+    kv.close();
+  }
+});
