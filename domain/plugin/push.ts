@@ -62,8 +62,16 @@ export async function pushInventoryCopy(
 ): Promise<PushOutcome> {
   const list = await client.listInventoryEndpoints();
   if (!list.ok) return outcome(list);
-  const first = list.body![0];
-  if (first === undefined) return outcome(await client.createInventoryEndpoint(copy));
+  let first = list.body![0];
+  if (first === undefined) {
+    const created = await client.createInventoryEndpoint(copy);
+    // 409: a concurrent save created the singleton between our list and our POST.
+    if (created.status !== 409) return outcome(created);
+    const again = await client.listInventoryEndpoints();
+    if (!again.ok) return outcome(again);
+    first = again.body![0];
+    if (first === undefined) return outcome(created);
+  }
   if (typeof first.id !== "number") {
     return failed(`${client.baseUrl}/inventory/endpoint: listed entry has no id`, list.status);
   }
@@ -82,7 +90,15 @@ export async function pushHypervisorCopy(
 ): Promise<PushOutcome> {
   const list = await client.listHypervisorEndpoints();
   if (!list.ok) return outcome(list);
-  const match = list.body!.find((entry) => entry.name === copy.name);
-  if (match === undefined) return outcome(await client.createHypervisorEndpoint(copy));
+  let match = list.body!.find((entry) => entry.name === copy.name);
+  if (match === undefined) {
+    const created = await client.createHypervisorEndpoint(copy);
+    // 409: a concurrent save of the same endpoint created the copy first; update it instead.
+    if (created.status !== 409) return outcome(created);
+    const again = await client.listHypervisorEndpoints();
+    if (!again.ok) return outcome(again);
+    match = again.body!.find((entry) => entry.name === copy.name);
+    if (match === undefined) return outcome(created);
+  }
   return outcome(await client.updateHypervisorEndpoint(match.id, copy));
 }

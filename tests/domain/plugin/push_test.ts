@@ -176,3 +176,23 @@ Deno.test("client: default timeouts are spec 2's 10 s and 15 s", async () => {
   assert.equal(INVENTORY_PUSH_TIMEOUT_MS, 10_000);
   assert.equal(HYPERVISOR_PUSH_TIMEOUT_MS, 15_000);
 });
+
+Deno.test("push: a copy created concurrently (409 on POST) is updated instead", async () => {
+  let listed = 0;
+  const b = scripted((method) => {
+    if (method === "GET") {
+      listed++;
+      return [200, listed === 1 ? [] : [{ id: 8, name: copy.name }]];
+    }
+    if (method === "POST") return [409, { detail: "name taken" }];
+    return [200, {}];
+  });
+  const client = new BackendClient(b.fetchFn, { baseUrl: "http://b:1", token: "key" });
+  assert.deepEqual(await pushHypervisorCopy(client, copy), { ok: true, error: null, status: 200 });
+  assert.deepEqual(b.calls.map((c) => `${c.method} ${c.path}`), [
+    "GET /hypervisor/endpoints",
+    "POST /hypervisor/endpoints",
+    "GET /hypervisor/endpoints",
+    "PUT /hypervisor/endpoints/8",
+  ]);
+});

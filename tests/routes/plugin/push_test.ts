@@ -270,3 +270,39 @@ Deno.test("push route re-pushes on demand; deleting an endpoint removes its back
     await backend.close();
   }
 });
+
+Deno.test("push: concurrent saves of one endpoint leave exactly one backend copy", async () => {
+  const backend = await startBackend();
+  const h = await harness();
+  try {
+    const be = (await h.call("POST", P + "endpoints/backend/", {
+      name: "backend",
+      domain: "127.0.0.1",
+      port: backend.port,
+      use_https: false,
+    })).body;
+    const path = P + "endpoints/hypervisor/";
+    const hv = await h.call("POST", path, {
+      name: "pve",
+      domain: "pve.local",
+      password: "pw",
+      enabled: false,
+    });
+    await h.call("PATCH", path, [{ id: hv.body.id, enabled: true }]); // flag only: no push
+    assert.deepEqual((await backendGet(backend, "/hypervisor/endpoints", be.token)).body, []);
+    const saves = await Promise.all([
+      h.call("PATCH", `${path}${hv.body.id}/`, { port: 8101 }),
+      h.call("PATCH", `${path}${hv.body.id}/`, { verify_ssl: true }),
+    ]);
+    for (const save of saves) {
+      assert.equal(save.status, 200, JSON.stringify(save.body));
+      assert.equal(save.body.last_push.ok, true, JSON.stringify(save.body.last_push));
+    }
+    const copies = (await backendGet(backend, "/hypervisor/endpoints", be.token)).body;
+    assert.equal(copies.length, 1);
+    assert.equal(copies[0].name, `pve (inv:${hv.body.id})`);
+  } finally {
+    await h.close();
+    await backend.close();
+  }
+});
