@@ -429,7 +429,13 @@ function buildOperation(
     payload = { oneOf: [payload, { $ref: "#/components/schemas/TaskStarted" }] };
   }
   const body = flavour === "api2"
-    ? { type: "object", required: ["data"], properties: { data: payload } }
+    ? {
+      type: "object",
+      required: ["data"],
+      properties: isListOperation(method, op)
+        ? { data: payload, total: { type: "integer", description: "Count before paging" } }
+        : { data: payload },
+    }
     : payload;
   out.responses = {
     "200": { description: "Success", content: { "application/json": { schema: body } } },

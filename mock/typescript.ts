@@ -115,6 +115,11 @@ export function generateTypeScript(tree: SchemaTree, options: TypeScriptOptions)
     "export type PveBoolean = 0 | 1;",
     "/** Booleans as Proxmox accepts them in parameters. */",
     "export type PveBooleanInput = 0 | 1 | boolean;",
+    "/** The /api2/json envelope; `total` is set on paged lists. */",
+    "export interface PveEnvelope<T> {",
+    "  data: T;",
+    "  total?: number;",
+    "}",
     "",
   ];
   const map: string[] = [];

@@ -138,6 +138,7 @@ Deno.test("openapi: parameters, bodies, responses and security map from the sche
     .schema;
   assert.deepEqual(wrapped.required, ["data"]);
   assert.equal(wrapped.properties.data.type, "array");
+  assert.equal(wrapped.properties.total.type, "integer");
 
   // POST create: integer vmid with bounds, required list, net[n] as a pattern property.
   const create = pve.paths["/nodes/{node}/qemu"].post;

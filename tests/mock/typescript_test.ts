@@ -23,11 +23,12 @@ async function denoCheck(text: string, extra = ""): Promise<{ ok: boolean; outpu
 }
 
 // Uses the generated types: a correct call type-checks, a wrong one must not.
-const USAGE = `import type { Operations, ParamsOf, ReturnsOf } from "./pve.ts";
+const USAGE = `import type { Operations, ParamsOf, PveEnvelope, ReturnsOf } from "./pve.ts";
 const p: ParamsOf<"POST /nodes/{node}/qemu"> = { node: "pve1", vmid: 100, net0: "virtio,bridge=vmbr0", start: true };
 const list: ReturnsOf<"GET /nodes/{node}/qemu"> = [{ vmid: 100, status: "running" }];
 const v: Operations["GET /version"]["returns"] = { version: "9.2", release: "9.2", repoid: "abcdef12" };
-export { list, p, v };
+const e: PveEnvelope<ReturnsOf<"GET /nodes/{node}/qemu">> = { data: list, total: 1 };
+export { e, list, p, v };
 `;
 
 for (const [file, operations] of [["pve-9.2.json", 675], ["pve-9.1.11.json", 649]] as const) {
