@@ -18,31 +18,24 @@
  */
 import type { AppDeps } from "../_lib/deps.ts";
 import type { BackendClientOptions } from "../../clients/backend.ts";
-import { PROBE_TIMEOUT_MS, probeHypervisor } from "../../clients/hypervisor_probe.ts";
+import { PROBE_TIMEOUT_MS } from "../../clients/hypervisor_probe.ts";
 import type { ModelEngine } from "../../domain/netbox/engine.ts";
-import type {
-  AuthInfo,
-  EngineApi,
-  FieldErrors,
-  ModelDef,
-  StoredObject,
-} from "../../domain/netbox/types.ts";
-import { MODELS, pluginModels, sshFacts } from "../../domain/plugin/models.ts";
+import type { AuthInfo, FieldErrors, ModelDef, StoredObject } from "../../domain/netbox/types.ts";
+import { MODELS, pluginModels } from "../../domain/plugin/models.ts";
 import {
-  NO_BACKEND,
-  PluginServices,
-  type TokenPlaintextReader,
-} from "../../domain/plugin/service.ts";
-import { resolveSshSecrets } from "../../domain/plugin/ssh.ts";
+  bootstrapStatus,
+  changeSettings,
+  keepalive,
+  type OpResult,
+  pushNow,
+  sshSecrets,
+} from "../../domain/plugin/operations.ts";
+import { PluginServices, type TokenPlaintextReader } from "../../domain/plugin/service.ts";
 import {
-  keyring,
-  MAX_PREVIOUS_KEYS,
   parseSettingsPatch,
   type PluginSettingsStore,
   publicSettings,
 } from "../../domain/plugin/settings.ts";
-import { isEncrypted, openWithKeyring, sealSecret } from "../../domain/plugin/secrets.ts";
-import { baseUrl } from "../../clients/backend.ts";
 import { KvPluginSettingsStore } from "../../storage/kv/plugin_settings.ts";
 
 export { pluginOpenApiPaths } from "./openapi.ts";
@@ -81,6 +74,21 @@ function json(body: unknown, status = 200, headers: Record<string, string> = {})
     status,
     headers: { "content-type": "application/json", ...headers },
   });
+}
+
+function respond(result: OpResult): Response {
+  return json(result.body, result.status, result.headers);
+}
+
+/** The JSON body, or a 400 Response naming the parse error. */
+async function readJson(request: Request): Promise<unknown> {
+  try {
+    return await request.json();
+  } catch (error) {
+    return json({
+      detail: `JSON parse error - ${error instanceof Error ? error.message : String(error)}`,
+    }, 400);
+  }
 }
 
 function notAllowed(method: string, allow: string[]): Response {
@@ -163,175 +171,6 @@ export function createPlugin(deps: AppDeps, options: PluginOptions): Plugin {
   const models = pluginModels(services);
   const probeTimeout = options.probeTimeoutMs ?? PROBE_TIMEOUT_MS;
 
-  async function hypervisor(engine: EngineApi, id: string): Promise<StoredObject | null> {
-    const n = Number(id);
-    return Number.isSafeInteger(n) ? await engine.get(MODELS.hypervisor, n) : null;
-  }
-
-  async function keepalive(engine: EngineApi, id: string): Promise<Response> {
-    const record = await hypervisor(engine, id);
-    if (!record) return json({ detail: "Not found." }, 404);
-    const checkedAt = new Date(deps.now()).toISOString();
-    const base = { id: record.id, name: record.name, checked_at: checkedAt };
-    if (record.enabled === false) {
-      return json({
-        ...base,
-        status: "disabled",
-        detail: "The endpoint is disabled; it was not contacted.",
-      });
-    }
-    const host = services.hostOf(record);
-    if (!host) return json({ ...base, status: "error", detail: "The endpoint has no host." });
-    const secrets: Record<string, string | null> = { password: null, token_value: null };
-    for (const field of ["password", "token_value"] as const) {
-      const stored = record[field];
-      if (typeof stored !== "string" || !stored) continue;
-      const opened = await services.open(stored);
-      if (!opened.ok) {
-        return json({
-          ...base,
-          status: "error",
-          reason: "credential_undecryptable",
-          detail: `${field}: ${opened.detail}`,
-        });
-      }
-      secrets[field] = opened.value;
-    }
-    const result = await probeHypervisor(deps.fetch, {
-      baseUrl: baseUrl(record.use_https !== false, host, Number(record.port ?? 8006)),
-      username: typeof record.username === "string" ? record.username : null,
-      password: secrets.password,
-      tokenName: typeof record.token_name === "string" && record.token_name
-        ? record.token_name
-        : null,
-      tokenValue: secrets.token_value,
-    }, probeTimeout);
-    return json({ ...base, ...result });
-  }
-
-  async function sshSecrets(engine: EngineApi, id: string): Promise<Response> {
-    const record = await hypervisor(engine, id);
-    if (!record) return json({ detail: "Not found." }, 404);
-    if (record.enabled === false) {
-      return json({ reason: "endpoint_disabled", detail: "The endpoint is disabled." }, 409);
-    }
-    const result = await resolveSshSecrets(sshFacts(record), keyring(await settings.get()));
-    if (!result.ok) return json({ ...result.body, endpoint_id: record.id }, result.status);
-    return json(result.secrets, 200, { "cache-control": "no-store" });
-  }
-
-  /** Re-seals every stored secret under the new key (best-effort; the keyring covers gaps). */
-  async function reseal(engine: EngineApi, ring: string[], newKey: string) {
-    let resealed = 0;
-    let unreadable = 0;
-    for (
-      const [model, fields] of [
-        [MODELS.hypervisor, ["password", "token_value", "ssh_password", "ssh_private_key"]],
-        [MODELS.inventory, ["token_secret"]],
-      ] as const
-    ) {
-      for (const record of await engine.find(model)) {
-        const changes: Record<string, string> = {};
-        for (const field of fields) {
-          const stored = record[field];
-          if (typeof stored !== "string" || !stored) continue;
-          const opened = await openWithKeyring(stored, ring);
-          if (!opened.ok) {
-            unreadable++;
-            continue;
-          }
-          changes[field] = await sealSecret(opened.value, newKey);
-          resealed++;
-        }
-        if (Object.keys(changes).length) await engine.patchStored(model, record.id, changes);
-      }
-    }
-    return { resealed, unreadable };
-  }
-
-  async function encryptedSecretsExist(engine: EngineApi): Promise<number> {
-    let n = 0;
-    for (
-      const [model, fields] of [
-        [MODELS.hypervisor, ["password", "token_value", "ssh_password", "ssh_private_key"]],
-        [MODELS.inventory, ["token_secret"]],
-      ] as const
-    ) {
-      for (const record of await engine.find(model)) {
-        for (const field of fields) {
-          const v = record[field];
-          if (typeof v === "string" && isEncrypted(v)) n++;
-        }
-      }
-    }
-    return n;
-  }
-
-  async function patchSettings(request: Request, engine: EngineApi): Promise<Response> {
-    let body: unknown;
-    try {
-      body = await request.json();
-    } catch (error) {
-      return json({
-        detail: `JSON parse error - ${error instanceof Error ? error.message : String(error)}`,
-      }, 400);
-    }
-    const parsed = parseSettingsPatch(body);
-    if (!parsed.ok) return json(parsed.errors, 400);
-    const current = await settings.get();
-    const keyChange = "encryption_key" in parsed && parsed.encryption_key !== undefined &&
-      parsed.encryption_key !== current.encryption_key;
-    if (keyChange && parsed.encryption_key === null) {
-      const n = await encryptedSecretsExist(engine);
-      if (n > 0) {
-        return json({
-          encryption_key: [
-            `${n} stored secrets are encrypted with this key; set a new key instead of clearing it.`,
-          ],
-        }, 400);
-      }
-    }
-    const stamp = new Date(deps.now()).toISOString();
-    const next = await settings.update((s) => {
-      const out = { ...s, last_updated: stamp };
-      if (parsed.custom_fields_enabled !== undefined) {
-        out.custom_fields_enabled = parsed.custom_fields_enabled;
-      }
-      if (keyChange) {
-        out.previous_keys = [s.encryption_key, ...s.previous_keys]
-          .filter((k): k is string => Boolean(k) && k !== parsed.encryption_key)
-          .slice(0, MAX_PREVIOUS_KEYS);
-        out.encryption_key = parsed.encryption_key ?? null;
-      }
-      return out;
-    });
-    if (keyChange && next.encryption_key) {
-      const { resealed, unreadable } = await reseal(engine, keyring(next), next.encryption_key);
-      deps.logger.log("info", "plugin encryption_key changed; stored secrets re-sealed", {
-        resealed,
-        unreadable,
-      });
-    }
-    return json(publicSettings(next));
-  }
-
-  async function bootstrapRelay(engine: EngineApi): Promise<Response> {
-    const backend = await services.backendEndpoint(engine);
-    if (!backend) return json({ reason: "backend_not_configured", detail: NO_BACKEND }, 503);
-    const client = services.backendClient(backend);
-    if (!client) {
-      return json(
-        { reason: "backend_not_configured", detail: "backend endpoint has no host" },
-        503,
-      );
-    }
-    const relayed = await client.relay("/extras/bootstrap-status");
-    if (!relayed.reached) {
-      return json({ reason: "backend_unreachable", detail: relayed.error }, 502);
-    }
-    return json(relayed.body, relayed.status);
-  }
-
   async function upsert(
     request: Request,
     auth: AuthInfo,
@@ -341,14 +180,8 @@ export function createPlugin(deps: AppDeps, options: PluginOptions): Plugin {
   ): Promise<Response> {
     const [app, name] = model.split(".");
     if (!canWrite(auth, `${app}.add_${name}`)) return json({ detail: DENIED }, 403);
-    let body: unknown;
-    try {
-      body = await request.json();
-    } catch (error) {
-      return json({
-        detail: `JSON parse error - ${error instanceof Error ? error.message : String(error)}`,
-      }, 400);
-    }
+    const body = await readJson(request);
+    if (body instanceof Response) return body;
     const many = Array.isArray(body);
     const items = many ? body as unknown[] : [body];
     if (items.length === 0) return json([], 201);
@@ -424,7 +257,7 @@ export function createPlugin(deps: AppDeps, options: PluginOptions): Plugin {
     if ((m = ROUTES.status.exec(path))) {
       if (!read) return notAllowed(method, ["GET"]);
       if (!can(auth, PERMISSIONS.viewHypervisor)) return json({ detail: DENIED }, 403);
-      return keepalive(engine, m[1]);
+      return respond(await keepalive(services, engine, Number(m[1]), probeTimeout));
     }
     if ((m = ROUTES.ssh.exec(path))) {
       if (!read) return notAllowed(method, ["GET"]);
@@ -432,7 +265,7 @@ export function createPlugin(deps: AppDeps, options: PluginOptions): Plugin {
       if (!can(auth, PERMISSIONS.viewHypervisor) || !can(auth, PERMISSIONS.changeHypervisor)) {
         return json({ detail: DENIED }, 403);
       }
-      return sshSecrets(engine, m[1]);
+      return respond(await sshSecrets(services, engine, Number(m[1])));
     }
     if (ROUTES.runtime.test(path)) {
       if (!read) return notAllowed(method, ["GET"]);
@@ -455,33 +288,24 @@ export function createPlugin(deps: AppDeps, options: PluginOptions): Plugin {
         return notAllowed(method, ["GET", "PATCH", "PUT"]);
       }
       if (!canWrite(auth, PERMISSIONS.changeSettings)) return json({ detail: DENIED }, 403);
-      return patchSettings(request, engine);
+      const body = await readJson(request);
+      if (body instanceof Response) return body;
+      const parsed = parseSettingsPatch(body);
+      if (!parsed.ok) return json(parsed.errors, 400);
+      return respond(await changeSettings(services, engine, parsed));
     }
     if ((m = ROUTES.push.exec(path))) {
       if (method !== "POST") return notAllowed(method, ["POST"]);
-      const model = MODELS[m[1] as "hypervisor" | "inventory" | "backend"];
-      if (!canWrite(auth, `service.change_${model.split(".")[1]}`)) {
+      const kind = m[1] as "hypervisor" | "inventory" | "backend";
+      if (!canWrite(auth, `service.change_${MODELS[kind].split(".")[1]}`)) {
         return json({ detail: DENIED }, 403);
       }
-      const record = await engine.get(model, Number(m[2]));
-      if (!record) return json({ detail: "Not found." }, 404);
-      const lastPush = m[1] === "hypervisor"
-        ? await services.pushHypervisor(engine, record)
-        : m[1] === "inventory"
-        ? await services.pushInventory(engine, record)
-        : await services.pushBackend(engine, record);
-      if (lastPush === null) {
-        return json({
-          reason: "endpoint_disabled",
-          detail: "The endpoint is disabled; disabled endpoints are never pushed.",
-        }, 409);
-      }
-      return json({ id: record.id, last_push: lastPush });
+      return respond(await pushNow(services, engine, kind, Number(m[2])));
     }
     if (ROUTES.bootstrap.test(path)) {
       if (!read) return notAllowed(method, ["GET"]);
       if (!can(auth, PERMISSIONS.viewBackend)) return json({ detail: DENIED }, 403);
-      return bootstrapRelay(engine);
+      return respond(await bootstrapStatus(services, engine));
     }
     if (method === "POST") {
       for (const u of UPSERTS) {

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { DOMAIN_OR_IP_MESSAGE } from "../../../domain/plugin/validation.ts";
 import { keys } from "../../../storage/kv/keys.ts";
+import { openSecret } from "../../../domain/plugin/secrets.ts";
 import { closedPort, FP, harness, P } from "./_harness.ts";
 
 const KIND_PATHS = ["endpoints/hypervisor/", "endpoints/inventory/", "endpoints/backend/"];
@@ -121,6 +122,19 @@ Deno.test("secrets are stored enc:<fernet> with the plugin key, plaintext withou
       keys.inventoryObject("service.hypervisorendpoint", plain.body.id),
     );
     assert.match(String(again.value?.password), /^enc:/);
+
+    // Rotation re-seals under the new key: the new key alone opens every stored value.
+    assert.equal(
+      (await h.call("PATCH", P + "settings/", { encryption_key: "the next key, rotated" })).status,
+      200,
+    );
+    for (const id of [plain.body.id, enc.body.id]) {
+      const stored = await h.deps.kv.get<Record<string, unknown>>(
+        keys.inventoryObject("service.hypervisorendpoint", id),
+      );
+      const opened = await openSecret(String(stored.value?.password), "the next key, rotated");
+      assert.ok(opened.ok, JSON.stringify(opened));
+    }
   } finally {
     await h.close();
   }

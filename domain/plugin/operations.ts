@@ -1,0 +1,259 @@
+/**
+ * The plugin's own operations behind its custom routes (routes/plugin/mod.ts): keepalive,
+ * SSH secrets, settings changes with key rotation, the bootstrap-status relay. Each answers
+ * a status and a JSON body; the route only maps it to a Response.
+ */
+import { baseUrl } from "../../clients/backend.ts";
+import { probeHypervisor } from "../../clients/hypervisor_probe.ts";
+import type { EngineApi, StoredObject } from "../netbox/types.ts";
+import { MODELS, SECRET_FIELDS, sshFacts } from "./models.ts";
+import { isEncrypted, openWithKeyring, sealSecret } from "./secrets.ts";
+import { NO_BACKEND, type PluginServices } from "./service.ts";
+import {
+  keyring,
+  MAX_PREVIOUS_KEYS,
+  type PluginSettings,
+  publicSettings,
+  type SettingsPatch,
+} from "./settings.ts";
+import { resolveSshSecrets } from "./ssh.ts";
+
+export interface OpResult {
+  status: number;
+  body: unknown;
+  headers?: Record<string, string>;
+}
+
+const NOT_FOUND: OpResult = { status: 404, body: { detail: "Not found." } };
+
+/** Endpoint kinds whose records hold sealed secrets, and those fields. */
+const SEALED = [
+  [MODELS.hypervisor, SECRET_FIELDS[MODELS.hypervisor]],
+  [MODELS.inventory, SECRET_FIELDS[MODELS.inventory]],
+] as const;
+
+async function hypervisor(engine: EngineApi, id: number): Promise<StoredObject | null> {
+  return Number.isSafeInteger(id) ? await engine.get(MODELS.hypervisor, id) : null;
+}
+
+/**
+ * Keepalive: a disabled endpoint answers `disabled` without contacting anything; an enabled
+ * one is probed at `<http[s]://host:port>/api2/json/version` with its own credentials.
+ */
+export async function keepalive(
+  services: PluginServices,
+  engine: EngineApi,
+  id: number,
+  timeoutMs: number,
+): Promise<OpResult> {
+  const record = await hypervisor(engine, id);
+  if (!record) return NOT_FOUND;
+  const base = {
+    id: record.id,
+    name: record.name,
+    checked_at: new Date(services.deps.now()).toISOString(),
+  };
+  if (record.enabled === false) {
+    return {
+      status: 200,
+      body: {
+        ...base,
+        status: "disabled",
+        detail: "The endpoint is disabled; it was not contacted.",
+      },
+    };
+  }
+  const host = services.hostOf(record);
+  if (!host) {
+    return { status: 200, body: { ...base, status: "error", detail: "The endpoint has no host." } };
+  }
+  const secrets: Record<string, string | null> = { password: null, token_value: null };
+  for (const field of ["password", "token_value"] as const) {
+    const stored = record[field];
+    if (typeof stored !== "string" || !stored) continue;
+    const opened = await services.open(stored);
+    if (!opened.ok) {
+      return {
+        status: 200,
+        body: {
+          ...base,
+          status: "error",
+          reason: "credential_undecryptable",
+          detail: `${field}: ${opened.detail}`,
+        },
+      };
+    }
+    secrets[field] = opened.value;
+  }
+  const result = await probeHypervisor(services.deps.fetch, {
+    baseUrl: baseUrl(record.use_https !== false, host, Number(record.port ?? 8006)),
+    username: typeof record.username === "string" ? record.username : null,
+    password: secrets.password,
+    tokenName: typeof record.token_name === "string" && record.token_name
+      ? record.token_name
+      : null,
+    tokenValue: secrets.token_value,
+  }, timeoutMs);
+  return { status: 200, body: { ...base, ...result } };
+}
+
+/** SSH secrets of an enabled endpoint (a disabled one is excluded from operational reads). */
+export async function sshSecrets(
+  services: PluginServices,
+  engine: EngineApi,
+  id: number,
+): Promise<OpResult> {
+  const record = await hypervisor(engine, id);
+  if (!record) return NOT_FOUND;
+  if (record.enabled === false) {
+    return {
+      status: 409,
+      body: { reason: "endpoint_disabled", detail: "The endpoint is disabled." },
+    };
+  }
+  const result = await resolveSshSecrets(
+    sshFacts(record),
+    keyring(await services.deps.settings.get()),
+  );
+  if (!result.ok) {
+    return { status: result.status, body: { ...result.body, endpoint_id: record.id } };
+  }
+  return { status: 200, body: result.secrets, headers: { "cache-control": "no-store" } };
+}
+
+/** Re-seals every stored secret under the new key (best-effort; the keyring covers gaps). */
+async function reseal(engine: EngineApi, ring: string[], newKey: string) {
+  let resealed = 0;
+  let unreadable = 0;
+  for (const [model, fields] of SEALED) {
+    for (const record of await engine.find(model)) {
+      const changes: Record<string, string> = {};
+      for (const field of fields) {
+        const stored = record[field];
+        if (typeof stored !== "string" || !stored) continue;
+        const opened = await openWithKeyring(stored, ring);
+        if (!opened.ok) {
+          unreadable++;
+          continue;
+        }
+        changes[field] = await sealSecret(opened.value, newKey);
+        resealed++;
+      }
+      if (Object.keys(changes).length) await engine.patchStored(model, record.id, changes);
+    }
+  }
+  return { resealed, unreadable };
+}
+
+async function countEncrypted(engine: EngineApi): Promise<number> {
+  let n = 0;
+  for (const [model, fields] of SEALED) {
+    for (const record of await engine.find(model)) {
+      for (const field of fields) {
+        const v = record[field];
+        if (typeof v === "string" && isEncrypted(v)) n++;
+      }
+    }
+  }
+  return n;
+}
+
+/**
+ * Applies a settings PATCH. A new encryption_key re-seals the stored secrets (the replaced
+ * key stays in the keyring, so a rotation interrupted half-way strands nothing); clearing
+ * the key is refused while secrets are sealed with it.
+ */
+export async function changeSettings(
+  services: PluginServices,
+  engine: EngineApi,
+  patch: Extract<SettingsPatch, { ok: true }>,
+): Promise<OpResult> {
+  const store = services.deps.settings;
+  const current = await store.get();
+  const keyChange = patch.encryption_key !== undefined &&
+    patch.encryption_key !== current.encryption_key;
+  if (keyChange && patch.encryption_key === null) {
+    const n = await countEncrypted(engine);
+    if (n > 0) {
+      return {
+        status: 400,
+        body: {
+          encryption_key: [
+            `${n} stored secrets are encrypted with this key; set a new key instead of clearing it.`,
+          ],
+        },
+      };
+    }
+  }
+  const stamp = new Date(services.deps.now()).toISOString();
+  const next = await store.update((s): PluginSettings => {
+    const out = { ...s, last_updated: stamp };
+    if (patch.custom_fields_enabled !== undefined) {
+      out.custom_fields_enabled = patch.custom_fields_enabled;
+    }
+    if (keyChange) {
+      out.previous_keys = [s.encryption_key, ...s.previous_keys]
+        .filter((k): k is string => Boolean(k) && k !== patch.encryption_key)
+        .slice(0, MAX_PREVIOUS_KEYS);
+      out.encryption_key = patch.encryption_key ?? null;
+    }
+    return out;
+  });
+  if (keyChange && next.encryption_key) {
+    const { resealed, unreadable } = await reseal(engine, keyring(next), next.encryption_key);
+    services.deps.logger.log("info", "plugin encryption_key changed; stored secrets re-sealed", {
+      resealed,
+      unreadable,
+    });
+  }
+  return { status: 200, body: publicSettings(next) };
+}
+
+/** Relays the backend's `/extras/bootstrap-status`: its status and body, 502 when unreachable. */
+export async function bootstrapStatus(
+  services: PluginServices,
+  engine: EngineApi,
+): Promise<OpResult> {
+  const backend = await services.backendEndpoint(engine);
+  if (!backend) {
+    return { status: 503, body: { reason: "backend_not_configured", detail: NO_BACKEND } };
+  }
+  const client = services.backendClient(backend);
+  if (!client) {
+    return {
+      status: 503,
+      body: { reason: "backend_not_configured", detail: "backend endpoint has no host" },
+    };
+  }
+  const relayed = await client.relay("/extras/bootstrap-status");
+  if (!relayed.reached) {
+    return { status: 502, body: { reason: "backend_unreachable", detail: relayed.error } };
+  }
+  return { status: relayed.status, body: relayed.body };
+}
+
+/** Pushes one endpoint now; 409 for a disabled hypervisor endpoint (never pushed). */
+export async function pushNow(
+  services: PluginServices,
+  engine: EngineApi,
+  kind: "hypervisor" | "inventory" | "backend",
+  id: number,
+): Promise<OpResult> {
+  const record = await engine.get(MODELS[kind], id);
+  if (!record) return NOT_FOUND;
+  const lastPush = kind === "hypervisor"
+    ? await services.pushHypervisor(engine, record)
+    : kind === "inventory"
+    ? await services.pushInventory(engine, record)
+    : await services.pushBackend(engine, record);
+  if (lastPush === null) {
+    return {
+      status: 409,
+      body: {
+        reason: "endpoint_disabled",
+        detail: "The endpoint is disabled; disabled endpoints are never pushed.",
+      },
+    };
+  }
+  return { status: 200, body: { id: record.id, last_push: lastPush } };
+}
