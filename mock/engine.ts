@@ -14,7 +14,7 @@ import {
   type SchemaIndex,
   type SchemaTree,
 } from "./schema.ts";
-import { type Route, Router, splitPath } from "./router.ts";
+import { type Route, type RouteMatch, Router, splitPath } from "./router.ts";
 import { type FieldError, type RawParams, validateParams } from "./validate.ts";
 import { buildSeed, type SeedOptions } from "./seed.ts";
 import { type MockState } from "./state.ts";
@@ -59,6 +59,15 @@ export interface EngineFailure {
 
 export type EngineResult = EngineSuccess | EngineFailure;
 
+export interface Authorized {
+  ok: true;
+  method: HttpMethod;
+  match: RouteMatch;
+  op: Operation;
+  principal: Principal | undefined;
+  nowMs: number;
+}
+
 export interface EngineOptions {
   schema: SchemaTree;
   seed: SeedOptions;
@@ -80,6 +89,7 @@ export class HypervisorEngine {
   readonly generic: GenericCollections;
   readonly now: () => number;
   #state: MockState;
+  #version = 0;
   readonly #seed: SeedOptions;
   /** Child segment names per template (index endpoints list them). */
   readonly #children = new Map<string, string[]>();
@@ -111,6 +121,7 @@ export class HypervisorEngine {
 
   /** Restore the seed (POST /pve/mock/reset). Tickets stay valid if their user still exists. */
   reset(): void {
+    this.#version++;
     this.tasks.reset();
     this.#state = buildSeed(this.#seed);
   }
@@ -119,10 +130,24 @@ export class HypervisorEngine {
     return this.index.operations.length;
   }
 
-  handle(req: EngineRequest): EngineResult {
+  /**
+   * Changes whenever state may have changed (writes, finished tasks, reset) and every second
+   * (live figures such as uptime move). Equal tokens mean a GET answers the same: the wire layer
+   * caches serialised GET bodies under it.
+   */
+  cacheToken(): string {
+    return `${this.#version}:${Math.floor(this.now() / 1000)}`;
+  }
+
+  /**
+   * The first half of handle(): settle tasks, route, authenticate. A failure (501, 401) or the
+   * routing facts. Cheap; the wire layer calls it before serving a cached GET body.
+   */
+  authorize(req: EngineRequest): EngineFailure | Authorized {
     const nowMs = this.now();
-    this.tasks.settle(nowMs);
+    if (this.tasks.settle(nowMs) > 0) this.#version++;
     const method = req.method.toUpperCase() as HttpMethod;
+    if (method !== "GET") this.#version++;
     const match = this.router.match(req.path);
     const op = match?.route.operations[method];
     if (!match || !op) {
@@ -130,25 +155,33 @@ export class HypervisorEngine {
         new MockError(501, `Method '${method} ${normalisePath(req.path)}' not implemented`),
       );
     }
+    let principal: Principal | undefined;
+    const key = `${method} ${match.route.template}`;
+    const world = (op.permissions as { user?: string } | undefined)?.user === "world";
+    if (!PUBLIC_OPERATIONS.has(key) && !world) {
+      try {
+        principal = authenticate(
+          this.#state,
+          this.sessions,
+          req.credentials,
+          method !== "GET",
+          nowS(nowMs),
+        );
+      } catch (err) {
+        if (err instanceof AuthError) return fail(new MockError(401, err.message));
+        throw err;
+      }
+    }
+    return { ok: true, method, match, op, principal, nowMs };
+  }
+
+  handle(req: EngineRequest): EngineResult {
+    const pre = this.authorize(req);
+    if (!pre.ok) return pre;
+    const { method, match, op, principal, nowMs } = pre;
     try {
       const template = match.route.template;
-      let principal: Principal | undefined;
       const key = `${method} ${template}`;
-      const world = (op.permissions as { user?: string } | undefined)?.user === "world";
-      if (!PUBLIC_OPERATIONS.has(key) && !world) {
-        try {
-          principal = authenticate(
-            this.#state,
-            this.sessions,
-            req.credentials,
-            method !== "GET",
-            nowS(nowMs),
-          );
-        } catch (err) {
-          if (err instanceof AuthError) throw new MockError(401, err.message);
-          throw err;
-        }
-      }
       const raw: RawParams = { ...req.params, ...match.params };
       const { values, errors } = validateParams(op, raw);
       if (errors.length) throw new MockError(400, "Parameter verification failed.", errors);

@@ -105,11 +105,15 @@ export class TaskRunner {
   }
 
   /** Finish every task due by `nowMs`, applying its effect. */
-  settle(nowMs: number): void {
+  /** Returns how many tasks finished. */
+  settle(nowMs: number): number {
+    let n = 0;
     while (this.#pending.length && this.#pending[0].endsAtMs <= nowMs) {
       const task = this.#pending.shift()!;
       this.finish(task, nowMs);
+      n++;
     }
+    return n;
   }
 
   /** Finish one task now (also used by DELETE /tasks/{upid} with an error status). */

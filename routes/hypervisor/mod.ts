@@ -6,7 +6,7 @@ import { builtinCatalogue } from "../../mock/catalogue.ts";
 import { hypervisorToolingRoutes } from "./codegen.ts";
 import { hypervisorRealModeApp } from "./real.ts";
 import type { ActiveSchema } from "./versions.ts";
-import { credentials, handleRequest, type Mount } from "./wire.ts";
+import { credentials, handleRequest, type Mount, ReplyCache } from "./wire.ts";
 import { authenticate, AuthError } from "../../mock/auth.ts";
 
 type Env = { Bindings: ServeEnv };
@@ -100,8 +100,9 @@ export async function createHypervisorApp(
     });
   });
 
+  const cache = new ReplyCache();
   const serve = (mount: Mount) => (c: Parameters<typeof handleRequest>[2]) =>
-    handleRequest(engine, mount, c);
+    handleRequest(engine, mount, c, cache);
   app.all("/api2/json/*", serve("api2"));
   app.all("/api2/json", serve("api2"));
   app.all("/pve/*", serve("pve"));

@@ -112,20 +112,104 @@ function reason(message: string): string {
 
 const JSON_HEADERS = { "content-type": "application/json;charset=UTF-8" };
 
-function json(body: unknown, status: number, statusText?: string, extra?: Record<string, string>) {
-  return new Response(JSON.stringify(body), {
-    status,
-    statusText: statusText ? reason(statusText) : undefined,
-    headers: { ...JSON_HEADERS, ...extra },
-  });
+/** A response before it becomes one (GET bodies are cached in this form). */
+export interface Reply {
+  status: number;
+  statusText?: string;
+  body: string;
+  headers: Record<string, string>;
 }
 
+function json(
+  body: unknown,
+  status: number,
+  statusText?: string,
+  extra?: Record<string, string>,
+): Reply {
+  return {
+    status,
+    statusText: statusText ? reason(statusText) : undefined,
+    body: JSON.stringify(body),
+    headers: { ...JSON_HEADERS, ...extra },
+  };
+}
+
+export function toResponse(r: Reply): Response {
+  return new Response(r.body, { status: r.status, statusText: r.statusText, headers: r.headers });
+}
+
+const encoder = new TextEncoder();
+/** Bodies this large are kept gzip-compressed in the cache (compressed once, served many times). */
+const GZIP_MIN_BYTES = 8 * 1024;
+
+interface CachedReply {
+  token: string;
+  reply: Reply;
+  bytes: Uint8Array;
+  gzip?: Promise<Uint8Array>;
+}
+
+async function gzip(bytes: Uint8Array): Promise<Uint8Array> {
+  const stream = new Blob([bytes as Uint8Array<ArrayBuffer>]).stream().pipeThrough(
+    new CompressionStream("gzip"),
+  );
+  return new Uint8Array(await new Response(stream).arrayBuffer());
+}
+
+async function cachedResponse(entry: CachedReply, acceptGzip: boolean): Promise<Response> {
+  const { reply } = entry;
+  const init = { status: reply.status, statusText: reply.statusText };
+  if (acceptGzip && entry.bytes.length >= GZIP_MIN_BYTES) {
+    entry.gzip ??= gzip(entry.bytes);
+    const body = await entry.gzip;
+    return new Response(body as Uint8Array<ArrayBuffer>, {
+      ...init,
+      headers: { ...reply.headers, "content-encoding": "gzip", vary: "Accept-Encoding" },
+    });
+  }
+  return new Response(entry.bytes as Uint8Array<ArrayBuffer>, { ...init, headers: reply.headers });
+}
+
+/**
+ * Serialised GET answers, valid while the engine's cache token is unchanged (no write, no
+ * finished task, same second). Big lists (1,000 guests on a node) are then served without
+ * rebuilding and re-serialising them on every request. Bounded.
+ */
+export class ReplyCache {
+  readonly #map = new Map<string, CachedReply>();
+  constructor(private readonly max = 256) {}
+
+  get(key: string, token: string): CachedReply | undefined {
+    const hit = this.#map.get(key);
+    return hit && hit.token === token ? hit : undefined;
+  }
+
+  set(key: string, token: string, reply: Reply): CachedReply {
+    if (this.#map.size >= this.max && !this.#map.has(key)) {
+      this.#map.delete(this.#map.keys().next().value!);
+    }
+    const entry: CachedReply = { token, reply, bytes: encoder.encode(reply.body) };
+    this.#map.set(key, entry);
+    return entry;
+  }
+}
+
+/** The Response for an engine result on `mount` (used by real mode too). */
 export function formatResult(
   mount: Mount,
   method: string,
   result: EngineResult,
   params: RawParams = {},
 ): Response {
+  return toResponse(formatReply(mount, method, result, params));
+}
+
+export function formatReply(
+  mount: Mount,
+  method: string,
+  result: EngineResult,
+  params: RawParams = {},
+): Reply {
   if (!result.ok) {
     if (mount === "pve") {
       return json({ detail: result.message, errors: result.errors }, result.status, result.message);
@@ -163,37 +247,51 @@ export function formatResult(
   return json(data, 200, undefined, headers);
 }
 
+function acceptsGzip(req: Request): boolean {
+  return /\bgzip\b/i.test(req.headers.get("accept-encoding") ?? "");
+}
+
 /** Parse a request on `mount` and run it through the engine. */
 export async function handleRequest(
   engine: HypervisorEngine,
   mount: Mount,
   c: Context,
+  cache?: ReplyCache,
 ): Promise<Response> {
   const req = c.req.raw;
   const prefix = MOUNT_PREFIX[mount];
   const pathname = c.req.path;
   const path = pathname.length > prefix.length ? pathname.slice(prefix.length) : "/";
+  const creds = credentials(req);
+  let cacheKey: string | undefined;
+  if (cache && req.method === "GET") {
+    const pre = engine.authorize({ method: "GET", path, params: {}, credentials: creds });
+    if (!pre.ok) return formatResult(mount, "GET", pre);
+    const q = req.url.indexOf("?");
+    cacheKey = `${mount} ${path}${q < 0 ? "" : req.url.slice(q)}`;
+    const hit = cache.get(cacheKey, engine.cacheToken());
+    if (hit) return cachedResponse(hit, acceptsGzip(req));
+  }
   let params: RawParams;
   try {
     const body = await bodyParams(req);
     params = { ...queryParams(req.url), ...body };
   } catch (err) {
     if (!(err instanceof BodyError)) throw err;
-    const message = err.message;
     const fail: EngineResult = {
       ok: false,
       status: 400,
       wireStatus: 400,
       message: "Parameter verification failed.",
-      errors: [{ field: "body", message }],
+      errors: [{ field: "body", message: err.message }],
     };
     return formatResult(mount, req.method, fail);
   }
-  const request: EngineRequest = {
-    method: req.method,
-    path,
-    params,
-    credentials: credentials(req),
-  };
-  return formatResult(mount, req.method, engine.handle(request), params);
+  const request: EngineRequest = { method: req.method, path, params, credentials: creds };
+  const result = engine.handle(request);
+  const reply = formatReply(mount, req.method, result, params);
+  if (cacheKey && result.ok) {
+    return cachedResponse(cache!.set(cacheKey, engine.cacheToken(), reply), acceptsGzip(req));
+  }
+  return toResponse(reply);
 }

@@ -485,3 +485,35 @@ Deno.test("hypervisor mock: derived cluster views and POST /pve/mock/reset", asy
     h.close();
   }
 });
+
+Deno.test("hypervisor mock: cached GET bodies stay correct (writes, time) and large ones are gzip-able", async () => {
+  const h = await harness({ HYPERVISOR_MOCK_SEED: "nodes=1,vms=200,cts=0,storages=2" });
+  try {
+    const s = await login(h);
+    const path = "/api2/json/nodes/pve1/qemu";
+    const plain = await call(h, s, "GET", path);
+    const res = await h.app.request(path, {
+      headers: { ...s.headers, "accept-encoding": "gzip, br" },
+    });
+    assert.equal(res.headers.get("content-encoding"), "gzip");
+    const unzipped = await new Response(res.body!.pipeThrough(new DecompressionStream("gzip")))
+      .json();
+    assert.deepEqual(unzipped, plain.body);
+
+    const running = plain.body.data.find((v: { status: string }) => v.status === "running");
+    h.clock.now += 5000;
+    const later = (await call(h, s, "GET", path)).body.data.find((v: { vmid: number }) =>
+      v.vmid === running.vmid
+    );
+    assert.equal(later.uptime, running.uptime + 5);
+    await call(h, s, "POST", `/pve/nodes/pve1/qemu/${running.vmid}/status/stop`);
+    const stopped = (await call(h, s, "GET", path)).body.data.find((v: { vmid: number }) =>
+      v.vmid === running.vmid
+    );
+    assert.equal(stopped.status, "stopped");
+    // Auth is checked before any cached answer.
+    assert.equal((await call(h, {}, "GET", path)).status, 401);
+  } finally {
+    h.close();
+  }
+});
