@@ -5,7 +5,8 @@
  */
 import { baseUrl } from "../../clients/backend.ts";
 import { probeHypervisor } from "../../clients/hypervisor_probe.ts";
-import type { EngineApi, StoredObject } from "../netbox/types.ts";
+import type { ModelEngine } from "../netbox/engine.ts";
+import type { AuthInfo, EngineApi, FieldErrors, StoredObject } from "../netbox/types.ts";
 import { MODELS, SECRET_FIELDS, sshFacts } from "./models.ts";
 import { isEncrypted, openWithKeyring, sealSecret } from "./secrets.ts";
 import { NO_BACKEND, type PluginServices } from "./service.ts";
@@ -256,4 +257,106 @@ export async function pushNow(
     };
   }
   return { status: 200, body: { id: record.id, last_push: lastPush } };
+}
+
+// ------------------------------------------------------------------ upserts
+
+/** The natural key of an input item (a unique constraint of the model), null when incomplete. */
+export type NaturalKey = (
+  item: Record<string, unknown>,
+) => { constraint: string; values: Array<string | number> } | null;
+
+/** An FK reference as written: 5, "5" or {id: 5}. */
+function refId(value: unknown): number | null {
+  if (typeof value === "number" && Number.isSafeInteger(value)) return value;
+  if (typeof value === "string" && /^\d+$/.test(value.trim())) return Number(value.trim());
+  if (value && typeof value === "object" && "id" in value) {
+    return refId((value as { id: unknown }).id);
+  }
+  return null;
+}
+
+/** Plugin storage is identified by cluster + name. */
+export const storageKey: NaturalKey = (item) => {
+  const cluster = refId(item.cluster);
+  const name = typeof item.name === "string" ? item.name.trim() : "";
+  return cluster === null || !name ? null : { constraint: "cluster+name", values: [cluster, name] };
+};
+
+/** Task history is identified by its UPID. */
+export const taskKey: NaturalKey = (item) => {
+  const upid = typeof item.upid === "string" ? item.upid.trim() : "";
+  return upid ? { constraint: "upid", values: [upid] } : null;
+};
+
+export const MAX_UPSERT_BATCH = 1000;
+
+export type UpsertResult =
+  | { ok: true; records: StoredObject[]; updated: boolean[] }
+  | { ok: false; status: number; body: unknown };
+
+/**
+ * Creates the items whose natural key is new and updates (PATCH semantics) those whose key
+ * exists, so the sync can write blindly. New items are created first, in one validated
+ * batch: when any is invalid nothing at all is written.
+ */
+export async function upsertMany(
+  engine: ModelEngine,
+  auth: AuthInfo | null,
+  model: string,
+  key: NaturalKey,
+  items: unknown[],
+  options: { mayUpdate: boolean },
+): Promise<UpsertResult> {
+  if (items.length === 0) return { ok: true, records: [], updated: [] };
+  if (items.length > MAX_UPSERT_BATCH) {
+    return {
+      ok: false,
+      status: 400,
+      body: { non_field_errors: [`At most ${MAX_UPSERT_BATCH} objects per request.`] },
+    };
+  }
+  const creates: Array<{ index: number; data: unknown }> = [];
+  const updates: Array<{ index: number; id: number; data: unknown }> = [];
+  for (let i = 0; i < items.length; i++) {
+    const item = items[i];
+    const natural = item && typeof item === "object" && !Array.isArray(item)
+      ? key(item as Record<string, unknown>)
+      : null;
+    const existing = natural
+      ? await engine.store.idByUnique(model, natural.constraint, natural.values)
+      : null;
+    if (existing !== null) updates.push({ index: i, id: existing, data: item });
+    else creates.push({ index: i, data: item });
+  }
+  if (updates.length > 0 && !options.mayUpdate) return { ok: false, status: 403, body: null };
+  const records = new Array<StoredObject | null>(items.length).fill(null);
+  const errors: FieldErrors[] = items.map(() => ({}));
+  const fail = (
+    r: { status: number; errors?: FieldErrors | FieldErrors[]; detail?: string },
+    at: number[],
+  ): UpsertResult => {
+    if (r.status !== 400) return { ok: false, status: r.status, body: { detail: r.detail } };
+    const list = Array.isArray(r.errors) ? r.errors : [r.errors ?? {}];
+    at.forEach((index, k) => (errors[index] = list[k] ?? {}));
+    return { ok: false, status: 400, body: errors };
+  };
+  if (creates.length > 0) {
+    const r = await engine.createMany(model, creates.map((c) => c.data), auth);
+    if (!r.ok) return fail(r, creates.map((c) => c.index));
+    creates.forEach((c, k) => (records[c.index] = r.value[k]));
+  }
+  if (updates.length > 0) {
+    const r = await engine.updateMany(
+      model,
+      updates.map((u) => ({ id: u.id, data: u.data })),
+      true,
+      auth,
+    );
+    if (!r.ok) return fail(r, updates.map((u) => u.index));
+    const byId = new Map(r.value.map((v) => [v.id, v]));
+    for (const u of updates) records[u.index] = byId.get(u.id) ?? null;
+  }
+  const updated = items.map((_, i) => updates.some((u) => u.index === i));
+  return { ok: true, records: records as StoredObject[], updated };
 }

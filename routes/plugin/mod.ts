@@ -20,15 +20,19 @@ import type { AppDeps } from "../_lib/deps.ts";
 import type { BackendClientOptions } from "../../clients/backend.ts";
 import { PROBE_TIMEOUT_MS } from "../../clients/hypervisor_probe.ts";
 import type { ModelEngine } from "../../domain/netbox/engine.ts";
-import type { AuthInfo, FieldErrors, ModelDef, StoredObject } from "../../domain/netbox/types.ts";
+import type { AuthInfo, ModelDef } from "../../domain/netbox/types.ts";
 import { MODELS, pluginModels } from "../../domain/plugin/models.ts";
 import {
   bootstrapStatus,
   changeSettings,
   keepalive,
+  type NaturalKey,
   type OpResult,
   pushNow,
   sshSecrets,
+  storageKey,
+  taskKey,
+  upsertMany,
 } from "../../domain/plugin/operations.ts";
 import { PluginServices, type TokenPlaintextReader } from "../../domain/plugin/service.ts";
 import {
@@ -119,44 +123,10 @@ const ROUTES = {
  * Upsert collections: a POST whose natural key already exists updates that record (PATCH
  * semantics) instead of failing on the unique constraint, so the sync can write blindly.
  */
-const UPSERTS: Array<{
-  route: RegExp;
-  model: string;
-  /** The natural key of an input item (the model's unique constraint), null when incomplete. */
-  key: (
-    item: Record<string, unknown>,
-  ) => { constraint: string; values: Array<string | number> } | null;
-}> = [
-  {
-    route: ROUTES.storageList,
-    model: MODELS.storage,
-    key: (item) => {
-      const cluster = refId(item.cluster);
-      const name = typeof item.name === "string" ? item.name.trim() : "";
-      return cluster === null || !name
-        ? null
-        : { constraint: "cluster+name", values: [cluster, name] };
-    },
-  },
-  {
-    route: ROUTES.taskList,
-    model: MODELS.taskHistory,
-    key: (item) => {
-      const upid = typeof item.upid === "string" ? item.upid.trim() : "";
-      return upid ? { constraint: "upid", values: [upid] } : null;
-    },
-  },
+const UPSERTS: Array<{ route: RegExp; model: string; key: NaturalKey }> = [
+  { route: ROUTES.storageList, model: MODELS.storage, key: storageKey },
+  { route: ROUTES.taskList, model: MODELS.taskHistory, key: taskKey },
 ];
-
-/** An FK reference as written: 5, "5" or {id: 5}. */
-function refId(value: unknown): number | null {
-  if (typeof value === "number" && Number.isSafeInteger(value)) return value;
-  if (typeof value === "string" && /^\d+$/.test(value.trim())) return Number(value.trim());
-  if (value && typeof value === "object" && "id" in value) {
-    return refId((value as { id: unknown }).id);
-  }
-  return null;
-}
 
 export function createPlugin(deps: AppDeps, options: PluginOptions): Plugin {
   const settings = options.settings ?? new KvPluginSettingsStore(deps.kv);
@@ -176,70 +146,27 @@ export function createPlugin(deps: AppDeps, options: PluginOptions): Plugin {
     auth: AuthInfo,
     engine: ModelEngine,
     model: string,
-    key: (typeof UPSERTS)[number]["key"],
+    key: NaturalKey,
   ): Promise<Response> {
     const [app, name] = model.split(".");
     if (!canWrite(auth, `${app}.add_${name}`)) return json({ detail: DENIED }, 403);
     const body = await readJson(request);
     if (body instanceof Response) return body;
     const many = Array.isArray(body);
-    const items = many ? body as unknown[] : [body];
-    if (items.length === 0) return json([], 201);
-    if (items.length > 1000) {
-      return json({ non_field_errors: ["At most 1000 objects per request."] }, 400);
-    }
-    const creates: Array<{ index: number; data: unknown }> = [];
-    const updates: Array<{ index: number; id: number; data: unknown }> = [];
-    for (let i = 0; i < items.length; i++) {
-      const item = items[i];
-      const natural = item && typeof item === "object" && !Array.isArray(item)
-        ? key(item as Record<string, unknown>)
-        : null;
-      const existing = natural
-        ? await engine.store.idByUnique(model, natural.constraint, natural.values)
-        : null;
-      if (existing !== null) updates.push({ index: i, id: existing, data: item });
-      else creates.push({ index: i, data: item });
-    }
-    if (updates.length > 0 && !canWrite(auth, `${app}.change_${name}`)) {
-      return json({ detail: DENIED }, 403);
-    }
-    const results = new Array<StoredObject | null>(items.length).fill(null);
-    const errors: FieldErrors[] = items.map(() => ({}));
-    let failed = false;
-    if (updates.length > 0) {
-      const r = await engine.updateMany(
-        model,
-        updates.map((u) => ({ id: u.id, data: u.data })),
-        true,
-        auth,
+    const result = await upsertMany(engine, auth, model, key, many ? body as unknown[] : [body], {
+      mayUpdate: canWrite(auth, `${app}.change_${name}`),
+    });
+    if (!result.ok) {
+      if (result.status === 403) return json({ detail: DENIED }, 403);
+      return json(
+        many || !Array.isArray(result.body) ? result.body : result.body[0],
+        result.status,
       );
-      if (!r.ok) {
-        if (r.status !== 400) return json({ detail: r.detail }, r.status);
-        const list = Array.isArray(r.errors) ? r.errors : [r.errors];
-        updates.forEach((u, k) => (errors[u.index] = list[k] ?? {}));
-        failed = true;
-      } else {
-        const byId = new Map(r.value.map((v) => [v.id, v]));
-        for (const u of updates) results[u.index] = byId.get(u.id) ?? null;
-      }
     }
-    if (!failed && creates.length > 0) {
-      const r = await engine.createMany(model, creates.map((c) => c.data), auth);
-      if (!r.ok) {
-        if (r.status !== 400) return json({ detail: r.detail }, r.status);
-        const list = Array.isArray(r.errors) ? r.errors : [r.errors];
-        creates.forEach((c, k) => (errors[c.index] = list[k] ?? {}));
-        failed = true;
-      } else {
-        creates.forEach((c, k) => (results[c.index] = r.value[k]));
-      }
-    }
-    if (failed) return json(many ? errors : errors[0], 400);
-    const url = new URL(request.url);
-    const rendered = await engine.render(model, results as StoredObject[], { origin: url.origin });
+    const origin = new URL(request.url).origin;
+    const rendered = await engine.render(model, result.records, { origin });
     if (many) return json(rendered, 201);
-    return json(rendered[0], updates.length > 0 ? 200 : 201);
+    return json(rendered[0], result.updated[0] ? 200 : 201);
   }
 
   async function handle(

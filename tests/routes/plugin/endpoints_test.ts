@@ -490,6 +490,29 @@ Deno.test("plugin operational records: upserts, uniques, nested summaries", asyn
     assert.equal(s2.body.storage_type, "lvmthin", "upsert patches");
     const storages = await h.call("GET", P + "storage/");
     assert.equal(storages.body.count, 1);
+    // A batch with an invalid new item writes nothing, not even the valid update.
+    const mixed = await h.call("POST", P + "storage/", [
+      { cluster: cluster.body.id, name: "local-lvm", total: 300 },
+      { cluster: cluster.body.id },
+    ]);
+    assert.equal(mixed.status, 400);
+    assert.deepEqual(mixed.body[0], {});
+    assert.ok(mixed.body[1].name);
+    assert.equal((await h.call("GET", `${P}storage/${s1.body.id}/`)).body.total, 200);
+    // Updating through the upsert needs the change permission too.
+    const adder = await h.token({ permissions: ["service.add_storage"] });
+    const denied = await h.call("POST", P + "storage/", {
+      cluster: cluster.body.id,
+      name: "local-lvm",
+    }, {
+      auth: adder,
+    });
+    assert.equal(denied.status, 403);
+    const fresh = await h.call("POST", P + "storage/", { cluster: cluster.body.id, name: "nfs" }, {
+      auth: adder,
+    });
+    assert.equal(fresh.status, 201);
+    await h.call("DELETE", `${P}storage/${fresh.body.id}/`);
 
     const routine = await h.call("POST", P + "backup-routines/", {
       endpoint: ep.id,
