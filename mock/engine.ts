@@ -75,6 +75,8 @@ export interface EngineOptions {
   now: () => number;
   /** How long a task runs before it finishes (ms). Default 1000. */
   taskDelayMs?: number;
+  /** The PVE version GET /version reports (`9.2`, `9.1.11`); default 9.2. */
+  version?: string;
 }
 
 /** Operations that need no authentication besides the schema's `user: "world"` ones. */
@@ -88,6 +90,8 @@ export class HypervisorEngine {
   readonly tasks: TaskRunner;
   readonly generic: GenericCollections;
   readonly now: () => number;
+  /** GET /version's answer. */
+  readonly versionInfo: { version: string; release: string; repoid: string };
   #state: MockState;
   #version = 0;
   readonly #seed: SeedOptions;
@@ -99,6 +103,13 @@ export class HypervisorEngine {
     this.index = indexSchema(opts.schema);
     this.router = Router.fromIndex(this.index);
     this.now = opts.now;
+    const v = opts.version ?? "9.2";
+    const [major, minor = "0", patch = "0"] = v.split(".");
+    this.versionInfo = {
+      version: `${major}.${minor}.${patch}`,
+      release: `${major}.${minor}`,
+      repoid: "b1d9e5c3",
+    };
     this.#seed = opts.seed;
     this.#state = buildSeed(opts.seed);
     this.sessions = new Sessions(opts.now);

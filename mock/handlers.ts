@@ -1556,12 +1556,7 @@ function guestHandlers(type: GuestType): Record<string, Handler> {
 }
 
 export const HANDLERS: Record<string, Handler> = {
-  "GET /version": () => ({
-    version: "9.2.0",
-    release: "9.2",
-    repoid: "b1d9e5c3a7f0e2d4",
-    console: "xtermjs",
-  }),
+  "GET /version": (ctx) => ({ ...ctx.engine.versionInfo, console: "xtermjs" }),
   "POST /access/ticket": login,
   "GET /access/ticket": () => null,
   "GET /access/users": usersList,

@@ -56,6 +56,7 @@ export function createEngine(deps: AppDeps, tree: SchemaTree, options: Hyperviso
     seed: { size: h.seed, mockUser: h.mockUser, mockPassword: h.mockPassword },
     now: deps.now,
     taskDelayMs: options.taskDelayMs,
+    version: h.version,
   });
 }
 
@@ -73,6 +74,17 @@ export async function createHypervisorApp(
   const engine = createEngine(deps, active.tree, options);
   options.onEngine?.(engine);
   const app = new Hono<Env>();
+  // A bug in a handler answers a JSON 500 in the mount's format, never a stack trace.
+  app.onError((err, c) => {
+    deps.logger.log("error", "hypervisor mock: unexpected error", {
+      method: c.req.method,
+      path: c.req.path,
+      error: err instanceof Error ? err.message : String(err),
+    });
+    return c.req.path.startsWith("/api2/")
+      ? c.json({ data: null, message: "internal error\n" }, 500)
+      : c.json({ detail: "Internal error in the hypervisor mock.", errors: [] }, 500);
+  });
 
   // Docs, OpenAPI, code generation and versions (routes/hypervisor/docs.ts, codegen.ts).
   app.route("/", hypervisorToolingRoutes(deps, { active: () => active }));
