@@ -473,14 +473,13 @@ export function pluginModels(services: PluginServices): ModelDef[] {
       },
       fleecing_storage: fk(MODELS.storage),
       repeat_missed: bool(false),
-      pbs_change_detection_mode: choice(
-        [["default", "Default"], ["legacy", "Legacy"], [
-          "data",
-          "Data",
-        ]],
-        "default",
-        { allowBlank: true },
-      ),
+      // A plain string in spec 2 (not a choice object), limited to the three modes.
+      pbs_change_detection_mode: str({
+        default: "default",
+        index: true,
+        pattern: /^(default|legacy|data)$/,
+        patternMessage: "Use default, legacy or data.",
+      }),
       raw_config: raw,
     },
     unique: [{ fields: ["endpoint", "job_id"] }],

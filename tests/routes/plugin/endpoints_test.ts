@@ -535,6 +535,20 @@ Deno.test("plugin operational records: upserts, uniques, nested summaries", asyn
     assert.equal(routine.body.storage.name, "local-lvm");
     assert.equal(routine.body.storage.cluster.id, cluster.body.id);
     assert.deepEqual(routine.body.status, { value: "active", label: "Active" });
+    assert.equal(routine.body.pbs_change_detection_mode, "default");
+    assert.deepEqual(routine.body.selection, [100, 101]);
+    const fleecing = await h.call("PATCH", `${P}backup-routines/${routine.body.id}/`, {
+      fleecing: false,
+      pbs_change_detection_mode: "data",
+      keep_all: null,
+    });
+    assert.equal(fleecing.status, 200, JSON.stringify(fleecing.body));
+    assert.equal(fleecing.body.fleecing, false);
+    assert.equal(fleecing.body.pbs_change_detection_mode, "data");
+    const badMode = await h.call("PATCH", `${P}backup-routines/${routine.body.id}/`, {
+      pbs_change_detection_mode: "fast",
+    });
+    assert.equal(badMode.status, 400);
     assert.deepEqual(routine.body.endpoint, {
       id: ep.id,
       url: ep.url,
