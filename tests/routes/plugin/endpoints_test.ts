@@ -669,3 +669,49 @@ Deno.test("plugin operational records: upserts, uniques, nested summaries", asyn
     await h.close();
   }
 });
+
+Deno.test("deletion requests and apply jobs: written internally, read through the API with filters", async () => {
+  const h = await harness();
+  try {
+    // A second engine over the same KV stands in for the internal writers (UI intent, backend).
+    const { createInventoryCore } = await import("../../../routes/inventory/mod.ts");
+    const { createPlugin } = await import("../../../routes/plugin/mod.ts");
+    const core = createInventoryCore(h.deps);
+    core.engine.register(
+      ...createPlugin(h.deps, { tokenPlaintext: () => Promise.resolve(null) }).models,
+    );
+    const ep =
+      (await h.call("POST", P + "endpoints/hypervisor/", { name: "pve", domain: "pve.local" }))
+        .body;
+    for (const status of ["pending", "pending", "completed"]) {
+      const r = await core.engine.insert("service.deletionrequest", {
+        endpoint: ep.id,
+        vmid: 100,
+        name: "old-vm",
+        status,
+      });
+      assert.ok(r.ok, JSON.stringify(r));
+    }
+    for (let i = 0; i < 3; i++) {
+      const r = await core.engine.insert("service.applyjob", {
+        endpoint: ep.id,
+        branch: `intent-${i}`,
+        status: "completed",
+      });
+      assert.ok(r.ok, JSON.stringify(r));
+    }
+    const pending = await h.call("GET", `${P}deletion-requests/?status=pending`);
+    assert.equal(pending.body.count, 2);
+    assert.deepEqual(pending.body.results[0].status, { value: "pending", label: "Pending" });
+    assert.equal(pending.body.results[0].endpoint.id, ep.id);
+    const jobs = await h.call("GET", `${P}apply-jobs/?endpoint_id=${ep.id}&limit=1`);
+    assert.equal(jobs.body.count, 3);
+    assert.equal(jobs.body.results.length, 1);
+    assert.ok(jobs.body.next);
+    const one = await h.call("GET", `${P}apply-jobs/${jobs.body.results[0].id}/`);
+    assert.equal(one.status, 200);
+    assert.equal((await h.call("DELETE", `${P}apply-jobs/${one.body.id}/`)).status, 405);
+  } finally {
+    await h.close();
+  }
+});
