@@ -389,6 +389,14 @@ function updateConfig(asTask: boolean): Handler {
   };
 }
 
+/** No pending changes in the mock: every key is current. */
+function pendingList(ctx: HandlerContext): unknown[] {
+  const g = guestOf(ctx);
+  return Object.entries(g.config)
+    .filter(([k]) => k !== "digest")
+    .map(([key, value]) => ({ key, value }));
+}
+
 function statusCurrent(ctx: HandlerContext): Record<string, unknown> {
   const g = guestOf(ctx);
   const entry = listEntry(g, ctx.nowS, ctx.state);
@@ -1531,6 +1539,7 @@ function guestHandlers(type: GuestType): Record<string, Handler> {
     [`GET ${item}/config`]: getConfig,
     [`PUT ${item}/config`]: updateConfig(false),
     [`GET ${item}/status/current`]: statusCurrent,
+    [`GET ${item}/pending`]: pendingList,
     [`POST ${item}/migrate`]: migrate(type),
     [`GET ${item}/migrate`]: migratePrecondition(type),
     [`POST ${item}/clone`]: clone(type),

@@ -1,3 +1,21 @@
+/**
+ * The hypervisor API server (spec 3, decisions §3): one engine, two mounts.
+ *
+ * - `/pve/...` answers bare payloads; `/api2/json/...` answers the Proxmox VE wire format
+ *   (routes/hypervisor/wire.ts maps both, including errors).
+ * - Schema: `options.schema`, else HYPERVISOR_SCHEMA (file or URL, JSON or `const apiSchema`),
+ *   else the built-in catalogue (mock/catalogue.ts). Every operation of the loaded schema is
+ *   routed by one trie (mock/router.ts); anything else is 501 as Proxmox answers.
+ * - Mock mode (default): mock/engine.ts with a deterministic seed (HYPERVISOR_MOCK_SEED) in
+ *   memory; `POST /pve/mock/reset` (authenticated) restores it. Login with
+ *   HYPERVISOR_MOCK_USER / HYPERVISOR_MOCK_PASSWORD (default `root@pam` / `bridgebox`) via
+ *   `POST /api2/json/access/ticket`, then cookie `PVEAuthCookie` (+ header `CSRFPreventionToken`
+ *   on writes), or create an API token with `POST /access/users/{userid}/token/{tokenid}` and
+ *   send `Authorization: PVEAPIToken=user@realm!tokenid=secret`.
+ * - Real mode (HYPERVISOR_MODE=real): routes/hypervisor/real.ts.
+ * - Docs, OpenAPI, codegen and versions: routes/hypervisor/docs.ts and codegen.ts, mounted
+ *   before the engine's catch-all.
+ */
 import { Hono } from "hono";
 import type { AppDeps, ServeEnv } from "../../app.ts";
 import { HypervisorEngine } from "../../mock/engine.ts";
