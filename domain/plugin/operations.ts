@@ -64,7 +64,7 @@ export async function keepalive(
       },
     };
   }
-  const host = services.hostOf(record);
+  const host = await services.hostOf(engine, record);
   if (!host) {
     return { status: 200, body: { ...base, status: "error", detail: "The endpoint has no host." } };
   }
@@ -219,7 +219,7 @@ export async function bootstrapStatus(
   if (!backend) {
     return { status: 503, body: { reason: "backend_not_configured", detail: NO_BACKEND } };
   }
-  const client = services.backendClient(backend);
+  const client = await services.backendClient(engine, backend);
   if (!client) {
     return {
       status: 503,

@@ -210,20 +210,25 @@ export class PluginServices {
     return all[0] ?? null;
   }
 
-  hostOf(record: StoredObject): string | null {
+  /**
+   * Where an endpoint is reached: its domain, else its IP address record's current address
+   * (read fresh, so an edited IP address is followed; `_host` is only the display copy).
+   */
+  async hostOf(engine: EngineApi, record: StoredObject): Promise<string | null> {
     if (present(record.domain)) return record.domain;
-    if (present(record._host)) return record._host;
-    return null;
+    const fresh = await this.ipHost(engine, record.ip_address);
+    if (fresh) return fresh;
+    return present(record._host) ? record._host : null;
   }
 
-  backendClient(backend: StoredObject, token: string | null = null): BackendClient | null {
-    const host = this.hostOf(backend);
+  async backendClient(engine: EngineApi, backend: StoredObject): Promise<BackendClient | null> {
+    const host = await this.hostOf(engine, backend);
     if (!host) return null;
     return new BackendClient(
       this.deps.fetch,
       {
         baseUrl: baseUrl(backend.use_https !== false, host, Number(backend.port ?? 8800)),
-        token: token ?? (present(backend.token) ? backend.token : null),
+        token: present(backend.token) ? backend.token : null,
       },
       this.deps.backendTimeouts,
     );
@@ -235,7 +240,7 @@ export class PluginServices {
 
   /** Registers the backend endpoint's token when the backend has no key yet. */
   async pushBackend(engine: EngineApi, record: StoredObject): Promise<LastPush> {
-    const client = this.backendClient(record);
+    const client = await this.backendClient(engine, record);
     if (!client || !present(record.token)) {
       return this.#record(
         engine,
@@ -263,7 +268,7 @@ export class PluginServices {
         await engine.patchStored(MODELS.backend, backend.id, { token: generateBackendToken() }) ??
           backend;
     }
-    const client = this.backendClient(backend);
+    const client = await this.backendClient(engine, backend);
     if (!client) return { outcome: failed("backend endpoint has no host") };
     const registered = await registerBackendKey(client, backend.token as string);
     if (!registered.ok) return { outcome: registered };
@@ -278,9 +283,9 @@ export class PluginServices {
     const save = (o: PushOutcome) => this.#record(engine, MODELS.inventory, record.id, o);
     const backend = await this.backendEndpoint(engine);
     if (!backend) return save(failed(NO_BACKEND));
-    const client = this.backendClient(backend);
+    const client = await this.backendClient(engine, backend);
     if (!client) return save(failed("backend endpoint has no host"));
-    const host = this.hostOf(record);
+    const host = await this.hostOf(engine, record);
     if (!host) return save(failed("inventory endpoint has no host"));
     let token: string | null;
     if (record.token_version === "v2") {
@@ -320,7 +325,7 @@ export class PluginServices {
   /** Removes the backend copy of a deleted endpoint (best-effort; logged when it fails). */
   async afterHypervisorDelete(record: StoredObject, engine: EngineApi): Promise<void> {
     const backend = await this.backendEndpoint(engine);
-    const client = backend ? this.backendClient(backend) : null;
+    const client = backend ? await this.backendClient(engine, backend) : null;
     if (!client) return;
     const name = hypervisorCopyName(String(record.name), record.id);
     const list = await client.listHypervisorEndpoints();
@@ -346,7 +351,7 @@ export class PluginServices {
   async pushHypervisor(engine: EngineApi, record: StoredObject): Promise<LastPush | null> {
     if (record.enabled === false) return null;
     const save = (o: PushOutcome) => this.#record(engine, MODELS.hypervisor, record.id, o);
-    const host = this.hostOf(record);
+    const host = await this.hostOf(engine, record);
     if (!host) return save(failed("hypervisor endpoint has no host"));
     const ready = await this.#readyBackend(engine);
     if ("outcome" in ready) return save(ready.outcome);

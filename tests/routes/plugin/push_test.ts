@@ -155,6 +155,16 @@ Deno.test("push: hypervisor endpoint copy named '<name> (inv:<pk>)', POST then P
     assert.equal(copies.filter((c: { name: string }) => c.name.startsWith("pve (inv:")).length, 1);
     assert.equal(copies.find((c: { id: number }) => c.id === copy.id).allow_writes, false);
 
+    // The IP address record is read fresh at push time: an edited address is followed.
+    const moved = await h.call("PATCH", `/api/ipam/ip-addresses/${ip}/`, {
+      address: "192.0.2.11/24",
+    });
+    assert.equal(moved.status, 200);
+    const repushed = await h.call("POST", `${path}${hv.body.id}/push/`);
+    assert.equal(repushed.body.last_push.ok, true);
+    copies = (await backendGet(backend, "/hypervisor/endpoints", be.token)).body;
+    assert.equal(copies.find((c: { id: number }) => c.id === copy.id).ip, "192.0.2.11");
+
     // The backend refuses a copy without credentials: the save still succeeds, with the reason.
     const noCreds = await h.call("POST", path, { name: "nocreds", domain: "n.local" });
     assert.equal(noCreds.status, 201);
