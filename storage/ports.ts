@@ -113,10 +113,14 @@ export type IndexEntry = readonly [field: string, value: IndexValue];
 /** [constraint name, values]: one unique-constraint entry of an object. */
 export type UniqueEntry = readonly [constraint: string, values: readonly IndexValue[]];
 
+/** [field, value, sort key]: one ordered-index entry (ids under a value in display order). */
+export type OrderedEntry = readonly [field: string, value: IndexValue, sort: IndexValue];
+
 export interface ObjectState {
   record: StoredObject;
   indexes: readonly IndexEntry[];
   uniques: readonly UniqueEntry[];
+  ordered?: readonly OrderedEntry[];
 }
 
 /**
@@ -151,6 +155,15 @@ export interface ModelStore {
     constraint: string,
     values: readonly IndexValue[],
   ): Promise<number | null>;
+  /** How many ids the value index holds under (field, value), without listing them. */
+  countByIndex(model: string, field: string, value: IndexValue): Promise<number>;
+  /** One page of ids under (field, value): by id, or by the ordered index when `ordered`. */
+  pageByIndex(
+    model: string,
+    field: string,
+    value: IndexValue,
+    page: { offset: number; limit: number; reverse: boolean; ordered: boolean },
+  ): Promise<number[]>;
   /**
    * Splits writes into groups that each fit one atomic operation (mutation, check and size
    * limits of the backing store).

@@ -11,6 +11,7 @@ import type {
   IndexValue,
   ModelStore,
   ObjectWrite,
+  OrderedEntry,
   UniqueEntry,
 } from "../../storage/ports.ts";
 import type { Logger } from "../logger.ts";
@@ -159,6 +160,28 @@ function naturalCompare(a: unknown, b: unknown): number {
     (String(a) < String(b) ? -1 : String(a) > String(b) ? 1 : 0);
 }
 
+/**
+ * Sort key of a value, shared by in-memory sorting and the KV ordered index so both agree:
+ * strings case-insensitive with digit runs zero-padded (natural order), null/empty first.
+ */
+export function sortKey(v: unknown): IndexValue {
+  if (v === null || v === undefined) return "";
+  if (typeof v === "number") return Number.isFinite(v) ? v : 0;
+  if (typeof v === "boolean") return v ? 1 : 0;
+  const text = (typeof v === "string" ? v : JSON.stringify(v)).toLowerCase().slice(0, 200);
+  return text.replace(/\d+/g, (d) => {
+    const t = d.replace(/^0+(?=\d)/, "");
+    return t.length >= 20 ? t : t.padStart(20, "0");
+  });
+}
+
+/** Compares sort keys in Deno KV's key order (strings before numbers). */
+export function compareSortKeys(a: IndexValue, b: IndexValue): number {
+  if (typeof a !== typeof b) return typeof a === "string" ? -1 : typeof b === "string" ? 1 : 0;
+  if (typeof a === "number" && typeof b === "number") return a - b;
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
 function splitList(values: string[]): string[] {
   return values.flatMap((v) => v.split(",")).map((v) => v.trim()).filter((v) => v !== "");
 }
@@ -288,6 +311,8 @@ export class ModelEngine implements EngineApi {
     if (q !== null && q.trim() !== "") conditions.push(await this.#searchCondition(def, q.trim()));
 
     const byId = ordering.length === 1 && ordering[0].field === "id";
+    const fast = await this.#fastPage(def, conditions, ordering, offset, limit);
+    if (fast) return fast;
     if (conditions.length === 0 && byId) {
       const [count, records] = await Promise.all([
         this.store.count(model),
@@ -329,8 +354,9 @@ export class ModelEngine implements EngineApi {
     let order = raw ? parse(raw.split(",")) : [];
     if (order.length === 0) order = parse(def.ordering ?? ["id"]);
     if (order.length === 0) order = [{ field: "id", desc: false }];
+    // Ties break by id in the direction of the first field (as the ordered index reads them).
     if (!order.some((o) => o.field === "id") && order.length > 0) {
-      order.push({ field: "id", desc: false });
+      order.push({ field: "id", desc: order[0].desc });
     }
     return order;
   }
@@ -338,7 +364,7 @@ export class ModelEngine implements EngineApi {
   #sort(records: StoredObject[], ordering: Array<{ field: string; desc: boolean }>): void {
     records.sort((a, b) => {
       for (const { field, desc } of ordering) {
-        const c = naturalCompare(a[field], b[field]);
+        const c = compareSortKeys(sortKey(a[field]), sortKey(b[field]));
         if (c !== 0) return desc ? -c : c;
       }
       return 0;
@@ -988,7 +1014,10 @@ export class ModelEngine implements EngineApi {
     return fields.join("+");
   }
 
-  stateOf(def: ModelDef, record: StoredObject): { indexes: IndexEntry[]; uniques: UniqueEntry[] } {
+  stateOf(
+    def: ModelDef,
+    record: StoredObject,
+  ): { indexes: IndexEntry[]; uniques: UniqueEntry[]; ordered: OrderedEntry[] } {
     const indexes: IndexEntry[] = [];
     const add = (field: string, v: unknown) => {
       if (v === null || v === undefined) return;
@@ -1020,7 +1049,90 @@ export class ModelEngine implements EngineApi {
       if (values.some(isEmpty)) continue;
       uniques.push([this.#constraintName(u.fields), values as IndexValue[]]);
     }
-    return { indexes, uniques };
+    const ordered: OrderedEntry[] = [];
+    const order = this.orderField(def);
+    if (order) {
+      const key = sortKey(record[order.field]);
+      ordered.push(["*", 0, key]);
+      for (const [field, value] of indexes) {
+        if (field !== order.field) ordered.push([field, value, key]);
+      }
+    }
+    return { indexes, uniques, ordered };
+  }
+
+  /** The stored field of the model's default ordering that the ordered index follows. */
+  orderField(def: ModelDef): { field: string; desc: boolean } | null {
+    const first = def.ordering?.[0];
+    if (!first) return null;
+    const field = first.replace(/^-/, "");
+    if (field === "id") return null;
+    const f = def.fields[field];
+    const stored = field === "created" || field === "last_updated" ||
+      (f && !f.compute && !f.hidden &&
+        ["string", "int", "float", "bool", "datetime", "date", "choice", "fk"].includes(f.type));
+    return stored ? { field, desc: first.startsWith("-") } : null;
+  }
+
+  /**
+   * Pages answered from indexes alone: no filter or one exact filter on an indexed field or
+   * FK, ordered by id or by the model's default ordering. Reads offset+limit index keys and
+   * one counter, however many objects the store holds.
+   */
+  async #fastPage(
+    def: ModelDef,
+    conditions: Condition[],
+    ordering: Array<{ field: string; desc: boolean }>,
+    offset: number,
+    limit: number,
+  ): Promise<ListPage | null> {
+    const model = this.nameOf(def);
+    let field: string;
+    let value: IndexValue;
+    if (conditions.length === 0) {
+      field = "*";
+      value = 0;
+    } else if (conditions.length === 1) {
+      const c = conditions[0];
+      if (
+        c.kind === "rel" && c.lookup === "exact" && !c.all && c.ids.length === 1 &&
+        typeof c.ids[0] === "number" && c.ids[0] > 0
+      ) {
+        field = c.field;
+        value = c.ids[0];
+      } else if (
+        c.kind === "field" && c.def.index && c.lookup === "exact" && c.values.length === 1
+      ) {
+        const typed = this.#typedFilterValue(c.def, c.values[0]);
+        if (
+          typed === undefined ||
+          (typeof typed === "string" && (typed.length > MAX_INDEXED_LENGTH || typed === ""))
+        ) {
+          return null;
+        }
+        field = c.field;
+        value = typed;
+      } else return null;
+    } else return null;
+    const primary = ordering[0];
+    const byId = primary.field === "id" && ordering.length === 1;
+    const order = this.orderField(def);
+    const byOrder = !byId && order !== null && ordering.length === 2 &&
+      primary.field === order.field &&
+      ordering[1].field === "id" && ordering[1].desc === primary.desc;
+    if (!byId && !byOrder) return null;
+    if (field === order?.field) return null;
+    if (field === "*" && byId) return null;
+    const [count, ids] = await Promise.all([
+      field === "*" ? this.store.count(model) : this.store.countByIndex(model, field, value),
+      this.store.pageByIndex(model, field, value, {
+        offset,
+        limit,
+        reverse: primary.desc,
+        ordered: byOrder,
+      }),
+    ]);
+    return { count, records: await this.store.getMany(model, ids), limit, offset };
   }
 
   #uniqueMessage(def: ModelDef, u: { fields: string[]; message?: string }): string {

@@ -74,4 +74,27 @@ export const keys = {
   ],
   /** Random Fernet key protecting v1 token plaintexts when SERVICE_ENCRYPTION_KEY is unset. */
   inventoryLocalSecretKey: (): Key => ["inventory", "meta", "local_secret_key"],
+  /** KvU64 number of ids under one (field, value) of the value index. */
+  inventoryIndexCount: (model: string, field: string, value: Deno.KvKeyPart): Key => [
+    "inventory",
+    "idx_count",
+    model,
+    field,
+    value,
+  ],
+  /** Ordered index: ids under one (field, value) sorted by the model's default ordering. */
+  inventoryOrdered: (
+    model: string,
+    field: string,
+    value: Deno.KvKeyPart,
+    sort: Deno.KvKeyPart,
+    id: number,
+  ): Key => ["inventory", "ord", model, field, value, sort, id],
+  inventoryOrderedPrefix: (model: string, field: string, value: Deno.KvKeyPart): Key => [
+    "inventory",
+    "ord",
+    model,
+    field,
+    value,
+  ],
 };

@@ -4,6 +4,7 @@ import type {
   IndexValue,
   ModelStore,
   ObjectWrite,
+  OrderedEntry,
   StoredObject,
   UniqueEntry,
 } from "../ports.ts";
@@ -28,6 +29,17 @@ function keyBytes(key: Deno.KvKey): number {
 
 function uniqueId(entry: UniqueEntry): string {
   return JSON.stringify([entry[0], entry[1].map((v) => typeof v === "bigint" ? `${v}n` : v)]);
+}
+
+function orderedId(entry: OrderedEntry): string {
+  const plain = (v: unknown) => typeof v === "bigint" ? `${v}n` : v;
+  return JSON.stringify([
+    entry[0],
+    plain(entry[1]),
+    typeof entry[1],
+    plain(entry[2]),
+    typeof entry[2],
+  ]);
 }
 
 function indexId(entry: IndexEntry): string {
@@ -142,6 +154,36 @@ export class KvModelStore implements ModelStore {
     return entry.value;
   }
 
+  async countByIndex(model: string, field: string, value: IndexValue): Promise<number> {
+    const entry = await this.kv.get<Deno.KvU64>(keys.inventoryIndexCount(model, field, value));
+    return entry.value ? Number(entry.value.value) : 0;
+  }
+
+  async pageByIndex(
+    model: string,
+    field: string,
+    value: IndexValue,
+    page: { offset: number; limit: number; reverse: boolean; ordered: boolean },
+  ): Promise<number[]> {
+    const out: number[] = [];
+    if (page.limit <= 0) return out;
+    const prefix = page.ordered
+      ? keys.inventoryOrderedPrefix(model, field, value)
+      : keys.inventoryIndexPrefix(model, field, value);
+    const want = page.offset + page.limit;
+    let seen = 0;
+    const iter = this.kv.list({ prefix }, {
+      reverse: page.reverse,
+      limit: want,
+      batchSize: Math.min(1000, want),
+    });
+    for await (const entry of iter) {
+      if (seen++ < page.offset) continue;
+      out.push(entry.key[entry.key.length - 1] as number);
+    }
+    return out;
+  }
+
   async localSecret(generate: () => string): Promise<string> {
     const key = keys.inventoryLocalSecretKey();
     const existing = await this.kv.get<string>(key);
@@ -186,6 +228,13 @@ export class KvModelStore implements ModelStore {
     if (writes.length === 0) return { ok: true };
     const op = this.kv.atomic();
     const counts = new Map<string, number>();
+    const valueCounts = new Map<string, { key: Deno.KvKey; delta: number }>();
+    const bump = (key: Deno.KvKey, delta: number) => {
+      const id = JSON.stringify(key, (_k, v) => typeof v === "bigint" ? `${v}n` : v);
+      const entry = valueCounts.get(id) ?? { key, delta: 0 };
+      entry.delta += delta;
+      valueCounts.set(id, entry);
+    };
     for (const write of writes) {
       const { model, id, prev, next } = write;
       const objectKey = keys.inventoryObject(model, id);
@@ -196,7 +245,19 @@ export class KvModelStore implements ModelStore {
       const prevUniques = new Map((prev?.uniques ?? []).map((e) => [uniqueId(e), e]));
       const nextUniques = new Map((next?.uniques ?? []).map((e) => [uniqueId(e), e]));
       for (const [k, [field, value]] of prevIndexes) {
-        if (!nextIndexes.has(k)) op.delete(keys.inventoryIndex(model, field, value, id));
+        if (nextIndexes.has(k)) continue;
+        op.delete(keys.inventoryIndex(model, field, value, id));
+        bump(keys.inventoryIndexCount(model, field, value), -1);
+      }
+      const prevOrdered = new Map((prev?.ordered ?? []).map((e) => [orderedId(e), e]));
+      const nextOrdered = new Map((next?.ordered ?? []).map((e) => [orderedId(e), e]));
+      for (const [k, [field, value, sort]] of prevOrdered) {
+        if (!nextOrdered.has(k)) op.delete(keys.inventoryOrdered(model, field, value, sort, id));
+      }
+      for (const [k, [field, value, sort]] of nextOrdered) {
+        if (next && !prevOrdered.has(k)) {
+          op.set(keys.inventoryOrdered(model, field, value, sort, id), null);
+        }
       }
       for (const [k, [constraint, values]] of prevUniques) {
         if (!nextUniques.has(k)) op.delete(keys.inventoryUnique(model, constraint, [...values]));
@@ -204,7 +265,9 @@ export class KvModelStore implements ModelStore {
       if (next) {
         op.set(objectKey, next.record);
         for (const [k, [field, value]] of nextIndexes) {
-          if (!prevIndexes.has(k)) op.set(keys.inventoryIndex(model, field, value, id), null);
+          if (prevIndexes.has(k)) continue;
+          op.set(keys.inventoryIndex(model, field, value, id), null);
+          bump(keys.inventoryIndexCount(model, field, value), 1);
         }
         for (const [k, [constraint, values]] of nextUniques) {
           if (prevUniques.has(k)) continue;
@@ -218,11 +281,13 @@ export class KvModelStore implements ModelStore {
       const delta = (prev ? 0 : 1) - (next ? 0 : 1);
       if (delta !== 0) counts.set(model, (counts.get(model) ?? 0) + delta);
     }
-    for (const [model, delta] of counts) {
-      if (delta === 0) continue;
+    const sum = (key: Deno.KvKey, delta: number) => {
+      if (delta === 0) return;
       const amount = delta > 0 ? BigInt(delta) : (MINUS_ONE * BigInt(-delta)) & MINUS_ONE;
-      op.sum(keys.inventoryCount(model), amount);
-    }
+      op.sum(key, amount);
+    };
+    for (const [model, delta] of counts) sum(keys.inventoryCount(model), delta);
+    for (const { key, delta } of valueCounts.values()) sum(key, delta);
     const result = await op.commit();
     return { ok: result.ok };
   }
@@ -238,16 +303,31 @@ export class KvModelStore implements ModelStore {
     const nextIdx = new Set((next?.indexes ?? []).map(indexId));
     const prevUq = new Set((prev?.uniques ?? []).map(uniqueId));
     const nextUq = new Set((next?.uniques ?? []).map(uniqueId));
+    // Each index change also moves its value count (counted once per entry: an upper bound).
     for (const e of prev?.indexes ?? []) {
       if (!nextIdx.has(indexId(e))) {
-        mutations++;
-        kb += keyBytes(keys.inventoryIndex(model, e[0], e[1], id));
+        mutations += 2;
+        kb += keyBytes(keys.inventoryIndex(model, e[0], e[1], id)) * 2;
       }
     }
     for (const e of next?.indexes ?? []) {
       if (!prevIdx.has(indexId(e))) {
+        mutations += 2;
+        kb += keyBytes(keys.inventoryIndex(model, e[0], e[1], id)) * 2;
+      }
+    }
+    const prevOrd = new Set((prev?.ordered ?? []).map(orderedId));
+    const nextOrd = new Set((next?.ordered ?? []).map(orderedId));
+    for (const e of prev?.ordered ?? []) {
+      if (!nextOrd.has(orderedId(e))) {
         mutations++;
-        kb += keyBytes(keys.inventoryIndex(model, e[0], e[1], id));
+        kb += keyBytes(keys.inventoryOrdered(model, e[0], e[1], e[2], id));
+      }
+    }
+    for (const e of next?.ordered ?? []) {
+      if (!prevOrd.has(orderedId(e))) {
+        mutations++;
+        kb += keyBytes(keys.inventoryOrdered(model, e[0], e[1], e[2], id));
       }
     }
     for (const e of prev?.uniques ?? []) {
