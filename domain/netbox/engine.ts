@@ -546,6 +546,17 @@ export class ModelEngine implements EngineApi {
       if (found.length === 0) ids.push(-1);
       ids.push(...found);
     }
+    if (byId) {
+      // As NetBox's ModelMultipleChoiceFilter: an id that names no object is a 400.
+      const wanted = [...new Set(ids.filter((id): id is number => typeof id === "number"))];
+      const existing = new Set((await this.store.getMany(def.model!, wanted)).map((r) => r.id));
+      const missing = wanted.find((id) => !existing.has(id));
+      if (missing !== undefined) {
+        throw new QueryError({
+          [param]: [`Select a valid choice. ${missing} is not one of the available choices.`],
+        });
+      }
+    }
     const mode = lookup === "n" ? "n" : "exact";
     return { kind: "rel", field, def, lookup: mode, ids, all: conjoined && lookup !== "n" };
   }

@@ -12,7 +12,7 @@ class CountingStore extends KvModelStore {
   commits: number[] = [];
   loaded = 0;
   override getMany(model: string, ids: readonly number[]) {
-    this.loaded += ids.length;
+    if (model === "virtualization.virtualmachine") this.loaded += ids.length;
     return super.getMany(model, ids);
   }
   override scan(model: string) {

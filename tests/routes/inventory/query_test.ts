@@ -112,6 +112,13 @@ Deno.test("filters: exact, fk, <fk>_id, natural keys, lookups, tags, id__in", as
       "/api/virtualization/virtual-machines/?cluster=nope",
     );
     assert.equal(unknownCluster.status, 400);
+    const unknownId = await inv.call(
+      "GET",
+      "/api/virtualization/virtual-machines/?cluster_id=4242",
+    );
+    assert.deepEqual([unknownId.status, unknownId.body], [400, {
+      cluster_id: ["Select a valid choice. 4242 is not one of the available choices."],
+    }]);
   } finally {
     inv.close();
   }
