@@ -219,6 +219,11 @@ export class BackendClient {
     });
   }
 
+  /** One authenticated read (the key list) to tell whether our key is accepted. */
+  verifyKey(): Promise<CallOutcome> {
+    return this.call("GET", "/auth/keys", { timeoutMs: this.#timeouts.defaultTimeoutMs });
+  }
+
   // ------------------------------------------------------------------ inventory endpoint copy
 
   listInventoryEndpoints(): Promise<CallOutcome<RemoteCopy[]>> {

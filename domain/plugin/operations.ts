@@ -259,6 +259,31 @@ export async function pushNow(
   return { status: 200, body: { id: record.id, last_push: lastPush } };
 }
 
+/**
+ * Gives the backend endpoint a key created on the backend (POST /auth/keys there): the way
+ * out when the backend's registry was claimed before this endpoint could register its own.
+ */
+export async function setBackendToken(
+  services: PluginServices,
+  engine: EngineApi,
+  id: number,
+  body: unknown,
+): Promise<OpResult> {
+  const token = body && typeof body === "object" && !Array.isArray(body)
+    ? (body as Record<string, unknown>).token
+    : undefined;
+  if (typeof token !== "string" || token.length < 32 || token.length > 512 || /\s/.test(token)) {
+    return {
+      status: 400,
+      body: { token: ["Give the backend API key: 32 to 512 characters, no whitespace."] },
+    };
+  }
+  if (!Number.isSafeInteger(id) || !(await engine.get(MODELS.backend, id))) return NOT_FOUND;
+  const lastPush = await services.setBackendToken(engine, id, token);
+  if (!lastPush) return NOT_FOUND;
+  return { status: 200, body: { id, token, last_push: lastPush } };
+}
+
 // ------------------------------------------------------------------ upserts
 
 /** The natural key of an input item (a unique constraint of the model), null when incomplete. */

@@ -33,24 +33,33 @@ export function failed(error: string, status: number | null = null): PushOutcome
 
 export const PUSHED_OK: PushOutcome = { ok: true, error: null, status: null };
 
+/** How to recover when the backend holds keys that are not this endpoint's token. */
+export const FOREIGN_KEY_HINT = "the backend already holds other API keys; create one there " +
+  "(POST /auth/keys) and give it to this endpoint with " +
+  "POST /api/plugins/service/endpoints/backend/{id}/token/";
+
 /**
  * Backend endpoint save: `GET /auth/bootstrap-status`; when `needs_bootstrap`,
- * `POST /auth/register-key` with the token; otherwise registration is skipped.
+ * `POST /auth/register-key` with the token; otherwise registration is skipped and the token
+ * is checked with one authenticated read, so `last_push` tells when it is not accepted.
  */
 export async function registerBackendKey(
   client: BackendClient,
   token: string,
+  options: { verify?: boolean } = {},
 ): Promise<PushOutcome> {
   const status = await client.bootstrapStatus();
   if (!status.ok) return outcome(status);
-  if (!status.body!.needs_bootstrap) return { ok: true, error: null, status: status.status };
+  if (!status.body!.needs_bootstrap) {
+    if (!options.verify) return { ok: true, error: null, status: status.status };
+    const check = await client.verifyKey();
+    if (check.ok) return outcome(check);
+    if (check.status === 401) return failed(`${check.error} (${FOREIGN_KEY_HINT})`, 401);
+    return outcome(check);
+  }
   const registered = await client.registerKey(token, KEY_LABEL);
   if (!registered.ok && registered.status === 409) {
-    return failed(
-      `${registered.error} (another key was registered first; add this endpoint's token to the ` +
-        "backend with POST /auth/keys or clear the backend key registry)",
-      409,
-    );
+    return failed(`${registered.error} (${FOREIGN_KEY_HINT})`, 409);
   }
   return outcome(registered);
 }

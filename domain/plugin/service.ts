@@ -253,8 +253,17 @@ export class PluginServices {
       engine,
       MODELS.backend,
       record.id,
-      await registerBackendKey(client, record.token),
+      await registerBackendKey(client, record.token, { verify: true }),
     );
+  }
+
+  /**
+   * Sets the backend key this endpoint uses (a key created on the backend with
+   * POST /auth/keys, for a backend whose registry was claimed by someone else), then pushes.
+   */
+  async setBackendToken(engine: EngineApi, id: number, token: string): Promise<LastPush | null> {
+    const record = await engine.patchStored(MODELS.backend, id, { token });
+    return record ? await this.pushBackend(engine, record) : null;
   }
 
   /** The backend client with a token that is generated and registered when needed. */

@@ -9,6 +9,8 @@
  * - `GET  bootstrap-status/`                        relay of the backend's /extras/bootstrap-status
  * - `POST endpoints/{kind}/{id}/push/`              push now (the dashboard's "push the selected
  *                                                   endpoint"; the sync preflight uses the same)
+ * - `POST endpoints/backend/{id}/token/`            set a key created on the backend (when its
+ *                                                   registry was claimed before ours registered)
  * - `X-Cloud-Tenant` on the hypervisor endpoint list (rewritten to `?cloud_tenant=`)
  *
  * Wiring (routes/inventory): build once with `createPlugin(deps, {tokenPlaintext})`, register
@@ -29,6 +31,7 @@ import {
   type NaturalKey,
   type OpResult,
   pushNow,
+  setBackendToken,
   sshSecrets,
   storageKey,
   taskKey,
@@ -48,6 +51,7 @@ export const PLUGIN_PREFIX = "/api/plugins/service/";
 
 export const PERMISSIONS = {
   viewBackend: "service.view_backendendpoint",
+  changeBackend: "service.change_backendendpoint",
   viewHypervisor: "service.view_hypervisorendpoint",
   changeHypervisor: "service.change_hypervisorendpoint",
   viewSettings: "service.view_pluginsettings",
@@ -114,6 +118,7 @@ const ROUTES = {
   runtime: /^settings\/runtime\/?$/,
   bootstrap: /^bootstrap-status\/?$/,
   push: /^endpoints\/(hypervisor|inventory|backend)\/(\d+)\/push\/?$/,
+  backendToken: /^endpoints\/backend\/(\d+)\/token\/?$/,
   hypervisorList: /^endpoints\/hypervisor\/?$/,
   storageList: /^storage\/?$/,
   taskList: /^task-history\/?$/,
@@ -228,6 +233,13 @@ export function createPlugin(deps: AppDeps, options: PluginOptions): Plugin {
         return json({ detail: DENIED }, 403);
       }
       return respond(await pushNow(services, engine, kind, Number(m[2])));
+    }
+    if ((m = ROUTES.backendToken.exec(path))) {
+      if (method !== "POST") return notAllowed(method, ["POST"]);
+      if (!canWrite(auth, PERMISSIONS.changeBackend)) return json({ detail: DENIED }, 403);
+      const body = await readJson(request);
+      if (body instanceof Response) return body;
+      return respond(await setBackendToken(services, engine, Number(m[1]), body));
     }
     if (ROUTES.bootstrap.test(path)) {
       if (!read) return notAllowed(method, ["GET"]);

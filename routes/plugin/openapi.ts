@@ -116,6 +116,35 @@ export function pluginOpenApiPaths(): Record<string, Schema> {
         },
       },
     },
+    [`${base}/endpoints/backend/{id}/token/`]: {
+      post: {
+        tags: [TAG],
+        operationId: "service_backendendpoint_set_token",
+        summary: "Use a key created on the backend (POST /auth/keys) as this endpoint's token",
+        parameters: [idParam],
+        requestBody: {
+          required: true,
+          content: {
+            "application/json": {
+              schema: {
+                type: "object",
+                required: ["token"],
+                properties: { token: { type: "string", minLength: 32, maxLength: 512 } },
+              },
+            },
+          },
+        },
+        responses: {
+          200: ok({
+            type: "object",
+            properties: { id: { type: "integer" }, token: { type: "string" }, last_push: lastPush },
+          }),
+          400: err,
+          403: err,
+          404: err,
+        },
+      },
+    },
     [`${base}/settings/`]: {
       get: {
         tags: [TAG],

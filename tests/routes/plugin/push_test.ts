@@ -211,7 +211,10 @@ Deno.test("push: unreachable or rejecting backend never fails the save", async (
       use_https: false,
     });
     assert.equal(be.status, 201);
-    assert.equal(be.body.last_push.ok, true, "registration skipped: the backend has keys");
+    // Registration is skipped (the backend has keys) and the check says ours is not accepted.
+    assert.equal(be.body.last_push.ok, false);
+    assert.equal(be.body.last_push.status, 401);
+    assert.match(be.body.last_push.error, /endpoints\/backend\/\{id\}\/token/);
     const hv = await h.call("POST", P + "endpoints/hypervisor/", {
       name: "pve",
       domain: "pve.local",
@@ -221,6 +224,20 @@ Deno.test("push: unreachable or rejecting backend never fails the save", async (
     assert.equal(hv.body.last_push.ok, false);
     assert.equal(hv.body.last_push.status, 401);
     assert.match(hv.body.last_push.error, /Invalid API key/);
+
+    // The way out: give the endpoint a key the backend knows.
+    const short = await h.call("POST", `${P}endpoints/backend/${be.body.id}/token/`, {
+      token: "x",
+    });
+    assert.equal(short.status, 400);
+    const set = await h.call("POST", `${P}endpoints/backend/${be.body.id}/token/`, {
+      token: other,
+    });
+    assert.equal(set.status, 200);
+    assert.deepEqual([set.body.last_push.ok, set.body.last_push.status], [true, 200]);
+    assert.equal((await h.call("GET", `${P}endpoints/backend/${be.body.id}/`)).body.token, other);
+    const retried = await h.call("POST", `${P}endpoints/hypervisor/${hv.body.id}/push/`);
+    assert.equal(retried.body.last_push.ok, true, JSON.stringify(retried.body));
 
     await h.call("PATCH", `${P}endpoints/backend/${be.body.id}/`, { port: closedPort() });
     const down = await h.call("PATCH", `${P}endpoints/hypervisor/${hv.body.id}/`, { port: 8010 });
