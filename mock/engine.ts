@@ -233,7 +233,7 @@ export class HypervisorEngine {
       operation: ctx.operation,
       task: ctx.task,
     };
-    if (Array.isArray(data)) {
+    if (Array.isArray(data) && ctx.method === "GET") {
       const props = ctx.operation.parameters?.properties ?? {};
       const start = Number(ctx.values.start ?? 0);
       const limitDefault = typeof props.limit?.default === "number" && props.limit.default > 0

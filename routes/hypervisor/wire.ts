@@ -243,6 +243,9 @@ export function formatReply(
     // Spec 3: creating a guest answers {success, vmid} (plus the task).
     if (/^\/nodes\/\{node\}\/(qemu|lxc)$/.test(result.template)) out.vmid = Number(params.vmid);
     data = out;
+  } else if (data === null && method !== "GET") {
+    // Writes without an answer (Proxmox: `{"data":null}`) report plain success here.
+    data = { success: true };
   }
   return json(data, 200, undefined, headers);
 }
