@@ -8,9 +8,9 @@ import { createApp } from "../../../app.ts";
 import { testDeps } from "../../_helpers.ts";
 import { P, ROOT_TOKEN } from "./_harness.ts";
 
-Deno.test("e2e: plugin pushes to the backend of the same app; backend seals with the plugin key", async () => {
+Deno.test("e2e: plugin pushes to the backend of the same app; backend seals with the plugin key; keepalive reaches the hypervisor API", async () => {
   const deps = await testDeps({
-    SERVICE_SURFACES: "backend,plugin",
+    SERVICE_SURFACES: "backend,plugin,hypervisor",
     INVENTORY_BOOTSTRAP_TOKEN: ROOT_TOKEN,
   });
   const app = await createApp(deps);
@@ -64,10 +64,14 @@ Deno.test("e2e: plugin pushes to the backend of the same app; backend seals with
     assert.equal(inv.status, 201, JSON.stringify(inv.body));
     assert.equal(inv.body.last_push.ok, true, JSON.stringify(inv.body.last_push));
 
+    // The hypervisor endpoint is this app's own hypervisor API (mock mode, its documented login).
     const hv = await call("POST", P + "endpoints/hypervisor/", {
       name: "pve",
-      domain: "pve.example.com",
-      password: "hypervisor-pw",
+      domain: "127.0.0.1",
+      port: server.addr.port,
+      use_https: false,
+      username: deps.config.hypervisor.mockUser,
+      password: deps.config.hypervisor.mockPassword,
     });
     assert.equal(hv.status, 201);
     assert.equal(hv.body.last_push.ok, true, JSON.stringify(hv.body.last_push));
@@ -79,6 +83,12 @@ Deno.test("e2e: plugin pushes to the backend of the same app; backend seals with
     assert.equal(list.length, 1);
     assert.equal(list[0].name, `pve (inv:${hv.body.id})`);
     assert.equal(list[0].key_source, "plugin", "the backend sealed it with the plugin's key");
+
+    // Keepalive straight to the hypervisor API (no backend involved).
+    const alive = await call("GET", `${P}endpoints/hypervisor/${hv.body.id}/status/`);
+    assert.equal(alive.status, 200);
+    assert.equal(alive.body.status, "online", JSON.stringify(alive.body));
+    assert.equal(typeof alive.body.version, "string");
   } finally {
     await server.shutdown();
     deps.kv.close();
