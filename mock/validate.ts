@@ -109,6 +109,16 @@ function describe(value: unknown): string {
  * Validate one value against its schema. Returns the normalised value or an error message.
  */
 export function checkValue(schema: ParamSchema, raw: unknown): { value?: unknown; error?: string } {
+  if (schema.oneOf?.length && schema.type === undefined) {
+    // Composite parameter (e.g. SDN fabrics): valid when one variant accepts the value.
+    let first: { value?: unknown; error?: string } | undefined;
+    for (const variant of schema.oneOf) {
+      const r = checkValue(variant, raw);
+      if (!r.error) return r;
+      first ??= r;
+    }
+    return first!;
+  }
   const type = schema.type ?? "string";
   let value: unknown = raw;
   switch (type) {
@@ -336,6 +346,7 @@ export function validateParams(op: Operation, raw: RawParams): ValidationResult 
   }
   for (const [name, schema] of Object.entries(props)) {
     if (name.endsWith("[n]") || isOptional(schema)) continue;
+    if (schema.oneOf?.some((v) => isOptional(v))) continue;
     if (values[name] === undefined && !errors.some((e) => e.field === name)) {
       errors.push({ field: name, message: "property is missing and it is not optional" });
     }

@@ -107,3 +107,32 @@ Deno.test("validate: indexed parameters and property-string formats", () => {
     "invalid format - size: property is missing and it is not optional",
   );
 });
+
+Deno.test("validate: oneOf parameters accept any variant and are optional when a variant is", () => {
+  const op: Operation = {
+    method: "PUT",
+    parameters: {
+      properties: {
+        delete: {
+          oneOf: [
+            {
+              "instance-types": ["bgp"],
+              type: "array",
+              optional: 1,
+              items: { type: "string", enum: ["ip", "ip6"] },
+            },
+            {
+              "instance-types": ["ospf"],
+              type: "array",
+              optional: 1,
+              items: { type: "string", enum: ["area"] },
+            },
+          ],
+        },
+      },
+    },
+  };
+  assert.deepEqual(validateParams(op, {}).errors, []);
+  assert.deepEqual(validateParams(op, { delete: "area" }).values, { delete: ["area"] });
+  assert.match(validateParams(op, { delete: "nope" }).errors[0].message, /enumeration/);
+});
