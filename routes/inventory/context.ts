@@ -14,7 +14,11 @@ export interface InventoryContext {
 }
 
 /** Hono env of the inventory surface: `c.get("auth")` is set on every authenticated route. */
-export type InventoryEnv = { Bindings: ServeEnv; Variables: { auth: AuthInfo } };
+export type InventoryEnv = {
+  Bindings: ServeEnv;
+  /** `origin`: scheme://host the client used (X-Forwarded-* honoured from trusted proxies). */
+  Variables: { auth: AuthInfo; origin: string };
+};
 
 /** NetBox API version announced in the `API-Version` header and /api/status/. */
 export const API_VERSION = "4.2";

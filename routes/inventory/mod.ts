@@ -15,7 +15,7 @@ import {
   PLUGIN_VERSION,
 } from "./context.ts";
 import { ApiError, MAX_BODY_BYTES, methodNotAllowed, notFound } from "./errors.ts";
-import { apiRootListing, handleModelRequest } from "./models.ts";
+import { apiRootListing, handleModelRequest, publicOrigin } from "./models.ts";
 import { buildOpenApi } from "./openapi.ts";
 
 export type { InventoryContext, InventoryEnv };
@@ -154,6 +154,7 @@ export async function createInventoryApp(
     if (result === null) throw new ApiError(403, { detail: AUTH_MESSAGES.missing });
     if (!result.ok) throw new ApiError(403, { detail: result.detail });
     c.set("auth", result.auth);
+    c.set("origin", publicOrigin(c, deps.config.trustedProxies));
     // NetBox records last use at most once a minute.
     const last = typeof result.record.last_used === "string"
       ? Date.parse(result.record.last_used)

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { type Inv, setup } from "./_setup.ts";
+import { type Inv, setup, TOKEN } from "./_setup.ts";
 
 /** Creates the shared parents every model below needs; returns their ids. */
 async function parents(inv: Inv) {
@@ -326,6 +326,37 @@ Deno.test("API root, app roots and /api/status/ answer like NetBox", async () =>
     const docs = await inv.app.request("http://inv.test/api/docs/");
     assert.equal(docs.status, 200);
     assert.match(await docs.text(), /\/api\/static\/scalar\.js/);
+  } finally {
+    inv.close();
+  }
+});
+
+Deno.test("absolute URLs follow X-Forwarded-Proto/Host only from trusted proxies", async () => {
+  const inv = await setup({ SERVICE_TRUSTED_PROXIES: "10.9.9.9" });
+  try {
+    await inv.call("POST", "/api/tenancy/tenants/", [{ name: "a", slug: "a" }, {
+      name: "b",
+      slug: "b",
+    }]);
+    const get = async (peer: string) => {
+      const res = await inv.app.request(
+        "http://inv.internal:8800/api/tenancy/tenants/?limit=1",
+        {
+          headers: {
+            authorization: `Token ${TOKEN}`,
+            "x-forwarded-proto": "https",
+            "x-forwarded-host": "netbox.example.com",
+          },
+        },
+        { remoteAddr: { hostname: peer } },
+      );
+      return await res.json();
+    };
+    const viaProxy = await get("10.9.9.9");
+    assert.equal(viaProxy.results[0].url, "https://netbox.example.com/api/tenancy/tenants/1/");
+    assert.equal(viaProxy.next, "https://netbox.example.com/api/tenancy/tenants/?limit=1&offset=1");
+    const direct = await get("192.0.2.7");
+    assert.equal(direct.results[0].url, "http://inv.internal:8800/api/tenancy/tenants/1/");
   } finally {
     inv.close();
   }
