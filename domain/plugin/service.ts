@@ -24,7 +24,7 @@ import {
 } from "./push.ts";
 import { generateBackendToken, type Opened, openWithKeyring, sealSecret } from "./secrets.ts";
 import { keyring, type PluginSettingsStore } from "./settings.ts";
-import { parseTenantRef } from "./tenants.ts";
+import { parseTenantRef, visibleTo } from "./tenants.ts";
 
 /** Reads a v1 inventory token's plaintext (the core token model keeps it retrievable). */
 export type TokenPlaintextReader = (engine: EngineApi, tokenId: number) => Promise<string | null>;
@@ -141,8 +141,9 @@ export class PluginServices {
   readonly hypervisorFilters: Record<string, CustomFilter> = {
     /** `?cloud_tenant=<slug or id>` (also set from X-Cloud-Tenant): the allow-list rule. */
     cloud_tenant: async (values, engine) => {
-      // Per tenant: its explicit grants (from the m2m index), or the global pool when it has
-      // none. Only explicit grants: answered from the index; otherwise one predicate.
+      // Whether a tenant holds grants comes from the m2m index; when every named tenant has
+      // some, the answer is those ids, else one predicate applies the rule per record.
+      const rules: Array<(e: { allowed_tenants: readonly number[] }) => boolean> = [];
       const explicit = new Set<number>();
       let globalPool = false;
       for (const value of values) {
@@ -151,11 +152,17 @@ export class PluginServices {
         const granted = await engine.find(MODELS.hypervisor, {
           allowed_tenants_id: [String(tenant)],
         });
-        if (granted.length === 0) globalPool = true;
         for (const e of granted) explicit.add(e.id);
+        if (granted.length === 0) globalPool = true;
+        rules.push(visibleTo(tenant, granted.length > 0));
       }
       if (!globalPool) return { ids: explicit };
-      return { predicate: (r: StoredObject) => explicit.has(r.id) || tenantIds(r).length === 0 };
+      return {
+        predicate: (r: StoredObject) => {
+          const scoped = { allowed_tenants: tenantIds(r) };
+          return rules.some((rule) => rule(scoped));
+        },
+      };
     },
     allowed_tenants__isnull: (values) => {
       const wantNull = ["true", "1", "yes"].includes(String(values[0]).toLowerCase());

@@ -8,13 +8,25 @@ export interface TenantScoped {
   allowed_tenants: readonly number[];
 }
 
+/**
+ * The rule as a predicate, given whether the tenant holds any explicit grant (so a caller can
+ * learn that from an index instead of reading every endpoint).
+ */
+export function visibleTo(
+  tenantId: number,
+  tenantHasGrants: boolean,
+): (endpoint: TenantScoped) => boolean {
+  return tenantHasGrants
+    ? (e) => e.allowed_tenants.includes(tenantId)
+    : (e) => e.allowed_tenants.length === 0;
+}
+
 export function visibleToTenant<T extends TenantScoped>(
   endpoints: readonly T[],
   tenantId: number,
 ): T[] {
-  const explicit = endpoints.filter((e) => e.allowed_tenants.includes(tenantId));
-  if (explicit.length > 0) return explicit;
-  return endpoints.filter((e) => e.allowed_tenants.length === 0);
+  const hasGrants = endpoints.some((e) => e.allowed_tenants.includes(tenantId));
+  return endpoints.filter(visibleTo(tenantId, hasGrants));
 }
 
 /** The header names a tenant by id (all digits) or by slug. */
