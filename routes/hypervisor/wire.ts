@@ -177,7 +177,8 @@ async function cachedResponse(entry: CachedReply, acceptGzip: boolean): Promise<
  */
 export class ReplyCache {
   readonly #map = new Map<string, CachedReply>();
-  constructor(private readonly max = 256) {}
+  #bytes = 0;
+  constructor(private readonly maxEntries = 256, private readonly maxBytes = 64 * 1024 * 1024) {}
 
   get(key: string, token: string): CachedReply | undefined {
     const hit = this.#map.get(key);
@@ -185,12 +186,30 @@ export class ReplyCache {
   }
 
   set(key: string, token: string, reply: Reply): CachedReply {
-    if (this.#map.size >= this.max && !this.#map.has(key)) {
-      this.#map.delete(this.#map.keys().next().value!);
+    const entry: CachedReply = {
+      token,
+      reply: { ...reply, body: "" },
+      bytes: encoder.encode(reply.body),
+    };
+    this.#drop(key);
+    // Too big to keep: serve it once, uncached.
+    if (entry.bytes.length > this.maxBytes / 4) return entry;
+    while (
+      this.#map.size && (this.#map.size >= this.maxEntries ||
+        this.#bytes + entry.bytes.length > this.maxBytes)
+    ) {
+      this.#drop(this.#map.keys().next().value!);
     }
-    const entry: CachedReply = { token, reply, bytes: encoder.encode(reply.body) };
     this.#map.set(key, entry);
+    this.#bytes += entry.bytes.length;
     return entry;
+  }
+
+  #drop(key: string): void {
+    const old = this.#map.get(key);
+    if (!old) return;
+    this.#map.delete(key);
+    this.#bytes -= old.bytes.length;
   }
 }
 
