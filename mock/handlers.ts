@@ -397,13 +397,19 @@ function pendingList(ctx: HandlerContext): unknown[] {
     .map(([key, value]) => ({ key, value }));
 }
 
+/** `agent: 1`, `enabled=1,...`, `true`, ... (the default key of the agent property string). */
+function agentEnabled(g: Guest): boolean {
+  const first = String(g.config.agent ?? "0").split(",")[0].replace(/^enabled=/, "").toLowerCase();
+  return ["1", "true", "yes", "on"].includes(first);
+}
+
 function statusCurrent(ctx: HandlerContext): Record<string, unknown> {
   const g = guestOf(ctx);
   const entry = listEntry(g, ctx.nowS, ctx.state);
   const out: Record<string, unknown> = { ...entry, ha: { managed: 0 } };
   if (g.type === "qemu") {
     out.qmpstatus = g.status === "paused" ? "paused" : g.status;
-    out.agent = String(g.config.agent ?? "0").startsWith("1") ? 1 : 0;
+    out.agent = agentEnabled(g) ? 1 : 0;
     out["running-machine"] = g.status === "running" ? "pc-q35-10.0+pve1" : undefined;
     if (out["running-machine"] === undefined) delete out["running-machine"];
   } else out.type = "lxc";
@@ -699,7 +705,7 @@ function snapshotConfigPut(ctx: HandlerContext) {
 
 function agentInterfaces(ctx: HandlerContext) {
   const g = guestOf(ctx);
-  if (!String(g.config.agent ?? "0").match(/^(1|enabled=1)/)) {
+  if (!agentEnabled(g)) {
     failThrow("No QEMU guest agent configured");
   }
   if (g.status !== "running") failThrow(`VM ${g.vmid} is not running`);
