@@ -169,10 +169,11 @@ export function sortKey(v: unknown): IndexValue {
   if (typeof v === "number") return Number.isFinite(v) ? v : 0;
   if (typeof v === "boolean") return v ? 1 : 0;
   const text = (typeof v === "string" ? v : JSON.stringify(v)).toLowerCase().slice(0, 200);
+  // Bounded so the ordered-index key stays far below KV's 2 KiB key limit.
   return text.replace(/\d+/g, (d) => {
     const t = d.replace(/^0+(?=\d)/, "");
     return t.length >= 20 ? t : t.padStart(20, "0");
-  });
+  }).slice(0, 300);
 }
 
 /** Compares sort keys in Deno KV's key order (strings before numbers). */
@@ -180,6 +181,16 @@ export function compareSortKeys(a: IndexValue, b: IndexValue): number {
   if (typeof a !== typeof b) return typeof a === "string" ? -1 : typeof b === "string" ? 1 : 0;
   if (typeof a === "number" && typeof b === "number") return a - b;
   return a < b ? -1 : a > b ? 1 : 0;
+}
+
+/**
+ * Upper bound of a record's size as Deno KV stores it (V8 serialization keeps Latin-1
+ * strings at one byte per character and every other string at two).
+ */
+export function storedSize(value: unknown): number {
+  const json = JSON.stringify(value) ?? "";
+  // deno-lint-ignore no-control-regex
+  return /[^\x00-\xff]/.test(json) ? json.length * 2 : json.length;
 }
 
 function splitList(values: string[]): string[] {
@@ -1363,6 +1374,15 @@ export class ModelEngine implements EngineApi {
           u.ci && typeof draft[f] === "string" ? (draft[f] as string).toLowerCase() : draft[f]
         );
         if (values.some(isEmpty)) continue;
+        const long = u.fields.find((f, i) =>
+          typeof values[i] === "string" && (values[i] as string).length > MAX_INDEXED_LENGTH
+        );
+        if (long) {
+          // Unique values are KV key parts (2 KiB keys): refuse rather than fail in storage.
+          errors ??= {};
+          (errors[long] ??= []).push(MESSAGES.maxLength(MAX_INDEXED_LENGTH));
+          continue;
+        }
         const key = JSON.stringify([u.fields, values]);
         const other = seen.get(key);
         const holder = other ??
@@ -1384,7 +1404,7 @@ export class ModelEngine implements EngineApi {
   }
 
   #sizeError(draft: StoredObject): FieldErrors | null {
-    if (JSON.stringify(draft).length > MAX_RECORD_BYTES) {
+    if (storedSize(draft) > MAX_RECORD_BYTES) {
       return { non_field_errors: ["The object is too large to store (limit 60000 bytes)."] };
     }
     return null;

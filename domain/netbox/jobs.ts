@@ -3,6 +3,7 @@
  * runner creates a job, moves its status and appends log lines; clients read
  * /api/core/jobs/{id}/.
  */
+import { storedSize } from "./engine.ts";
 import type { EngineApi, StoredObject } from "./types.ts";
 
 export const JOB_MODEL = "core.job";
@@ -18,6 +19,8 @@ export interface JobLogEntry {
 /** Log lines kept per job (oldest dropped first) so a record stays far below 64 KiB. */
 export const MAX_LOG_ENTRIES = 200;
 const MAX_MESSAGE = 500;
+/** Size budget of a job's log (the rest of the record, `data` included, gets the remainder). */
+const MAX_LOG_BYTES = 32_000;
 
 export async function createJob(
   engine: EngineApi,
@@ -81,6 +84,9 @@ export async function appendJobLog(
   // The updater runs against the freshest record on every retry, so concurrent appends never drop lines.
   return await engine.patchStored(JOB_MODEL, id, (current) => {
     const entries = [...((current.log_entries as JobLogEntry[] | undefined) ?? []), entry];
-    return { log_entries: entries.slice(-MAX_LOG_ENTRIES) };
+    const kept = entries.slice(-MAX_LOG_ENTRIES);
+    // Keep the record far below the 64 KiB value limit whatever the messages hold.
+    while (kept.length > 1 && storedSize(kept) > MAX_LOG_BYTES) kept.shift();
+    return { log_entries: kept };
   });
 }

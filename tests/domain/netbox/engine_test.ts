@@ -239,3 +239,41 @@ Deno.test("after-save hooks never fail the save; their writes show in the result
     kv.close();
   }
 });
+
+Deno.test("long values never make storage keys too large", async () => {
+  const { kv, e } = await engine();
+  try {
+    const digits = Array.from({ length: 50 }, (_, i) => String(i)).join(" ");
+    const ok = await e.insert("tenancy.tenant", { name: digits.slice(0, 100), slug: "d" });
+    assert.ok(ok.ok, JSON.stringify(ok));
+    const site = await e.insert("dcim.site", {
+      name: "s",
+      slug: "s",
+      facility: "f",
+      description: "9 ".repeat(100),
+    });
+    assert.ok(site.ok);
+    // A model with an unbounded unique field refuses values too long for a key.
+    const e2 = new ModelEngine({
+      store: new KvModelStore(kv),
+      logger: new MemoryLogger(),
+      now: Date.now,
+    })
+      .register({
+        app: "t",
+        model: "u",
+        verbose: "u",
+        path: "t/u/",
+        fields: { name: { type: "string", required: true, index: true } },
+        brief: ["name"],
+        unique: [{ fields: ["name"] }],
+        ordering: ["name"],
+      });
+    const long = await e2.insert("t.u", { name: "1 ".repeat(3000) });
+    assert.equal(long.ok, false);
+    const fine = await e2.insert("t.u", { name: "1 ".repeat(150) });
+    assert.ok(fine.ok);
+  } finally {
+    kv.close();
+  }
+});

@@ -525,3 +525,28 @@ Deno.test("bad input is a 4xx, never a 500", async () => {
     inv.close();
   }
 });
+
+Deno.test("records stay under the KV value limit: wide characters and long job logs", async () => {
+  const inv = await setup();
+  try {
+    const wide = await inv.call("POST", "/api/tenancy/tenants/", {
+      name: "wide",
+      slug: "wide",
+      comments: "漢".repeat(40_000),
+    });
+    assert.equal(wide.status, 400, "40,000 two-byte characters exceed one KV value");
+    assert.ok(wide.body.non_field_errors);
+    const ctx = createInventoryCore(inv.deps);
+    const job = await createJob(ctx.engine, { name: "long" });
+    for (let i = 0; i < 150; i++) {
+      await appendJobLog(ctx.engine, job.id, "info", `${i} ${"ü".repeat(400)}`);
+    }
+    const got = await inv.call("GET", `/api/core/jobs/${job.id}/`);
+    assert.equal(got.status, 200);
+    const log = got.body.log_entries as Array<{ message: string }>;
+    assert.ok(log.length > 10 && log.length < 150, `kept ${log.length}`);
+    assert.match(log[log.length - 1].message, /^149 /, "the newest lines are kept");
+  } finally {
+    inv.close();
+  }
+});
