@@ -250,7 +250,7 @@ export function formatReply(
     };
     if (
       result.total !== undefined && Array.isArray(result.data) &&
-      result.data.length !== result.total
+      (result.data.length !== result.total || result.operation.parameters?.properties?.limit)
     ) {
       body.total = result.total;
     }
