@@ -425,6 +425,19 @@ function guestOps(type: "qemu" | "lxc"): Array<[string, Operation[]]> {
         : []),
     ]],
     [`${item}/status`, [op("GET", index("Directory index", "subdir"))]],
+    [`${item}/pending`, [
+      op("GET", {
+        name: `${type}_pending`,
+        description: `Get the ${kind} configuration with both current and pending values.`,
+        params: nv,
+        returns: arr(obj({
+          key: str("Configuration option name."),
+          value: opt(str("Current value.")),
+          pending: opt(str("Pending value.")),
+          delete: opt(int("Indicates a pending delete request if present and not 0.")),
+        })),
+      }),
+    ]],
     [`${item}/status/current`, [
       op("GET", {
         name: `${type}_status`,
@@ -1033,6 +1046,35 @@ function catalogueEntries(): Array<[string, Operation[]]> {
         template: opt(bool("Determines if the guest is a template.")),
       })),
     })]],
+    ...crud(
+      "/cluster/ha/resources",
+      "sid",
+      str("HA resource ID (`vm:100`, `ct:101`).", { typetext: "<type>:<name>" }),
+      "HA resource",
+      {
+        state: opt(
+          str("Requested resource state.", {
+            enum: ["started", "stopped", "enabled", "disabled", "ignored"],
+            default: "started",
+          }),
+        ),
+        max_restart: opt(
+          int("Maximal number of tries to restart the service on a node after its start failed.", {
+            minimum: 0,
+            default: 1,
+          }),
+        ),
+        max_relocate: opt(
+          int("Maximal number of service relocate tries when a service failes to start.", {
+            minimum: 0,
+            default: 1,
+          }),
+        ),
+        comment: opt(str("Description.", { maxLength: 4096 })),
+      },
+      {},
+      { type: opt(str("Only list resources of specific type", { enum: ["ct", "vm"] })) },
+    ),
     ["/cluster/nextid", [
       op("GET", {
         name: "nextid",
