@@ -1374,7 +1374,7 @@ export class ModelEngine implements EngineApi {
           u.ci && typeof draft[f] === "string" ? (draft[f] as string).toLowerCase() : draft[f]
         );
         if (values.some(isEmpty)) continue;
-        const long = u.fields.find((f, i) =>
+        const long = u.fields.find((_f, i) =>
           typeof values[i] === "string" && (values[i] as string).length > MAX_INDEXED_LENGTH
         );
         if (long) {
@@ -1708,7 +1708,7 @@ export class ModelEngine implements EngineApi {
 
   /** Deletes objects (and their CASCADE dependents); 409 when PROTECT dependents exist. */
   async deleteMany(model: string, ids: number[]): Promise<WriteResult<null>> {
-    const def = this.definition(model);
+    this.definition(model); // unknown models throw before anything is read
     const toDelete = new Map<string, Map<number, StoredObject>>();
     const protectedBy: Array<{ model: string; record: StoredObject }> = [];
     const queue: Array<{ model: string; record: StoredObject }> = [];
@@ -1823,7 +1823,6 @@ export class ModelEngine implements EngineApi {
         }
       }
     }
-    void def;
     return { ok: true, value: null };
   }
 
