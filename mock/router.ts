@@ -7,7 +7,11 @@ import type { HttpMethod, IndexedOperation, Operation, SchemaIndex } from "./sch
 
 interface TrieNode {
   literal: Map<string, TrieNode>;
-  param?: { name: string; node: TrieNode };
+  /**
+   * Parameter children. Normally one; a schema that names the parameter differently under
+   * one parent (`{id}` here, `{name}` there) gets one child per name, tried in order.
+   */
+  params: Array<{ name: string; node: TrieNode }>;
   /** Set on nodes that are the end of a templated path with operations. */
   route?: Route;
 }
@@ -25,7 +29,7 @@ export interface RouteMatch {
 }
 
 function newNode(): TrieNode {
-  return { literal: new Map() };
+  return { literal: new Map(), params: [] };
 }
 
 /** Split `/a/b/c` into segments; tolerates one trailing slash. */
@@ -53,15 +57,9 @@ export class Router {
     for (const seg of splitPath(template)) {
       const m = /^\{([^}]+)\}$/.exec(seg);
       if (m) {
-        if (!node.param) node.param = { name: m[1], node: newNode() };
-        else if (node.param.name !== m[1]) {
-          // Two templates disagree on the parameter name at one position: keep the first name
-          // (the schema never does this; a hand-written catalogue must not either).
-          throw new Error(
-            `conflicting path parameters {${node.param.name}} and {${m[1]}} in ${template}`,
-          );
-        }
-        node = node.param.node;
+        let child = node.params.find((p) => p.name === m[1]);
+        if (!child) node.params.push(child = { name: m[1], node: newNode() });
+        node = child.node;
       } else {
         let next = node.literal.get(seg);
         if (!next) node.literal.set(seg, next = newNode());
@@ -99,17 +97,19 @@ export class Router {
       const r = this.#walk(lit, segs, at + 1, values);
       if (r) return r;
     }
-    if (node.param) {
+    if (node.params.length) {
       let value: string;
       try {
         value = decodeURIComponent(raw);
       } catch {
         return undefined;
       }
-      values.push(value);
-      const r = this.#walk(node.param.node, segs, at + 1, values);
-      if (r) return r;
-      values.pop();
+      for (const p of node.params) {
+        values.push(value);
+        const r = this.#walk(p.node, segs, at + 1, values);
+        if (r) return r;
+        values.pop();
+      }
     }
     return undefined;
   }
