@@ -1707,14 +1707,25 @@ export class ModelEngine implements EngineApi {
   // ------------------------------------------------------------------ deletes
 
   /** Deletes objects (and their CASCADE dependents); 409 when PROTECT dependents exist. */
-  async deleteMany(model: string, ids: number[]): Promise<WriteResult<null>> {
-    this.definition(model); // unknown models throw before anything is read
+  async deleteMany(
+    model: string,
+    ids: number[],
+    auth: AuthInfo | null = null,
+  ): Promise<WriteResult<null>> {
+    const def = this.definition(model);
     const toDelete = new Map<string, Map<number, StoredObject>>();
     const protectedBy: Array<{ model: string; record: StoredObject }> = [];
     const queue: Array<{ model: string; record: StoredObject }> = [];
     for (const id of ids) {
       const r = await this.get(model, id);
       if (!r) return { ok: false, status: 404, detail: "Not found." };
+      if (auth && def.canDelete && !def.canDelete(r, auth)) {
+        return {
+          ok: false,
+          status: 403,
+          detail: "You do not have permission to perform this action.",
+        };
+      }
       queue.push({ model, record: r });
     }
     const mark = (m: string, r: StoredObject) => {

@@ -168,8 +168,10 @@ export class TokenService {
   }
 
   /** Hooks for the users.token model: secrets are generated/sealed here, shown once. */
-  hooks(): Pick<ModelDef, "validate" | "beforeSave"> {
+  hooks(): Pick<ModelDef, "validate" | "beforeSave" | "canDelete"> {
     return {
+      // Only a superuser token may delete a superuser token.
+      canDelete: (record, auth) => auth.isSuperuser || record.is_superuser !== true,
       validate: (draft: StoredObject, ctx: HookContext): FieldErrors | null => {
         const errors: FieldErrors = {};
         const perms = (draft.permissions as string[]) ?? [];

@@ -155,6 +155,8 @@ export interface ModelDef {
    * response is read after it returns, so fields it writes (engine.patch) are included.
    */
   afterSave?: (record: StoredObject, ctx: HookContext) => void | Promise<void>;
+  /** May `auth` delete this record? (false → 403; checked for API deletes only). */
+  canDelete?: (record: StoredObject, auth: AuthInfo) => boolean;
   /** After delete (best-effort). */
   afterDelete?: (
     record: StoredObject,

@@ -243,9 +243,9 @@ export async function handleModelRequest(
   // DELETE
   if (id === null) {
     const items = listItems(body, true);
-    unwrap(await ctx.engine.deleteMany(model, items.map((i) => i.id)));
+    unwrap(await ctx.engine.deleteMany(model, items.map((i) => i.id), auth));
     return c.body(null, 204);
   }
-  unwrap(await ctx.engine.deleteMany(model, [id]));
+  unwrap(await ctx.engine.deleteMany(model, [id], auth));
   return c.body(null, 204);
 }

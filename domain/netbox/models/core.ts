@@ -825,7 +825,9 @@ export const JOB: ModelDef = {
 };
 
 /** users.token; secrets and checks come from TokenService.hooks() (tokens.ts). */
-export function tokenModel(hooks: Pick<ModelDef, "validate" | "beforeSave">): ModelDef {
+export function tokenModel(
+  hooks: Pick<ModelDef, "validate" | "beforeSave" | "canDelete">,
+): ModelDef {
   return {
     app: "users",
     model: "token",

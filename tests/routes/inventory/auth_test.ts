@@ -184,6 +184,19 @@ Deno.test("permissions: app.action_model, write_enabled, no privilege escalation
       admin,
     );
     assert.equal(subset.status, 201);
+    // ... and cannot retire a superuser token even with the delete permission.
+    const deleter = await make({ permissions: ["users.delete_token", "users.view_token"] });
+    const tokens = await inv.call("GET", "/api/users/tokens/?is_superuser=true");
+    const suId = tokens.body.results[0].id;
+    const refused = await inv.call("DELETE", `/api/users/tokens/${suId}/`, undefined, deleter);
+    assert.deepEqual([refused.status, refused.body], [403, denied]);
+    const retired = await inv.call(
+      "DELETE",
+      `/api/users/tokens/${subset.body.id}/`,
+      undefined,
+      deleter,
+    );
+    assert.equal(retired.status, 204);
     const jobPerm = await make({ permissions: ["core.add_job"] });
     assert.equal((await inv.call("GET", "/api/status/", undefined, jobPerm)).status, 200);
     // The helper the plugin uses.
