@@ -361,3 +361,33 @@ Deno.test("absolute URLs follow X-Forwarded-Proto/Host only from trusted proxies
     inv.close();
   }
 });
+
+Deno.test("docs assets are served offline; OPTIONS and HEAD answer", async () => {
+  const inv = await setup();
+  try {
+    const redoc = await inv.app.request("http://inv.test/api/redoc/");
+    assert.equal(redoc.status, 200);
+    assert.match(await redoc.text(), /\/api\/static\/redoc\.js/);
+    const js = await inv.app.request("http://inv.test/api/static/scalar.js");
+    assert.equal(js.status, 200);
+    assert.match(js.headers.get("content-type") ?? "", /javascript/);
+    await js.body?.cancel();
+    const options = await inv.call("OPTIONS", "/api/core/jobs/");
+    assert.equal(options.status, 200);
+    assert.equal(options.headers.get("allow"), "GET, HEAD, OPTIONS");
+    const head = await inv.app.request("http://inv.test/api/dcim/sites/", {
+      method: "HEAD",
+      headers: { authorization: `Token ${TOKEN}` },
+    });
+    assert.equal(head.status, 200);
+    await head.body?.cancel();
+    const schema = await inv.call("GET", "/api/schema/", undefined, null);
+    assert.ok(
+      schema.body.paths["/api/plugins/service/endpoints/hypervisor/"],
+      "plugin models are documented",
+    );
+    assert.ok(schema.body.components.schemas.VirtualizationVirtualmachine);
+  } finally {
+    inv.close();
+  }
+});
