@@ -33,6 +33,9 @@ async function setup() {
   const hv = await createHypervisorApp(deps, { schema, onEngine: (e) => engine = e });
   const app = new Hono();
   app.get("/ok", (c) => c.text("ok"));
+  // The ceiling for any answer of the list's size: a static body, no work at all.
+  let blob = new Uint8Array(0);
+  app.get("/blob", () => new Response(blob, { headers: { "content-encoding": "gzip" } }));
   app.all("*", (c) => hv.fetch(c.req.raw));
   // An API token: no per-request ticket lookups or CSRF in the measurement.
   const login = await app.request("/api2/json/access/ticket", {
@@ -50,6 +53,10 @@ async function setup() {
   });
   const secret = (await tok.json()).data.value;
   const auth = { authorization: `PVEAPIToken=root@pam!bench=${secret}` };
+  const sized = await app.request("/api2/json/nodes/pve1/qemu", {
+    headers: { ...auth, "accept-encoding": "gzip" },
+  });
+  blob = new Uint8Array(await sized.arrayBuffer());
   return { app, engine: engine!, auth, kv };
 }
 
@@ -74,6 +81,40 @@ async function throughput(
     }),
   );
   return { rps: count / (ms / 1000), bytes: bytes / Math.max(1, count) };
+}
+
+/** Load from a Web Worker over raw keep-alive HTTP/1.1 (bench/http_load_worker.ts). */
+function workerLoad(
+  port: number,
+  path: string,
+  headers: Record<string, string>,
+  durationMs: number,
+) {
+  const worker = new Worker(new URL("./http_load_worker.ts", import.meta.url), { type: "module" });
+  return new Promise<{ rps: number; bytes: number; statuses: Record<string, number> }>(
+    (resolve, reject) => {
+      worker.onmessage = (e) => {
+        worker.terminate();
+        resolve({
+          rps: e.data.count / (durationMs / 1000),
+          bytes: e.data.bytes / Math.max(1, e.data.count),
+          statuses: e.data.statuses,
+        });
+      };
+      worker.onerror = (e) => {
+        worker.terminate();
+        reject(e);
+      };
+      worker.postMessage({
+        hostname: "127.0.0.1",
+        port,
+        path,
+        headers,
+        durationMs,
+        connections: 32,
+      });
+    },
+  );
 }
 
 async function inProcess(app: Hono, path: string, headers: Record<string, string>, n: number) {
@@ -149,6 +190,39 @@ async function report() {
     `HTTP: GET ${list}?limit=1 (dispatch, auth, validation, same handler; tiny body): ${
       one.rps.toFixed(0)
     } req/s, ratio ${(one.rps / ok.rps).toFixed(2)}`,
+  );
+  // A separate load generator thread (like wrk/oha): bodies are read, not decoded.
+  const gz = { ...auth, "accept-encoding": "gzip" };
+  await workerLoad(server.addr.port, "/ok", {}, 500);
+  await workerLoad(server.addr.port, list, gz, 500);
+  const wOk = await workerLoad(server.addr.port, "/ok", {}, 3000);
+  const wGz = await workerLoad(server.addr.port, list, gz, 3000);
+  const wBlob = await workerLoad(server.addr.port, "/blob", {}, 3000);
+  const wId = await workerLoad(
+    server.addr.port,
+    list,
+    { ...auth, "accept-encoding": "identity" },
+    3000,
+  );
+  console.log(`load thread: GET /ok ${wOk.rps.toFixed(0)} req/s ${JSON.stringify(wOk.statuses)}`);
+  console.log(
+    `load thread: GET ${list} gzip (${(wGz.bytes / 1024).toFixed(0)} KiB on the wire) ${
+      wGz.rps.toFixed(0)
+    } req/s, ratio ${(wGz.rps / wOk.rps).toFixed(2)} (target >= 0.5) ${
+      JSON.stringify(wGz.statuses)
+    }`,
+  );
+  console.log(
+    `load thread: static body of the same size (ceiling for this payload) ${
+      wBlob.rps.toFixed(0)
+    } req/s, ratio ${(wBlob.rps / wOk.rps).toFixed(2)}; list/static ${
+      (wGz.rps / wBlob.rps).toFixed(2)
+    }`,
+  );
+  console.log(
+    `load thread: GET ${list} identity (${(wId.bytes / 1024).toFixed(0)} KiB) ${
+      wId.rps.toFixed(0)
+    } req/s, ratio ${(wId.rps / wOk.rps).toFixed(2)}`,
   );
   await server.shutdown();
   kv.close();
