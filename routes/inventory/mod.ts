@@ -5,7 +5,7 @@ import { ModelEngine } from "../../domain/netbox/engine.ts";
 import { CORE_MODELS, tokenModel } from "../../domain/netbox/models/core.ts";
 import { AUTH_MESSAGES, TOKEN_MODEL, TokenService } from "../../domain/netbox/tokens.ts";
 import { KvModelStore } from "../../storage/kv/models.ts";
-import { createPlugin, type PluginOptions } from "../plugin/mod.ts";
+import { createPlugin, pluginOpenApiPaths, type PluginOptions } from "../plugin/mod.ts";
 import { docsRoutes } from "../_lib/docs.ts";
 import {
   API_VERSION,
@@ -137,7 +137,17 @@ export async function createInventoryApp(
 
   // Public: docs pages, their assets and the schema (a browser cannot send the token).
   let schema: Record<string, unknown> | null = null;
-  app.get("/api/schema", (c) => c.json(schema ??= buildOpenApi(ctx.engine)));
+  app.get("/api/schema", (c) => {
+    if (!schema) {
+      const doc = buildOpenApi(ctx.engine);
+      // The plugin's own routes (keepalive, ssh-secrets, settings, relay) sit beside the models.
+      schema = {
+        ...doc,
+        paths: { ...doc.paths as Record<string, unknown>, ...pluginOpenApiPaths() },
+      };
+    }
+    return c.json(schema);
+  });
   app.route(
     "/",
     docsRoutes({

@@ -386,6 +386,10 @@ Deno.test("docs assets are served offline; OPTIONS and HEAD answer", async () =>
       schema.body.paths["/api/plugins/service/endpoints/hypervisor/"],
       "plugin models are documented",
     );
+    assert.ok(
+      schema.body.paths["/api/plugins/service/endpoints/hypervisor/{id}/ssh-secrets/"],
+      "the plugin's own routes are documented too",
+    );
     assert.ok(schema.body.components.schemas.VirtualizationVirtualmachine);
   } finally {
     inv.close();
