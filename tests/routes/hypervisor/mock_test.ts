@@ -517,3 +517,34 @@ Deno.test("hypervisor mock: cached GET bodies stay correct (writes, time) and la
     h.close();
   }
 });
+
+Deno.test("hypervisor mock: the seed follows HYPERVISOR_MOCK_SEED and each app has its own state", async () => {
+  const env = { HYPERVISOR_MOCK_SEED: "nodes=3,vms=50,cts=10,storages=3" };
+  const a = await harness(env);
+  const b = await harness(env);
+  try {
+    const sa = await login(a);
+    const sb = await login(b);
+    const res = (await call(a, sa, "GET", "/pve/cluster/resources")).body;
+    const count = (t: string) => res.filter((r: { type: string }) => r.type === t).length;
+    assert.equal(count("node"), 3);
+    assert.equal(count("qemu"), 50);
+    assert.equal(count("lxc"), 10);
+    assert.equal((await call(a, sa, "GET", "/pve/storage")).body.length, 3);
+    // Every sync stage has data: jobs, SDN, snapshots, backups, networks, tasks.
+    assert.ok((await call(a, sa, "GET", "/pve/cluster/replication")).body.length > 0);
+    assert.ok((await call(a, sa, "GET", "/pve/nodes/pve2/tasks")).body.length > 0);
+    assert.deepEqual(
+      (await call(b, sb, "GET", "/pve/cluster/resources")).body.map((r: { id: string }) => r.id),
+      res.map((r: { id: string }) => r.id),
+    );
+    await call(a, sa, "POST", "/pve/nodes/pve1/qemu", { vmid: 5000 });
+    assert.equal((await call(a, sa, "GET", "/pve/nodes/pve1/qemu/5000/config")).status, 200);
+    assert.equal((await call(b, sb, "GET", "/pve/nodes/pve1/qemu/5000/config")).status, 404);
+    // A ticket of one app means nothing to the other.
+    assert.equal((await call(b, sa, "GET", "/pve/nodes")).status, 401);
+  } finally {
+    a.close();
+    b.close();
+  }
+});
