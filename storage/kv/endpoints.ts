@@ -25,7 +25,7 @@ export class KvInventoryEndpointStore implements InventoryEndpointStore {
       const singleton = await this.kv.get(keys.inventoryEndpointSingleton());
       if (singleton.value !== null) return { ok: false, reason: "conflict" } as const;
       const seq = await readSequence(this.kv, "inventory_endpoint");
-      const record = { ...data, id: seq.next };
+      const record = { id: seq.next, ...data };
       const result = await this.kv.atomic()
         .check(singleton)
         .check({ key: seq.key, versionstamp: seq.versionstamp })
@@ -44,7 +44,7 @@ export class KvInventoryEndpointStore implements InventoryEndpointStore {
     return retryAtomic(async () => {
       const current = await this.kv.get<InventoryEndpointRecord>(keys.inventoryEndpoint(id));
       if (current.value === null) return { ok: false, reason: "not_found" } as const;
-      const record = { ...data, id };
+      const record = { id, ...data };
       const result = await this.kv.atomic().check(current).set(current.key, record).commit();
       return result.ok ? { ok: true, record } as const : undefined;
     });
@@ -81,7 +81,7 @@ export class KvHypervisorEndpointStore implements HypervisorEndpointStore {
       const name = await this.kv.get(keys.hypervisorEndpointName(data.name));
       if (name.value !== null) return { ok: false, reason: "conflict" } as const;
       const seq = await readSequence(this.kv, "hypervisor_endpoints");
-      const record = { ...data, id: seq.next };
+      const record = { id: seq.next, ...data };
       const result = await this.kv.atomic()
         .check(name)
         .check({ key: seq.key, versionstamp: seq.versionstamp })
@@ -100,7 +100,7 @@ export class KvHypervisorEndpointStore implements HypervisorEndpointStore {
     return retryAtomic(async () => {
       const current = await this.kv.get<HypervisorEndpointRecord>(keys.hypervisorEndpoint(id));
       if (current.value === null) return { ok: false, reason: "not_found" } as const;
-      const record = { ...data, id };
+      const record = { id, ...data };
       const op = this.kv.atomic().check(current).set(current.key, record);
       if (current.value.name !== data.name) {
         const name = await this.kv.get(keys.hypervisorEndpointName(data.name));
