@@ -239,7 +239,11 @@ export function formatReply(
       for (const e of result.errors) errors[e.field] = e.message;
       return json({ data: null, errors, message: `${result.message}\n` }, status, result.message);
     }
-    if (status === 401 || status === 501) return json({ data: null }, status, result.message);
+    if (status === 401) return json({ data: null }, status, result.message);
+    // Deno's server drops custom reason phrases, so the 501 text is in the body as well.
+    if (status === 501) {
+      return json({ data: null, message: `${result.message}\n` }, status, result.message);
+    }
     return json({ data: null, message: `${result.message}\n` }, status, result.message);
   }
   const headers: Record<string, string> = {};

@@ -44,7 +44,10 @@ Deno.test("hypervisor mock over HTTP: form login, cookie + CSRF, token client, r
 
     const unknown = await fetch(`${base}/nodes/pve1/nope`, { headers: auth });
     assert.equal(unknown.status, 501);
-    assert.deepEqual(await unknown.json(), { data: null });
+    assert.deepEqual(await unknown.json(), {
+      data: null,
+      message: "Method 'GET /nodes/pve1/nope' not implemented\n",
+    });
     const noAuth = await fetch(`${base}/nodes`);
     assert.equal(noAuth.status, 401);
     await noAuth.body?.cancel();
