@@ -28,6 +28,9 @@ export interface RouteMatch {
   params: Record<string, string>;
 }
 
+/** Parameters that may contain `/` when they end a path (Proxmox volume ids). */
+const GREEDY_PARAMS: ReadonlySet<string> = new Set(["volume"]);
+
 function newNode(): TrieNode {
   return { literal: new Map(), params: [] };
 }
@@ -109,6 +112,18 @@ export class Router {
         const r = this.#walk(p.node, segs, at + 1, values);
         if (r) return r;
         values.pop();
+      }
+      // A volume id (`local:backup/vzdump-...`) sent unencoded, as clients that join path
+      // segments do: the last parameter of a leaf path takes the rest of the path.
+      for (const p of node.params) {
+        const leaf = p.node.route && !p.node.literal.size && !p.node.params.length;
+        if (!leaf || !GREEDY_PARAMS.has(p.name) || at === segs.length - 1) continue;
+        try {
+          values.push(segs.slice(at).map((x) => decodeURIComponent(x)).join("/"));
+        } catch {
+          return undefined;
+        }
+        return p.node.route;
       }
     }
     return undefined;

@@ -46,3 +46,16 @@ Deno.test("router: different parameter names at one position both route", () => 
   assert.deepEqual(r.match("/nodes/x/other")?.params, { name: "x" });
   assert.deepEqual(r.match("/nodes/x/qemu")?.params, { node: "x" });
 });
+
+Deno.test("router: an unencoded volume id takes the rest of a leaf path", () => {
+  const r = router();
+  r.add("/nodes/{node}/storage/{storage}/content/{volume}", "GET", op("volume"));
+  const m = r.match("/nodes/pve1/storage/local/content/local:backup/vzdump-qemu-100.vma.zst");
+  assert.deepEqual(m?.params, {
+    node: "pve1",
+    storage: "local",
+    volume: "local:backup/vzdump-qemu-100.vma.zst",
+  });
+  // Only that parameter: other paths with extra segments still miss.
+  assert.equal(r.match("/nodes/pve1/qemu/100/config/extra"), undefined);
+});

@@ -259,6 +259,14 @@ Deno.test("hypervisor mock: snapshots create/rollback/delete and vzdump backups"
     assert.match(dump.body.data, /:vzdump:103:/);
     const list = await backups();
     assert.equal(list.length, n + 1);
+    // Clients that join path segments send the volume id unencoded; both forms work.
+    const volid: string = list.at(-1).volid;
+    const raw = await call(h, s, "GET", `/api2/json/nodes/pve1/storage/local/content/${volid}`);
+    assert.equal(raw.status, 200);
+    assert.equal(raw.body.data.format, "vma.zst");
+    const enc = `/pve/nodes/pve1/storage/local/content/${encodeURIComponent(volid)}`;
+    assert.equal((await call(h, s, "DELETE", enc)).status, 200);
+    assert.equal((await call(h, s, "GET", enc)).status, 404);
     assert.match(
       list.at(-1).volid,
       /^local:backup\/vzdump-qemu-103-\d{4}_\d{2}_\d{2}-\d{2}_\d{2}_\d{2}\.vma\.zst$/,
