@@ -592,6 +592,64 @@ function clone(type: GuestType): Handler {
   };
 }
 
+/** Convert to a template (qemu: a task; lxc: synchronous, as in Proxmox). */
+function makeTemplate(type: GuestType): Handler {
+  return (ctx) => {
+    const g = guestOf(ctx);
+    if (g.status !== "stopped") failThrow(`${type === "qemu" ? "VM" : "CT"} ${g.vmid} is running`);
+    if (g.config.template === 1) {
+      failThrow(`${type === "qemu" ? "VM" : "CT"} ${g.vmid} is already a template`);
+    }
+    if (type === "lxc") {
+      g.config.template = 1;
+      return null;
+    }
+    return startTask(ctx, {
+      node: g.node,
+      type: "qmtemplate",
+      id: String(g.vmid),
+      log: [`convert VM ${g.vmid} to a template`],
+      effect: () => {
+        g.config.template = 1;
+      },
+    });
+  };
+}
+
+/** Grow a disk: `size` is `+<n>[KMGT]` (relative) or `<n>[KMGT]` (absolute, not smaller). */
+function resize(ctx: HandlerContext): string {
+  const g = guestOf(ctx);
+  const disk = String(ctx.values.disk);
+  const spec = g.config[disk];
+  if (spec === undefined) throw fieldError("disk", `disk '${disk}' does not exist`);
+  const m = /^(\+)?(\d+(?:\.\d+)?)([KMGT]?)$/.exec(String(ctx.values.size));
+  if (!m) throw fieldError("size", "unable to parse size");
+  const unit: Record<string, number> = { "": 1, K: 1024, M: 1024 ** 2, G: GiB, T: 1024 ** 4 };
+  const asked = Number(m[2]) * unit[m[3]];
+  const current = /size=(\d+(?:\.\d+)?)([KMGT]?)/.exec(String(spec));
+  const now = current ? Number(current[1]) * unit[current[2]] : 0;
+  const next = m[1] ? now + asked : asked;
+  if (next < now) throw fieldError("size", "shrinking disks is not supported");
+  const gib = Math.round((next / GiB) * 100) / 100;
+  g.config[disk] = current
+    ? String(spec).replace(/size=[^,]+/, `size=${gib}G`)
+    : `${spec},size=${gib}G`;
+  return startTask(ctx, {
+    node: g.node,
+    type: "resize",
+    id: String(g.vmid),
+    log: [`resize ${disk} to ${gib}G`],
+  });
+}
+
+/** Recent tasks of all nodes, newest first (GET /cluster/tasks). */
+function clusterTasks(ctx: HandlerContext): unknown[] {
+  const all: Task[] = [];
+  for (const list of ctx.state.tasksByNode.values()) all.push(...list.slice(-50));
+  all.sort((a, b) => b.starttime - a.starttime || b.pid - a.pid);
+  return all.map(taskEntry);
+}
+
 // ---------------------------------------------------------------- snapshots
 
 function listSnapshots(ctx: HandlerContext): unknown[] {
@@ -1546,6 +1604,8 @@ function guestHandlers(type: GuestType): Record<string, Handler> {
     [`PUT ${item}/config`]: updateConfig(false),
     [`GET ${item}/status/current`]: statusCurrent,
     [`GET ${item}/pending`]: pendingList,
+    [`POST ${item}/template`]: makeTemplate(type),
+    [`PUT ${item}/resize`]: resize,
     [`POST ${item}/migrate`]: migrate(type),
     [`GET ${item}/migrate`]: migratePrecondition(type),
     [`POST ${item}/clone`]: clone(type),
@@ -1588,6 +1648,7 @@ export const HANDLERS: Record<string, Handler> = {
   "GET /cluster/status": clusterStatus,
   "GET /cluster/resources": clusterResources,
   "GET /cluster/nextid": nextId,
+  "GET /cluster/tasks": clusterTasks,
   "GET /nodes": (ctx) => [...ctx.state.nodes.keys()].map((n) => nodeEntry(ctx.state, n, ctx.nowS)),
   "GET /nodes/{node}/status": nodeStatus,
   "GET /nodes/{node}/tasks": taskListAll,

@@ -556,3 +556,34 @@ Deno.test("hypervisor mock: the seed follows HYPERVISOR_MOCK_SEED and each app h
     b.close();
   }
 });
+
+Deno.test("hypervisor mock: resize, template and the cluster-wide task list", async () => {
+  const h = await harness();
+  try {
+    const s = await login(h);
+    const base = "/api2/json/nodes/pve1/qemu/103";
+    const before = (await call(h, s, "GET", `${base}/config`)).body.data.scsi0 as string;
+    const size = Number(/size=(\d+)G/.exec(before)![1]);
+    const grow = await call(h, s, "PUT", `${base}/resize`, { disk: "scsi0", size: "+10G" });
+    assert.match(grow.body.data, /:resize:103:/);
+    const after = (await call(h, s, "GET", `${base}/config`)).body.data.scsi0 as string;
+    assert.ok(after.includes(`size=${size + 10}G`), after);
+    const shrink = await call(h, s, "PUT", `${base}/resize`, { disk: "scsi0", size: "1G" });
+    assert.deepEqual(shrink.body.errors, { size: "shrinking disks is not supported" });
+    assert.equal(
+      (await call(h, s, "PUT", `${base}/resize`, { disk: "scsi9", size: "+1G" })).status,
+      400,
+    );
+
+    await call(h, s, "POST", `${base}/status/stop`);
+    assert.equal((await call(h, s, "POST", `${base}/template`)).status, 200);
+    const list = (await call(h, s, "GET", "/pve/nodes/pve1/qemu")).body;
+    assert.equal(list.find((v: { vmid: number }) => v.vmid === 103).template, 1);
+
+    const tasks = (await call(h, s, "GET", "/api2/json/cluster/tasks")).body.data;
+    assert.equal(tasks[0].type, "qmtemplate");
+    assert.ok(tasks.some((t: { node: string }) => t.node === "pve2"));
+  } finally {
+    h.close();
+  }
+});
