@@ -354,6 +354,30 @@ export function buildSeed(opts: SeedOptions): MockState {
     groupid: "admins",
     comment: "Administrators",
   });
+  const domains = collection(state, "/access/domains");
+  domains.set("pam", { realm: "pam", type: "pam", comment: "Linux PAM standard authentication" });
+  domains.set("pve", {
+    realm: "pve",
+    type: "pve",
+    comment: "Proxmox VE authentication server",
+    default: 1,
+  });
+  const roles = collection(state, "/access/roles");
+  for (
+    const [roleid, privs] of [
+      [
+        "Administrator",
+        "Sys.Audit,Sys.Modify,VM.Allocate,VM.Audit,VM.Config.Options,VM.PowerMgmt,Datastore.Allocate,Datastore.Audit",
+      ],
+      ["PVEAuditor", "Datastore.Audit,Mapping.Audit,Pool.Audit,SDN.Audit,Sys.Audit,VM.Audit"],
+      [
+        "PVEVMAdmin",
+        "VM.Allocate,VM.Audit,VM.Backup,VM.Clone,VM.Config.Options,VM.Console,VM.Migrate,VM.PowerMgmt,VM.Snapshot",
+      ],
+      ["PVEVMUser", "VM.Audit,VM.Backup,VM.Console,VM.PowerMgmt"],
+      ["NoAccess", ""],
+    ]
+  ) roles.set(roleid, { roleid, privs, special: 1 });
 
   // Pools.
   state.pools.set("production", {

@@ -587,3 +587,17 @@ Deno.test("hypervisor mock: resize, template and the cluster-wide task list", as
     h.close();
   }
 });
+
+Deno.test("hypervisor mock: realms and built-in roles are listed (login pages read /access/domains)", async () => {
+  const h = await harness();
+  try {
+    const realms = await call(h, {}, "GET", "/api2/json/access/domains");
+    assert.equal(realms.status, 200); // world-readable, as in Proxmox
+    assert.deepEqual(realms.body.data.map((d: { realm: string }) => d.realm), ["pam", "pve"]);
+    const s = await login(h);
+    const roles = (await call(h, s, "GET", "/pve/access/roles")).body;
+    assert.ok(roles.some((r: { roleid: string }) => r.roleid === "PVEAuditor"));
+  } finally {
+    h.close();
+  }
+});
