@@ -597,6 +597,31 @@ Deno.test("hypervisor mock: realms and built-in roles are listed (login pages re
     const s = await login(h);
     const roles = (await call(h, s, "GET", "/pve/access/roles")).body;
     assert.ok(roles.some((r: { roleid: string }) => r.roleid === "PVEAuditor"));
+    assert.deepEqual((await call(h, s, "GET", "/pve/access/acl")).body, []);
+    await call(h, s, "PUT", "/pve/access/acl", {
+      path: "/vms/100",
+      roles: "PVEAuditor",
+      users: "root@pam",
+    });
+    assert.deepEqual((await call(h, s, "GET", "/api2/json/access/acl")).body.data, [
+      { path: "/vms/100", type: "user", ugid: "root@pam", roleid: "PVEAuditor", propagate: 1 },
+    ]);
+    const badRole = await call(h, s, "PUT", "/pve/access/acl", {
+      path: "/",
+      roles: "Nope",
+      users: "root@pam",
+    });
+    assert.deepEqual(badRole.body.errors, [{
+      field: "roles",
+      message: "role 'Nope' does not exist",
+    }]);
+    await call(h, s, "PUT", "/pve/access/acl", {
+      path: "/vms/100",
+      roles: "PVEAuditor",
+      users: "root@pam",
+      delete: 1,
+    });
+    assert.deepEqual((await call(h, s, "GET", "/pve/access/acl")).body, []);
   } finally {
     h.close();
   }
