@@ -85,7 +85,8 @@ export class TaskRunner {
       pstart: 0x100000 + state.counter * 7,
       starttime,
       type: req.type,
-      id: req.id,
+      // A UPID is colon-separated: escape colons in the id (volume ids have them).
+      id: req.id.replaceAll(":", "\\x3a").replace(/\s+/g, "_"),
       user: req.user,
       endsAtMs: nowMs + this.delayMs,
       status: "running",

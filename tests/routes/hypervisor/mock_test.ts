@@ -626,3 +626,28 @@ Deno.test("hypervisor mock: realms and built-in roles are listed (login pages re
     h.close();
   }
 });
+
+Deno.test("hypervisor mock: a task about a volume id still has a well-formed UPID", async () => {
+  const h = await harness();
+  try {
+    const s = await login(h);
+    const vols =
+      (await call(h, s, "GET", "/pve/nodes/pve1/storage/local/content?content=iso")).body;
+    const volid: string = vols[0].volid;
+    const path = `/api2/json/nodes/pve1/storage/local/content/${encodeURIComponent(volid)}`;
+    const del = await call(h, s, "DELETE", path);
+    assert.match(
+      del.body.data,
+      /^UPID:pve1:[0-9A-F]{8}:[0-9A-F]{8}:[0-9A-F]{8}:imgdel:local\\x3aiso\/[^:]+:root@pam:$/,
+    );
+    const st = await call(
+      h,
+      s,
+      "GET",
+      `/pve/nodes/pve1/tasks/${encodeURIComponent(del.body.data)}/status`,
+    );
+    assert.equal(st.body.exitstatus, "OK");
+  } finally {
+    h.close();
+  }
+});
