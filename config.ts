@@ -38,6 +38,11 @@ export interface Config {
     tokenSecret: string | undefined;
     verifyTls: boolean;
     caFile: string | undefined;
+    /**
+     * Real mode: let requests without their own Proxmox credentials use the configured identity.
+     * Off by default, because it hands that identity to anyone who can reach the port.
+     */
+    proxySharedIdentity: boolean;
   };
   inventoryBootstrapToken: string | undefined;
 }
@@ -156,6 +161,7 @@ export function parseConfig(env: Env): Config {
       tokenSecret: text(env, "HYPERVISOR_TOKEN_SECRET"),
       verifyTls: bool(env, "HYPERVISOR_VERIFY_TLS", true),
       caFile: text(env, "HYPERVISOR_CA_FILE"),
+      proxySharedIdentity: bool(env, "HYPERVISOR_PROXY_SHARED_IDENTITY", false),
     },
     inventoryBootstrapToken: text(env, "INVENTORY_BOOTSTRAP_TOKEN"),
   };

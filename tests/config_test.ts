@@ -12,6 +12,7 @@ Deno.test("config: embedded defaults need no environment at all", () => {
   assert.equal(config.hypervisor.version, "9.2");
   assert.equal(config.hypervisor.verifyTls, true);
   assert.equal(config.hypervisor.mockUser, "root@pam");
+  assert.equal(config.hypervisor.proxySharedIdentity, false);
 });
 
 Deno.test("config: values are parsed and typed", () => {

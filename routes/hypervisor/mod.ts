@@ -87,7 +87,10 @@ export async function createHypervisorApp(
   // HYPERVISOR_MODE=real: both mounts proxy to HYPERVISOR_URL (routes/hypervisor/real.ts).
   if (deps.config.hypervisor.mode === "real") {
     const preferUpstreamSchema = !options.schema && !deps.config.hypervisor.schema;
-    return await hypervisorRealModeApp(deps, active, { preferUpstreamSchema });
+    return await hypervisorRealModeApp(deps, active, {
+      preferUpstreamSchema,
+      requireClientAuth: !deps.config.hypervisor.proxySharedIdentity,
+    });
   }
   const engine = createEngine(deps, active.tree, options);
   options.onEngine?.(engine);

@@ -527,7 +527,21 @@ Deno.test("real mode: createHypervisorApp with HYPERVISOR_MODE=real proxies, doc
   });
   try {
     const app = await createHypervisorApp(deps);
-    const nodes = await app.request("/api2/json/nodes");
+    // By default a request without its own credentials never borrows the configured identity.
+    const anonymous = await app.request("/api2/json/nodes");
+    assert.equal(anonymous.status, 401);
+    await anonymous.body?.cancel();
+    assert.ok(!up.seen.includes("GET /api2/json/nodes"), "nothing was forwarded");
+    // A client that logs in through the proxy gets the real cluster's ticket and uses it.
+    const login = await app.request("/api2/json/access/ticket", {
+      method: "POST",
+      body: new URLSearchParams({ username: "root@pam", password: "bridgebox" }),
+    });
+    assert.equal(login.status, 200);
+    const { data: ticket } = await login.json();
+    const nodes = await app.request("/api2/json/nodes", {
+      headers: { cookie: `PVEAuthCookie=${encodeURIComponent(ticket.ticket)}` },
+    });
     assert.equal(nodes.status, 200);
     assert.ok((await nodes.json()).data.length > 0);
     assert.ok(up.seen.includes("GET /api2/json/nodes"), "answered by the upstream");
@@ -540,6 +554,26 @@ Deno.test("real mode: createHypervisorApp with HYPERVISOR_MODE=real proxies, doc
     const reset = await app.request("/pve/mock/reset", { method: "POST" });
     assert.equal(reset.status, 501);
     await reset.body?.cancel();
+  } finally {
+    deps.kv.close();
+    await up.close();
+  }
+});
+
+Deno.test("real mode: HYPERVISOR_PROXY_SHARED_IDENTITY lets anonymous requests use the configured identity", async () => {
+  const up = await startUpstream();
+  const deps = await testDeps({
+    HYPERVISOR_MODE: "real",
+    HYPERVISOR_PROXY_SHARED_IDENTITY: "true",
+    HYPERVISOR_SCHEMA: new URL("../../../../shared/hypervisor-schema/pve-9.2.json", import.meta.url)
+      .pathname,
+    ...ticketEnv(up.url),
+  });
+  try {
+    const app = await createHypervisorApp(deps);
+    const nodes = await app.request("/api2/json/nodes");
+    assert.equal(nodes.status, 200);
+    await nodes.body?.cancel();
   } finally {
     deps.kv.close();
     await up.close();
