@@ -66,9 +66,14 @@ async function readLimited(request: Request, limit: number): Promise<string> {
  * The JSON body of a request (size-limited to 1 MiB). Malformed JSON → 400
  * `{"detail":"JSON parse error - ..."}`; a non-JSON content type → 415. Empty → undefined.
  */
-export async function readJson(c: Context): Promise<unknown> {
-  const type = c.req.header("content-type") ?? "";
-  const text = await readLimited(c.req.raw, MAX_BODY_BYTES);
+export function readJson(c: Context): Promise<unknown> {
+  return readJsonBody(c.req.raw);
+}
+
+/** readJson for code that holds the Request itself (the plugin's own routes). */
+export async function readJsonBody(request: Request): Promise<unknown> {
+  const type = request.headers.get("content-type") ?? "";
+  const text = await readLimited(request, MAX_BODY_BYTES);
   if (text.trim() === "") return undefined;
   if (type && !/json/i.test(type)) {
     throw new ApiError(415, {

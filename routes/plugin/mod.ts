@@ -44,6 +44,7 @@ import {
   publicSettings,
 } from "../../domain/plugin/settings.ts";
 import { KvPluginSettingsStore } from "../../storage/kv/plugin_settings.ts";
+import { ApiError, readJsonBody } from "../inventory/errors.ts";
 
 export { pluginOpenApiPaths } from "./openapi.ts";
 
@@ -88,14 +89,13 @@ function respond(result: OpResult): Response {
   return json(result.body, result.status, result.headers);
 }
 
-/** The JSON body, or a 400 Response naming the parse error. */
+/** The JSON body (1 MiB limit, as every inventory route), or the 4xx Response saying why not. */
 async function readJson(request: Request): Promise<unknown> {
   try {
-    return await request.json();
+    return await readJsonBody(request);
   } catch (error) {
-    return json({
-      detail: `JSON parse error - ${error instanceof Error ? error.message : String(error)}`,
-    }, 400);
+    if (error instanceof ApiError) return json(error.body, error.status);
+    throw error;
   }
 }
 
