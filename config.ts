@@ -43,6 +43,10 @@ export interface Config {
      * Off by default, because it hands that identity to anyone who can reach the port.
      */
     proxySharedIdentity: boolean;
+    /** Real mode: how long one upstream call may take. */
+    timeoutMs: number;
+    /** Mock mode: how long a task runs before it finishes with exitstatus "OK". */
+    taskDelayMs: number;
   };
   inventoryBootstrapToken: string | undefined;
 }
@@ -73,6 +77,15 @@ function bool(env: Env, name: string, fallback: boolean): boolean {
   if (["1", "true", "yes", "on"].includes(value)) return true;
   if (["0", "false", "no", "off"].includes(value)) return false;
   throw new ConfigError(name, `expected true or false, got "${env[name]}"`);
+}
+
+function millis(env: Env, name: string, fallback: number): number {
+  const value = text(env, name);
+  if (value === undefined) return fallback;
+  if (!/^\d+$/.test(value) || Number(value) > 3_600_000) {
+    throw new ConfigError(name, `expected milliseconds 0-3600000, got "${value}"`);
+  }
+  return Number(value);
 }
 
 function port(env: Env): number {
@@ -162,6 +175,8 @@ export function parseConfig(env: Env): Config {
       verifyTls: bool(env, "HYPERVISOR_VERIFY_TLS", true),
       caFile: text(env, "HYPERVISOR_CA_FILE"),
       proxySharedIdentity: bool(env, "HYPERVISOR_PROXY_SHARED_IDENTITY", false),
+      timeoutMs: millis(env, "HYPERVISOR_TIMEOUT_MS", 30_000),
+      taskDelayMs: millis(env, "HYPERVISOR_MOCK_TASK_DELAY_MS", 1_000),
     },
     inventoryBootstrapToken: text(env, "INVENTORY_BOOTSTRAP_TOKEN"),
   };

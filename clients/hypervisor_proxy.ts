@@ -108,7 +108,7 @@ export async function proxyOptionsFromConfig(
       throw new Error(`HYPERVISOR_CA_FILE ${h.caFile}: ${(err as Error).message}`);
     }
   }
-  return { ...base, baseUrl: h.url, auth, verifyTls: h.verifyTls, caCerts };
+  return { ...base, baseUrl: h.url, auth, verifyTls: h.verifyTls, caCerts, timeoutMs: h.timeoutMs };
 }
 
 /** Walks an error's cause chain into one lowercase string for classification. */

@@ -13,6 +13,8 @@ Deno.test("config: embedded defaults need no environment at all", () => {
   assert.equal(config.hypervisor.verifyTls, true);
   assert.equal(config.hypervisor.mockUser, "root@pam");
   assert.equal(config.hypervisor.proxySharedIdentity, false);
+  assert.equal(config.hypervisor.timeoutMs, 30_000);
+  assert.equal(config.hypervisor.taskDelayMs, 1_000);
 });
 
 Deno.test("config: values are parsed and typed", () => {
@@ -53,6 +55,8 @@ Deno.test("config: bad values name the variable", () => {
     { HYPERVISOR_VERSION: "8.0" },
     { HYPERVISOR_MOCK_SEED: "nodes=0" },
     { HYPERVISOR_MOCK_SEED: "planets=3" },
+    { HYPERVISOR_TIMEOUT_MS: "soon" },
+    { HYPERVISOR_MOCK_TASK_DELAY_MS: "-5" },
   ];
   for (const env of cases) {
     assert.throws(() => parseConfig(env), (error) => {

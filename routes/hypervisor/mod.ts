@@ -73,7 +73,7 @@ export function createEngine(deps: AppDeps, tree: SchemaTree, options: Hyperviso
     schema: tree,
     seed: { size: h.seed, mockUser: h.mockUser, mockPassword: h.mockPassword },
     now: deps.now,
-    taskDelayMs: options.taskDelayMs,
+    taskDelayMs: options.taskDelayMs ?? h.taskDelayMs,
     version: h.version,
   });
 }
