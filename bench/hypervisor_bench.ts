@@ -13,7 +13,7 @@ import { indexSchema, loadSchema } from "../mock/schema.ts";
 import { createHypervisorApp } from "../routes/hypervisor/mod.ts";
 import { parseConfig } from "../config.ts";
 import { MemoryLogger } from "../domain/logger.ts";
-import type { AppDeps } from "../app.ts";
+import type { AppDeps } from "../routes/_lib/deps.ts";
 import type { HypervisorEngine } from "../mock/engine.ts";
 
 const SCHEMA = new URL("../../shared/hypervisor-schema/pve-9.2.json", import.meta.url).pathname;

@@ -9,7 +9,7 @@ import { hypervisorRealRoutes } from "../routes/hypervisor/real.ts";
 import { loadSchema } from "../mock/schema.ts";
 import { parseConfig } from "../config.ts";
 import { MemoryLogger } from "../domain/logger.ts";
-import type { AppDeps } from "../app.ts";
+import type { AppDeps } from "../routes/_lib/deps.ts";
 
 const schema = await loadSchema(
   new URL("../../shared/hypervisor-schema/pve-9.2.json", import.meta.url).pathname,

@@ -1,5 +1,5 @@
 import { Hono } from "hono";
-import type { AppDeps, ServeEnv } from "../../app.ts";
+import type { AppDeps, ServeEnv } from "../_lib/deps.ts";
 
 /** Host-agent mock (micro-VM provisioning without a real host); mounted at /host-agent. */
 // deno-lint-ignore require-await

@@ -13,7 +13,7 @@
  * source allow-list (a rejected source costs nothing).
  */
 import { type Context, Hono } from "hono";
-import type { AppDeps, ServeEnv } from "../../app.ts";
+import type { AppDeps, ServeEnv } from "../_lib/deps.ts";
 import { clientIp } from "../_lib/client_ip.ts";
 import { OpenApiCache } from "../../mock/openapi.ts";
 import { TypeScriptCache } from "../../mock/typescript.ts";

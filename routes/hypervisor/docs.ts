@@ -8,7 +8,7 @@ import { Hono } from "hono";
 import { docsRoutes } from "../_lib/docs.ts";
 import { OpenApiCache, type OpenApiFlavour } from "../../mock/openapi.ts";
 import type { SchemaCatalog } from "./versions.ts";
-import type { ServeEnv } from "../../app.ts";
+import type { ServeEnv } from "../_lib/deps.ts";
 
 export function parseMount(value: string | undefined): OpenApiFlavour | null {
   if (value === undefined || value === "" || value === "pve" || value === "/pve") return "pve";

@@ -17,7 +17,7 @@
  *   before the engine's catch-all.
  */
 import { Hono } from "hono";
-import type { AppDeps, ServeEnv } from "../../app.ts";
+import type { AppDeps, ServeEnv } from "../_lib/deps.ts";
 import { HypervisorEngine } from "../../mock/engine.ts";
 import { loadSchema, type SchemaTree } from "../../mock/schema.ts";
 import { builtinCatalogue } from "../../mock/catalogue.ts";

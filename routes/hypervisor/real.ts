@@ -15,7 +15,7 @@
  * anonymously (it is the login).
  */
 import { Hono } from "hono";
-import type { AppDeps, ServeEnv } from "../../app.ts";
+import type { AppDeps, ServeEnv } from "../_lib/deps.ts";
 import type { HttpMethod, SchemaTree } from "../../mock/schema.ts";
 import { indexSchema, parseSchemaText } from "../../mock/schema.ts";
 import { Router } from "../../mock/router.ts";

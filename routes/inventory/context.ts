@@ -2,7 +2,7 @@
  * What the inventory surface shares with the routes mounted on it (core and plugin): the
  * app deps, the model engine and the token service, plus the Hono env carrying `auth`.
  */
-import type { AppDeps, ServeEnv } from "../../app.ts";
+import type { AppDeps, ServeEnv } from "../_lib/deps.ts";
 import type { ModelEngine } from "../../domain/netbox/engine.ts";
 import type { TokenService } from "../../domain/netbox/tokens.ts";
 import type { AuthInfo } from "../../domain/netbox/types.ts";

@@ -1,6 +1,6 @@
 /** Shared setup for the hypervisor docs/codegen route tests. */
 import { Hono } from "hono";
-import type { AppDeps, ServeEnv } from "../../../app.ts";
+import type { AppDeps, ServeEnv } from "../../../routes/_lib/deps.ts";
 import { loadSchema, type SchemaTree } from "../../../mock/schema.ts";
 import {
   type CodegenOptions,

@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { Hono } from "hono";
-import type { AppDeps, ServeEnv } from "../../../app.ts";
+import type { AppDeps, ServeEnv } from "../../../routes/_lib/deps.ts";
 import { createHypervisorApp } from "../../../routes/hypervisor/mod.ts";
 import {
   hypervisorRealRoutes,
