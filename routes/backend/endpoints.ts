@@ -9,7 +9,8 @@ import {
   type SaveResult,
   texts,
 } from "../../domain/endpoints.ts";
-import { CredentialError } from "../../domain/credentials.ts";
+import { CredentialError, type CredentialVault } from "../../domain/credentials.ts";
+import type { KeySource } from "../../storage/ports.ts";
 import { ApiError, backendRouter, fail } from "./errors.ts";
 import type { BackendEnv, BackendServices } from "./context.ts";
 import {
@@ -125,250 +126,169 @@ async function guardCredentials<T>(work: () => Promise<T>): Promise<T> {
   }
 }
 
-export function endpointRoutes(services: BackendServices) {
-  const { inventoryEndpoints, hypervisorEndpoints, vault } = services;
-  const app = backendRouter<BackendEnv>();
+/** One registry of endpoint copies: the same six routes serve both kinds. */
+interface Registry<R extends { id: number; name: string; key_source: KeySource }, I> {
+  tag: string;
+  path: string;
+  noun: string;
+  input: z.ZodType<I>;
+  output: z.ZodType;
+  store: {
+    list(): Promise<R[]>;
+    get(id: number): Promise<R | null>;
+    delete(id: number): Promise<boolean>;
+  };
+  save(id: number | null, input: I): Promise<SaveResult<R>>;
+  view(record: R): unknown;
+  /** The stored secrets the credentials check must be able to open. */
+  secrets(record: R): (string | null)[];
+  label(record: R): string;
+  notFound: string;
+  createConflict: string;
+}
+
+function registryRoutes<R extends { id: number; name: string; key_source: KeySource }, I>(
+  app: ReturnType<typeof backendRouter<BackendEnv>>,
+  vault: CredentialVault,
+  reg: Registry<R, I>,
+) {
   const withId = { params: Id };
+  const tags = [reg.tag];
+  const notFound = jsonContent(Detail, "Unknown id");
+  const load = async (id: number) => {
+    const record = await reg.store.get(id);
+    if (!record) throw fail(404, reg.notFound);
+    return record;
+  };
+  const save = async (id: number | null, input: I) =>
+    unwrap(await guardCredentials(() => reg.save(id, input)));
 
-  // ---------------------------------------------------------------- inventory endpoint
   app.openapi(
     createRoute({
       method: "get",
-      path: "/inventory/endpoint",
-      tags: ["inventory endpoint"],
-      summary: "List the inventory endpoint copy ([] when none)",
-      responses: { 200: jsonContent(z.array(InventoryOutput), "Copies"), ...ErrorResponses },
+      path: reg.path,
+      tags,
+      summary: `List ${reg.noun}`,
+      responses: { 200: jsonContent(z.array(reg.output), "Copies"), ...ErrorResponses },
     }),
-    async (c) => c.json((await inventoryEndpoints.list()).map(publicInventoryEndpoint), 200),
+    async (c) => c.json((await reg.store.list()).map(reg.view), 200),
   );
   app.openapi(
     createRoute({
       method: "post",
-      path: "/inventory/endpoint",
-      tags: ["inventory endpoint"],
-      summary: "Create the inventory endpoint copy (only one is allowed)",
-      request: jsonBody(InventoryInput),
+      path: reg.path,
+      tags,
+      summary: `Create ${reg.noun}`,
+      request: jsonBody(reg.input),
       responses: {
-        201: jsonContent(InventoryOutput, "Created"),
-        409: jsonContent(Detail, "One already exists"),
+        201: jsonContent(reg.output, "Created"),
+        409: jsonContent(z.union([Detail, CredentialUndecryptable]), reg.createConflict),
         ...ErrorResponses,
       },
     }),
-    async (c) => {
-      const record = unwrap(
-        await saveInventoryEndpoint(inventoryEndpoints, vault, null, c.req.valid("json")),
-      );
-      return c.json(publicInventoryEndpoint(record), 201);
-    },
+    async (c) => c.json(reg.view(await save(null, c.req.valid("json") as I)), 201),
   );
   app.openapi(
     createRoute({
       method: "get",
-      path: "/inventory/endpoint/{id}",
-      tags: ["inventory endpoint"],
-      summary: "Read the inventory endpoint copy",
+      path: `${reg.path}/{id}`,
+      tags,
+      summary: `Read ${reg.noun}`,
       request: withId,
-      responses: {
-        200: jsonContent(InventoryOutput, "The copy"),
-        404: jsonContent(Detail, "Unknown id"),
-        ...ErrorResponses,
-      },
+      responses: { 200: jsonContent(reg.output, "The copy"), 404: notFound, ...ErrorResponses },
     }),
-    async (c) => {
-      const record = await inventoryEndpoints.get(c.req.valid("param").id);
-      if (!record) throw fail(404, texts.inventoryNotFound);
-      return c.json(publicInventoryEndpoint(record), 200);
-    },
+    async (c) => c.json(reg.view(await load(c.req.valid("param").id)), 200),
   );
   app.openapi(
     createRoute({
       method: "put",
-      path: "/inventory/endpoint/{id}",
-      tags: ["inventory endpoint"],
-      summary: "Replace the inventory endpoint copy (an omitted token keeps the stored one)",
-      request: { ...withId, ...jsonBody(InventoryInput) },
+      path: `${reg.path}/{id}`,
+      tags,
+      summary: `Replace ${reg.noun} (omitted secrets keep the stored ones)`,
+      request: { ...withId, ...jsonBody(reg.input) },
       responses: {
-        200: jsonContent(InventoryOutput, "Updated"),
-        404: jsonContent(Detail, "Unknown id"),
-        ...ErrorResponses,
-      },
-    }),
-    async (c) => {
-      const { id } = c.req.valid("param");
-      const record = unwrap(
-        await saveInventoryEndpoint(inventoryEndpoints, vault, id, c.req.valid("json")),
-      );
-      return c.json(publicInventoryEndpoint(record), 200);
-    },
-  );
-  app.openapi(
-    createRoute({
-      method: "delete",
-      path: "/inventory/endpoint/{id}",
-      tags: ["inventory endpoint"],
-      summary: "Delete the inventory endpoint copy",
-      request: withId,
-      responses: {
-        204: { description: "Deleted" },
-        404: jsonContent(Detail, "Unknown id"),
-        ...ErrorResponses,
-      },
-    }),
-    async (c) => {
-      if (!(await inventoryEndpoints.delete(c.req.valid("param").id))) {
-        throw fail(404, texts.inventoryNotFound);
-      }
-      return c.body(null, 204);
-    },
-  );
-  app.openapi(
-    createRoute({
-      method: "get",
-      path: "/inventory/endpoint/{id}/credentials/check",
-      tags: ["inventory endpoint"],
-      summary: "Prove the stored token still decrypts with the configured key",
-      request: withId,
-      responses: {
-        200: jsonContent(CredentialCheck, "Decrypts"),
-        404: jsonContent(Detail, "Unknown id"),
-        409: jsonContent(CredentialUndecryptable, "Cannot be decrypted"),
-        ...ErrorResponses,
-      },
-    }),
-    async (c) => {
-      const record = await inventoryEndpoints.get(c.req.valid("param").id);
-      if (!record) throw fail(404, texts.inventoryNotFound);
-      await guardCredentials(() =>
-        vault.open(record.token, record.key_source, `inventory ${endpointLabel(record)}`)
-      );
-      return c.json({ ok: true as const, key_source: record.key_source }, 200);
-    },
-  );
-
-  // ---------------------------------------------------------------- hypervisor endpoints
-  app.openapi(
-    createRoute({
-      method: "get",
-      path: "/hypervisor/endpoints",
-      tags: ["hypervisor endpoints"],
-      summary: "List hypervisor endpoint copies",
-      responses: { 200: jsonContent(z.array(HypervisorOutput), "Copies"), ...ErrorResponses },
-    }),
-    async (c) => c.json((await hypervisorEndpoints.list()).map(publicHypervisorEndpoint), 200),
-  );
-  app.openapi(
-    createRoute({
-      method: "post",
-      path: "/hypervisor/endpoints",
-      tags: ["hypervisor endpoints"],
-      summary: "Create a hypervisor endpoint copy (names are unique)",
-      request: jsonBody(HypervisorInput),
-      responses: {
-        201: jsonContent(HypervisorOutput, "Created"),
-        409: jsonContent(Detail, "Name taken"),
-        ...ErrorResponses,
-      },
-    }),
-    async (c) => {
-      const input = c.req.valid("json");
-      const record = unwrap(
-        await guardCredentials(() =>
-          saveHypervisorEndpoint(hypervisorEndpoints, vault, null, input)
-        ),
-      );
-      return c.json(publicHypervisorEndpoint(record), 201);
-    },
-  );
-  app.openapi(
-    createRoute({
-      method: "get",
-      path: "/hypervisor/endpoints/{id}",
-      tags: ["hypervisor endpoints"],
-      summary: "Read a hypervisor endpoint copy",
-      request: withId,
-      responses: {
-        200: jsonContent(HypervisorOutput, "The copy"),
-        404: jsonContent(Detail, "Unknown id"),
-        ...ErrorResponses,
-      },
-    }),
-    async (c) => {
-      const record = await hypervisorEndpoints.get(c.req.valid("param").id);
-      if (!record) throw fail(404, texts.hypervisorNotFound);
-      return c.json(publicHypervisorEndpoint(record), 200);
-    },
-  );
-  app.openapi(
-    createRoute({
-      method: "put",
-      path: "/hypervisor/endpoints/{id}",
-      tags: ["hypervisor endpoints"],
-      summary: "Replace a hypervisor endpoint copy (omitted secrets keep the stored ones)",
-      request: { ...withId, ...jsonBody(HypervisorInput) },
-      responses: {
-        200: jsonContent(HypervisorOutput, "Updated"),
-        404: jsonContent(Detail, "Unknown id"),
+        200: jsonContent(reg.output, "Updated"),
+        404: notFound,
         409: jsonContent(
           z.union([Detail, CredentialUndecryptable]),
-          "Name taken, or stored secrets undecryptable",
+          "Conflict, or stored secrets undecryptable",
         ),
         ...ErrorResponses,
       },
     }),
-    async (c) => {
-      const { id } = c.req.valid("param");
-      const input = c.req.valid("json");
-      const record = unwrap(
-        await guardCredentials(() => saveHypervisorEndpoint(hypervisorEndpoints, vault, id, input)),
-      );
-      return c.json(publicHypervisorEndpoint(record), 200);
-    },
+    async (c) =>
+      c.json(reg.view(await save(c.req.valid("param").id, c.req.valid("json") as I)), 200),
   );
   app.openapi(
     createRoute({
       method: "delete",
-      path: "/hypervisor/endpoints/{id}",
-      tags: ["hypervisor endpoints"],
-      summary: "Delete a hypervisor endpoint copy",
+      path: `${reg.path}/{id}`,
+      tags,
+      summary: `Delete ${reg.noun}`,
       request: withId,
-      responses: {
-        204: { description: "Deleted" },
-        404: jsonContent(Detail, "Unknown id"),
-        ...ErrorResponses,
-      },
+      responses: { 204: { description: "Deleted" }, 404: notFound, ...ErrorResponses },
     }),
     async (c) => {
-      if (!(await hypervisorEndpoints.delete(c.req.valid("param").id))) {
-        throw fail(404, texts.hypervisorNotFound);
-      }
+      if (!(await reg.store.delete(c.req.valid("param").id))) throw fail(404, reg.notFound);
       return c.body(null, 204);
     },
   );
   app.openapi(
     createRoute({
       method: "get",
-      path: "/hypervisor/endpoints/{id}/credentials/check",
-      tags: ["hypervisor endpoints"],
+      path: `${reg.path}/{id}/credentials/check`,
+      tags,
       summary: "Prove the stored secrets still decrypt with the configured key",
       request: withId,
       responses: {
         200: jsonContent(CredentialCheck, "Decrypts"),
-        404: jsonContent(Detail, "Unknown id"),
+        404: notFound,
         409: jsonContent(CredentialUndecryptable, "Cannot be decrypted"),
         ...ErrorResponses,
       },
     }),
     async (c) => {
-      const record = await hypervisorEndpoints.get(c.req.valid("param").id);
-      if (!record) throw fail(404, texts.hypervisorNotFound);
-      const label = `hypervisor ${endpointLabel(record)}`;
+      const record = await load(c.req.valid("param").id);
       await guardCredentials(async () => {
-        await vault.open(record.password, record.key_source, label);
-        await vault.open(record.token_value, record.key_source, label);
+        for (const secret of reg.secrets(record)) {
+          await vault.open(secret, record.key_source, reg.label(record));
+        }
       });
       return c.json({ ok: true as const, key_source: record.key_source }, 200);
     },
   );
+}
 
+export function endpointRoutes(services: BackendServices) {
+  const { inventoryEndpoints, hypervisorEndpoints, vault } = services;
+  const app = backendRouter<BackendEnv>();
+  registryRoutes(app, vault, {
+    tag: "inventory endpoint",
+    path: "/inventory/endpoint",
+    noun: "the inventory endpoint copy (at most one)",
+    input: InventoryInput,
+    output: InventoryOutput,
+    store: inventoryEndpoints,
+    save: (id, input) => saveInventoryEndpoint(inventoryEndpoints, vault, id, input),
+    view: publicInventoryEndpoint,
+    secrets: (record) => [record.token],
+    label: (record) => `inventory ${endpointLabel(record)}`,
+    notFound: texts.inventoryNotFound,
+    createConflict: "One already exists",
+  });
+  registryRoutes(app, vault, {
+    tag: "hypervisor endpoints",
+    path: "/hypervisor/endpoints",
+    noun: "hypervisor endpoint copies (names are unique)",
+    input: HypervisorInput,
+    output: HypervisorOutput,
+    store: hypervisorEndpoints,
+    save: (id, input) => saveHypervisorEndpoint(hypervisorEndpoints, vault, id, input),
+    view: publicHypervisorEndpoint,
+    secrets: (record) => [record.password, record.token_value],
+    label: (record) => `hypervisor ${endpointLabel(record)}`,
+    notFound: texts.hypervisorNotFound,
+    createConflict: "Name taken, or stored secrets undecryptable",
+  });
   return app;
 }
