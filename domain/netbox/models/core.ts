@@ -247,17 +247,27 @@ export const SITE: ModelDef = {
   ordering: ["name"],
 };
 
-export const MANUFACTURER: ModelDef = {
-  app: "dcim",
-  model: "manufacturer",
-  verbose: "manufacturer",
-  path: "dcim/manufacturers/",
-  fields: { ...withNameSlug(), description: description() },
-  brief: ["name", "slug", "description"],
-  unique: NAME_SLUG_UNIQUE,
-  search: ["name", "slug", "description"],
-  ordering: ["name"],
-};
+/** NetBox's "organizational" models: a unique name and slug plus a description, nothing else. */
+function organizational(app: string, model: string, verbose: string, path: string): ModelDef {
+  return {
+    app,
+    model,
+    verbose,
+    path,
+    fields: { ...withNameSlug(), description: description() },
+    brief: ["name", "slug", "description"],
+    unique: NAME_SLUG_UNIQUE,
+    search: ["name", "slug", "description"],
+    ordering: ["name"],
+  };
+}
+
+export const MANUFACTURER = organizational(
+  "dcim",
+  "manufacturer",
+  "manufacturer",
+  "dcim/manufacturers/",
+);
 
 export const DEVICE_TYPE: ModelDef = {
   app: "dcim",
@@ -409,17 +419,12 @@ export const MAC_ADDRESS: ModelDef = {
   ordering: ["mac_address", "id"],
 };
 
-export const CLUSTER_TYPE: ModelDef = {
-  app: "virtualization",
-  model: "clustertype",
-  verbose: "cluster type",
-  path: "virtualization/cluster-types/",
-  fields: { ...withNameSlug(), description: description() },
-  brief: ["name", "slug", "description"],
-  unique: NAME_SLUG_UNIQUE,
-  search: ["name", "slug", "description"],
-  ordering: ["name"],
-};
+export const CLUSTER_TYPE = organizational(
+  "virtualization",
+  "clustertype",
+  "cluster type",
+  "virtualization/cluster-types/",
+);
 
 export const CLUSTER: ModelDef = {
   app: "virtualization",
