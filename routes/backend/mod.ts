@@ -59,11 +59,6 @@ export function createBackendServices(deps: AppDeps): BackendServices {
   };
 }
 
-function hasBody(headers: Headers): boolean {
-  const length = headers.get("content-length");
-  return headers.has("transfer-encoding") || (length !== null && length !== "0");
-}
-
 /** The backend service (spec 1). Served at "/", it owns every path no other surface claims. */
 // deno-lint-ignore require-await
 export async function createBackendApp(deps: AppDeps, services = createBackendServices(deps)) {
@@ -83,11 +78,19 @@ export async function createBackendApp(deps: AppDeps, services = createBackendSe
   );
   app.use("*", async (c, next) => {
     const type = c.req.header("content-type") ?? "";
-    if (
-      ["POST", "PUT", "PATCH"].includes(c.req.method) && hasBody(c.req.raw.headers) &&
-      !/^application\/([\w.+-]+\+)?json\b/i.test(type)
-    ) {
-      throw new ApiError(415, { detail: "Content-Type must be application/json" });
+    if (["POST", "PUT", "PATCH"].includes(c.req.method)) {
+      // Read once (Hono caches it for the validator); the 1 MiB limit above already applies.
+      const empty = (await c.req.arrayBuffer()).byteLength === 0;
+      if (empty && type) {
+        // An empty body is no body, whatever Content-Type a client sent along with it
+        // (POST /auth/keys takes none; requests-style clients still label it JSON).
+        const headers = new Headers(c.req.raw.headers);
+        headers.delete("content-type");
+        c.req.raw = new Request(c.req.raw.url, { method: c.req.method, headers });
+        c.req.bodyCache = {};
+      } else if (!empty && !/^application\/([\w.+-]+\+)?json\b/i.test(type)) {
+        throw new ApiError(415, { detail: "Content-Type must be application/json" });
+      }
     }
     await next();
   });

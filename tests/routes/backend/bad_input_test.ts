@@ -20,7 +20,9 @@ Deno.test("bad input: every malformed request is a 4xx JSON error and writes not
   ) => h.call("/hypervisor/endpoints", { method: "POST", key: KEY, body, headers });
 
   await expectClean(await post("{not json"), 400);
-  await expectClean(await post(""), 400);
+  // An empty body is no body: the missing fields are named.
+  const empty = await expectClean(await post(""), 422);
+  assert.deepEqual(empty.detail.map((d: { loc: string[] }) => d.loc[1]).sort(), ["ip", "name"]);
   await expectClean(await post("[]"), 422);
   await expectClean(await post("null"), 422);
   await expectClean(await post(JSON.stringify(valid), { "content-type": "text/plain" }), 415);
@@ -74,6 +76,26 @@ Deno.test("bad input: every malformed request is a 4xx JSON error and writes not
   assert.deepEqual(await (await h.call("/hypervisor/endpoints", { key: KEY })).json(), []);
   assert.deepEqual(await (await h.call("/inventory/endpoint", { key: KEY })).json(), []);
   assert.equal((await (await h.call("/auth/keys", { key: KEY })).json()).keys.length, 1);
+});
+
+Deno.test("bad input: POST /auth/keys takes no body, whatever Content-Type comes with the nothing", async () => {
+  await using h = await registered();
+  for (const type of ["application/json", "text/plain", undefined]) {
+    const res = await h.call("/auth/keys", {
+      method: "POST",
+      key: KEY,
+      headers: type ? { "content-type": type } : {},
+    });
+    assert.equal(res.status, 201, String(type));
+    await res.body?.cancel();
+  }
+  const wrongType = await h.call("/auth/keys", {
+    method: "POST",
+    key: KEY,
+    body: "label=x",
+    headers: { "content-type": "application/x-www-form-urlencoded" },
+  });
+  await expectClean(wrongType, 415);
 });
 
 Deno.test("bad input: a chunked body over 1 MiB is refused with 413 too", async () => {
