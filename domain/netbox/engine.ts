@@ -223,7 +223,7 @@ export class ModelEngine implements EngineApi {
       this.#models.set(name, normalized);
       this.#byPath.set(path, normalized);
       for (const [field, f] of Object.entries(def.fields)) {
-        if ((f.type === "fk" || f.type === "m2m") && f.model) {
+        if ((f.type === "fk" || f.type === "m2m") && f.model && !f.compute) {
           const list = this.#reverse.get(f.model) ?? [];
           list.push({ model: name, field, def: f });
           this.#reverse.set(f.model, list);
@@ -477,7 +477,9 @@ export class ModelEngine implements EngineApi {
     if (name.endsWith("_id")) {
       const base = name.slice(0, -3);
       const rel = def.fields[base];
-      if (rel && (rel.type === "fk" || rel.type === "m2m") && rel.filter !== false) {
+      if (
+        rel && (rel.type === "fk" || rel.type === "m2m") && rel.filter !== false && !rel.compute
+      ) {
         return this.#relCondition(base, rel, lookup, values, param, true, false, cache);
       }
     }
@@ -925,7 +927,7 @@ export class ModelEngine implements EngineApi {
       }
       if (!f || (f.type !== "fk" && f.type !== "m2m") || !f.model) continue;
       for (const r of records) {
-        const v = name === "tags" ? r.tags : r[name];
+        const v = name === "tags" ? r.tags : f.compute ? f.compute(r) : r[name];
         if (Array.isArray(v)) { for (const id of v) want(f.model, id); }
         else want(f.model, v);
       }
@@ -980,7 +982,10 @@ export class ModelEngine implements EngineApi {
       const f = def.fields[name];
       if (!f) continue;
       if (f.compute) {
-        out[name] = f.compute(r);
+        // A computed FK (e.g. `primary_ip`) renders nested like a stored one.
+        out[name] = f.type === "fk"
+          ? this.#nested(f.model!, f.compute(r), cache, origin, depth)
+          : f.compute(r);
         continue;
       }
       const v = r[name];
@@ -1180,7 +1185,11 @@ export class ModelEngine implements EngineApi {
       return r ? { ok: true, id: ref.id } : { ok: false, error: MESSAGES.pk(ref.id) };
     }
     const filters: Record<string, string[]> = {};
+    const target = this.definition(model);
     for (const [k, v] of Object.entries(ref.attrs)) {
+      // Attributes must name something the model can be looked up by: an unknown one would be
+      // ignored by the filter engine and match every object (NetBox answers 400).
+      if (!this.#isLookupAttr(target, k)) return { ok: false, error: MESSAGES.attrs(ref.attrs) };
       if (v !== null && typeof v === "object") {
         // Nested attribute dicts ({"cluster": {"name": "c1"}}) resolve to the related id first.
         const f = this.definition(model).fields[k];
@@ -1206,6 +1215,30 @@ export class ModelEngine implements EngineApi {
     if (found.length > 1) return { ok: false, error: MESSAGES.multiple(ref.attrs) };
     this.#cached(cache, model).set(found[0].id, found[0]);
     return { ok: true, id: found[0].id };
+  }
+
+  /** Can `attr` select objects of `def` in a nested reference ({"name": ...}, {"type_id": 1})? */
+  #isLookupAttr(def: ModelDef, attr: string): boolean {
+    if (def.filters?.[attr]) return true;
+    let name = attr;
+    const parts = attr.split("__");
+    if (parts.length > 1 && LOOKUPS.has(parts[parts.length - 1])) {
+      parts.pop();
+      name = parts.join("__");
+    }
+    if (name.endsWith("__id")) name = name.slice(0, -4) + "_id";
+    if (name === "id") return true;
+    if (name.startsWith("cf_") && def.customFields !== false) return true;
+    if (def.tags !== false && (name === "tag" || name === "tag_id")) return true;
+    const usable = (f: FieldDef | undefined) =>
+      f !== undefined && !f.writeOnly && !f.hidden && !f.compute && f.type !== "gfk" &&
+      f.filter !== false;
+    if (usable(def.fields[name])) return true;
+    if (name.endsWith("_id")) {
+      const rel = def.fields[name.slice(0, -3)];
+      return usable(rel) && (rel!.type === "fk" || rel!.type === "m2m");
+    }
+    return false;
   }
 
   async #parseRelation(

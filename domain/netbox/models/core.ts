@@ -3,7 +3,14 @@
  * tenancy, dcim, virtualization, ipam, extras, core jobs and users tokens.
  */
 import { checkCustomValue, CUSTOM_FIELD_TYPES } from "../custom_fields.ts";
-import type { CustomFilter, FieldDef, FieldErrors, ModelDef, StoredObject } from "../types.ts";
+import type {
+  CustomFilter,
+  FieldDef,
+  FieldErrors,
+  HookContext,
+  ModelDef,
+  StoredObject,
+} from "../types.ts";
 
 // ------------------------------------------------------------------ field helpers
 
@@ -202,6 +209,118 @@ export function cidrFamily(value: string): 4 | 6 | null {
   return null;
 }
 
+// ------------------------------------------------------------------ primary IP / MAC rules
+
+/** The interface model and its parent field for each owner of primary IPs. */
+const PRIMARY_OWNERS = {
+  "virtualization.virtualmachine": {
+    iface: "virtualization.vminterface",
+    parent: "virtual_machine",
+    label: "VM",
+  },
+  "dcim.device": { iface: "dcim.interface", parent: "device", label: "device" },
+} as const;
+
+/** NetBox's `primary_ip`: IPv6 first, then IPv4 (PREFER_IPV4 false, the default). */
+const primaryIp = (): FieldDef => ({
+  type: "fk",
+  model: "ipam.ipaddress",
+  nullable: true,
+  readOnly: true,
+  compute: (r) => r.primary_ip6 ?? r.primary_ip4 ?? null,
+  description: "Read-only: primary_ip6, else primary_ip4.",
+});
+
+/**
+ * primary_ip4 / primary_ip6 (as NetBox's clean()): the right family, and assigned to one of
+ * this object's interfaces. Checked when the field is written, so a stale value never blocks
+ * an unrelated edit.
+ */
+function primaryIpRules(owner: keyof typeof PRIMARY_OWNERS) {
+  const { iface, parent, label } = PRIMARY_OWNERS[owner];
+  return async (draft: StoredObject, ctx: HookContext): Promise<FieldErrors | null> => {
+    for (const fam of [4, 6] as const) {
+      const field = `primary_ip${fam}`;
+      const id = draft[field];
+      if (typeof id !== "number" || !(field in ctx.input)) continue;
+      if (ctx.existing && ctx.existing[field] === id) continue;
+      const ip = await ctx.engine.get("ipam.ipaddress", id);
+      if (!ip) continue;
+      const address = String(ip.address);
+      const version = cidrFamily(address);
+      if (version !== fam) {
+        return {
+          [field]: [
+            `Must be an IPv${fam} address. (${address} is an IPv${version} address.)`,
+          ],
+        };
+      }
+      const assigned =
+        ip.assigned_object_type === iface && typeof ip.assigned_object_id === "number"
+          ? await ctx.engine.get(iface, ip.assigned_object_id)
+          : null;
+      if (!assigned || assigned[parent] !== draft.id) {
+        return {
+          [field]: [`The specified IP address (${address}) is not assigned to this ${label}.`],
+        };
+      }
+    }
+    return null;
+  };
+}
+
+/** The device or VM owning an interface ("dcim.interface", 3) → ["dcim.device", 7]. */
+async function parentOf(
+  ctx: HookContext,
+  type: unknown,
+  id: unknown,
+): Promise<[string, number] | null> {
+  if (typeof type !== "string" || typeof id !== "number") return null;
+  for (const [owner, o] of Object.entries(PRIMARY_OWNERS)) {
+    if (o.iface !== type) continue;
+    const iface = await ctx.engine.get(type, id);
+    const parent = iface?.[o.parent];
+    return typeof parent === "number" ? [owner, parent] : null;
+  }
+  return null;
+}
+
+/** An IP that is its parent's primary IP cannot move to another parent (NetBox's rule). */
+async function primaryIpMoveRule(
+  draft: StoredObject,
+  ctx: HookContext,
+): Promise<FieldErrors | null> {
+  const before = ctx.existing;
+  if (!before) return null;
+  if (
+    before.assigned_object_type === draft.assigned_object_type &&
+    before.assigned_object_id === draft.assigned_object_id
+  ) return null;
+  const original = await parentOf(ctx, before.assigned_object_type, before.assigned_object_id);
+  if (!original) return null;
+  const fam = typeof before.address === "string" ? cidrFamily(before.address) : null;
+  const owner = await ctx.engine.get(original[0], original[1]);
+  if (!owner || fam === null || owner[`primary_ip${fam}`] !== draft.id) return null;
+  const next = await parentOf(ctx, draft.assigned_object_type, draft.assigned_object_id);
+  if (next && next[0] === original[0] && next[1] === original[1]) return null;
+  return { non_field_errors: ["Cannot reassign primary IP address for the parent device/VM"] };
+}
+
+/** An interface's primary MAC must be one of the MACs assigned to it. */
+function primaryMacRule(self: string) {
+  return async (draft: StoredObject, ctx: HookContext): Promise<FieldErrors | null> => {
+    const id = draft.primary_mac_address;
+    if (typeof id !== "number" || !("primary_mac_address" in ctx.input)) return null;
+    if (ctx.existing && ctx.existing.primary_mac_address === id) return null;
+    const mac = await ctx.engine.get("dcim.macaddress", id);
+    if (!mac) return null;
+    if (mac.assigned_object_type === self && mac.assigned_object_id === draft.id) return null;
+    return {
+      primary_mac_address: [`MAC address ${mac.mac_address} is not assigned to this interface.`],
+    };
+  };
+}
+
 const family = (field: string) => (r: StoredObject) => {
   const f = typeof r[field] === "string" ? cidrFamily(r[field] as string) : null;
   return f === null ? null : { value: f, label: `IPv${f}` };
@@ -330,6 +449,7 @@ export const DEVICE: ModelDef = {
     site: reqFk("dcim.site"),
     status: choice(DEVICE_STATUS, { default: "active" }),
     cluster: fk("virtualization.cluster"),
+    primary_ip: primaryIp(),
     primary_ip4: fk("ipam.ipaddress"),
     primary_ip6: fk("ipam.ipaddress"),
     description: description(),
@@ -338,6 +458,7 @@ export const DEVICE: ModelDef = {
   },
   brief: ["name", "description"],
   display: (r) => (r.name ? String(r.name) : `Unnamed device (${r.id})`),
+  validate: primaryIpRules("dcim.device"),
   unique: [
     { fields: ["site", "name"], ci: true, message: "Device name must be unique per site." },
     { fields: ["asset_tag"], message: "device with this Asset tag already exists." },
@@ -378,6 +499,7 @@ export const INTERFACE: ModelDef = {
   fields: interfaceFields("device"),
   brief: ["device", "name", "description"],
   unique: [{ fields: ["device", "name"], message: "Interface name must be unique per device." }],
+  validate: primaryMacRule("dcim.interface"),
   search: ["name", "label", "description"],
   ordering: ["device", "name"],
 };
@@ -478,6 +600,7 @@ export const VIRTUAL_MACHINE: ModelDef = {
     serial: str(50, { index: true }),
     role: fk("dcim.devicerole", { onDelete: "protect" }),
     tenant: fk("tenancy.tenant", { onDelete: "protect" }),
+    primary_ip: primaryIp(),
     primary_ip4: fk("ipam.ipaddress"),
     primary_ip6: fk("ipam.ipaddress"),
     vcpus: { type: "float", nullable: true, min: 0.01, max: 100000 },
@@ -493,11 +616,11 @@ export const VIRTUAL_MACHINE: ModelDef = {
     ci: true,
     message: "Virtual machine name must be unique per cluster.",
   }],
-  validate: (draft) => {
+  validate: (draft, ctx) => {
     if (draft.cluster === null && draft.site === null) {
       return { cluster: ["A virtual machine must be assigned to a site and/or cluster."] };
     }
-    return null;
+    return primaryIpRules("virtualization.virtualmachine")(draft, ctx);
   },
   search: ["name", "description", "comments", "serial"],
   ordering: ["name", "id"],
@@ -514,6 +637,7 @@ export const VM_INTERFACE: ModelDef = {
     fields: ["virtual_machine", "name"],
     message: "Interface name must be unique per virtual machine.",
   }],
+  validate: primaryMacRule("virtualization.vminterface"),
   search: ["name", "description"],
   ordering: ["virtual_machine", "name"],
 };
@@ -605,10 +729,10 @@ export const IP_ADDRESS: ModelDef = {
   },
   brief: ["family", "address", "description"],
   display: (r) => String(r.address),
-  validate: (draft) =>
+  validate: (draft, ctx) =>
     typeof draft.address === "string" && cidrFamily(draft.address) === null
       ? { address: ["Enter a valid IPv4 or IPv6 address with optional mask."] }
-      : null,
+      : primaryIpMoveRule(draft, ctx),
   filters: ownerFilters(),
   search: ["address", "dns_name", "description"],
   ordering: ["address", "id"],
@@ -694,6 +818,54 @@ export const TAG: ModelDef = {
   ordering: ["name"],
 };
 
+/**
+ * Keeps object data in step with a custom field definition, as NetBox does: a rename moves the
+ * stored values to the new name (no data loss), and a field with a default fills the objects
+ * it newly applies to.
+ */
+async function migrateCustomFieldData(record: StoredObject, ctx: HookContext): Promise<void> {
+  const types = (v: unknown) => (Array.isArray(v) ? v.map(String) : []);
+  const now = types(record.object_types);
+  const before = ctx.existing ? types(ctx.existing.object_types) : [];
+  const name = String(record.name);
+  const oldName = ctx.existing ? String(ctx.existing.name) : name;
+  const known = (t: string) => {
+    try {
+      return ctx.engine.definition(t).customFields !== false;
+    } catch {
+      return false;
+    }
+  };
+  if (oldName !== name) {
+    for (const model of new Set([...before, ...now].filter(known))) {
+      for (const r of await ctx.engine.find(model)) {
+        const data = r.custom_fields as Record<string, unknown> | undefined;
+        if (!data || !(oldName in data)) continue;
+        await ctx.engine.patchStored(model, r.id, (current) => {
+          const next = { ...(current.custom_fields as Record<string, unknown> ?? {}) };
+          if (oldName in next) {
+            if (!(name in next) || next[name] === null) next[name] = next[oldName];
+            delete next[oldName];
+          }
+          return { custom_fields: next };
+        });
+      }
+    }
+  }
+  if (record.default === null || record.default === undefined) return;
+  for (const model of now.filter((t) => known(t) && !before.includes(t))) {
+    for (const r of await ctx.engine.find(model)) {
+      const data = r.custom_fields as Record<string, unknown> | undefined;
+      if (data && data[name] !== null && data[name] !== undefined) continue;
+      await ctx.engine.patchStored(model, r.id, (current) => {
+        const next = { ...(current.custom_fields as Record<string, unknown> ?? {}) };
+        if (next[name] === null || next[name] === undefined) next[name] = record.default;
+        return { custom_fields: next };
+      });
+    }
+  }
+}
+
 export const CUSTOM_FIELD: ModelDef = {
   app: "extras",
   model: "customfield",
@@ -770,6 +942,7 @@ export const CUSTOM_FIELD: ModelDef = {
     }
     return null;
   },
+  afterSave: migrateCustomFieldData,
   search: ["name", "label", "description"],
   ordering: ["weight", "name"],
 };

@@ -152,11 +152,16 @@ Deno.test("foreign keys: PROTECT (409 NetBox body), CASCADE, SET_NULL, m2m detac
     });
     assert.equal(journal.status, 201);
     // Deleting the IP nulls the VM's primary_ip4 (SET_NULL).
-    const ip2 = await inv.call("POST", "/api/ipam/ip-addresses/", { address: "10.0.0.2/24" });
-    await inv.call("PATCH", `/api/virtualization/virtual-machines/${vm.body.id}/`, {
+    const ip2 = await inv.call("POST", "/api/ipam/ip-addresses/", {
+      address: "10.0.0.2/24",
+      assigned_object_type: "virtualization.vminterface",
+      assigned_object_id: eth0.body.id,
+    });
+    const primary = await inv.call("PATCH", `/api/virtualization/virtual-machines/${vm.body.id}/`, {
       primary_ip6: null,
       primary_ip4: ip2.body.id,
     });
+    assert.equal(primary.status, 200, JSON.stringify(primary.body));
     assert.equal((await inv.call("DELETE", `/api/ipam/ip-addresses/${ip2.body.id}/`)).status, 204);
     assert.equal(
       (await inv.call("GET", `/api/virtualization/virtual-machines/${vm.body.id}/`)).body

@@ -1,0 +1,230 @@
+/**
+ * Behaviour a NetBox 4.2 client relies on that the review pass found missing: primary IP and
+ * primary MAC rules, nested references with unknown attributes, custom-field renames and
+ * defaults.
+ */
+import assert from "node:assert/strict";
+import { type Inv, setup } from "./_setup.ts";
+
+/** A cluster, two VMs with one interface each; returns their ids. */
+async function world(inv: Inv) {
+  const post = async (path: string, body: unknown) => {
+    const r = await inv.call("POST", path, body);
+    assert.equal(r.status, 201, `${path}: ${JSON.stringify(r.body)}`);
+    return r.body.id as number;
+  };
+  const type = await post("/api/virtualization/cluster-types/", { name: "PVE", slug: "pve" });
+  const cluster = await post("/api/virtualization/clusters/", { name: "c1", type });
+  const vm1 = await post("/api/virtualization/virtual-machines/", { name: "vm1", cluster });
+  const vm2 = await post("/api/virtualization/virtual-machines/", { name: "vm2", cluster });
+  const if1 = await post("/api/virtualization/interfaces/", { virtual_machine: vm1, name: "net0" });
+  const if2 = await post("/api/virtualization/interfaces/", { virtual_machine: vm2, name: "net0" });
+  const ip = (address: string, iface: number) =>
+    post("/api/ipam/ip-addresses/", {
+      address,
+      assigned_object_type: "virtualization.vminterface",
+      assigned_object_id: iface,
+    });
+  return { post, cluster, vm1, vm2, if1, if2, ip };
+}
+
+Deno.test("VM primary_ip4/primary_ip6: family and assignment are checked as NetBox does", async () => {
+  const inv = await setup();
+  try {
+    const w = await world(inv);
+    const v4 = await w.ip("10.0.0.5/24", w.if1);
+    const v6 = await w.ip("fd00::5/64", w.if1);
+    const other = await w.ip("10.0.0.6/24", w.if2);
+    const vm = `/api/virtualization/virtual-machines/${w.vm1}/`;
+
+    const notMine = await inv.call("PATCH", vm, { primary_ip4: other });
+    assert.equal(notMine.status, 400);
+    assert.deepEqual(notMine.body, {
+      primary_ip4: ["The specified IP address (10.0.0.6/24) is not assigned to this VM."],
+    });
+    const wrongFamily = await inv.call("PATCH", vm, { primary_ip4: v6 });
+    assert.equal(wrongFamily.status, 400);
+    assert.deepEqual(wrongFamily.body, {
+      primary_ip4: ["Must be an IPv4 address. (fd00::5/64 is an IPv6 address.)"],
+    });
+    const wrong6 = await inv.call("PATCH", vm, { primary_ip6: v4 });
+    assert.deepEqual(wrong6.body, {
+      primary_ip6: ["Must be an IPv6 address. (10.0.0.5/24 is an IPv4 address.)"],
+    });
+    // A VM being created has no interfaces, so no primary IP can be assigned to it yet.
+    const create = await inv.call("POST", "/api/virtualization/virtual-machines/", {
+      name: "vm3",
+      cluster: w.cluster,
+      primary_ip4: v4,
+    });
+    assert.equal(create.status, 400);
+
+    const ok = await inv.call("PATCH", vm, { primary_ip4: v4, primary_ip6: v6 });
+    assert.equal(ok.status, 200, JSON.stringify(ok.body));
+    assert.equal(ok.body.primary_ip4.id, v4);
+    assert.equal(ok.body.primary_ip6.id, v6);
+    // `primary_ip` is the read-only convenience field NetBox renders (IPv6 first by default).
+    assert.equal(ok.body.primary_ip.id, v6);
+    assert.equal(ok.body.primary_ip.address, "fd00::5/64");
+    const only4 = await inv.call("PATCH", vm, { primary_ip6: null });
+    assert.equal(only4.body.primary_ip.id, v4);
+    const brief = await inv.call("GET", `${vm}?fields=id,primary_ip`);
+    assert.deepEqual(Object.keys(brief.body).sort(), ["id", "primary_ip"]);
+    // Writing primary_ip is ignored (read-only), as DRF does.
+    const ignored = await inv.call("PATCH", vm, { primary_ip: v6 });
+    assert.equal(ignored.status, 200);
+    assert.equal(ignored.body.primary_ip.id, v4);
+
+    // Moving the primary IP to another interface's parent is refused while it is primary.
+    const move = await inv.call("PATCH", `/api/ipam/ip-addresses/${v4}/`, {
+      assigned_object_type: "virtualization.vminterface",
+      assigned_object_id: w.if2,
+    });
+    assert.equal(move.status, 400);
+    assert.deepEqual(move.body, {
+      non_field_errors: ["Cannot reassign primary IP address for the parent device/VM"],
+    });
+    const unassign = await inv.call("PATCH", `/api/ipam/ip-addresses/${v4}/`, {
+      assigned_object_type: null,
+      assigned_object_id: null,
+    });
+    assert.equal(unassign.status, 400);
+    // Other edits of a primary IP are fine.
+    const desc = await inv.call("PATCH", `/api/ipam/ip-addresses/${v4}/`, { description: "x" });
+    assert.equal(desc.status, 200);
+    // Deleting the primary IP clears it on the VM (NetBox SET_NULL).
+    assert.equal((await inv.call("DELETE", `/api/ipam/ip-addresses/${v4}/`)).status, 204);
+    const after = await inv.call("GET", vm);
+    assert.equal(after.body.primary_ip4, null);
+    assert.equal(after.body.primary_ip, null);
+  } finally {
+    inv.close();
+  }
+});
+
+Deno.test("device primary_ip4 must be assigned to one of the device's interfaces", async () => {
+  const inv = await setup();
+  try {
+    const w = await world(inv);
+    const site = await w.post("/api/dcim/sites/", { name: "s", slug: "s" });
+    const mf = await w.post("/api/dcim/manufacturers/", { name: "m", slug: "m" });
+    const dt = await w.post("/api/dcim/device-types/", { manufacturer: mf, model: "x", slug: "x" });
+    const role = await w.post("/api/dcim/device-roles/", { name: "r", slug: "r" });
+    const dev = await w.post("/api/dcim/devices/", {
+      name: "n1",
+      device_type: dt,
+      role,
+      site,
+    });
+    const iface = await w.post("/api/dcim/interfaces/", {
+      device: dev,
+      name: "vmbr0",
+      type: "bridge",
+    });
+    const mine = await w.post("/api/ipam/ip-addresses/", {
+      address: "192.0.2.1/24",
+      assigned_object_type: "dcim.interface",
+      assigned_object_id: iface,
+    });
+    const vmIp = await w.ip("10.0.0.9/24", w.if1);
+    const bad = await inv.call("PATCH", `/api/dcim/devices/${dev}/`, { primary_ip4: vmIp });
+    assert.equal(bad.status, 400);
+    assert.deepEqual(bad.body, {
+      primary_ip4: ["The specified IP address (10.0.0.9/24) is not assigned to this device."],
+    });
+    const ok = await inv.call("PATCH", `/api/dcim/devices/${dev}/`, { primary_ip4: mine });
+    assert.equal(ok.status, 200, JSON.stringify(ok.body));
+    assert.equal(ok.body.primary_ip.id, mine);
+  } finally {
+    inv.close();
+  }
+});
+
+Deno.test("interface primary_mac_address must be a MAC assigned to that interface", async () => {
+  const inv = await setup();
+  try {
+    const w = await world(inv);
+    const mac = (value: string, iface: number) =>
+      w.post("/api/dcim/mac-addresses/", {
+        mac_address: value,
+        assigned_object_type: "virtualization.vminterface",
+        assigned_object_id: iface,
+      });
+    const mine = await mac("aa:bb:cc:dd:ee:01", w.if1);
+    const theirs = await mac("aa:bb:cc:dd:ee:02", w.if2);
+    const path = `/api/virtualization/interfaces/${w.if1}/`;
+    const bad = await inv.call("PATCH", path, { primary_mac_address: theirs });
+    assert.equal(bad.status, 400);
+    assert.deepEqual(bad.body, {
+      primary_mac_address: ["MAC address AA:BB:CC:DD:EE:02 is not assigned to this interface."],
+    });
+    const ok = await inv.call("PATCH", path, { primary_mac_address: mine });
+    assert.equal(ok.status, 200, JSON.stringify(ok.body));
+    assert.equal(ok.body.primary_mac_address.id, mine);
+  } finally {
+    inv.close();
+  }
+});
+
+Deno.test("nested references: an unknown attribute is a 400, never a silent match", async () => {
+  const inv = await setup();
+  try {
+    const w = await world(inv);
+    const r = await inv.call("POST", "/api/virtualization/virtual-machines/", {
+      name: "vm9",
+      cluster: { bogus: "x" },
+    });
+    assert.equal(r.status, 400);
+    assert.deepEqual(r.body, {
+      cluster: ['Related object not found using the provided attributes: {"bogus":"x"}'],
+    });
+    // Known attributes (fields, `<fk>_id`, nested dicts) still resolve.
+    const ok = await inv.call("POST", "/api/virtualization/virtual-machines/", {
+      name: "vm9",
+      cluster: { name: "c1", type: { slug: "pve" } },
+    });
+    assert.equal(ok.status, 201, JSON.stringify(ok.body));
+    assert.equal(ok.body.cluster.id, w.cluster);
+    const byId = await inv.call("POST", "/api/virtualization/virtual-machines/", {
+      name: "vm10",
+      cluster: { name: "c1", type_id: 1 },
+    });
+    assert.equal(byId.status, 201, JSON.stringify(byId.body));
+  } finally {
+    inv.close();
+  }
+});
+
+Deno.test("custom fields: a rename keeps the data, a new field's default fills existing objects", async () => {
+  const inv = await setup();
+  try {
+    const w = await world(inv);
+    const cf = await inv.call("POST", "/api/extras/custom-fields/", {
+      name: "proxmox_vmid",
+      object_types: ["virtualization.virtualmachine"],
+      type: "integer",
+    });
+    assert.equal(cf.status, 201);
+    const vm = `/api/virtualization/virtual-machines/${w.vm1}/`;
+    await inv.call("PATCH", vm, { custom_fields: { proxmox_vmid: 101 } });
+    const renamed = await inv.call("PATCH", `/api/extras/custom-fields/${cf.body.id}/`, {
+      name: "vmid",
+    });
+    assert.equal(renamed.status, 200);
+    assert.deepEqual((await inv.call("GET", vm)).body.custom_fields, { vmid: 101 });
+    const filtered = await inv.call("GET", "/api/virtualization/virtual-machines/?cf_vmid=101");
+    assert.deepEqual(filtered.body.results.map((r: { id: number }) => r.id), [w.vm1]);
+
+    const withDefault = await inv.call("POST", "/api/extras/custom-fields/", {
+      name: "managed",
+      object_types: ["virtualization.virtualmachine"],
+      type: "boolean",
+      default: true,
+    });
+    assert.equal(withDefault.status, 201);
+    const vm2 = await inv.call("GET", `/api/virtualization/virtual-machines/${w.vm2}/`);
+    assert.deepEqual(vm2.body.custom_fields, { managed: true, vmid: null });
+  } finally {
+    inv.close();
+  }
+});
