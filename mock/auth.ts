@@ -118,7 +118,14 @@ export function authenticate(
 ): Principal {
   const auth = creds.authorization?.trim();
   if (auth && /^PVEAPIToken[= ]/i.test(auth)) {
-    const m = /^PVEAPIToken[= ](\S+?)!([A-Za-z][A-Za-z0-9.\-_]*)[=:](\S+)$/i.exec(auth);
+    // Proxmox URI-unescapes the value (`root%40pam!id=secret` is the same token).
+    let value = auth.slice("PVEAPIToken=".length).trim();
+    try {
+      value = decodeURIComponent(value);
+    } catch {
+      throw new AuthError("invalid token format");
+    }
+    const m = /^(\S+?)!([A-Za-z][A-Za-z0-9.\-_]*)[=:](\S+)$/.exec(value);
     if (!m) throw new AuthError("invalid token format");
     const [, userid, tokenid, secret] = m;
     const user = state.users.get(userid);

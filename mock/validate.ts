@@ -312,7 +312,8 @@ export function validateParams(op: Operation, raw: RawParams): ValidationResult 
   const allowExtra = op.parameters?.additionalProperties === 1 ||
     op.parameters?.additionalProperties === true;
   for (const [name, input] of Object.entries(raw)) {
-    if (input === undefined) continue;
+    // `_dc` is the ExtJS cache buster; Proxmox drops it before validation.
+    if (input === undefined || name === "_dc") continue;
     const schema = lookup.get(name);
     if (!schema) {
       if ((PAGING_PARAMS as readonly string[]).includes(name)) {

@@ -285,12 +285,14 @@ export async function handleRequest(
   cache?: ReplyCache,
 ): Promise<Response> {
   const req = c.req.raw;
+  // HEAD is GET without a body (Hono drops the body of the answer).
+  const method = req.method === "HEAD" ? "GET" : req.method;
   const prefix = MOUNT_PREFIX[mount];
   const pathname = c.req.path;
   const path = pathname.length > prefix.length ? pathname.slice(prefix.length) : "/";
   const creds = credentials(req);
   let cacheKey: string | undefined;
-  if (cache && req.method === "GET") {
+  if (cache && method === "GET") {
     const pre = engine.authorize({ method: "GET", path, params: {}, credentials: creds });
     if (!pre.ok) return formatResult(mount, "GET", pre);
     const q = req.url.indexOf("?");
@@ -311,11 +313,11 @@ export async function handleRequest(
       message: "Parameter verification failed.",
       errors: [{ field: "body", message: err.message }],
     };
-    return formatResult(mount, req.method, fail);
+    return formatResult(mount, method, fail);
   }
-  const request: EngineRequest = { method: req.method, path, params, credentials: creds };
+  const request: EngineRequest = { method, path, params, credentials: creds };
   const result = engine.handle(request);
-  const reply = formatReply(mount, req.method, result, params);
+  const reply = formatReply(mount, method, result, params);
   if (cacheKey && result.ok) {
     return cachedResponse(cache!.set(cacheKey, engine.cacheToken(), reply), acceptsGzip(req));
   }
