@@ -159,6 +159,57 @@ function listItems(body: unknown, requireId: boolean): Array<{ id: number; data:
   return items;
 }
 
+const METADATA_TYPES: Record<string, string> = {
+  string: "string",
+  int: "integer",
+  float: "float",
+  bool: "boolean",
+  datetime: "datetime",
+  date: "date",
+  json: "json",
+  choice: "choice",
+  fk: "field",
+  m2m: "field",
+  list: "list",
+  gfk: "field",
+};
+
+/** The per-field part of DRF's OPTIONS metadata (type, required, read_only, label, choices). */
+function fieldMetadata(def: ModelDef): Record<string, Record<string, unknown>> {
+  const out: Record<string, Record<string, unknown>> = {
+    id: { type: "integer", required: false, read_only: true, label: "ID" },
+  };
+  for (const [name, f] of Object.entries(def.fields)) {
+    if (f.hidden) continue;
+    const readOnly = Boolean(f.readOnly || f.compute || f.type === "gfk");
+    const label = name.replaceAll("_", " ").replace(/^./, (ch) => ch.toUpperCase());
+    const entry: Record<string, unknown> = {
+      type: METADATA_TYPES[f.type] ?? "field",
+      required: Boolean(f.required) && f.default === undefined && !readOnly,
+      read_only: readOnly,
+      label,
+    };
+    if (f.writeOnly) entry.write_only = true;
+    if (f.maxLength !== undefined) entry.max_length = f.maxLength;
+    if (f.type === "choice" && f.choices) {
+      entry.choices = f.choices.map(([value, display]) => ({ value, display_name: display }));
+    }
+    out[name] = entry;
+  }
+  if (def.tags !== false) {
+    out.tags = { type: "field", required: false, read_only: false, label: "Tags" };
+  }
+  if (def.customFields !== false) {
+    out.custom_fields = {
+      type: "json",
+      required: false,
+      read_only: false,
+      label: "Custom fields",
+    };
+  }
+  return out;
+}
+
 /** Handles one request for a registered model; null when the path is not a model path. */
 export async function handleModelRequest(
   ctx: InventoryContext,
@@ -178,12 +229,18 @@ export async function handleModelRequest(
       : id === null
       ? "GET, POST, PUT, PATCH, DELETE, HEAD, OPTIONS"
       : "GET, PUT, PATCH, DELETE, HEAD, OPTIONS";
+    // DRF's metadata: `actions` describes the writable fields, and pynetbox's
+    // Endpoint.choices() reads the choice lists from actions.POST.
+    const write = id === null ? "POST" : "PUT";
+    const canWrite = !def.readOnly && auth !== null &&
+      (auth.isSuperuser || auth.permissions.has(permissionFor(model, write)));
     return c.json(
       {
         name: def.verbose,
         description: "",
         renders: ["application/json"],
         parses: ["application/json"],
+        ...(canWrite ? { actions: { [write]: fieldMetadata(def) } } : {}),
       },
       200,
       {

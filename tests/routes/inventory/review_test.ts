@@ -228,3 +228,31 @@ Deno.test("custom fields: a rename keeps the data, a new field's default fills e
     inv.close();
   }
 });
+
+Deno.test("OPTIONS carries DRF's actions metadata, so pynetbox's choices() works", async () => {
+  const inv = await setup();
+  try {
+    const r = await inv.call("OPTIONS", "/api/virtualization/virtual-machines/");
+    assert.equal(r.status, 200);
+    const post = r.body.actions.POST;
+    assert.deepEqual(post.status.choices.find((x: { value: string }) => x.value === "active"), {
+      value: "active",
+      display_name: "Active",
+    });
+    assert.equal(post.name.required, true);
+    assert.equal(post.primary_ip.read_only, true);
+    assert.equal(post.id.read_only, true);
+    // Exactly what pynetbox does with it.
+    const choices: Record<string, unknown[]> = {};
+    for (const [prop, meta] of Object.entries(post as Record<string, { choices?: unknown[] }>)) {
+      if (meta.choices) choices[prop] = meta.choices;
+    }
+    assert.deepEqual(Object.keys(choices).sort(), ["status"]);
+    const detail = await inv.call("OPTIONS", "/api/virtualization/virtual-machines/1/");
+    assert.ok(detail.body.actions.PUT);
+    // Read-only resources describe no write action.
+    assert.equal((await inv.call("OPTIONS", "/api/core/jobs/")).body.actions, undefined);
+  } finally {
+    inv.close();
+  }
+});
