@@ -45,20 +45,63 @@ export type AuthOutcome =
   | { ok: false; status: 401; detail: string; counted: boolean }
   | { ok: false; status: 429; detail: string; retryAfter: number };
 
+/**
+ * Recently verified active keys, so a busy client costs no digest and no storage read per
+ * request. It holds only what storage said a moment ago: it is cleared on every key change
+ * (here, or in another process through ApiKeyStore.watch) and entries expire after `ttlMs`.
+ */
+export class AuthCache {
+  readonly #entries = new Map<string, { record: ApiKeyRecord; until: number }>();
+
+  constructor(
+    private readonly now: () => number,
+    private readonly ttlMs = 30_000,
+    private readonly capacity = 1_000,
+  ) {}
+
+  get(presented: string): ApiKeyRecord | null {
+    const entry = this.#entries.get(presented);
+    if (!entry) return null;
+    if (entry.until <= this.now()) {
+      this.#entries.delete(presented);
+      return null;
+    }
+    return entry.record;
+  }
+
+  set(presented: string, record: ApiKeyRecord): void {
+    if (this.#entries.size >= this.capacity) {
+      this.#entries.delete(this.#entries.keys().next().value as string);
+    }
+    this.#entries.set(presented, { record, until: this.now() + this.ttlMs });
+  }
+
+  clear(): void {
+    this.#entries.clear();
+  }
+}
+
 /** Decides one authentication attempt and keeps the per-IP lockout in step with it. */
 export async function authenticate(
   store: ApiKeyStore,
   lockout: Lockout,
   ip: string,
   presented: string | undefined,
+  cache?: AuthCache,
 ): Promise<AuthOutcome> {
   const locked = lockout.secondsLocked(ip);
   if (locked > 0) return { ok: false, status: 429, detail: texts.lockedOut, retryAfter: locked };
+  const cached = presented ? cache?.get(presented) : null;
+  if (cached) {
+    lockout.clear(ip);
+    return { ok: true, record: cached };
+  }
   // The header value is compared exactly: spaces and newlines count (spec 1 Authentication 4).
   const { claimed, record } = await store.lookup(await digestKey(presented ?? ""));
   if (!claimed) return { ok: false, status: 401, detail: texts.noKeyConfigured, counted: false };
   if (presented && record?.is_active) {
     lockout.clear(ip);
+    cache?.set(presented, record);
     return { ok: true, record };
   }
   lockout.recordFailure(ip);

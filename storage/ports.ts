@@ -32,6 +32,11 @@ export interface ApiKeyStore {
   list(): Promise<ApiKeyRecord[]>;
   setActive(id: number, active: boolean): Promise<KeyChange>;
   delete(id: number): Promise<KeyChange>;
+  /**
+   * Calls `onChange` whenever any process changes the key set (first call: right away).
+   * Ends when the storage closes or the signal aborts.
+   */
+  watch(onChange: () => void, signal?: AbortSignal): Promise<void>;
 }
 
 // ---------------------------------------------------------------- backend: endpoint copies

@@ -25,12 +25,12 @@ function isExempt(method: string, path: string): boolean {
 
 /** Runs before routing, so unknown paths are authenticated too and never leak a 404. */
 export function apiKeyAuth(services: BackendServices): MiddlewareHandler<BackendEnv> {
-  const { keys, lockout, deps } = services;
+  const { keys, lockout, deps, authCache } = services;
   return async (c, next) => {
     c.set("apiKey", null);
     if (isExempt(c.req.method, c.req.path)) return next();
     const ip = clientIp(c, deps.config.trustedProxies);
-    const outcome = await authenticate(keys, lockout, ip, c.req.header(API_KEY_HEADER));
+    const outcome = await authenticate(keys, lockout, ip, c.req.header(API_KEY_HEADER), authCache);
     if (outcome.ok) {
       c.set("apiKey", publicRecord(outcome.record));
       return next();

@@ -6,7 +6,7 @@ import type {
 } from "../../storage/ports.ts";
 import type { Lockout } from "../../domain/lockout.ts";
 import type { CredentialVault } from "../../domain/credentials.ts";
-import type { PublicKeyRecord } from "../../domain/api_keys.ts";
+import type { AuthCache, PublicKeyRecord } from "../../domain/api_keys.ts";
 
 /** What the backend's handlers are given: the app deps plus this surface's own services. */
 export interface BackendServices {
@@ -15,6 +15,7 @@ export interface BackendServices {
   inventoryEndpoints: InventoryEndpointStore;
   hypervisorEndpoints: HypervisorEndpointStore;
   lockout: Lockout;
+  authCache: AuthCache;
   vault: CredentialVault;
 }
 

@@ -26,7 +26,7 @@ const KeyChangeResponses = {
 } as const;
 
 export function keyRoutes(services: BackendServices) {
-  const { keys, deps } = services;
+  const { keys, deps, authCache } = services;
   const app = backendRouter<BackendEnv>();
 
   app.openapi(
@@ -135,6 +135,7 @@ export function keyRoutes(services: BackendServices) {
       async (c) => {
         const { id } = c.req.valid("param");
         const change = describeChange(await keys.setActive(id, action === "activate"));
+        authCache.clear();
         if (change.status !== 200) throw fail(change.status, change.detail);
         return c.json(change.record, 200);
       },
@@ -158,6 +159,7 @@ export function keyRoutes(services: BackendServices) {
     async (c) => {
       const { id } = c.req.valid("param");
       const change = describeChange(await keys.delete(id));
+      authCache.clear();
       if (change.status !== 200) throw fail(change.status, change.detail);
       return c.body(null, 204);
     },

@@ -3,6 +3,7 @@ import { bodyLimit } from "hono/body-limit";
 import type { AppDeps } from "../_lib/deps.ts";
 import { APP_NAME, APP_VERSION } from "../../config.ts";
 import { Lockout } from "../../domain/lockout.ts";
+import { AuthCache } from "../../domain/api_keys.ts";
 import { CredentialVault } from "../../domain/credentials.ts";
 import { fetchPluginEncryptionKey } from "../../clients/inventory.ts";
 import { KvApiKeyStore } from "../../storage/kv/api_keys.ts";
@@ -49,12 +50,17 @@ export function createBackendServices(deps: AppDeps): BackendServices {
     pluginKey: pluginKeyReader(deps, inventoryEndpoints, () => vault),
     logger: deps.logger,
   });
+  const keys = new KvApiKeyStore(deps.kv);
+  const authCache = new AuthCache(deps.now);
+  // Another process retiring a key must not leave it working here: drop the cache on any change.
+  void keys.watch(() => authCache.clear());
   return {
     deps,
-    keys: new KvApiKeyStore(deps.kv),
+    keys,
     inventoryEndpoints,
     hypervisorEndpoints: new KvHypervisorEndpointStore(deps.kv),
     lockout: new Lockout(deps.now),
+    authCache,
     vault,
   };
 }

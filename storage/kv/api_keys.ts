@@ -45,6 +45,7 @@ export class KvApiKeyStore implements ApiKeyStore {
         .set(keys.apiKeyByDigest(digest), record)
         .set(keys.apiKeyIdIndex(record.id), digest)
         .set(keys.apiKeyActiveCount(), 1)
+        .set(keys.apiKeyGeneration(), crypto.randomUUID())
         .commit();
       return result.ok ? record : undefined;
     });
@@ -70,6 +71,7 @@ export class KvApiKeyStore implements ApiKeyStore {
         .set(keys.apiKeyByDigest(digest), record)
         .set(keys.apiKeyIdIndex(record.id), digest)
         .set(keys.apiKeyActiveCount(), (count.value ?? 0) + 1)
+        .set(keys.apiKeyGeneration(), crypto.randomUUID())
         .commit();
       return result.ok ? record : undefined;
     });
@@ -111,6 +113,7 @@ export class KvApiKeyStore implements ApiKeyStore {
         .check(record).check(index).check(count)
         .set(record.key, updated)
         .set(count.key, activeCount + (active ? 1 : -1))
+        .set(keys.apiKeyGeneration(), crypto.randomUUID())
         .commit();
       return result.ok ? { ok: true, record: updated } as const : undefined;
     });
@@ -130,9 +133,28 @@ export class KvApiKeyStore implements ApiKeyStore {
         .delete(record.key)
         .delete(index.key)
         .set(count.key, activeCount - (record.value.is_active ? 1 : 0))
+        .set(keys.apiKeyGeneration(), crypto.randomUUID())
         .commit();
       return result.ok ? { ok: true, record: record.value } as const : undefined;
     });
+  }
+
+  async watch(onChange: () => void, signal?: AbortSignal): Promise<void> {
+    const stream = this.kv.watch([keys.apiKeyGeneration()]);
+    const reader = stream.getReader();
+    const stop = () => reader.cancel().catch(() => {});
+    signal?.addEventListener("abort", stop, { once: true });
+    try {
+      while (true) {
+        const { done } = await reader.read();
+        if (done) return;
+        onChange();
+      }
+    } catch {
+      // The store closed under the watch: nothing left to invalidate.
+    } finally {
+      signal?.removeEventListener("abort", stop);
+    }
   }
 
   async #load(id: number) {

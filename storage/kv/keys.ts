@@ -14,6 +14,8 @@ export const keys = {
   apiKeyIdIndex: (id: number): Key => ["backend", "api_keys", "by_id", id],
   apiKeyIdIndexPrefix: (): Key => ["backend", "api_keys", "by_id"],
   apiKeyActiveCount: (): Key => ["backend", "api_keys", "active_count"],
+  /** Changes with every key mutation; processes watch it to drop their authentication cache. */
+  apiKeyGeneration: (): Key => ["backend", "api_keys", "generation"],
   inventoryEndpoint: (id: number): Key => ["backend", "inventory_endpoint", "by_id", id],
   inventoryEndpointPrefix: (): Key => ["backend", "inventory_endpoint", "by_id"],
   inventoryEndpointSingleton: (): Key => ["backend", "inventory_endpoint", "singleton"],

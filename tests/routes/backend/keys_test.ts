@@ -98,3 +98,28 @@ Deno.test("keys: unknown ids answer 404 with the exact text; bad ids are 422", a
     assert.ok(Array.isArray((await res.json()).detail));
   }
 });
+
+Deno.test("keys: a key retired through another process stops working here too (cache follows KV)", async () => {
+  await using a = await registered();
+  const second = await (await a.call("/auth/keys", { method: "POST", key: KEY })).json();
+  // A second app instance on the same store stands for another isolate or process.
+  const { createBackendApp } = await import("../../../routes/backend/mod.ts");
+  const other = await createBackendApp(a.deps);
+  assert.equal((await a.call("/auth/keys", { key: second.raw_key })).status, 200, "now cached in a");
+
+  const off = await other.request("/auth/keys/" + second.id + "/deactivate", {
+    method: "POST",
+    headers: { "X-Service-API-Key": KEY },
+  }, { remoteAddr: { hostname: "192.0.2.99" } });
+  assert.equal(off.status, 200);
+  await off.body?.cancel();
+
+  let status = 200;
+  for (let i = 0; i < 100 && status === 200; i++) {
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    const res = await a.call("/auth/keys", { key: second.raw_key });
+    status = res.status;
+    await res.body?.cancel();
+  }
+  assert.equal(status, 401);
+});
