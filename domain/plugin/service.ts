@@ -110,6 +110,19 @@ export class PluginServices {
   async checkV1TokenReadable(draft: StoredObject, ctx: HookContext): Promise<FieldErrors> {
     if (draft.token_version === "v2" || typeof draft.token !== "number") return {};
     if (!("token" in ctx.input) && ctx.existing?.token === draft.token) return {};
+    // The referenced token's plaintext goes to the backend, which then writes the inventory
+    // with it: a non-superuser may not hand over more than it holds itself (as with grants).
+    const actor = ctx.auth;
+    if (actor && !actor.isSuperuser) {
+      const ref = await ctx.engine.get("users.token", draft.token);
+      const perms = Array.isArray(ref?.permissions) ? ref.permissions as string[] : [];
+      if (
+        ref && (ref.is_superuser === true || perms.some((p) => !actor.permissions.has(p)) ||
+          (ref.write_enabled !== false && !actor.writeEnabled))
+      ) {
+        return { token: ["Cannot reference a token with permissions this token does not hold."] };
+      }
+    }
     if (await this.deps.tokenPlaintext(ctx.engine, draft.token)) return {};
     return {
       token: [
