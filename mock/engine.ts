@@ -33,6 +33,8 @@ export interface EngineRequest {
   path: string;
   /** Query and body parameters merged (body wins). */
   params: RawParams;
+  /** Files of a multipart body by field name (their parameter holds the file name). */
+  files?: Record<string, { name: string; size: number }>;
   credentials: Credentials;
 }
 
@@ -210,6 +212,7 @@ export class HypervisorEngine {
         nowMs,
         nowS: nowS(nowMs),
         task: undefined,
+        files: req.files ?? {},
       };
       this.#checkExists(ctx);
       const handler = HANDLERS[key];

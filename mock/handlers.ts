@@ -47,6 +47,8 @@ export interface HandlerContext {
   nowS: number;
   /** Set when the handler started a task. */
   task: string | undefined;
+  /** Files of a multipart body by field name. */
+  files: Record<string, { name: string; size: number }>;
 }
 
 type Handler = (ctx: HandlerContext) => unknown;
@@ -1178,6 +1180,62 @@ function contentAlloc(ctx: HandlerContext) {
   return volid;
 }
 
+/** File name rules of `pvesm upload` per content type. */
+const UPLOAD_NAMES: Record<string, { re: RegExp; format: (name: string) => string }> = {
+  iso: { re: /\.(iso|img)$/i, format: () => "iso" },
+  vztmpl: {
+    re: /\.tar\.(gz|xz|zst|bz2)$/i,
+    format: (n) => `t${/\.tar\.(\w+)$/i.exec(n)![1].toLowerCase()}`,
+  },
+  import: {
+    re: /\.(ova|ovf|qcow2|raw|vmdk|img)$/i,
+    format: (n) => /\.(\w+)$/.exec(n)![1].toLowerCase(),
+  },
+};
+
+/** POST /nodes/{node}/storage/{storage}/upload: the file lands as `<storage>:<content>/<name>`. */
+function upload(ctx: HandlerContext) {
+  const storageId = String(ctx.values.storage);
+  const s = ctx.state.storages.get(storageId)!;
+  const content = String(ctx.values.content);
+  if (!String(s.config.content ?? "").split(",").includes(content)) {
+    throw fieldError(
+      "content",
+      `storage '${storageId}' does not support content type '${content}'`,
+    );
+  }
+  // Proxmox normalises the name (anything unusual becomes `_`).
+  const name = String(ctx.values.filename).split(/[\\/]/).pop()!.replace(/[^\w.+-]/g, "_");
+  const rule = UPLOAD_NAMES[content];
+  if (!name || (rule && !rule.re.test(name))) {
+    throw fieldError("filename", `wrong file extension for content type '${content}'`);
+  }
+  const volid = `${storageId}:${content}/${name}`;
+  const node = String(ctx.values.node);
+  const list = volumesOn(s, node);
+  if (list.some((v) => v.volid === volid)) {
+    throw fieldError("filename", `volume '${volid}' already exists`);
+  }
+  const size = ctx.files.filename?.size ?? 0;
+  return startTask(ctx, {
+    node,
+    type: "imgcopy",
+    id: "",
+    log: [`starting file import from: /var/tmp/pveupload-${name}`, `target file: ${volid}`],
+    effect: () => {
+      const now = volumesOn(s, node);
+      if (now.some((v) => v.volid === volid)) return;
+      now.push({
+        volid,
+        content,
+        format: rule ? rule.format(name) : "raw",
+        size,
+        ctime: Math.floor(ctx.engine.now() / 1000),
+      });
+    },
+  });
+}
+
 function vzdump(ctx: HandlerContext) {
   const node = String(ctx.values.node);
   const state = ctx.state;
@@ -1715,6 +1773,7 @@ export const HANDLERS: Record<string, Handler> = {
   "GET /nodes/{node}/storage/{storage}/content/{volume}": contentGet,
   "PUT /nodes/{node}/storage/{storage}/content/{volume}": contentUpdate,
   "DELETE /nodes/{node}/storage/{storage}/content/{volume}": contentDelete,
+  "POST /nodes/{node}/storage/{storage}/upload": upload,
   "GET /pools": poolsList,
   "POST /pools": poolCreate,
   "PUT /pools": poolUpdate,

@@ -12,12 +12,11 @@ import type { Context } from "hono";
 import type { Credentials } from "../../mock/auth.ts";
 import type { EngineRequest, EngineResult, HypervisorEngine } from "../../mock/engine.ts";
 import type { RawParams } from "../../mock/validate.ts";
+import { addParam, BodyError, BodyTooLarge, readBody, type UploadedFile } from "./body.ts";
 
 export type Mount = "pve" | "api2";
 
 export const MOUNT_PREFIX: Record<Mount, string> = { pve: "/pve", api2: "/api2/json" };
-
-class BodyError extends Error {}
 
 /** Query parameters; a repeated key becomes an array. */
 function queryParams(url: string): RawParams {
@@ -25,35 +24,6 @@ function queryParams(url: string): RawParams {
   const q = url.indexOf("?");
   if (q < 0) return out;
   for (const [k, v] of new URLSearchParams(url.slice(q + 1))) addParam(out, k, v);
-  return out;
-}
-
-function addParam(out: RawParams, k: string, v: unknown): void {
-  if (!(k in out)) out[k] = v;
-  else if (Array.isArray(out[k])) (out[k] as unknown[]).push(v);
-  else out[k] = [out[k], v];
-}
-
-async function bodyParams(req: Request): Promise<RawParams> {
-  if (req.method === "GET" || req.method === "HEAD" || !req.body) return {};
-  const type = (req.headers.get("content-type") ?? "").toLowerCase();
-  const text = await req.text();
-  if (!text.trim()) return {};
-  if (type.includes("application/json")) {
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(text);
-    } catch {
-      throw new BodyError("request body is not valid JSON");
-    }
-    if (!parsed || typeof parsed !== "object" || Array.isArray(parsed)) {
-      throw new BodyError("request body must be a JSON object");
-    }
-    return parsed as RawParams;
-  }
-  // Proxmox clients send application/x-www-form-urlencoded (also when no type is given).
-  const out: RawParams = {};
-  for (const [k, v] of new URLSearchParams(text)) addParam(out, k, v);
   return out;
 }
 
@@ -277,6 +247,23 @@ function acceptsGzip(req: Request): boolean {
   return /\bgzip\b/i.test(req.headers.get("accept-encoding") ?? "");
 }
 
+/** A body that cannot be read: 413 when too large, 400 when malformed; null for other errors. */
+export function bodyFailure(err: unknown): EngineResult | null {
+  if (err instanceof BodyTooLarge) {
+    return { ok: false, status: 413, wireStatus: 413, message: err.message, errors: [] };
+  }
+  if (err instanceof BodyError) {
+    return {
+      ok: false,
+      status: 400,
+      wireStatus: 400,
+      message: "Parameter verification failed.",
+      errors: [{ field: "body", message: err.message }],
+    };
+  }
+  return null;
+}
+
 /** Parse a request on `mount` and run it through the engine. */
 export async function handleRequest(
   engine: HypervisorEngine,
@@ -301,21 +288,17 @@ export async function handleRequest(
     if (hit) return cachedResponse(hit, acceptsGzip(req));
   }
   let params: RawParams;
+  let files: Record<string, UploadedFile>;
   try {
-    const body = await bodyParams(req);
-    params = { ...queryParams(req.url), ...body };
+    const body = await readBody(req);
+    params = { ...queryParams(req.url), ...body.params };
+    files = body.files;
   } catch (err) {
-    if (!(err instanceof BodyError)) throw err;
-    const fail: EngineResult = {
-      ok: false,
-      status: 400,
-      wireStatus: 400,
-      message: "Parameter verification failed.",
-      errors: [{ field: "body", message: err.message }],
-    };
+    const fail = bodyFailure(err);
+    if (!fail) throw err;
     return formatResult(mount, method, fail);
   }
-  const request: EngineRequest = { method, path, params, credentials: creds };
+  const request: EngineRequest = { method, path, params, files, credentials: creds };
   const result = engine.handle(request);
   const reply = formatReply(mount, method, result, params);
   if (cacheKey && result.ok) {

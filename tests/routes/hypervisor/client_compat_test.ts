@@ -73,3 +73,160 @@ Deno.test("client compat: the ExtJS `_dc` cache buster is ignored, not a validat
     h.close();
   }
 });
+
+Deno.test("client compat: an oversized body is 413 in the mount's format, before it is buffered", async () => {
+  const h = await harness();
+  try {
+    const big = "a".repeat(2 * 1024 * 1024);
+    const wire = await h.app.request("/api2/json/access/ticket", {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: `username=root@pam&password=${big}`,
+    });
+    assert.equal(wire.status, 413);
+    const wb = await wire.json();
+    assert.equal(wb.data, null);
+    assert.match(wb.message, /too large/);
+    const pve = await h.app.request("/pve/access/ticket", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ username: "root@pam", password: big }),
+    });
+    assert.equal(pve.status, 413);
+    const pb = await pve.json();
+    assert.match(pb.detail, /too large/);
+    assert.deepEqual(pb.errors, []);
+    // A streamed body without Content-Length is cut off the same way.
+    const stream = new ReadableStream<Uint8Array>({
+      start(controller) {
+        const chunk = new TextEncoder().encode("x".repeat(64 * 1024));
+        for (let i = 0; i < 40; i++) controller.enqueue(chunk);
+        controller.close();
+      },
+    });
+    const chunked = await h.app.request("/api2/json/access/ticket", {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: stream,
+    });
+    assert.equal(chunked.status, 413);
+    await chunked.body?.cancel();
+  } finally {
+    h.close();
+  }
+});
+
+Deno.test("client compat: multipart upload (proxmoxer, bpg) stores the file on the storage", async () => {
+  const h = await harness();
+  try {
+    const s = await login(h);
+    const form = new FormData();
+    form.append("content", "iso");
+    form.append("filename", new File([new Uint8Array(300_000)], "alpine-3.22.iso"));
+    const res = await h.app.request("/api2/json/nodes/pve1/storage/local/upload", {
+      method: "POST",
+      headers: s.headers,
+      body: form,
+    });
+    const body = await res.json();
+    assert.equal(res.status, 200, JSON.stringify(body));
+    assert.match(body.data, /^UPID:pve1:[0-9A-F]{8}:[0-9A-F]{8}:[0-9A-F]{8}:imgcopy:/);
+    const list = await call(h, s, "GET", "/api2/json/nodes/pve1/storage/local/content?content=iso");
+    const vol = list.body.data.find((v: { volid: string }) =>
+      v.volid === "local:iso/alpine-3.22.iso"
+    );
+    assert.ok(vol, JSON.stringify(list.body.data));
+    assert.equal(vol.size, 300_000);
+    assert.equal(vol.format, "iso");
+
+    // Field errors are checked like any other parameter.
+    const bad = new FormData();
+    bad.append("content", "backup");
+    bad.append("filename", new File([new Uint8Array(10)], "x.iso"));
+    const rejected = await h.app.request("/pve/nodes/pve1/storage/local/upload", {
+      method: "POST",
+      headers: s.headers,
+      body: bad,
+    });
+    assert.equal(rejected.status, 400);
+    const rb = await rejected.json();
+    assert.equal(rb.errors[0].field, "content");
+
+    // A wrong extension for the content type, as Proxmox refuses it.
+    const ext = new FormData();
+    ext.append("content", "iso");
+    ext.append("filename", new File([new Uint8Array(10)], "notes.txt"));
+    const wrong = await h.app.request("/pve/nodes/pve1/storage/local/upload", {
+      method: "POST",
+      headers: s.headers,
+      body: ext,
+    });
+    assert.equal(wrong.status, 400);
+    assert.equal((await wrong.json()).errors[0].field, "filename");
+
+    // A broken multipart body is a 400, never a 500.
+    const broken = await h.app.request("/api2/json/nodes/pve1/storage/local/upload", {
+      method: "POST",
+      headers: { ...s.headers, "content-type": "multipart/form-data; boundary=XYZ" },
+      body: '--XYZ\r\nContent-Disposition: form-data; name="content"\r\n\r\niso',
+    });
+    assert.equal(broken.status, 400);
+    await broken.body?.cancel();
+    const noBoundary = await h.app.request("/api2/json/nodes/pve1/storage/local/upload", {
+      method: "POST",
+      headers: { ...s.headers, "content-type": "multipart/form-data" },
+      body: "whatever",
+    });
+    assert.equal(noBoundary.status, 400);
+    await noBoundary.body?.cancel();
+  } finally {
+    h.close();
+  }
+});
+
+Deno.test("client compat: multipart bodies split anywhere (tiny chunks) parse the same", async () => {
+  const h = await harness();
+  try {
+    const s = await login(h);
+    const boundary = "----bbx7MA4YWxkTrZu0gW";
+    // File content that almost looks like a boundary, then the real one.
+    const file = `abc\r\n--${boundary.slice(0, -1)}X\r\n--\r\nend`;
+    const text = `preamble\r\n--${boundary}\r\n` +
+      `Content-Disposition: form-data; name="content"\r\n\r\nvztmpl\r\n` +
+      `--${boundary}\r\n` +
+      `Content-Disposition: form-data; name="filename"; filename="debian-13-standard.tar.zst"\r\n` +
+      `Content-Type: application/octet-stream\r\n\r\n${file}\r\n` +
+      `--${boundary}--\r\nepilogue`;
+    for (const size of [1, 7, 64]) {
+      const name = `debian-13-standard-${size}.tar.zst`;
+      const body = new TextEncoder().encode(text.replace("debian-13-standard.tar.zst", name));
+      let at = 0;
+      const stream = new ReadableStream<Uint8Array>({
+        pull(controller) {
+          if (at >= body.length) return controller.close();
+          controller.enqueue(body.slice(at, at + size));
+          at += size;
+        },
+      });
+      const res = await h.app.request("/api2/json/nodes/pve2/storage/local/upload", {
+        method: "POST",
+        headers: { ...s.headers, "content-type": `multipart/form-data; boundary=${boundary}` },
+        body: stream,
+      });
+      assert.equal(res.status, 200, await res.clone().text());
+      await res.body?.cancel();
+      const list = await call(
+        h,
+        s,
+        "GET",
+        "/pve/nodes/pve2/storage/local/content?content=vztmpl",
+      );
+      const vol = list.body.find((v: { volid: string }) => v.volid === `local:vztmpl/${name}`);
+      assert.ok(vol, `${size}: ${JSON.stringify(list.body)}`);
+      assert.equal(vol.size, new TextEncoder().encode(file).length);
+      assert.equal(vol.format, "tzst");
+    }
+  } finally {
+    h.close();
+  }
+});
