@@ -333,12 +333,40 @@ export async function upsertMany(
   items: unknown[],
   options: { mayUpdate: boolean },
 ): Promise<UpsertResult> {
-  if (items.length === 0) return { ok: true, records: [], updated: [] };
+  // Two writers upserting the same new key race: the loser's create fails on the unique
+  // constraint. The key then exists, so planning again turns that create into an update.
+  for (let attempt = 0;; attempt++) {
+    const result = await upsertOnce(engine, auth, model, key, items, options);
+    if (result.ok || result.status !== 400 || attempt >= 3) return result;
+    let raced = false;
+    for (const item of result.creates) {
+      if (!item || typeof item !== "object" || Array.isArray(item)) continue;
+      const natural = key(item as Record<string, unknown>);
+      if (natural && await engine.store.idByUnique(model, natural.constraint, natural.values)) {
+        raced = true;
+        break;
+      }
+    }
+    if (!raced) return result;
+  }
+}
+
+/** One planned pass; `creates` are the items it tried to create (for the race check). */
+async function upsertOnce(
+  engine: ModelEngine,
+  auth: AuthInfo | null,
+  model: string,
+  key: NaturalKey,
+  items: unknown[],
+  options: { mayUpdate: boolean },
+): Promise<UpsertResult & { creates: unknown[] }> {
+  if (items.length === 0) return { ok: true, records: [], updated: [], creates: [] };
   if (items.length > MAX_UPSERT_BATCH) {
     return {
       ok: false,
       status: 400,
       body: { non_field_errors: [`At most ${MAX_UPSERT_BATCH} objects per request.`] },
+      creates: [],
     };
   }
   const creates: Array<{ index: number; data: unknown }> = [];
@@ -354,17 +382,22 @@ export async function upsertMany(
     if (existing !== null) updates.push({ index: i, id: existing, data: item });
     else creates.push({ index: i, data: item });
   }
-  if (updates.length > 0 && !options.mayUpdate) return { ok: false, status: 403, body: null };
+  const tried = creates.map((c) => c.data);
+  if (updates.length > 0 && !options.mayUpdate) {
+    return { ok: false, status: 403, body: null, creates: tried };
+  }
   const records = new Array<StoredObject | null>(items.length).fill(null);
   const errors: FieldErrors[] = items.map(() => ({}));
   const fail = (
     r: { status: number; errors?: FieldErrors | FieldErrors[]; detail?: string },
     at: number[],
-  ): UpsertResult => {
-    if (r.status !== 400) return { ok: false, status: r.status, body: { detail: r.detail } };
+  ): UpsertResult & { creates: unknown[] } => {
+    if (r.status !== 400) {
+      return { ok: false, status: r.status, body: { detail: r.detail }, creates: tried };
+    }
     const list = Array.isArray(r.errors) ? r.errors : [r.errors ?? {}];
     at.forEach((index, k) => (errors[index] = list[k] ?? {}));
-    return { ok: false, status: 400, body: errors };
+    return { ok: false, status: 400, body: errors, creates: tried };
   };
   if (creates.length > 0) {
     const r = await engine.createMany(model, creates.map((c) => c.data), auth);
@@ -383,5 +416,5 @@ export async function upsertMany(
     for (const u of updates) records[u.index] = byId.get(u.id) ?? null;
   }
   const updated = items.map((_, i) => updates.some((u) => u.index === i));
-  return { ok: true, records: records as StoredObject[], updated };
+  return { ok: true, records: records as StoredObject[], updated, creates: tried };
 }
