@@ -81,14 +81,16 @@ export function sample(
     case "array": {
       if (depth > 4) return [];
       const items = schema.items;
-      const hasProps = items?.properties && Object.keys(items.properties).length > 0;
-      // Index endpoints (items without properties and child links) list their subdirectories.
+      const props = Object.keys(items?.properties ?? {});
+      const href = (schema.links as Array<{ href?: string }> | undefined)?.[0]?.href;
+      const linkKey = /^\{([\w-]+)\}$/.exec(href ?? "")?.[1];
+      // Index endpoints (items with no properties but the child link's, e.g. `{subdir}` or
+      // `{id}`) list their subdirectories.
       if (
-        !hasProps && (items?.type === "object" || !items?.type) && ctx.children.length &&
-        depth === 0
+        (items?.type === "object" || !items?.type) && ctx.children.length && depth === 0 &&
+        props.every((p) => p === linkKey)
       ) {
-        const href = (schema.links as Array<{ href?: string }> | undefined)?.[0]?.href;
-        const key = /^\{(\w+)\}$/.exec(href ?? "")?.[1] ?? "subdir";
+        const key = linkKey ?? "subdir";
         return ctx.children.map((c) => ({ [key]: c }));
       }
       return [0, 1].map((i) => sample(items, ctx, "", `${salt}[${i}]`, depth + 1));

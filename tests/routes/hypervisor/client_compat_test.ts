@@ -230,3 +230,27 @@ Deno.test("client compat: multipart bodies split anywhere (tiny chunks) parse th
     h.close();
   }
 });
+
+Deno.test("client compat: index endpoints list their child directories (tree walkers, API browsers)", async () => {
+  const h = await harness();
+  try {
+    const s = await login(h);
+    const names = async (path: string, key: string) => {
+      const res = await call(h, s, "GET", `/api2/json${path}`);
+      assert.equal(res.status, 200, path);
+      return res.body.data.map((e: Record<string, string>) => e[key]);
+    };
+    const sdn = await names("/cluster/sdn", "id");
+    for (const child of ["vnets", "zones", "controllers"]) assert.ok(sdn.includes(child), `${sdn}`);
+    const vm = await names("/nodes/pve1/qemu/100", "subdir");
+    for (const child of ["config", "status", "snapshot", "firewall"]) {
+      assert.ok(vm.includes(child), `${vm}`);
+    }
+    const status = await names("/nodes/pve1/qemu/100/status", "subdir");
+    for (const child of ["current", "start", "stop"]) {
+      assert.ok(status.includes(child), `${status}`);
+    }
+  } finally {
+    h.close();
+  }
+});
