@@ -1,6 +1,6 @@
 /** Permission holes the review pass closed on the plugin endpoints. */
 import assert from "node:assert/strict";
-import { harness, P } from "./_harness.ts";
+import { harness, P, startBackend } from "./_harness.ts";
 
 Deno.test("inventory endpoint: a non-superuser cannot hand a more powerful token to the backend", async () => {
   const h = await harness();
@@ -94,5 +94,38 @@ Deno.test("upserts (storage, task history): concurrent writers of one new key ne
     assert.equal((await h.call("GET", P + "task-history/")).body.count, 1);
   } finally {
     await h.close();
+  }
+});
+
+Deno.test("push: renaming a hypervisor endpoint renames its backend copy, never a second copy", async () => {
+  const backend = await startBackend();
+  const h = await harness();
+  try {
+    const be = (await h.call("POST", P + "endpoints/backend/", {
+      name: "backend",
+      domain: "127.0.0.1",
+      port: backend.port,
+      use_https: false,
+    })).body;
+    const ep = await h.call("POST", P + "endpoints/hypervisor/", {
+      name: "pve",
+      domain: "pve.example.com",
+      password: "x",
+    });
+    assert.equal(ep.body.last_push.ok, true, JSON.stringify(ep.body.last_push));
+    const renamed = await h.call("PATCH", `${P}endpoints/hypervisor/${ep.body.id}/`, {
+      name: "pve-lab",
+    });
+    assert.equal(renamed.body.last_push.ok, true, JSON.stringify(renamed.body.last_push));
+    const r = await backend.request("/hypervisor/endpoints", {
+      headers: { "x-service-api-key": be.token },
+    });
+    const copies = await r.json();
+    assert.deepEqual(copies.map((c: { name: string }) => c.name), [
+      `pve-lab (inv:${ep.body.id})`,
+    ]);
+  } finally {
+    await h.close();
+    await backend.close();
   }
 });
