@@ -197,13 +197,19 @@ export class HypervisorProxyClient {
     method: string,
     url: string,
     headers: Record<string, string>,
-    body?: string,
+    body?: string | ReadableStream<Uint8Array>,
   ): Promise<RawResponse> {
     const signal = AbortSignal.timeout(this.#timeoutMs);
     if (!this.#opts.verifyTls && url.startsWith("https:")) {
       return await insecureRequest(method, url, headers, body, signal);
     }
-    const init: RequestInit & { client?: Deno.HttpClient } = { method, headers, body, signal };
+    const init: RequestInit & { client?: Deno.HttpClient; duplex?: "half" } = {
+      method,
+      headers,
+      body,
+      signal,
+    };
+    if (body instanceof ReadableStream) init.duplex = "half";
     if (this.#client) init.client = this.#client;
     const res = await this.#opts.fetch(url, init);
     return { status: res.status, statusText: res.statusText, text: await res.text() };
@@ -304,7 +310,8 @@ export class HypervisorProxyClient {
    * Call `method path` upstream. `path` is the API path (`/nodes/pve1/qemu`, already
    * percent-encoded); `params` are sent as the query (GET/DELETE) or a form body (POST/PUT).
    * `client` credentials, when given, are forwarded instead of the configured ones;
-   * `anonymous` sends none (login).
+   * `anonymous` sends none (login). `raw` is a body sent as it is (a multipart upload,
+   * streamed); `params` then travel in the query.
    */
   async request(
     method: string,
@@ -312,9 +319,10 @@ export class HypervisorProxyClient {
     params: Record<string, unknown>,
     client?: ClientCredentials,
     anonymous = false,
+    raw?: { body: ReadableStream<Uint8Array>; contentType: string },
   ): Promise<UpstreamResult> {
     const form = encodeParams(params);
-    const hasBody = method === "POST" || method === "PUT";
+    const hasBody = !raw && (method === "POST" || method === "PUT");
     const query = !hasBody && form.size ? `?${form}` : "";
     const url = `${this.base}${path}${query}`;
     const usesConfigured = !anonymous && !(client?.ticket || client?.authorization);
@@ -323,9 +331,15 @@ export class HypervisorProxyClient {
       if ("ok" in auth) return auth as Extract<UpstreamResult, { ok: false }>;
       const headers: Record<string, string> = { accept: "application/json", ...auth };
       if (hasBody) headers["content-type"] = "application/x-www-form-urlencoded";
+      if (raw) headers["content-type"] = raw.contentType;
       let res: RawResponse;
       try {
-        res = await this.#send(method, url, headers, hasBody ? form.toString() : undefined);
+        res = await this.#send(
+          method,
+          url,
+          headers,
+          raw ? raw.body : hasBody ? form.toString() : undefined,
+        );
       } catch (err) {
         const failure = classifyFailure(err, this.base);
         this.#opts.logger.log("warning", "hypervisor proxy: upstream failed", {
@@ -337,8 +351,10 @@ export class HypervisorProxyClient {
         return failure;
       }
       // An expired or revoked ticket of ours: log in again once and retry.
+      // (A streamed body cannot be sent twice.)
       if (
-        res.status === 401 && attempt === 0 && usesConfigured && this.#opts.auth.kind === "ticket"
+        res.status === 401 && attempt === 0 && usesConfigured &&
+        this.#opts.auth.kind === "ticket" && !raw
       ) {
         continue;
       }
@@ -401,12 +417,12 @@ function insecureRequest(
   method: string,
   url: string,
   headers: Record<string, string>,
-  body: string | undefined,
+  body: string | ReadableStream<Uint8Array> | undefined,
   signal: AbortSignal,
 ): Promise<RawResponse> {
   return new Promise((resolve, reject) => {
     const sendHeaders: Record<string, string> = { ...headers };
-    if (body !== undefined) {
+    if (typeof body === "string") {
       sendHeaders["content-length"] = String(new TextEncoder().encode(body).length);
     }
     const req = https.request(
@@ -444,6 +460,15 @@ function insecureRequest(
       reject(err);
     });
     req.on("close", () => signal.removeEventListener("abort", onAbort));
+    if (body instanceof ReadableStream) {
+      (async () => {
+        for await (const chunk of body) {
+          if (!req.write(chunk)) await new Promise((r) => req.once("drain", r));
+        }
+        req.end();
+      })().catch((err) => req.destroy(err as Error));
+      return;
+    }
     if (body !== undefined) req.write(body);
     req.end();
   });

@@ -21,7 +21,8 @@ import { indexSchema, parseSchemaText } from "../../mock/schema.ts";
 import { Router } from "../../mock/router.ts";
 import { type FieldError, type RawParams, validateParams } from "../../mock/validate.ts";
 import type { EngineFailure, EngineSuccess } from "../../mock/engine.ts";
-import { credentials, formatResult, type Mount, MOUNT_PREFIX } from "./wire.ts";
+import { bodyFailure, credentials, formatResult, type Mount, MOUNT_PREFIX } from "./wire.ts";
+import { addParam, BodyError, readLimitedText } from "./body.ts";
 import { hypervisorToolingRoutes } from "./codegen.ts";
 import type { ActiveSchema } from "./versions.ts";
 import {
@@ -50,19 +51,18 @@ export interface RealModeHandler {
 const METHODS = new Set(["GET", "POST", "PUT", "DELETE"]);
 const LOGIN = "/access/ticket";
 
-class BodyError extends Error {}
-
-function addParam(out: RawParams, k: string, v: unknown): void {
-  if (!(k in out)) out[k] = v;
-  else if (Array.isArray(out[k])) (out[k] as unknown[]).push(v);
-  else out[k] = [out[k], v];
+function queryParams(url: URL): RawParams {
+  const out: RawParams = {};
+  for (const [k, v] of url.searchParams) addParam(out, k, v);
+  return out;
 }
 
 async function requestParams(req: Request, url: URL): Promise<RawParams> {
-  const out: RawParams = {};
-  for (const [k, v] of url.searchParams) addParam(out, k, v);
-  if (req.method === "GET" || req.method === "DELETE" || !req.body) return out;
-  const text = await req.text();
+  const out = queryParams(url);
+  if (req.method === "GET" || req.method === "HEAD" || req.method === "DELETE" || !req.body) {
+    return out;
+  }
+  const text = await readLimitedText(req);
   if (!text.trim()) return out;
   const type = (req.headers.get("content-type") ?? "").toLowerCase();
   if (type.includes("application/json")) {
@@ -142,7 +142,8 @@ export async function createRealModeHandler(
     const url = new URL(req.url);
     const prefix = MOUNT_PREFIX[mount];
     const rawPath = url.pathname.length > prefix.length ? url.pathname.slice(prefix.length) : "/";
-    const method = req.method.toUpperCase();
+    // HEAD is a GET whose body Hono drops.
+    const method = req.method === "HEAD" ? "GET" : req.method.toUpperCase();
     const match = router.match(rawPath);
     const operation = match && METHODS.has(method)
       ? match.route.operations[method as HttpMethod]
@@ -154,19 +155,29 @@ export async function createRealModeHandler(
         failure(501, `Method '${method} ${rawPath}' not implemented`),
       );
     }
+    // A multipart upload is streamed upstream as it is: its fields are checked there, the
+    // path and query here.
+    const contentType = req.headers.get("content-type") ?? "";
+    const raw = (method === "POST" || method === "PUT") && req.body &&
+        /^multipart\/form-data/i.test(contentType)
+      ? { body: req.body, contentType }
+      : undefined;
     let params: RawParams;
     try {
-      params = await requestParams(req, url);
+      params = raw ? queryParams(url) : await requestParams(req, url);
     } catch (err) {
-      if (!(err instanceof BodyError)) throw err;
-      return formatResult(
-        mount,
-        method,
-        failure(400, "Parameter verification failed.", [{ field: "body", message: err.message }]),
-      );
+      const fail = bodyFailure(err);
+      if (!fail) throw err;
+      return formatResult(mount, method, fail);
     }
     const checked = validateParams(operation, { ...params, ...match.params });
+    if (raw) {
+      checked.errors = checked.errors.filter((e) =>
+        e.message !== "property is missing and it is not optional"
+      );
+    }
     if (checked.errors.length) {
+      await raw?.body.cancel().catch(() => {});
       return formatResult(
         mount,
         method,
@@ -192,9 +203,17 @@ export async function createRealModeHandler(
     const own: ClientCredentials = credentials(req);
     const hasOwn = !!(own.ticket || own.authorization);
     if (!login && !hasOwn && options.requireClientAuth) {
+      await raw?.body.cancel().catch(() => {});
       return formatResult(mount, method, failure(401, "No ticket"));
     }
-    const result = await client.request(method, rawPath, forward, hasOwn ? own : undefined, login);
+    const result = await client.request(
+      method,
+      rawPath,
+      forward,
+      hasOwn ? own : undefined,
+      login,
+      raw,
+    );
     if (!result.ok) return upstreamFailure(mount, method, result);
     const mismatch = shapeMismatch(operation.returns?.type, result.data);
     if (mismatch) {
@@ -273,6 +292,17 @@ export async function hypervisorRealRoutes(
 ): Promise<{ app: Hono<Env>; handler: RealModeHandler }> {
   const handler = await createRealModeHandler(deps, schema, options);
   const app = new Hono<Env>();
+  // A bug answers a JSON 500 in the mount's format, never a stack trace or plain text.
+  app.onError((err, c) => {
+    deps.logger.log("error", "hypervisor proxy: unexpected error", {
+      method: c.req.method,
+      path: c.req.path,
+      error: err instanceof Error ? err.message : String(err),
+    });
+    return c.req.path.startsWith("/api2/")
+      ? c.json({ data: null, message: "internal error\n" }, 500)
+      : c.json({ detail: "Internal error in the hypervisor proxy.", errors: [] }, 500);
+  });
   app.all("/api2/json/*", (c) => handler.handle(c.req.raw, "api2"));
   app.all("/api2/json", (c) => handler.handle(c.req.raw, "api2"));
   app.all("/pve/*", (c) => handler.handle(c.req.raw, "pve"));

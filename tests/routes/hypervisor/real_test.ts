@@ -440,6 +440,16 @@ Deno.test("real mode: TLS is verified; a private CA file is trusted; the off swi
       );
       assert.equal(w.status, 200, await w.clone().text());
       assert.equal((await w.json()).vmid, 4343);
+      // A streamed multipart upload goes through node:https as well.
+      const upload = new FormData();
+      upload.append("content", "iso");
+      upload.append("filename", new File([new Uint8Array(150_000)], "tls-off.iso"));
+      const u = await insecure.app.request("/api2/json/nodes/pve1/storage/local/upload", {
+        method: "POST",
+        body: upload,
+      });
+      assert.equal(u.status, 200, await u.clone().text());
+      assert.match((await u.json()).data, /:imgcopy:/);
     } finally {
       insecure.close();
     }
@@ -602,5 +612,65 @@ Deno.test("real mode: an upstream answer of the wrong shape is proxied and logge
   } finally {
     proxy.close();
     await server.shutdown();
+  }
+});
+
+Deno.test("real mode: HEAD, oversized bodies and multipart uploads are handled like the mock", async () => {
+  const up = await startUpstream();
+  const proxy = await startProxy(ticketEnv(up.url));
+  try {
+    const head = await proxy.app.request("/api2/json/nodes", { method: "HEAD" });
+    assert.equal(head.status, 200);
+    assert.equal(await head.text(), "");
+    assert.ok(up.seen.includes("GET /api2/json/nodes"));
+
+    const before = up.seen.length;
+    const big = await proxy.app.request(
+      "/api2/json/nodes/pve1/qemu",
+      form({ vmid: "4243", description: "x".repeat(2 * 1024 * 1024) }),
+    );
+    assert.equal(big.status, 413);
+    assert.equal((await big.json()).data, null);
+    assert.equal(up.seen.length, before, "an oversized body is not forwarded");
+
+    // A file upload is streamed to the upstream with its multipart body intact.
+    const body = new FormData();
+    body.append("content", "iso");
+    body.append("filename", new File([new Uint8Array(200_000).fill(7)], "proxied.iso"));
+    const res = await proxy.app.request("/api2/json/nodes/pve1/storage/local/upload", {
+      method: "POST",
+      body,
+    });
+    const text = await res.text();
+    assert.equal(res.status, 200, text);
+    const upid = JSON.parse(text).data as string;
+    assert.match(upid, /^UPID:pve1:.*:imgcopy:/);
+    for (let i = 0;; i++) {
+      const st = await proxy.app.request(
+        `/pve/nodes/pve1/tasks/${encodeURIComponent(upid)}/status`,
+      );
+      if ((await st.json()).status === "stopped") break;
+      assert.ok(i < 100, "task never finished");
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    const list = await proxy.app.request("/pve/nodes/pve1/storage/local/content?content=iso");
+    const vols = await list.json();
+    const vol = vols.find((v: { volid: string }) => v.volid === "local:iso/proxied.iso");
+    assert.ok(vol, JSON.stringify(vols));
+    assert.equal(vol.size, 200_000);
+    // Path and query are still validated before anything is sent.
+    const seen = up.seen.length;
+    const bad = new FormData();
+    bad.append("content", "iso");
+    const rejected = await proxy.app.request(
+      "/api2/json/nodes/pve1/storage/local/upload?bogus=1",
+      { method: "POST", body: bad },
+    );
+    assert.equal(rejected.status, 400);
+    await rejected.body?.cancel();
+    assert.equal(up.seen.length, seen);
+  } finally {
+    proxy.close();
+    await up.close();
   }
 });
