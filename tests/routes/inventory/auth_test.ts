@@ -93,13 +93,13 @@ Deno.test("tokens: v1 and v2 creation, secret shown once, both header forms, v1 
     // A chosen v1 value is accepted once.
     const chosen = await inv.call("POST", "/api/users/tokens/", {
       version: 1,
-      token: "my-own-token-value-123",
+      token: "my-own-token-value-0123456789abcdef0123456",
     });
     assert.equal(chosen.status, 201);
-    assert.equal(chosen.body.token, "my-own-token-value-123");
+    assert.equal(chosen.body.token, "my-own-token-value-0123456789abcdef0123456");
     const again = await inv.call("POST", "/api/users/tokens/", {
       version: 1,
-      token: "my-own-token-value-123",
+      token: "my-own-token-value-0123456789abcdef0123456",
     });
     assert.equal(again.status, 400);
     assert.ok(again.body.token);

@@ -256,3 +256,21 @@ Deno.test("OPTIONS carries DRF's actions metadata, so pynetbox's choices() works
     inv.close();
   }
 });
+
+Deno.test("tokens: a caller-chosen v1 plaintext needs NetBox's 40 characters", async () => {
+  const inv = await setup();
+  try {
+    const short = await inv.call("POST", "/api/users/tokens/", { version: 1, token: "short" });
+    assert.equal(short.status, 400);
+    assert.deepEqual(short.body, { token: ["Ensure this field has at least 40 characters."] });
+    const long = await inv.call("POST", "/api/users/tokens/", {
+      version: 1,
+      token: "f".repeat(40),
+    });
+    assert.equal(long.status, 201);
+    const works = await inv.call("GET", "/api/status/", undefined, `Token ${"f".repeat(40)}`);
+    assert.equal(works.status, 200);
+  } finally {
+    inv.close();
+  }
+});
