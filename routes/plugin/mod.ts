@@ -194,7 +194,10 @@ export function createPlugin(deps: AppDeps, options: PluginOptions): Plugin {
     if ((m = ROUTES.ssh.exec(path))) {
       if (!read) return notAllowed(method, ["GET"]);
       // Secrets: only for tokens that may change the endpoint (and so could set them).
-      if (!can(auth, PERMISSIONS.viewHypervisor) || !can(auth, PERMISSIONS.changeHypervisor)) {
+      // A write_enabled=false token cannot change it, and a shell is no read-only access.
+      if (
+        !can(auth, PERMISSIONS.viewHypervisor) || !canWrite(auth, PERMISSIONS.changeHypervisor)
+      ) {
         return json({ detail: DENIED }, 403);
       }
       return respond(await sshSecrets(services, engine, Number(m[1])));

@@ -129,3 +129,30 @@ Deno.test("push: renaming a hypervisor endpoint renames its backend copy, never 
     await backend.close();
   }
 });
+
+Deno.test("ssh-secrets: a write_enabled=false token never gets the plaintext secrets", async () => {
+  const h = await harness();
+  try {
+    const ep = await h.call("POST", P + "endpoints/hypervisor/", {
+      name: "pve",
+      domain: "pve.example.com",
+      password: "topsecret",
+      ssh_credential_source: "reuse_endpoint",
+      ssh_known_host_fingerprint: "SHA256:" + "A".repeat(43),
+    });
+    assert.equal(ep.status, 201, JSON.stringify(ep.body));
+    const path = `${P}endpoints/hypervisor/${ep.body.id}/ssh-secrets/`;
+    const readOnly = await h.token({ is_superuser: true, write_enabled: false });
+    const denied = await h.call("GET", path, undefined, { auth: readOnly });
+    assert.equal(denied.status, 403);
+    assert.ok(!JSON.stringify(denied.body).includes("topsecret"));
+    const writer = await h.token({
+      permissions: ["service.view_hypervisorendpoint", "service.change_hypervisorendpoint"],
+    });
+    const ok = await h.call("GET", path, undefined, { auth: writer });
+    assert.equal(ok.status, 200);
+    assert.equal(ok.body.password, "topsecret");
+  } finally {
+    await h.close();
+  }
+});
