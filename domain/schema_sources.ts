@@ -11,6 +11,8 @@
  *   set. Origins the operator configured (the HYPERVISOR_SCHEMA URL, HYPERVISOR_URL) are trusted.
  */
 
+import { resolve as resolvePath } from "node:path";
+
 export interface SourcePolicy {
   /** Absolute directories files may be read from. */
   allowedDirs: readonly string[];
@@ -157,18 +159,22 @@ async function checkFile(source: string, policy: SourcePolicy): Promise<SourceCh
   if (!dirs.length) {
     return { ok: false, message: "no schema directory is configured; file sources are disabled" };
   }
+  const outside = {
+    ok: false as const,
+    message: `file sources must be inside an allowed directory (${dirs.join(", ")})`,
+  };
+  // Lexically first: nothing outside the allowed directories is even looked at (no oracle
+  // for which files exist elsewhere). The real path is checked again below (symlinks).
+  const lexical = resolvePath(path);
+  const lexicalDirs = [...dirs, ...policy.allowedDirs.map((d) => resolvePath(d))];
+  if (!lexicalDirs.some((d) => within(d, lexical))) return outside;
   let real: string;
   try {
     real = await Deno.realPath(path);
   } catch {
     return { ok: false, message: `file not found: ${source}` };
   }
-  if (!dirs.some((d) => within(d, real))) {
-    return {
-      ok: false,
-      message: `file sources must be inside an allowed directory (${dirs.join(", ")})`,
-    };
-  }
+  if (!dirs.some((d) => within(d, real))) return outside;
   const info = await Deno.stat(real);
   if (!info.isFile) return { ok: false, message: "source is not a regular file" };
   return { ok: true, kind: "file", path: real };

@@ -31,6 +31,7 @@ import {
 import { checkSchemaSource, defaultResolve } from "../../domain/schema_sources.ts";
 import { type ActiveSchema, defaultSchemaDirs, SchemaCatalog, VERSION_LABEL } from "./versions.ts";
 import { hypervisorDocsRoutes, openApiResponse } from "./docs.ts";
+import { BodyTooLarge, readLimitedText } from "./body.ts";
 
 type Env = { Bindings: ServeEnv };
 type Ctx = Context<Env>;
@@ -197,8 +198,9 @@ export function hypervisorCodegenRoutes(deps: AppDeps, options: CodegenOptions):
   app.post("/pve/codegen/generate", async (c) => {
     let body: unknown;
     try {
-      body = await c.req.json();
-    } catch {
+      body = JSON.parse(await readLimitedText(c.req.raw, 64 * 1024));
+    } catch (err) {
+      if (err instanceof BodyTooLarge) return c.json({ detail: err.message, errors: [] }, 413);
       return fieldErrors(c, "Request body must be a JSON object.", [
         { field: "body", message: "invalid JSON" },
       ]);

@@ -334,3 +334,35 @@ Deno.test("codegen: generate from a URL (JS form), with redirects, errors and no
     await server.shutdown();
   }
 });
+
+Deno.test("codegen: generate is no oracle for files outside the allowed directories", async () => {
+  const t = await tooling();
+  const existing = await Deno.makeTempFile({ suffix: ".json" });
+  try {
+    const answers: string[] = [];
+    for (const source of [existing, `${existing}.missing.json`, "/etc/nothing-here.js"]) {
+      const res = await t.app.request(
+        "/pve/codegen/generate",
+        jsonRequest("POST", { source }),
+        peer("192.0.2.45"),
+      );
+      assert.equal(res.status, 400);
+      const body = await res.json();
+      answers.push(body.errors[0].message.replace(source, "<source>"));
+    }
+    // Same answer whether the file exists or not: nothing outside is even looked at.
+    assert.equal(new Set(answers).size, 1, answers.join(" | "));
+    assert.match(answers[0], /allowed directory/);
+    // The request body itself is bounded.
+    const huge = await t.app.request(
+      "/pve/codegen/generate",
+      jsonRequest("POST", { source: "x".repeat(200_000) }),
+      peer("192.0.2.45"),
+    );
+    assert.equal(huge.status, 413);
+    assert.match((await huge.json()).detail, /too large/);
+  } finally {
+    t.deps.kv.close();
+    await Deno.remove(existing);
+  }
+});
