@@ -79,6 +79,8 @@ export interface EngineOptions {
   taskDelayMs?: number;
   /** The PVE version GET /version reports (`9.2`, `9.1.11`); default 9.2. */
   version?: string;
+  /** Finished tasks kept per node (older ones are dropped). Default 10,000. */
+  maxTasksPerNode?: number;
 }
 
 /** Operations that need no authentication besides the schema's `user: "world"` ones. */
@@ -115,7 +117,7 @@ export class HypervisorEngine {
     this.#seed = opts.seed;
     this.#state = buildSeed(opts.seed);
     this.sessions = new Sessions(opts.now);
-    this.tasks = new TaskRunner(() => this.#state, opts.taskDelayMs ?? 1000);
+    this.tasks = new TaskRunner(() => this.#state, opts.taskDelayMs ?? 1000, opts.maxTasksPerNode);
     this.generic = new GenericCollections(this.router, new Set(Object.keys(SPECIAL_ITEM_PARAMS)));
     for (const op of this.index.operations) {
       const segs = splitPath(op.path);

@@ -61,6 +61,9 @@ export interface StartTask {
   exitstatus?: string;
 }
 
+/** Finished tasks kept per node (the oldest go first, like a rotated task archive). */
+export const DEFAULT_MAX_TASKS_PER_NODE = 10_000;
+
 export class TaskRunner {
   /** Running tasks ordered by end time (few at a time; a sorted array is enough). */
   #pending: Task[] = [];
@@ -68,7 +71,26 @@ export class TaskRunner {
   constructor(
     private readonly state: () => MockState,
     private readonly delayMs: number,
+    private readonly maxPerNode = DEFAULT_MAX_TASKS_PER_NODE,
   ) {}
+
+  /**
+   * Drops the oldest finished tasks of a node once it holds more than `maxPerNode` (in
+   * batches of a tenth, so the cost is amortised); running tasks are always kept.
+   */
+  #trim(state: MockState, list: Task[]): void {
+    const slack = Math.max(1, Math.floor(this.maxPerNode / 10));
+    if (list.length <= this.maxPerNode + slack - 1) return;
+    let excess = list.length - this.maxPerNode;
+    const kept: Task[] = [];
+    for (const t of list) {
+      if (excess > 0 && t.status !== "running") {
+        state.tasks.delete(t.upid);
+        excess--;
+      } else kept.push(t);
+    }
+    list.splice(0, list.length, ...kept);
+  }
 
   reset(): void {
     this.#pending = [];
@@ -99,6 +121,7 @@ export class TaskRunner {
     let list = state.tasksByNode.get(task.node);
     if (!list) state.tasksByNode.set(task.node, list = []);
     list.push(task);
+    this.#trim(state, list);
     this.#pending.push(task);
     this.#pending.sort((a, b) => a.endsAtMs - b.endsAtMs);
     if (this.delayMs <= 0) this.settle(nowMs);

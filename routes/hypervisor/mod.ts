@@ -36,6 +36,8 @@ export interface HypervisorAppOptions {
   schema?: SchemaTree;
   /** How long mock tasks run before finishing (ms). Default 1000. */
   taskDelayMs?: number;
+  /** Finished tasks kept per node; older ones are dropped. Default 10,000. */
+  maxTasksPerNode?: number;
   /** Receives the engine (tests, benchmarks, the integrator's tooling). */
   onEngine?: (engine: HypervisorEngine) => void;
 }
@@ -75,6 +77,7 @@ export function createEngine(deps: AppDeps, tree: SchemaTree, options: Hyperviso
     now: deps.now,
     taskDelayMs: options.taskDelayMs ?? h.taskDelayMs,
     version: h.version,
+    maxTasksPerNode: options.maxTasksPerNode,
   });
 }
 

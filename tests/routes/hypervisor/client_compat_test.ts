@@ -254,3 +254,51 @@ Deno.test("client compat: index endpoints list their child directories (tree wal
     h.close();
   }
 });
+
+Deno.test("client compat: the task archive is bounded per node; running tasks are never dropped", async () => {
+  const h = await harness({}, { maxTasksPerNode: 20, taskDelayMs: 1000 });
+  try {
+    const s = await login(h);
+    const backup = async () => {
+      const r = await call(h, s, "POST", "/api2/json/nodes/pve1/vzdump", {
+        vmid: 100,
+        storage: "local",
+      });
+      assert.equal(r.status, 200, JSON.stringify(r.body));
+      return r.body.data as string;
+    };
+    // 30 tasks at the same instant: all running, none may be dropped.
+    const concurrent: string[] = [];
+    for (let i = 0; i < 30; i++) concurrent.push(await backup());
+    const active = await call(h, s, "GET", "/api2/json/nodes/pve1/tasks?source=active&limit=1000");
+    assert.equal(active.body.data.length, 30);
+    // Then many that finish one after the other: the oldest finished ones go.
+    const upids: string[] = [];
+    for (let i = 0; i < 60; i++) {
+      h.clock.now += 1500;
+      upids.push(await backup());
+    }
+    h.clock.now += 1500;
+    const list = await call(h, s, "GET", "/api2/json/nodes/pve1/tasks?limit=1000");
+    assert.ok(list.body.total <= 22, `kept ${list.body.total}`);
+    assert.equal(list.body.data[0].upid, upids[59], "the newest task is kept");
+    for (const upid of [concurrent[0], upids[0]]) {
+      const gone = await call(
+        h,
+        s,
+        "GET",
+        `/api2/json/nodes/pve1/tasks/${encodeURIComponent(upid)}/status`,
+      );
+      assert.equal(gone.status, 500);
+    }
+    const kept = await call(
+      h,
+      s,
+      "GET",
+      `/pve/nodes/pve1/tasks/${encodeURIComponent(upids[59])}/status`,
+    );
+    assert.equal(kept.body.exitstatus, "OK");
+  } finally {
+    h.close();
+  }
+});
