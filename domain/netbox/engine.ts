@@ -463,8 +463,8 @@ export class ModelEngine implements EngineApi {
     }
     const fieldDef = def.fields[name];
     if (
-      fieldDef && !fieldDef.writeOnly && !fieldDef.hidden && !fieldDef.compute &&
-      fieldDef.filter !== false && fieldDef.type !== "gfk"
+      fieldDef && !fieldDef.writeOnly && (!fieldDef.hidden || fieldDef.filter === true) &&
+      !fieldDef.compute && fieldDef.filter !== false && fieldDef.type !== "gfk"
     ) {
       if (fieldDef.type === "fk" || fieldDef.type === "m2m") {
         return await this.#relCondition(name, fieldDef, lookup, values, param, false, false, cache);
@@ -697,7 +697,7 @@ export class ModelEngine implements EngineApi {
       case "bool":
         return parseBool(value);
       default:
-        return value;
+        return def.normalize ? def.normalize(value) : value;
     }
   }
 
@@ -768,7 +768,10 @@ export class ModelEngine implements EngineApi {
         (Array.isArray(value) && value.length === 0);
       return want === empty;
     }
-    const values = lookup === "in" ? splitList(rawValues) : rawValues;
+    let values = lookup === "in" ? splitList(rawValues) : rawValues;
+    if (def.normalize && (lookup === "exact" || lookup === "in" || lookup === "n")) {
+      values = values.map((v) => (v === "null" ? v : def.normalize!(v)));
+    }
     const items = Array.isArray(value) ? value : [value];
     const text = (v: unknown) => v === null || v === undefined ? "" : String(v).toLowerCase();
     const eq = (v: unknown, f: string) => {

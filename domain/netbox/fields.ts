@@ -148,7 +148,7 @@ export function coerce(def: FieldDef, value: unknown): Coerced {
       if (def.pattern && text !== "" && !def.pattern.test(text)) {
         return { ok: false, error: def.patternMessage ?? "Enter a valid value." };
       }
-      return { ok: true, value: text };
+      return { ok: true, value: def.normalize && text !== "" ? def.normalize(text) : text };
     }
     case "int": {
       if (typeof value === "boolean") return { ok: false, error: MESSAGES.int };

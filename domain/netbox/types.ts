@@ -50,6 +50,11 @@ export interface FieldDef {
   /** Numbers: bounds (ints default to the 32-bit signed range). */
   min?: number;
   max?: number;
+  /**
+   * Strings: the canonical form of a valid value (MAC upper case, IP addresses compressed).
+   * Applied on write and to exact/in/n filter values, so `?mac_address=aa:bb:..` matches.
+   */
+  normalize?: (text: string) => string;
   /** Strings: the value must match. */
   pattern?: RegExp;
   patternMessage?: string;

@@ -3,6 +3,16 @@
  * tenancy, dcim, virtualization, ipam, extras, core jobs and users tokens.
  */
 import { checkCustomValue, CUSTOM_FIELD_TYPES } from "../custom_fields.ts";
+import { QueryError } from "../engine.ts";
+import {
+  canonicalCidr,
+  canonicalHost,
+  type Cidr,
+  formatHost,
+  networkOf,
+  parseCidr,
+  within,
+} from "../ip.ts";
 import type {
   CustomFilter,
   FieldDef,
@@ -207,6 +217,84 @@ export function cidrFamily(value: string): 4 | 6 | null {
   if (ipv4Ok(m[1])) return bits <= 32 ? 4 : null;
   if (ipv6Ok(m[1])) return bits <= 128 ? 6 : null;
   return null;
+}
+
+const MAC_NORMALIZE = (text: string) =>
+  MAC_RE.test(text) ? text.toUpperCase().replaceAll("-", ":") : text;
+const CIDR_NORMALIZE = (text: string) => canonicalCidr(text) ?? text;
+
+/** Query values that must parse as addresses/prefixes (else 400, as NetBox). */
+function cidrValues(values: string[], param: string): Cidr[] {
+  const out: Cidr[] = [];
+  for (const v of values.flatMap((x) => x.split(",")).map((x) => x.trim()).filter(Boolean)) {
+    const c = parseCidr(v);
+    if (!c) throw new QueryError({ [param]: [`Invalid IP address or prefix: ${v}`] });
+    out.push(c);
+  }
+  return out;
+}
+
+const familyFilter: CustomFilter = (values) => {
+  const wanted = new Set(values.flatMap((v) => v.split(",")).map((v) => v.trim()));
+  for (const v of wanted) {
+    if (v !== "4" && v !== "6") {
+      throw new QueryError({
+        family: [`Select a valid choice. ${v} is not one of the available choices.`],
+      });
+    }
+  }
+  return Promise.resolve({
+    predicate: (r: StoredObject) => {
+      const text = String(r.address ?? r.prefix ?? "");
+      const c = parseCidr(text);
+      return c !== null && wanted.has(String(c.family));
+    },
+  });
+};
+
+/** `?address=` on IPs: with a length an exact match, without one any length (host match). */
+const addressFilter: CustomFilter = async (values, engine) => {
+  const ids = new Set<number>();
+  for (const v of values.flatMap((x) => x.split(",")).map((x) => x.trim()).filter(Boolean)) {
+    const host = canonicalHost(v);
+    if (host === null) {
+      throw new QueryError({ address: [`Invalid IP address: ${v}`] });
+    }
+    const exact = v.includes("/") ? canonicalCidr(v) : null;
+    for (const r of await engine.find("ipam.ipaddress", { host: [host] })) {
+      if (exact === null || r.address === exact) ids.add(r.id);
+    }
+  }
+  return { ids };
+};
+
+/** `?parent=<prefix>` on IPs: addresses whose host lies in the prefix. */
+const ipParentFilter: CustomFilter = (values) => {
+  const parents = cidrValues(values, "parent");
+  return Promise.resolve({
+    predicate: (r: StoredObject) => {
+      const c = parseCidr(String(r.address ?? ""));
+      if (!c) return false;
+      const host = { ...c, length: null };
+      return parents.some((p) => within(host, p, true));
+    },
+  });
+};
+
+/** Prefix containment filters: within, within_include, contains. */
+function prefixFilter(kind: "within" | "within_include" | "contains"): CustomFilter {
+  return (values) => {
+    const given = cidrValues(values, kind);
+    return Promise.resolve({
+      predicate: (r: StoredObject) => {
+        const c = parseCidr(String(r.prefix ?? ""));
+        if (!c) return false;
+        return given.some((g) =>
+          kind === "contains" ? within(g, c, true) : within(c, g, kind === "within_include")
+        );
+      },
+    });
+  };
 }
 
 // ------------------------------------------------------------------ primary IP / MAC rules
@@ -516,6 +604,7 @@ export const MAC_ADDRESS: ModelDef = {
       maxLength: 17,
       pattern: MAC_RE,
       patternMessage: "Enter a valid MAC address (e.g. 00:1A:2B:3C:4D:5E).",
+      normalize: MAC_NORMALIZE,
       index: true,
     },
     assigned_object_type: choice(INTERFACE_OWNERS, { nullable: true, default: null }),
@@ -707,9 +796,12 @@ export const IP_ADDRESS: ModelDef = {
       required: true,
       maxLength: 64,
       index: true,
-      pattern: /^[0-9a-fA-F:.]+\/\d{1,3}$/,
+      pattern: /^[0-9a-fA-F:.]+(\/\d{1,3})?$/,
       patternMessage: "Enter a valid IPv4 or IPv6 address with optional mask.",
+      normalize: CIDR_NORMALIZE,
     },
+    /** The canonical host part, indexed for `?address=<ip>` without a length. */
+    host: { type: "string", hidden: true, index: true, filter: true },
     family: { type: "json", compute: family("address") },
     status: choice(IP_STATUS, { default: "active" }),
     role: choice(IP_ROLES, { nullable: true, default: null }),
@@ -733,7 +825,15 @@ export const IP_ADDRESS: ModelDef = {
     typeof draft.address === "string" && cidrFamily(draft.address) === null
       ? { address: ["Enter a valid IPv4 or IPv6 address with optional mask."] }
       : primaryIpMoveRule(draft, ctx),
-  filters: ownerFilters(),
+  beforeSave: (draft) => {
+    draft.host = typeof draft.address === "string" ? canonicalHost(draft.address) : null;
+  },
+  filters: {
+    ...ownerFilters(),
+    address: addressFilter,
+    parent: ipParentFilter,
+    family: familyFilter,
+  },
   search: ["address", "dns_name", "description"],
   ordering: ["address", "id"],
 };
@@ -768,8 +868,9 @@ export const PREFIX: ModelDef = {
       required: true,
       maxLength: 64,
       index: true,
-      pattern: /^[0-9a-fA-F:.]+\/\d{1,3}$/,
+      pattern: /^[0-9a-fA-F:.]+(\/\d{1,3})?$/,
       patternMessage: "Enter a valid IPv4 or IPv6 prefix and mask in CIDR notation.",
+      normalize: CIDR_NORMALIZE,
     },
     family: { type: "json", compute: family("prefix") },
     status: choice(PREFIX_STATUS, { default: "active" }),
@@ -791,10 +892,26 @@ export const PREFIX: ModelDef = {
   },
   brief: ["family", "prefix", "description"],
   display: (r) => String(r.prefix),
-  validate: (draft) =>
-    typeof draft.prefix === "string" && cidrFamily(draft.prefix) === null
-      ? { prefix: ["Enter a valid IPv4 or IPv6 prefix and mask in CIDR notation."] }
-      : null,
+  validate: (draft) => {
+    const c = typeof draft.prefix === "string" ? parseCidr(draft.prefix) : null;
+    if (!c || cidrFamily(String(draft.prefix)) === null) {
+      return { prefix: ["Enter a valid IPv4 or IPv6 prefix and mask in CIDR notation."] };
+    }
+    const network = networkOf(c);
+    if (network !== c.value) {
+      const suggestion = canonicalCidr(`${formatHost(c.family, network)}/${c.length}`);
+      return {
+        prefix: [`${draft.prefix} is not a valid prefix. Did you mean ${suggestion}?`],
+      };
+    }
+    return null;
+  },
+  filters: {
+    within: prefixFilter("within"),
+    within_include: prefixFilter("within_include"),
+    contains: prefixFilter("contains"),
+    family: familyFilter,
+  },
   search: ["prefix", "description", "comments"],
   ordering: ["prefix", "id"],
 };

@@ -274,3 +274,75 @@ Deno.test("tokens: a caller-chosen v1 plaintext needs NetBox's 40 characters", a
     inv.close();
   }
 });
+
+Deno.test("ipam: addresses are stored canonical, ?address= matches with or without a length", async () => {
+  const inv = await setup();
+  try {
+    const post = (path: string, body: unknown) => inv.call("POST", path, body);
+    const v6 = await post("/api/ipam/ip-addresses/", { address: "FD00:0:0::07/64" });
+    assert.equal(v6.status, 201, JSON.stringify(v6.body));
+    assert.equal(v6.body.address, "fd00::7/64");
+    const bare = await post("/api/ipam/ip-addresses/", { address: "10.1.0.6" });
+    assert.equal(bare.status, 201, JSON.stringify(bare.body));
+    assert.equal(bare.body.address, "10.1.0.6/32");
+    const v4 = await post("/api/ipam/ip-addresses/", { address: "10.1.0.5/24" });
+    const ids = async (query: string) =>
+      (await inv.call("GET", `/api/ipam/ip-addresses/?${query}`)).body.results?.map((
+        r: { id: number },
+      ) => r.id);
+    assert.deepEqual(await ids("address=10.1.0.5"), [v4.body.id]);
+    assert.deepEqual(await ids("address=10.1.0.5/24"), [v4.body.id]);
+    assert.deepEqual(await ids("address=10.1.0.5/25"), []);
+    assert.deepEqual(await ids("address=fd00::7/64"), [v6.body.id]);
+    assert.deepEqual(await ids("address=FD00:0::7"), [v6.body.id]);
+    assert.deepEqual(await ids("address=10.1.0.5&address=10.1.0.6"), [v4.body.id, bare.body.id]);
+    assert.deepEqual(await ids("parent=10.1.0.0/16"), [v4.body.id, bare.body.id]);
+    assert.deepEqual(await ids("parent=10.2.0.0/16"), []);
+    assert.deepEqual(await ids("family=6"), [v6.body.id]);
+    const bad = await inv.call("GET", "/api/ipam/ip-addresses/?parent=nonsense");
+    assert.equal(bad.status, 400);
+    assert.equal((await inv.call("GET", "/api/ipam/ip-addresses/?family=5")).status, 400);
+    // Patching the address keeps the host index right.
+    await inv.call("PATCH", `/api/ipam/ip-addresses/${v4.body.id}/`, { address: "10.1.0.9/24" });
+    assert.deepEqual(await ids("address=10.1.0.5"), []);
+    assert.deepEqual(await ids("address=10.1.0.9"), [v4.body.id]);
+
+    // Prefixes: canonical, host bits refused with NetBox's hint, containment filters.
+    const p = await post("/api/ipam/prefixes/", { prefix: "10.1.0.0/24" });
+    assert.equal(p.status, 201);
+    const hostBits = await post("/api/ipam/prefixes/", { prefix: "10.1.0.1/24" });
+    assert.equal(hostBits.status, 400);
+    assert.deepEqual(hostBits.body, {
+      prefix: ["10.1.0.1/24 is not a valid prefix. Did you mean 10.1.0.0/24?"],
+    });
+    const p6 = await post("/api/ipam/prefixes/", { prefix: "FD00:0::/48" });
+    assert.equal(p6.body.prefix, "fd00::/48");
+    const pids = async (query: string) =>
+      (await inv.call("GET", `/api/ipam/prefixes/?${query}`)).body.results.map((
+        r: { id: number },
+      ) => r.id);
+    assert.deepEqual(await pids("within=10.0.0.0/8"), [p.body.id]);
+    assert.deepEqual(await pids("within=10.1.0.0/24"), []);
+    assert.deepEqual(await pids("within_include=10.1.0.0/24"), [p.body.id]);
+    assert.deepEqual(await pids("contains=10.1.0.77"), [p.body.id]);
+    assert.deepEqual(await pids("prefix=fd00:0:0::/48"), [p6.body.id]);
+  } finally {
+    inv.close();
+  }
+});
+
+Deno.test("MAC addresses: any case or separator finds the stored (upper-case) value", async () => {
+  const inv = await setup();
+  try {
+    const mac = await inv.call("POST", "/api/dcim/mac-addresses/", {
+      mac_address: "aa-bb-cc-dd-ee-0f",
+    });
+    assert.equal(mac.body.mac_address, "AA:BB:CC:DD:EE:0F");
+    for (const q of ["aa:bb:cc:dd:ee:0f", "AA-BB-CC-DD-EE-0F", "AA:BB:CC:DD:EE:0F"]) {
+      const r = await inv.call("GET", `/api/dcim/mac-addresses/?mac_address=${q}`);
+      assert.equal(r.body.count, 1, q);
+    }
+  } finally {
+    inv.close();
+  }
+});
