@@ -219,6 +219,34 @@ export function cidrFamily(value: string): 4 | 6 | null {
   return null;
 }
 
+/** `?has_primary_ip=true|false` on devices and VMs. */
+const hasPrimaryIp: CustomFilter = (values) => {
+  const want = values[values.length - 1]?.trim().toLowerCase();
+  if (!["true", "false", "1", "0", "yes", "no"].includes(want ?? "")) {
+    throw new QueryError({ has_primary_ip: ["Select a valid choice."] });
+  }
+  const yes = want === "true" || want === "1" || want === "yes";
+  return Promise.resolve({
+    predicate: (r: StoredObject) =>
+      yes === (typeof r.primary_ip4 === "number" || typeof r.primary_ip6 === "number"),
+  });
+};
+
+/** `?cluster_type_id=` / `?cluster_type=<slug>` on VMs, through their cluster. */
+function clusterTypeFilter(param: "type_id" | "type"): CustomFilter {
+  return async (values, engine) => {
+    const clusters = await engine.find("virtualization.cluster", { [param]: values });
+    const ids = new Set<number>();
+    if (clusters.length > 0) {
+      const vms = await engine.find("virtualization.virtualmachine", {
+        cluster_id: clusters.map((c) => String(c.id)),
+      });
+      for (const vm of vms) ids.add(vm.id);
+    }
+    return { ids };
+  };
+}
+
 const MAC_NORMALIZE = (text: string) =>
   MAC_RE.test(text) ? text.toUpperCase().replaceAll("-", ":") : text;
 const CIDR_NORMALIZE = (text: string) => canonicalCidr(text) ?? text;
@@ -547,6 +575,7 @@ export const DEVICE: ModelDef = {
   brief: ["name", "description"],
   display: (r) => (r.name ? String(r.name) : `Unnamed device (${r.id})`),
   validate: primaryIpRules("dcim.device"),
+  filters: { has_primary_ip: hasPrimaryIp },
   unique: [
     { fields: ["site", "name"], ci: true, message: "Device name must be unique per site." },
     { fields: ["asset_tag"], message: "device with this Asset tag already exists." },
@@ -710,6 +739,11 @@ export const VIRTUAL_MACHINE: ModelDef = {
       return { cluster: ["A virtual machine must be assigned to a site and/or cluster."] };
     }
     return primaryIpRules("virtualization.virtualmachine")(draft, ctx);
+  },
+  filters: {
+    has_primary_ip: hasPrimaryIp,
+    cluster_type_id: clusterTypeFilter("type_id"),
+    cluster_type: clusterTypeFilter("type"),
   },
   search: ["name", "description", "comments", "serial"],
   ordering: ["name", "id"],

@@ -346,3 +346,25 @@ Deno.test("MAC addresses: any case or separator finds the stored (upper-case) va
     inv.close();
   }
 });
+
+Deno.test("VM filters NetBox clients use: has_primary_ip, cluster_type(_id)", async () => {
+  const inv = await setup();
+  try {
+    const w = await world(inv);
+    const ip = await w.ip("10.0.0.5/24", w.if1);
+    await inv.call("PATCH", `/api/virtualization/virtual-machines/${w.vm1}/`, { primary_ip4: ip });
+    const ids = async (q: string) => {
+      const r = await inv.call("GET", `/api/virtualization/virtual-machines/?${q}`);
+      assert.equal(r.status, 200, JSON.stringify(r.body));
+      return r.body.results.map((x: { id: number }) => x.id);
+    };
+    assert.deepEqual(await ids("has_primary_ip=true"), [w.vm1]);
+    assert.deepEqual(await ids("has_primary_ip=false"), [w.vm2]);
+    assert.deepEqual(await ids("cluster_type=pve"), [w.vm1, w.vm2]);
+    assert.deepEqual(await ids("cluster_type_id=1"), [w.vm1, w.vm2]);
+    const other = await w.post("/api/virtualization/cluster-types/", { name: "X", slug: "x" });
+    assert.deepEqual(await ids(`cluster_type_id=${other}`), []);
+  } finally {
+    inv.close();
+  }
+});
