@@ -643,7 +643,7 @@ export const MAC_ADDRESS: ModelDef = {
       models: ["dcim.interface", "virtualization.vminterface"],
       typeField: "assigned_object_type",
       idField: "assigned_object_id",
-      onDelete: "set_null",
+      onDelete: "cascade", // NetBox: GenericRelation on the interface deletes its MACs
     },
     description: description(),
     comments: comments(),
@@ -847,7 +847,7 @@ export const IP_ADDRESS: ModelDef = {
       models: ["dcim.interface", "virtualization.vminterface"],
       typeField: "assigned_object_type",
       idField: "assigned_object_id",
-      onDelete: "set_null",
+      onDelete: "cascade", // NetBox: GenericRelation on the interface deletes its IPs
     },
     dns_name: str(255),
     description: description(),

@@ -368,3 +368,36 @@ Deno.test("VM filters NetBox clients use: has_primary_ip, cluster_type(_id)", as
     inv.close();
   }
 });
+
+Deno.test("deleting an interface deletes its IPs and MACs (NetBox), clearing primary IPs", async () => {
+  const inv = await setup();
+  try {
+    const w = await world(inv);
+    const ip = await w.ip("10.0.0.5/24", w.if1);
+    const mac = await w.post("/api/dcim/mac-addresses/", {
+      mac_address: "aa:bb:cc:dd:ee:01",
+      assigned_object_type: "virtualization.vminterface",
+      assigned_object_id: w.if1,
+    });
+    const other = await w.ip("10.0.0.6/24", w.if2);
+    await inv.call("PATCH", `/api/virtualization/interfaces/${w.if1}/`, {
+      primary_mac_address: mac,
+    });
+    await inv.call("PATCH", `/api/virtualization/virtual-machines/${w.vm1}/`, { primary_ip4: ip });
+    const del = await inv.call("DELETE", `/api/virtualization/interfaces/${w.if1}/`);
+    assert.equal(del.status, 204);
+    assert.equal((await inv.call("GET", `/api/ipam/ip-addresses/${ip}/`)).status, 404);
+    assert.equal((await inv.call("GET", `/api/dcim/mac-addresses/${mac}/`)).status, 404);
+    assert.equal((await inv.call("GET", `/api/ipam/ip-addresses/${other}/`)).status, 200);
+    const vm = await inv.call("GET", `/api/virtualization/virtual-machines/${w.vm1}/`);
+    assert.equal(vm.body.primary_ip4, null);
+    // Deleting the VM takes its interfaces and their addresses along.
+    assert.equal(
+      (await inv.call("DELETE", `/api/virtualization/virtual-machines/${w.vm2}/`)).status,
+      204,
+    );
+    assert.equal((await inv.call("GET", "/api/ipam/ip-addresses/")).body.count, 0);
+  } finally {
+    inv.close();
+  }
+});

@@ -127,7 +127,7 @@ Deno.test("foreign keys: PROTECT (409 NetBox body), CASCADE, SET_NULL, m2m detac
       blocked.body.detail,
       `Unable to delete object. 1 dependent objects were found: vm1 (${vm.body.id})`,
     );
-    // CASCADE: interfaces, disks, journal entries go with the VM; SET_NULL: the IP stays unassigned.
+    // CASCADE: interfaces (with their IPs), disks, journal entries go with the VM.
     const eth0 = await inv.call("POST", "/api/virtualization/interfaces/", {
       virtual_machine: vm.body.id,
       name: "eth0",
@@ -185,11 +185,10 @@ Deno.test("foreign keys: PROTECT (409 NetBox body), CASCADE, SET_NULL, m2m detac
       (await inv.call("GET", `/api/extras/journal-entries/${journal.body.id}/`)).status,
       404,
     );
-    const orphan = await inv.call("GET", `/api/ipam/ip-addresses/${ip.body.id}/`);
-    assert.equal(orphan.status, 200);
-    assert.equal(orphan.body.assigned_object, null);
-    assert.equal(orphan.body.assigned_object_id, null);
-    // The index followed the change: the IP is no longer found by its old interface.
+    // As in NetBox (GenericRelation), the interface's IP addresses go with it.
+    const gone = await inv.call("GET", `/api/ipam/ip-addresses/${ip.body.id}/`);
+    assert.equal(gone.status, 404);
+    // The index followed the change: nothing is found by the old interface.
     assert.equal(
       (await inv.call("GET", `/api/ipam/ip-addresses/?assigned_object_id=${eth0.body.id}`)).body
         .count,
