@@ -1083,6 +1083,26 @@ export const CUSTOM_FIELD: ModelDef = {
     if ((draft.object_types as string[]).length === 0) {
       return { object_types: ["This list may not be empty."] };
     }
+    if (typeof draft.validation_regex === "string" && draft.validation_regex !== "") {
+      try {
+        new RegExp(draft.validation_regex);
+      } catch (error) {
+        return {
+          validation_regex: [`Invalid regular expression: ${(error as Error).message}`],
+        };
+      }
+    }
+    if (draft.type === "object" || draft.type === "multiobject") {
+      const target = draft.related_object_type;
+      if (typeof target !== "string" || target === "") {
+        return { related_object_type: ["Object fields must define an object type."] };
+      }
+      try {
+        ctx.engine.definition(target);
+      } catch {
+        return { related_object_type: [`Invalid object type: ${target}`] };
+      }
+    }
     if (draft.default !== null && draft.default !== undefined) {
       const r = checkCustomValue(draft as never, draft.default);
       if (!r.ok) {

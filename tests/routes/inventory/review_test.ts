@@ -401,3 +401,41 @@ Deno.test("deleting an interface deletes its IPs and MACs (NetBox), clearing pri
     inv.close();
   }
 });
+
+Deno.test("custom field definitions: a broken regex or object type is a 400, not a silent no-op", async () => {
+  const inv = await setup();
+  try {
+    const regex = await inv.call("POST", "/api/extras/custom-fields/", {
+      name: "rx",
+      object_types: ["dcim.site"],
+      type: "text",
+      validation_regex: "([",
+    });
+    assert.equal(regex.status, 400);
+    assert.ok(regex.body.validation_regex);
+    const noType = await inv.call("POST", "/api/extras/custom-fields/", {
+      name: "ob",
+      object_types: ["dcim.site"],
+      type: "object",
+    });
+    assert.deepEqual(noType.body, {
+      related_object_type: ["Object fields must define an object type."],
+    });
+    const badType = await inv.call("POST", "/api/extras/custom-fields/", {
+      name: "ob",
+      object_types: ["dcim.site"],
+      type: "object",
+      related_object_type: "dcim.nope",
+    });
+    assert.deepEqual(badType.body, { related_object_type: ["Invalid object type: dcim.nope"] });
+    const ok = await inv.call("POST", "/api/extras/custom-fields/", {
+      name: "ob",
+      object_types: ["dcim.site"],
+      type: "object",
+      related_object_type: "dcim.device",
+    });
+    assert.equal(ok.status, 201);
+  } finally {
+    inv.close();
+  }
+});
