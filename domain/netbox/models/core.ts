@@ -232,6 +232,14 @@ const hasPrimaryIp: CustomFilter = (values) => {
   });
 };
 
+/** The site a cluster is scoped to, if any. */
+async function siteOfCluster(cluster: unknown, ctx: HookContext): Promise<StoredObject | null> {
+  if (typeof cluster !== "number") return null;
+  const c = await ctx.engine.get("virtualization.cluster", cluster);
+  if (!c || c.scope_type !== "dcim.site" || typeof c.scope_id !== "number") return null;
+  return await ctx.engine.get("dcim.site", c.scope_id);
+}
+
 /** `?cluster_type_id=` / `?cluster_type=<slug>` on VMs, through their cluster. */
 function clusterTypeFilter(param: "type_id" | "type"): CustomFilter {
   return async (values, engine) => {
@@ -734,11 +742,30 @@ export const VIRTUAL_MACHINE: ModelDef = {
     ci: true,
     message: "Virtual machine name must be unique per cluster.",
   }],
-  validate: (draft, ctx) => {
+  validate: async (draft, ctx) => {
     if (draft.cluster === null && draft.site === null) {
       return { cluster: ["A virtual machine must be assigned to a site and/or cluster."] };
     }
+    const clusterSite = await siteOfCluster(draft.cluster, ctx);
+    if (typeof draft.cluster === "number" && typeof draft.site === "number") {
+      if (clusterSite !== null && clusterSite.id !== draft.site) {
+        const site = await ctx.engine.get("dcim.site", draft.site);
+        const cluster = await ctx.engine.get("virtualization.cluster", draft.cluster);
+        return {
+          cluster: [
+            `The selected cluster (${cluster?.name}) is not assigned to this site (${site?.name}).`,
+          ],
+        };
+      }
+    }
     return primaryIpRules("virtualization.virtualmachine")(draft, ctx);
+  },
+  // NetBox: a VM without a site takes its cluster's site.
+  beforeSave: async (draft, ctx) => {
+    if (draft.site === null || draft.site === undefined) {
+      const site = await siteOfCluster(draft.cluster, ctx);
+      if (site) draft.site = site.id;
+    }
   },
   filters: {
     has_primary_ip: hasPrimaryIp,

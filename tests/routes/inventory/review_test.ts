@@ -439,3 +439,40 @@ Deno.test("custom field definitions: a broken regex or object type is a 400, not
     inv.close();
   }
 });
+
+Deno.test("VM site: taken from the cluster's site, and a contradicting site is refused", async () => {
+  const inv = await setup();
+  try {
+    const w = await world(inv);
+    const site = await w.post("/api/dcim/sites/", { name: "dc1", slug: "dc1" });
+    const other = await w.post("/api/dcim/sites/", { name: "dc2", slug: "dc2" });
+    const scoped = await w.post("/api/virtualization/clusters/", {
+      name: "c2",
+      type: 1,
+      scope_type: "dcim.site",
+      scope_id: site,
+    });
+    const vm = await inv.call("POST", "/api/virtualization/virtual-machines/", {
+      name: "a",
+      cluster: scoped,
+    });
+    assert.equal(vm.status, 201);
+    assert.equal(vm.body.site.id, site);
+    const bad = await inv.call("POST", "/api/virtualization/virtual-machines/", {
+      name: "b",
+      cluster: scoped,
+      site: other,
+    });
+    assert.equal(bad.status, 400);
+    assert.deepEqual(bad.body, {
+      cluster: ["The selected cluster (c2) is not assigned to this site (dc2)."],
+    });
+    const bySite = await inv.call("GET", `/api/virtualization/virtual-machines/?site_id=${site}`);
+    assert.equal(bySite.body.count, 1);
+    // A cluster without a site leaves the VM's site alone.
+    const plain = await inv.call("GET", `/api/virtualization/virtual-machines/${w.vm1}/`);
+    assert.equal(plain.body.site, null);
+  } finally {
+    inv.close();
+  }
+});
