@@ -103,7 +103,9 @@ export async function pushHypervisorCopy(
   // new name yet, and the old copy is renamed instead of leaving two copies of one endpoint.
   const suffix = / \(inv:\d+\)$/.exec(copy.name)?.[0];
   let match = list.body!.find((entry) => entry.name === copy.name) ??
-    (suffix ? list.body!.find((entry) => entry.name?.endsWith(suffix)) : undefined);
+    (suffix
+      ? list.body!.find((entry) => typeof entry.name === "string" && entry.name.endsWith(suffix))
+      : undefined);
   if (match === undefined) {
     const created = await client.createHypervisorEndpoint(copy);
     // 409: a concurrent save of the same endpoint created the copy first; update it instead.
