@@ -1598,17 +1598,29 @@ export class ModelEngine implements EngineApi {
     options: { hooks?: boolean } = {},
   ): Promise<WriteResult<StoredObject[]>> {
     const def = this.definition(model);
-    for (let attempt = 0; attempt < 5; attempt++) {
+    // Groups (atomics) already committed by an earlier attempt: a conflict in a later group
+    // retries only the items not yet written, so a bulk update is never left half done.
+    const done: Prepared[] = [];
+    let pending = inputs;
+    // Attempts that wrote nothing are bounded; one that made progress shrinks `pending`.
+    for (let attempt = 0; attempt < 5;) {
       const cache = newCache();
       const prepared: Array<
         Prepared & { version: string; prevState: ReturnType<ModelEngine["stateOf"]> }
       > = [];
       const errors: FieldErrors[] = [];
       let failed = false;
-      for (const { id, data } of inputs) {
+      for (const { id, data } of pending) {
         const current = await this.store.get(model, id);
         if (!current) {
           if (inputs.length === 1) return { ok: false, status: 404, detail: "Not found." };
+          if (done.length > 0) {
+            return {
+              ok: false,
+              status: 409,
+              detail: "The objects were changed concurrently; please retry.",
+            };
+          }
           failed = true;
           errors.push({ id: [`Object with id ${id} does not exist.`] });
           continue;
@@ -1654,29 +1666,29 @@ export class ModelEngine implements EngineApi {
       }));
       const groups = this.store.plan(writes);
       let conflict = false;
+      const committed = new Set<number>();
       for (const group of groups) {
         if (!(await this.store.commit(group)).ok) {
           conflict = true;
           break;
         }
+        for (const w of group) committed.add(w.id);
       }
+      done.push(...prepared.filter((p) => committed.has(p.draft.id)));
       if (conflict) {
-        // Only a whole-single-group update can be safely retried from scratch.
-        if (groups.length === 1) continue;
-        return {
-          ok: false,
-          status: 409,
-          detail: "The objects were changed concurrently; please retry.",
-        };
+        if (committed.size === 0) attempt++;
+        pending = pending.filter((i) => !committed.has(i.id));
+        continue;
       }
-      for (const p of prepared) {
+      for (const p of done) {
         if (options.hooks !== false) await this.#afterSave(def, p.draft, p.ctx);
       }
-      const fresh = await this.store.getMany(model, prepared.map((p) => p.draft.id));
+      const order = inputs.map((i) => i.id);
+      const fresh = await this.store.getMany(model, order);
       return {
         ok: true,
         value: fresh,
-        extras: prepared.length === 1 ? prepared[0].ctx.responseExtras : undefined,
+        extras: done.length === 1 ? done[0].ctx.responseExtras : undefined,
       };
     }
     return { ok: false, status: 409, detail: "The object was changed concurrently; please retry." };

@@ -476,3 +476,46 @@ Deno.test("VM site: taken from the cluster's site, and a contradicting site is r
     inv.close();
   }
 });
+
+Deno.test("bulk PATCH spanning several atomics survives concurrent edits: never half written", async () => {
+  const inv = await setup();
+  try {
+    const w = await world(inv);
+    const created = await inv.call(
+      "POST",
+      "/api/virtualization/virtual-machines/",
+      Array.from({ length: 400 }, (_, i) => ({ name: `bulk${i}`, cluster: w.cluster })),
+    );
+    assert.equal(created.status, 201);
+    const ids: number[] = created.body.map((r: { id: number }) => r.id);
+    // Edits of records in the later atomics land between the bulk's read and its commit.
+    const tail = ids.filter((_, i) => i >= 150 && i % 5 === 0);
+    const [bulk] = await Promise.all([
+      inv.call(
+        "PATCH",
+        "/api/virtualization/virtual-machines/",
+        ids.map((id) => ({ id, description: "bulk" })),
+      ),
+      ...tail.map(async (id, i) => {
+        await new Promise((r) => setTimeout(r, i * 4));
+        return inv.call("PATCH", `/api/virtualization/virtual-machines/${id}/`, {
+          comments: "solo",
+        });
+      }),
+    ]);
+    assert.equal(bulk.status, 200, JSON.stringify(bulk.body).slice(0, 300));
+    assert.equal(bulk.body.length, ids.length);
+    const after = await inv.call(
+      "GET",
+      "/api/virtualization/virtual-machines/?name__isw=bulk&limit=0&fields=id,description,comments",
+    );
+    const stale = after.body.results.filter((r: { description: string }) =>
+      r.description !== "bulk"
+    );
+    assert.deepEqual(stale, []);
+    const solo = after.body.results.filter((r: { comments: string }) => r.comments === "solo");
+    assert.equal(solo.length, tail.length);
+  } finally {
+    inv.close();
+  }
+});
