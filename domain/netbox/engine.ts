@@ -1523,6 +1523,27 @@ export class ModelEngine implements EngineApi {
       }
       committed.push(...group);
     }
+    // A target deleted between validation and commit: undo, and answer as validation would.
+    const dangling = await this.#danglingRefs(
+      def,
+      prepared.map((p) => ({ record: p.draft, before: null })),
+    );
+    if (dangling.size > 0) {
+      await this.#rollbackCreates(committed);
+      return {
+        ok: false,
+        status: 400,
+        errors: prepared.map((p) => {
+          const e: FieldErrors = {};
+          for (const x of dangling.get(p.draft.id) ?? []) {
+            const f = def.fields[x.field];
+            const key = f?.type === "gfk" ? f.idField! : x.field;
+            (e[key] ??= []).push(MESSAGES.pk(x.id));
+          }
+          return e;
+        }),
+      };
+    }
     const out: StoredObject[] = [];
     const extras: Record<string, unknown> = {};
     for (const p of prepared) {
@@ -1537,6 +1558,87 @@ export class ModelEngine implements EngineApi {
       value: out,
       extras: prepared.length === 1 ? prepared[0].ctx.responseExtras : undefined,
     };
+  }
+
+  /** Every reference a record holds: FKs, m2m members (tags too) and generic FKs. */
+  #refsOf(def: ModelDef, r: StoredObject): Array<{ field: string; model: string; id: number }> {
+    const out: Array<{ field: string; model: string; id: number }> = [];
+    for (const [name, f] of Object.entries(def.fields)) {
+      if (f.compute) continue;
+      const v = r[name];
+      if (f.type === "fk" && f.model && typeof v === "number") {
+        out.push({ field: name, model: f.model, id: v });
+      } else if (f.type === "m2m" && f.model && Array.isArray(v)) {
+        for (const id of v) {
+          if (typeof id === "number") out.push({ field: name, model: f.model, id });
+        }
+      } else if (f.type === "gfk") {
+        const t = r[f.typeField!];
+        const i = r[f.idField!];
+        if (typeof t === "string" && typeof i === "number" && this.has(t)) {
+          out.push({ field: name, model: t, id: i });
+        }
+      }
+    }
+    if (def.tags !== false && Array.isArray(r.tags)) {
+      for (const id of r.tags) {
+        if (typeof id === "number") out.push({ field: "tags", model: TAG_MODEL, id });
+      }
+    }
+    return out;
+  }
+
+  /**
+   * References (new since `before`, when given) whose target does not exist. Checked after a
+   * commit: validation saw the target, but a concurrent delete may have removed it since.
+   */
+  async #danglingRefs(
+    def: ModelDef,
+    records: Array<{ record: StoredObject; before: StoredObject | null }>,
+  ): Promise<Map<number, Array<{ field: string; model: string; id: number }>>> {
+    const perRecord = records.map(({ record, before }) => {
+      const had = new Set(
+        before ? this.#refsOf(def, before).map((x) => `${x.field}:${x.model}:${x.id}`) : [],
+      );
+      return {
+        id: record.id,
+        refs: this.#refsOf(def, record).filter((x) => !had.has(`${x.field}:${x.model}:${x.id}`)),
+      };
+    });
+    const wanted = new Map<string, Set<number>>();
+    for (const { refs } of perRecord) {
+      for (const x of refs) {
+        if (!wanted.has(x.model)) wanted.set(x.model, new Set());
+        wanted.get(x.model)!.add(x.id);
+      }
+    }
+    const existing = new Map<string, Set<number>>();
+    for (const [model, ids] of wanted) {
+      const found = await this.store.getMany(model, [...ids]);
+      existing.set(model, new Set(found.map((r) => r.id)));
+    }
+    const out = new Map<number, Array<{ field: string; model: string; id: number }>>();
+    for (const { id, refs } of perRecord) {
+      const missing = refs.filter((x) => !existing.get(x.model)?.has(x.id));
+      if (missing.length > 0) out.set(id, missing);
+    }
+    return out;
+  }
+
+  /** Removes one reference from a stored record (FK or generic FK to null, m2m member out). */
+  async #dropRef(model: string, id: number, field: string, targetId: number): Promise<void> {
+    const f = field === "tags" ? this.#tagsField : this.definition(model).fields[field];
+    if (!f) return;
+    await this.patchStored(model, id, (cur) => {
+      if (f.type === "m2m") {
+        const list = Array.isArray(cur[field]) ? cur[field] as number[] : [];
+        return { [field]: list.filter((x) => x !== targetId) };
+      }
+      if (f.type === "gfk") {
+        return cur[f.idField!] === targetId ? { [f.typeField!]: null, [f.idField!]: null } : {};
+      }
+      return cur[field] === targetId ? { [field]: null } : {};
+    });
   }
 
   async #rollbackCreates(committed: ObjectWrite[]): Promise<void> {
@@ -1680,6 +1782,20 @@ export class ModelEngine implements EngineApi {
         pending = pending.filter((i) => !committed.has(i.id));
         continue;
       }
+      // References to objects a concurrent delete removed after validation are dropped,
+      // as that delete's own follow-up would (no dangling references, ever).
+      const dangling = await this.#danglingRefs(
+        def,
+        done.map((p) => ({ record: p.draft, before: p.ctx.existing })),
+      );
+      for (const [id, refs] of dangling) {
+        for (const x of refs) await this.#dropRef(model, id, x.field, x.id);
+        this.logger.log("warning", "dropped references to objects deleted concurrently", {
+          model,
+          id,
+          refs,
+        });
+      }
       for (const p of done) {
         if (options.hooks !== false) await this.#afterSave(def, p.draft, p.ctx);
       }
@@ -1753,6 +1869,39 @@ export class ModelEngine implements EngineApi {
   }
 
   // ------------------------------------------------------------------ deletes
+
+  /**
+   * A reference created concurrently with a delete (after its dependents scan, before its
+   * commit) would dangle: look again once deleted, and remove or detach what appeared.
+   */
+  async #followUpDeletes(toDelete: Map<string, Map<number, StoredObject>>): Promise<void> {
+    for (const [m, records] of toDelete) {
+      for (const record of records.values()) {
+        for (const rel of [...(this.#reverse.get(m) ?? []), ...this.#wildcard]) {
+          const ids = (await this.store.idsByIndex(
+            rel.model,
+            rel.field,
+            rel.def.type === "gfk" ? `${m}:${record.id}` : record.id,
+          )).filter((id) => !toDelete.get(rel.model)?.has(id));
+          if (ids.length === 0) continue;
+          this.logger.log("warning", "references created during a delete were cleaned up", {
+            model: m,
+            id: record.id,
+            referrer: rel.model,
+            ids,
+          });
+          const action = rel.def.onDelete ?? "protect";
+          const detach = rel.def.type === "m2m" || action === "set_null" ||
+            (action === "protect" && rel.def.nullable === true);
+          if (detach) {
+            for (const id of ids) await this.#dropRef(rel.model, id, rel.field, record.id);
+          } else {
+            await this.deleteMany(rel.model, ids);
+          }
+        }
+      }
+    }
+  }
 
   /** Deletes objects (and their CASCADE dependents); 409 when PROTECT dependents exist. */
   async deleteMany(
@@ -1867,6 +2016,7 @@ export class ModelEngine implements EngineApi {
         };
       }
     }
+    await this.#followUpDeletes(toDelete);
     for (const [m, records] of toDelete) {
       const mdef = this.definition(m);
       if (!mdef.afterDelete) continue;

@@ -4,6 +4,7 @@
  * defaults.
  */
 import assert from "node:assert/strict";
+import { createInventoryCore } from "../../../routes/inventory/mod.ts";
 import { type Inv, setup } from "./_setup.ts";
 
 /** A cluster, two VMs with one interface each; returns their ids. */
@@ -515,6 +516,38 @@ Deno.test("bulk PATCH spanning several atomics survives concurrent edits: never 
     assert.deepEqual(stale, []);
     const solo = after.body.results.filter((r: { comments: string }) => r.comments === "solo");
     assert.equal(solo.length, tail.length);
+  } finally {
+    inv.close();
+  }
+});
+
+Deno.test("a delete racing a create never leaves a reference to a deleted object", async () => {
+  const inv = await setup();
+  try {
+    const engine = createInventoryCore(inv.deps).engine;
+    await inv.call("POST", "/api/virtualization/cluster-types/", { name: "t", slug: "t" });
+    const dangling: number[] = [];
+    for (let i = 0; i < 40; i++) {
+      const c = await inv.call("POST", "/api/virtualization/clusters/", { name: `c${i}`, type: 1 });
+      const [vm] = await Promise.all([
+        inv.call("POST", "/api/virtualization/virtual-machines/", {
+          name: `v${i}`,
+          cluster: c.body.id,
+        }),
+        (async () => {
+          await new Promise((r) => setTimeout(r, i % 3));
+          return inv.call("DELETE", `/api/virtualization/clusters/${c.body.id}/`);
+        })(),
+      ]);
+      if (vm.status !== 201) {
+        assert.equal(vm.status, 400, JSON.stringify(vm.body));
+        continue;
+      }
+      const stored = await engine.get("virtualization.virtualmachine", vm.body.id);
+      if (typeof stored?.cluster !== "number") continue;
+      if (!(await engine.get("virtualization.cluster", stored.cluster))) dangling.push(i);
+    }
+    assert.deepEqual(dangling, []);
   } finally {
     inv.close();
   }
