@@ -3,7 +3,12 @@
  * `GET <http[s]://host:port>/api2/json/version`, authenticated with the endpoint's API token
  * (`Authorization: PVEAPIToken=<user@realm!id>=<secret>`) or a ticket from its password.
  * Never throws; the answer says what happened.
+ *
+ * `verifySsl: false` (the endpoint default: Proxmox hosts usually carry a self-signed
+ * certificate) really skips certificate verification. Deno's fetch cannot, so those HTTPS
+ * requests go through node:https with `rejectUnauthorized: false`.
  */
+import https from "node:https";
 
 export const PROBE_TIMEOUT_MS = 10_000;
 
@@ -13,6 +18,54 @@ export interface ProbeTarget {
   password: string | null;
   tokenName: string | null;
   tokenValue: string | null;
+  /** false: accept any certificate (HTTPS only). Default true. */
+  verifySsl?: boolean;
+}
+
+type ProbeInit = {
+  method?: string;
+  headers?: Record<string, string>;
+  body?: URLSearchParams | string;
+  signal?: AbortSignal;
+};
+
+/** The part of fetch the probe uses, over node:https without certificate verification. */
+function insecureFetch(url: string, init: ProbeInit = {}): Promise<Response> {
+  return new Promise((resolve, reject) => {
+    const body = init.body === undefined ? undefined : String(init.body);
+    const headers: Record<string, string> = { ...init.headers };
+    if (body !== undefined) {
+      headers["content-length"] = String(new TextEncoder().encode(body).length);
+    }
+    const signal = init.signal;
+    const req = https.request(
+      url,
+      { method: init.method ?? "GET", headers, rejectUnauthorized: false },
+      (res) => {
+        const chunks: Uint8Array[] = [];
+        res.on("data", (c: Uint8Array) => chunks.push(c));
+        res.on("error", reject);
+        res.on("end", () => {
+          const all = new Uint8Array(chunks.reduce((n, c) => n + c.length, 0));
+          let at = 0;
+          for (const c of chunks) {
+            all.set(c, at);
+            at += c.length;
+          }
+          resolve(new Response(all, { status: res.statusCode ?? 502 }));
+        });
+      },
+    );
+    const onAbort = () => {
+      req.destroy();
+      reject(signal?.reason ?? new DOMException("timed out", "TimeoutError"));
+    };
+    if (signal?.aborted) return onAbort();
+    signal?.addEventListener("abort", onAbort, { once: true });
+    req.on("error", (err: Error) => reject(err));
+    req.on("close", () => signal?.removeEventListener("abort", onAbort));
+    req.end(body);
+  });
 }
 
 export type ProbeResult =
@@ -38,6 +91,9 @@ export async function probeHypervisor(
   timeoutMs = PROBE_TIMEOUT_MS,
 ): Promise<ProbeResult> {
   const api = `${target.baseUrl.replace(/\/+$/, "")}/api2/json`;
+  const send = target.verifySsl === false && api.startsWith("https:")
+    ? insecureFetch as unknown as typeof fetch
+    : fetchFn;
   const headers: Record<string, string> = { accept: "application/json" };
   try {
     if (target.tokenName && target.tokenValue) {
@@ -45,7 +101,7 @@ export async function probeHypervisor(
         tokenId(target.username, target.tokenName)
       }=${target.tokenValue}`;
     } else if (target.password) {
-      const login = await fetchFn(`${api}/access/ticket`, {
+      const login = await send(`${api}/access/ticket`, {
         method: "POST",
         headers: {
           "content-type": "application/x-www-form-urlencoded",
@@ -74,7 +130,7 @@ export async function probeHypervisor(
         http_status: null,
       };
     }
-    const response = await fetchFn(`${api}/version`, {
+    const response = await send(`${api}/version`, {
       headers,
       signal: AbortSignal.timeout(timeoutMs),
     });

@@ -94,6 +94,7 @@ export async function keepalive(
       ? record.token_name
       : null,
     tokenValue: secrets.token_value,
+    verifySsl: record.verify_ssl === true,
   }, timeoutMs);
   return { status: 200, body: { ...base, ...result } };
 }

@@ -156,3 +156,81 @@ Deno.test("ssh-secrets: a write_enabled=false token never gets the plaintext sec
     await h.close();
   }
 });
+
+/** A self-signed certificate for localhost (openssl), or null when openssl is missing. */
+async function selfSigned(): Promise<{ cert: string; key: string } | null> {
+  const dir = await Deno.makeTempDir();
+  try {
+    const out = await new Deno.Command("openssl", {
+      args: [
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-days",
+        "1",
+        "-subj",
+        "/CN=localhost",
+        "-keyout",
+        `${dir}/key.pem`,
+        "-out",
+        `${dir}/cert.pem`,
+      ],
+      stdout: "null",
+      stderr: "null",
+    }).output();
+    if (!out.success) return null;
+    return {
+      cert: await Deno.readTextFile(`${dir}/cert.pem`),
+      key: await Deno.readTextFile(`${dir}/key.pem`),
+    };
+  } catch {
+    return null;
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
+const tls = await selfSigned();
+
+Deno.test({
+  name: "keepalive: verify_ssl=false really accepts a self-signed hypervisor certificate",
+  ignore: tls === null,
+  async fn() {
+    const server = Deno.serve(
+      { port: 0, hostname: "127.0.0.1", cert: tls!.cert, key: tls!.key, onListen() {} },
+      (req) => {
+        const path = new URL(req.url).pathname;
+        if (path === "/api2/json/version") {
+          return Response.json({ data: { version: "9.2", release: "9.2", repoid: "abc" } });
+        }
+        return new Response("nope", { status: 404 });
+      },
+    );
+    const h = await harness();
+    try {
+      const create = (name: string, verify: boolean) =>
+        h.call("POST", P + "endpoints/hypervisor/", {
+          name,
+          domain: "localhost",
+          port: server.addr.port,
+          token_name: "root@pam!probe",
+          token_value: "secret",
+          verify_ssl: verify,
+        });
+      const lax = await create("lax", false);
+      assert.equal(lax.status, 201, JSON.stringify(lax.body));
+      const status = await h.call("GET", `${P}endpoints/hypervisor/${lax.body.id}/status/`);
+      assert.equal(status.body.status, "online", JSON.stringify(status.body));
+      assert.equal(status.body.version, "9.2");
+      // With verification on, the same certificate is refused.
+      const strict = await create("strict", true);
+      const refused = await h.call("GET", `${P}endpoints/hypervisor/${strict.body.id}/status/`);
+      assert.equal(refused.body.status, "offline", JSON.stringify(refused.body));
+    } finally {
+      await h.close();
+      await server.shutdown();
+    }
+  },
+});
