@@ -8,6 +8,8 @@
  * Secrets never appear in the messages.
  */
 
+import { insecureFetch } from "./hypervisor_probe.ts";
+
 export const INVENTORY_PUSH_TIMEOUT_MS = 10_000;
 export const HYPERVISOR_PUSH_TIMEOUT_MS = 15_000;
 /** Key bootstrap and relays are small calls; they share the inventory push budget. */
@@ -26,6 +28,8 @@ export interface BackendTarget {
   baseUrl: string;
   /** Sent as `X-Service-API-Key`; null before one was generated. */
   token: string | null;
+  /** false: accept any certificate on https (the endpoint's verify_ssl). Default true. */
+  verifySsl?: boolean;
 }
 
 export interface BackendClientOptions {
@@ -120,6 +124,13 @@ export class BackendClient {
     };
   }
 
+  /** The fetch for a URL: certificate checks skipped only when the endpoint says so. */
+  #send(url: string): typeof fetch {
+    return this.#target.verifySsl === false && url.startsWith("https:")
+      ? insecureFetch as unknown as typeof fetch
+      : this.#fetch;
+  }
+
   get baseUrl(): string {
     return this.#target.baseUrl;
   }
@@ -147,7 +158,7 @@ export class BackendClient {
     }
     let response: Response;
     try {
-      response = await this.#fetch(url, {
+      response = await this.#send(url)(url, {
         method,
         headers,
         body: options.body === undefined ? undefined : JSON.stringify(options.body),
@@ -283,7 +294,7 @@ export class BackendClient {
     const headers: Record<string, string> = { accept: "application/json" };
     if (this.#target.token) headers["x-service-api-key"] = this.#target.token;
     try {
-      const response = await this.#fetch(url, {
+      const response = await this.#send(url)(url, {
         headers,
         signal: AbortSignal.timeout(this.#timeouts.defaultTimeoutMs),
       });

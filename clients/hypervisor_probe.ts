@@ -29,8 +29,11 @@ type ProbeInit = {
   signal?: AbortSignal;
 };
 
-/** The part of fetch the probe uses, over node:https without certificate verification. */
-function insecureFetch(url: string, init: ProbeInit = {}): Promise<Response> {
+/**
+ * The part of fetch the plugin's clients use (method, string body, headers, signal), over
+ * node:https without certificate verification: for endpoints saved with verify_ssl false.
+ */
+export function insecureFetch(url: string, init: ProbeInit = {}): Promise<Response> {
   return new Promise((resolve, reject) => {
     const body = init.body === undefined ? undefined : String(init.body);
     const headers: Record<string, string> = { ...init.headers };

@@ -249,6 +249,7 @@ export class PluginServices {
       {
         baseUrl: baseUrl(backend.use_https !== false, host, Number(backend.port ?? 8800)),
         token: present(backend.token) ? backend.token : null,
+        verifySsl: backend.verify_ssl !== false,
       },
       this.deps.backendTimeouts,
     );

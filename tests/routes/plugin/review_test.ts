@@ -1,5 +1,7 @@
 /** Permission holes the review pass closed on the plugin endpoints. */
 import assert from "node:assert/strict";
+import { createBackendApp } from "../../../routes/backend/mod.ts";
+import { testDeps } from "../../_helpers.ts";
 import { harness, P, startBackend } from "./_harness.ts";
 
 Deno.test("inventory endpoint: a non-superuser cannot hand a more powerful token to the backend", async () => {
@@ -231,6 +233,46 @@ Deno.test({
     } finally {
       await h.close();
       await server.shutdown();
+    }
+  },
+});
+
+Deno.test({
+  name: "push: a backend endpoint with verify_ssl=false reaches a self-signed https backend",
+  ignore: tls === null,
+  async fn() {
+    const backendDeps = await testDeps({ SERVICE_SURFACES: "backend" });
+    const backendApp = await createBackendApp(backendDeps);
+    const server = Deno.serve(
+      { port: 0, hostname: "127.0.0.1", cert: tls!.cert, key: tls!.key, onListen() {} },
+      (request, info) => backendApp.fetch(request, { remoteAddr: info.remoteAddr }),
+    );
+    const h = await harness();
+    try {
+      const be = await h.call("POST", P + "endpoints/backend/", {
+        name: "backend",
+        domain: "localhost",
+        port: server.addr.port,
+        use_https: true,
+        verify_ssl: false,
+      });
+      assert.equal(be.status, 201);
+      assert.equal(be.body.last_push.ok, true, JSON.stringify(be.body.last_push));
+      const ep = await h.call("POST", P + "endpoints/hypervisor/", {
+        name: "pve",
+        domain: "pve.example.com",
+        password: "x",
+      });
+      assert.equal(ep.body.last_push.ok, true, JSON.stringify(ep.body.last_push));
+      // verify_ssl=true against the same certificate fails, and says so in last_push.
+      const strict = await h.call("PATCH", `${P}endpoints/backend/${be.body.id}/`, {
+        verify_ssl: true,
+      });
+      assert.equal(strict.body.last_push.ok, false);
+    } finally {
+      await h.close();
+      await server.shutdown();
+      backendDeps.kv.close();
     }
   },
 });
