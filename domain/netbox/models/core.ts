@@ -15,6 +15,7 @@ import {
 } from "../ip.ts";
 import type {
   CustomFilter,
+  EngineApi,
   FieldDef,
   FieldErrors,
   HookContext,
@@ -430,6 +431,44 @@ async function primaryIpMoveRule(
   return { non_field_errors: ["Cannot reassign primary IP address for the parent device/VM"] };
 }
 
+const IFACE_MODELS = ["dcim.interface", "virtualization.vminterface"] as const;
+
+/** An interface's `mac_address` is its primary MAC's value. */
+async function primaryMacValue(draft: StoredObject, ctx: HookContext): Promise<void> {
+  const id = draft.primary_mac_address;
+  const mac = typeof id === "number" ? await ctx.engine.get("dcim.macaddress", id) : null;
+  draft.mac_address = mac ? String(mac.mac_address) : null;
+}
+
+/** After a MAC changes (or is deleted: value null), the interfaces showing it follow. */
+async function syncInterfaceMacs(engine: EngineApi, macId: number, value: unknown) {
+  for (const model of IFACE_MODELS) {
+    const shown = value === null
+      ? await engine.find(model, {
+        mac_address__isnull: ["false"],
+        primary_mac_address_id: ["null"],
+      })
+      : await engine.find(model, { primary_mac_address_id: [String(macId)] });
+    for (const iface of shown) {
+      const next = value === null ? null : String(value);
+      if (iface.mac_address === next) continue;
+      if (value === null) {
+        // Deleted MAC: the FK was already cleared; only interfaces that showed this MAC.
+        const stale = await engine.get("dcim.macaddress", macId);
+        if (stale) continue;
+      }
+      await engine.patchStored(
+        model,
+        iface.id,
+        (cur) =>
+          value === null && typeof cur.primary_mac_address === "number"
+            ? {}
+            : { mac_address: next },
+      );
+    }
+  }
+}
+
 /** An interface's primary MAC must be one of the MACs assigned to it. */
 function primaryMacRule(self: string) {
   return async (draft: StoredObject, ctx: HookContext): Promise<FieldErrors | null> => {
@@ -607,6 +646,14 @@ function interfaceFields(owner: "device" | "virtual_machine"): Record<string, Fi
     bridge: fk(self),
     mtu: { type: "int", nullable: true, min: 1, max: 65536 },
     primary_mac_address: fk("dcim.macaddress"),
+    /** NetBox 4.2's read-only `mac_address`: the primary MAC's value (kept in step). */
+    mac_address: {
+      type: "string",
+      readOnly: true,
+      nullable: true,
+      index: true,
+      normalize: MAC_NORMALIZE,
+    },
     ...(owner === "device" ? { mgmt_only: bool(false) } : {}),
     description: description(),
     mode: choice(INTERFACE_MODES, { nullable: true, default: null }),
@@ -625,6 +672,7 @@ export const INTERFACE: ModelDef = {
   brief: ["device", "name", "description"],
   unique: [{ fields: ["device", "name"], message: "Interface name must be unique per device." }],
   validate: primaryMacRule("dcim.interface"),
+  beforeSave: primaryMacValue,
   search: ["name", "label", "description"],
   ordering: ["device", "name"],
 };
@@ -663,6 +711,9 @@ export const MAC_ADDRESS: ModelDef = {
       draft.mac_address = draft.mac_address.toUpperCase().replaceAll("-", ":");
     }
   },
+  // Interfaces show their primary MAC's value: follow edits and deletes of the MAC.
+  afterSave: (record, ctx) => syncInterfaceMacs(ctx.engine, record.id, record.mac_address),
+  afterDelete: (record, { engine }) => syncInterfaceMacs(engine, record.id, null),
   search: ["mac_address", "description"],
   ordering: ["mac_address", "id"],
 };
@@ -788,6 +839,7 @@ export const VM_INTERFACE: ModelDef = {
     message: "Interface name must be unique per virtual machine.",
   }],
   validate: primaryMacRule("virtualization.vminterface"),
+  beforeSave: primaryMacValue,
   search: ["name", "description"],
   ordering: ["virtual_machine", "name"],
 };

@@ -552,3 +552,37 @@ Deno.test("a delete racing a create never leaves a reference to a deleted object
     inv.close();
   }
 });
+
+Deno.test("interfaces show NetBox 4.2's read-only mac_address, kept in step with the primary MAC", async () => {
+  const inv = await setup();
+  try {
+    const w = await world(inv);
+    const path = `/api/virtualization/interfaces/${w.if1}/`;
+    assert.equal((await inv.call("GET", path)).body.mac_address, null);
+    const mac = await w.post("/api/dcim/mac-addresses/", {
+      mac_address: "aa:bb:cc:dd:ee:01",
+      assigned_object_type: "virtualization.vminterface",
+      assigned_object_id: w.if1,
+    });
+    const set = await inv.call("PATCH", path, { primary_mac_address: mac });
+    assert.equal(set.body.mac_address, "AA:BB:CC:DD:EE:01");
+    // Written mac_address is ignored (read-only, as in NetBox 4.2).
+    const ignored = await inv.call("PATCH", path, { mac_address: "00:00:00:00:00:01" });
+    assert.equal(ignored.body.mac_address, "AA:BB:CC:DD:EE:01");
+    const found = await inv.call(
+      "GET",
+      "/api/virtualization/interfaces/?mac_address=aa-bb-cc-dd-ee-01",
+    );
+    assert.deepEqual(found.body.results.map((r: { id: number }) => r.id), [w.if1]);
+    await inv.call("PATCH", `/api/dcim/mac-addresses/${mac}/`, {
+      mac_address: "aa:bb:cc:dd:ee:02",
+    });
+    assert.equal((await inv.call("GET", path)).body.mac_address, "AA:BB:CC:DD:EE:02");
+    assert.equal((await inv.call("DELETE", `/api/dcim/mac-addresses/${mac}/`)).status, 204);
+    const after = await inv.call("GET", path);
+    assert.equal(after.body.primary_mac_address, null);
+    assert.equal(after.body.mac_address, null);
+  } finally {
+    inv.close();
+  }
+});
