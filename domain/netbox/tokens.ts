@@ -88,6 +88,15 @@ export interface TokenServiceDeps {
   now: () => number;
 }
 
+/** Is `token` (superuser flag, permissions, write access) within what `actor` holds? */
+function withinPowerOf(token: StoredObject, actor: AuthInfo): boolean {
+  if (actor.isSuperuser) return true;
+  if (token.is_superuser === true) return false;
+  if (token.write_enabled !== false && !actor.writeEnabled) return false;
+  const perms = Array.isArray(token.permissions) ? token.permissions as string[] : [];
+  return perms.every((p) => actor.permissions.has(p));
+}
+
 export class TokenService {
   #keys = new Map<string, Promise<Awaited<ReturnType<typeof importFernetKey>>>>();
 
@@ -170,8 +179,8 @@ export class TokenService {
   /** Hooks for the users.token model: secrets are generated/sealed here, shown once. */
   hooks(): Pick<ModelDef, "validate" | "beforeSave" | "canDelete"> {
     return {
-      // Only a superuser token may delete a superuser token.
-      canDelete: (record, auth) => auth.isSuperuser || record.is_superuser !== true,
+      // A non-superuser may delete only tokens with no more power than its own.
+      canDelete: (record, auth) => auth.isSuperuser || withinPowerOf(record, auth),
       validate: (draft: StoredObject, ctx: HookContext): FieldErrors | null => {
         const errors: FieldErrors = {};
         const perms = (draft.permissions as string[]) ?? [];
@@ -201,6 +210,12 @@ export class TokenService {
         }
         const actor = ctx.auth;
         if (actor && !actor.isSuperuser) {
+          // Editing a more powerful token (stripping or disabling it) is not allowed either.
+          if (ctx.existing && !withinPowerOf(ctx.existing, actor)) {
+            return {
+              non_field_errors: ["Cannot change a token with more permissions than this one."],
+            };
+          }
           if (draft.is_superuser === true) {
             errors.is_superuser = ["Only a superuser token can grant superuser."];
           }

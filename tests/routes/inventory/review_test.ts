@@ -586,3 +586,48 @@ Deno.test("interfaces show NetBox 4.2's read-only mac_address, kept in step with
     inv.close();
   }
 });
+
+Deno.test("tokens: a non-superuser can neither strip, disable nor delete a more powerful token", async () => {
+  const inv = await setup();
+  try {
+    const make = async (body: Record<string, unknown>) => {
+      const r = await inv.call("POST", "/api/users/tokens/", { version: 1, ...body });
+      assert.equal(r.status, 201, JSON.stringify(r.body));
+      return r.body as { id: number; token: string };
+    };
+    const admin = await make({
+      permissions: ["users.view_token", "users.change_token", "users.delete_token"],
+    });
+    const as = `Token ${admin.token}`;
+    const peer = await make({ permissions: ["dcim.add_site", "dcim.view_site"] });
+    const strip = await inv.call("PATCH", `/api/users/tokens/${peer.id}/`, { permissions: [] }, as);
+    assert.equal(strip.status, 400);
+    assert.deepEqual(strip.body, {
+      non_field_errors: ["Cannot change a token with more permissions than this one."],
+    });
+    const disable = await inv.call(
+      "PATCH",
+      `/api/users/tokens/${peer.id}/`,
+      { enabled: false },
+      as,
+    );
+    assert.equal(disable.status, 400);
+    assert.equal(
+      (await inv.call("DELETE", `/api/users/tokens/${peer.id}/`, undefined, as)).status,
+      403,
+    );
+    // The peer still works with its permissions.
+    const peerAuth = `Token ${peer.token}`;
+    assert.equal((await inv.call("GET", "/api/dcim/sites/", undefined, peerAuth)).status, 200);
+    // A token within the actor's own permissions can be managed.
+    const small = await make({ permissions: ["users.view_token"] });
+    const ok = await inv.call("PATCH", `/api/users/tokens/${small.id}/`, { enabled: false }, as);
+    assert.equal(ok.status, 200, JSON.stringify(ok.body));
+    assert.equal(
+      (await inv.call("DELETE", `/api/users/tokens/${small.id}/`, undefined, as)).status,
+      204,
+    );
+  } finally {
+    inv.close();
+  }
+});
