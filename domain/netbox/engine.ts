@@ -1925,6 +1925,14 @@ export class ModelEngine implements EngineApi {
       }
       queue.push({ model, record: r });
     }
+    if (auth && def.beforeDelete) {
+      const refusal = await def.beforeDelete(queue.map((q) => q.record), {
+        engine: this,
+        auth,
+        now: this.now,
+      });
+      if (refusal) return { ok: false, status: 409, detail: refusal };
+    }
     const mark = (m: string, r: StoredObject) => {
       let map = toDelete.get(m);
       if (!map) toDelete.set(m, map = new Map());

@@ -15,7 +15,14 @@
  */
 import { deriveFernetKey, fernetDecrypt, fernetEncrypt, importFernetKey } from "../fernet.ts";
 import type { ModelStore } from "../../storage/ports.ts";
-import type { AuthInfo, FieldErrors, HookContext, ModelDef, StoredObject } from "./types.ts";
+import type {
+  AuthInfo,
+  EngineApi,
+  FieldErrors,
+  HookContext,
+  ModelDef,
+  StoredObject,
+} from "./types.ts";
 
 export type { AuthInfo };
 
@@ -86,6 +93,20 @@ export interface TokenServiceDeps {
   store: ModelStore;
   encryptionKey: string | undefined;
   now: () => number;
+}
+
+const LAST_SUPERUSER =
+  "This is the last enabled superuser token; create another superuser token first.";
+
+function isLiveSuperuser(token: StoredObject, now: number): boolean {
+  if (token.is_superuser !== true || token.enabled === false) return false;
+  return typeof token.expires !== "string" || Date.parse(token.expires) > now;
+}
+
+/** Enabled, unexpired superuser tokens other than `except`. */
+async function liveSuperusers(engine: EngineApi, now: number, except: Set<number>) {
+  const all = await engine.find("users.token", { is_superuser: ["true"] });
+  return all.filter((t) => !except.has(t.id) && isLiveSuperuser(t, now)).length;
 }
 
 /** Is `token` (superuser flag, permissions, write access) within what `actor` holds? */
@@ -177,12 +198,25 @@ export class TokenService {
   }
 
   /** Hooks for the users.token model: secrets are generated/sealed here, shown once. */
-  hooks(): Pick<ModelDef, "validate" | "beforeSave" | "canDelete"> {
+  hooks(): Pick<ModelDef, "validate" | "beforeSave" | "canDelete" | "beforeDelete"> {
     return {
+      // Without users or passwords, the last working superuser token is the only way in.
+      beforeDelete: async (records, { engine, now }) => {
+        const leaving = new Set(records.filter((r) => isLiveSuperuser(r, now())).map((r) => r.id));
+        if (leaving.size === 0) return null;
+        return (await liveSuperusers(engine, now(), leaving)) > 0 ? null : LAST_SUPERUSER;
+      },
       // A non-superuser may delete only tokens with no more power than its own.
       canDelete: (record, auth) => auth.isSuperuser || withinPowerOf(record, auth),
-      validate: (draft: StoredObject, ctx: HookContext): FieldErrors | null => {
+      validate: async (draft: StoredObject, ctx: HookContext): Promise<FieldErrors | null> => {
         const errors: FieldErrors = {};
+        if (
+          ctx.auth && ctx.existing && isLiveSuperuser(ctx.existing, ctx.now()) &&
+          !isLiveSuperuser(draft, ctx.now()) &&
+          (await liveSuperusers(ctx.engine, ctx.now(), new Set([draft.id]))) === 0
+        ) {
+          return { non_field_errors: [LAST_SUPERUSER] };
+        }
         const perms = (draft.permissions as string[]) ?? [];
         const bad = perms.filter((p) => !PERMISSION_RE.test(p));
         if (bad.length > 0) {

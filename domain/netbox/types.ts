@@ -162,6 +162,11 @@ export interface ModelDef {
   afterSave?: (record: StoredObject, ctx: HookContext) => void | Promise<void>;
   /** May `auth` delete this record? (false → 403; checked for API deletes only). */
   canDelete?: (record: StoredObject, auth: AuthInfo) => boolean;
+  /** API deletes only: a reason to refuse (answered 409), or null to go ahead. */
+  beforeDelete?: (
+    records: StoredObject[],
+    ctx: { engine: EngineApi; auth: AuthInfo; now: () => number },
+  ) => Promise<string | null>;
   /** After delete (best-effort). */
   afterDelete?: (
     record: StoredObject,

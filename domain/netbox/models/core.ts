@@ -1254,7 +1254,7 @@ export const JOB: ModelDef = {
 
 /** users.token; secrets and checks come from TokenService.hooks() (tokens.ts). */
 export function tokenModel(
-  hooks: Pick<ModelDef, "validate" | "beforeSave" | "canDelete">,
+  hooks: Pick<ModelDef, "validate" | "beforeSave" | "canDelete" | "beforeDelete">,
 ): ModelDef {
   return {
     app: "users",

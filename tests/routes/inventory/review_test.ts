@@ -631,3 +631,37 @@ Deno.test("tokens: a non-superuser can neither strip, disable nor delete a more 
     inv.close();
   }
 });
+
+Deno.test("tokens: the last enabled superuser token cannot be deleted, disabled or demoted", async () => {
+  const inv = await setup();
+  try {
+    const self = (await inv.call("GET", "/api/users/tokens/?is_superuser=true")).body.results[0];
+    const last = "This is the last enabled superuser token; create another superuser token first.";
+    const del = await inv.call("DELETE", `/api/users/tokens/${self.id}/`);
+    assert.deepEqual([del.status, del.body], [409, { detail: last }]);
+    for (const change of [{ enabled: false }, { is_superuser: false }, { expires: "2001-01-01" }]) {
+      const r = await inv.call("PATCH", `/api/users/tokens/${self.id}/`, change);
+      assert.deepEqual(
+        [r.status, r.body],
+        [400, { non_field_errors: [last] }],
+        JSON.stringify(change),
+      );
+    }
+    // Still usable, and other edits are fine.
+    const edit = await inv.call("PATCH", `/api/users/tokens/${self.id}/`, { description: "root" });
+    assert.equal(edit.status, 200);
+    // With a second superuser token, the first may go.
+    const second = await inv.call("POST", "/api/users/tokens/", { is_superuser: true });
+    assert.equal(second.status, 201);
+    assert.equal((await inv.call("DELETE", `/api/users/tokens/${self.id}/`)).status, 204);
+    const nowLast = await inv.call(
+      "DELETE",
+      `/api/users/tokens/${second.body.id}/`,
+      undefined,
+      `Token ${second.body.token}`,
+    );
+    assert.equal(nowLast.status, 409);
+  } finally {
+    inv.close();
+  }
+});
