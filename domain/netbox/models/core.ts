@@ -233,6 +233,15 @@ const hasPrimaryIp: CustomFilter = (values) => {
   });
 };
 
+/** NetBox's ConfigContextModel rule: local context data is a JSON object. */
+function contextDataRule(draft: StoredObject): FieldErrors | null {
+  const v = draft.local_context_data;
+  if (v === null || v === undefined || (typeof v === "object" && !Array.isArray(v))) return null;
+  return {
+    local_context_data: ['JSON data must be in object form. Example: {"foo": 123}'],
+  };
+}
+
 /** The site a cluster is scoped to, if any. */
 async function siteOfCluster(cluster: unknown, ctx: HookContext): Promise<StoredObject | null> {
   if (typeof cluster !== "number") return null;
@@ -621,7 +630,7 @@ export const DEVICE: ModelDef = {
   },
   brief: ["name", "description"],
   display: (r) => (r.name ? String(r.name) : `Unnamed device (${r.id})`),
-  validate: primaryIpRules("dcim.device"),
+  validate: (draft, ctx) => contextDataRule(draft) ?? primaryIpRules("dcim.device")(draft, ctx),
   filters: { has_primary_ip: hasPrimaryIp },
   unique: [
     { fields: ["site", "name"], ci: true, message: "Device name must be unique per site." },
@@ -797,6 +806,8 @@ export const VIRTUAL_MACHINE: ModelDef = {
     if (draft.cluster === null && draft.site === null) {
       return { cluster: ["A virtual machine must be assigned to a site and/or cluster."] };
     }
+    const context = contextDataRule(draft);
+    if (context) return context;
     const clusterSite = await siteOfCluster(draft.cluster, ctx);
     if (typeof draft.cluster === "number" && typeof draft.site === "number") {
       if (clusterSite !== null && clusterSite.id !== draft.site) {

@@ -665,3 +665,22 @@ Deno.test("tokens: the last enabled superuser token cannot be deleted, disabled 
     inv.close();
   }
 });
+
+Deno.test("local_context_data must be a JSON object (devices, VMs)", async () => {
+  const inv = await setup();
+  try {
+    const w = await world(inv);
+    const path = `/api/virtualization/virtual-machines/${w.vm1}/`;
+    for (const bad of ["str", [1, 2], 5]) {
+      const r = await inv.call("PATCH", path, { local_context_data: bad });
+      assert.equal(r.status, 400, JSON.stringify(bad));
+      assert.deepEqual(r.body, {
+        local_context_data: ['JSON data must be in object form. Example: {"foo": 123}'],
+      });
+    }
+    const ok = await inv.call("PATCH", path, { local_context_data: { foo: 123 } });
+    assert.deepEqual(ok.body.local_context_data, { foo: 123 });
+  } finally {
+    inv.close();
+  }
+});
