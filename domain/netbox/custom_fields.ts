@@ -37,6 +37,13 @@ export interface CustomFieldDef {
 
 type Checked = { ok: true; value: unknown } | { ok: false; error: string };
 
+function objectId(value: unknown): number | null {
+  const v = value && typeof value === "object" && !Array.isArray(value)
+    ? (value as { id?: unknown }).id
+    : value;
+  return Number.isInteger(v) && (v as number) > 0 ? v as number : null;
+}
+
 export function checkCustomValue(cf: CustomFieldDef, value: unknown): Checked {
   if (value === null || value === undefined || value === "") return { ok: true, value: null };
   switch (cf.type) {
@@ -118,14 +125,19 @@ export function checkCustomValue(cf: CustomFieldDef, value: unknown): Checked {
       if (bad !== undefined) return { ok: false, error: `Invalid choice(s) (${bad}).` };
       return { ok: true, value };
     }
-    case "object":
-      return Number.isInteger(value) && (value as number) > 0
-        ? { ok: true, value }
+    case "object": {
+      // As read back ({id, url, display, ...}) or as an id.
+      const id = objectId(value);
+      return id !== null
+        ? { ok: true, value: id }
         : { ok: false, error: "Value must be an object ID." };
-    case "multiobject":
-      return Array.isArray(value) && value.every((v) => Number.isInteger(v) && v > 0)
-        ? { ok: true, value }
+    }
+    case "multiobject": {
+      const ids = Array.isArray(value) ? value.map(objectId) : null;
+      return ids && ids.every((v) => v !== null)
+        ? { ok: true, value: ids }
         : { ok: false, error: "Value must be a list of object IDs." };
+    }
     default:
       return { ok: true, value };
   }

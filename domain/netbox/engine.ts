@@ -869,7 +869,49 @@ export class ModelEngine implements EngineApi {
     const cfs = def.customFields !== false && names.includes("custom_fields")
       ? await this.customFieldsFor(model, cache)
       : [];
-    return records.map((r) => this.#renderOne(def, r, names, cache, options.origin, cfs, 0));
+    const out = records.map((r) => this.#renderOne(def, r, names, cache, options.origin, cfs, 0));
+    await this.#renderObjectCustomFields(out, cfs, cache, options.origin);
+    return out;
+  }
+
+  /** Object / multi-object custom fields render as nested objects, as NetBox shows them. */
+  async #renderObjectCustomFields(
+    out: Record<string, unknown>[],
+    cfs: CustomFieldDef[],
+    cache: RequestCache,
+    origin: string,
+  ): Promise<void> {
+    for (const cf of cfs) {
+      if (cf.type !== "object" && cf.type !== "multiobject") continue;
+      const target = (cf as CustomFieldDef & { related_object_type?: unknown }).related_object_type;
+      if (typeof target !== "string" || !this.has(target)) continue;
+      const valuesOf = (o: Record<string, unknown>) => {
+        const v = (o.custom_fields as Record<string, unknown> | undefined)?.[cf.name];
+        return Array.isArray(v) ? v : v === null || v === undefined ? [] : [v];
+      };
+      const known = this.#cached(cache, target);
+      const ids = [...new Set(out.flatMap(valuesOf))].filter(
+        (id): id is number => typeof id === "number" && !known.has(id),
+      );
+      if (ids.length > 0) {
+        for (const id of ids) known.set(id, null);
+        for (const r of await this.store.getMany(target, ids)) known.set(r.id, r);
+        const tdef = this.definition(target);
+        await this.#preload(
+          tdef,
+          [...known.values()].filter((r) => r !== null) as StoredObject[],
+          tdef.brief,
+          cache,
+          1,
+        );
+      }
+      for (const o of out) {
+        const data = o.custom_fields as Record<string, unknown> | undefined;
+        if (!data || data[cf.name] === null || data[cf.name] === undefined) continue;
+        const nested = valuesOf(o).map((id) => this.#nested(target, id, cache, origin, 1));
+        data[cf.name] = cf.type === "object" ? nested[0] ?? null : nested.filter((x) => x !== null);
+      }
+    }
   }
 
   #outputFields(def: ModelDef, options: RenderOptions): string[] {

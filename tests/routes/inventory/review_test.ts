@@ -684,3 +684,40 @@ Deno.test("local_context_data must be a JSON object (devices, VMs)", async () =>
     inv.close();
   }
 });
+
+Deno.test("object custom fields render nested (as NetBox) and accept what they render", async () => {
+  const inv = await setup();
+  try {
+    const w = await world(inv);
+    const cf = await inv.call("POST", "/api/extras/custom-fields/", {
+      name: "twin",
+      object_types: ["virtualization.virtualmachine"],
+      type: "object",
+      related_object_type: "virtualization.virtualmachine",
+    });
+    assert.equal(cf.status, 201);
+    const many = await inv.call("POST", "/api/extras/custom-fields/", {
+      name: "peers",
+      object_types: ["virtualization.virtualmachine"],
+      type: "multiobject",
+      related_object_type: "virtualization.virtualmachine",
+    });
+    assert.equal(many.status, 201);
+    const path = `/api/virtualization/virtual-machines/${w.vm1}/`;
+    const set = await inv.call("PATCH", path, { custom_fields: { twin: w.vm2, peers: [w.vm2] } });
+    assert.equal(set.status, 200, JSON.stringify(set.body));
+    assert.equal(set.body.custom_fields.twin.id, w.vm2);
+    assert.equal(set.body.custom_fields.twin.name, "vm2");
+    assert.match(set.body.custom_fields.twin.url, /virtual-machines\/\d+\/$/);
+    assert.deepEqual(set.body.custom_fields.peers.map((p: { id: number }) => p.id), [w.vm2]);
+    // Sending back what was read (pynetbox does) keeps the value.
+    const again = await inv.call("PATCH", path, { custom_fields: set.body.custom_fields });
+    assert.equal(again.status, 200, JSON.stringify(again.body));
+    assert.equal(again.body.custom_fields.twin.id, w.vm2);
+    const listed = await inv.call("GET", "/api/virtualization/virtual-machines/?cf_twin=" + w.vm2);
+    assert.equal(listed.body.count, 1);
+    assert.equal(listed.body.results[0].custom_fields.twin.id, w.vm2);
+  } finally {
+    inv.close();
+  }
+});
