@@ -1,9 +1,12 @@
 /** Outbound calls from the backend to the inventory (NetBox-style REST with the plugin). */
+import { insecureFetch } from "./hypervisor_probe.ts";
 
 export interface InventoryTarget {
   ip: string;
   port: number;
   use_https: boolean;
+  /** false: accept any certificate (a self-signed inventory), HTTPS only. */
+  verify_ssl: boolean;
   token_version: "v1" | "v2";
   /** Plaintext: v1 the token, v2 the secret. */
   token: string;
@@ -36,9 +39,13 @@ export async function fetchPluginEncryptionKey(
   timeoutMs = 10_000,
 ): Promise<string | null> {
   const url = `${inventoryBaseUrl(target)}/api/plugins/service/settings/runtime/`;
+  // Deno's fetch cannot skip verification per request; the copy says to, so node:https does it.
+  const send = target.use_https && !target.verify_ssl
+    ? insecureFetch as unknown as typeof fetch
+    : fetchFn;
   let response: Response;
   try {
-    response = await fetchFn(url, {
+    response = await send(url, {
       headers: { authorization: inventoryAuthHeader(target), accept: "application/json" },
       signal: AbortSignal.timeout(timeoutMs),
     });

@@ -29,6 +29,16 @@ export class CredentialError extends Error {
   }
 }
 
+export class KeyUnavailableError extends Error {
+  constructor(readonly cause_: string) {
+    super(
+      `Could not read the plugin setting encryption_key from the inventory (${cause_}); ` +
+        "nothing was stored. Retry when the inventory answers, or set SERVICE_ENCRYPTION_KEY.",
+    );
+    this.name = "KeyUnavailableError";
+  }
+}
+
 export interface VaultOptions {
   envKey: string | undefined;
   /** Reads the plugin's `encryption_key`; null when no inventory or no key is set there. */
@@ -51,7 +61,14 @@ export class CredentialVault {
 
   async sealHypervisor(secrets: Secrets): Promise<{ secrets: Secrets; source: KeySource }> {
     if (this.options.envKey) return this.#seal(secrets, "env", this.options.envKey);
-    const pluginKey = await this.#pluginKeyOrNull();
+    let pluginKey: string | null;
+    try {
+      pluginKey = (await this.options.pluginKey())?.trim() || null;
+    } catch (error) {
+      // Unreachable is not "no key": storing plaintext now would silently downgrade a secret
+      // the plugin may well have a key for. Refuse, and say what to do.
+      throw new KeyUnavailableError(error instanceof Error ? error.message : String(error));
+    }
     if (pluginKey) return this.#seal(secrets, "plugin", pluginKey);
     return this.#seal(secrets, "none", undefined);
   }

@@ -9,13 +9,18 @@ import {
   type SaveResult,
   texts,
 } from "../../domain/endpoints.ts";
-import { CredentialError, type CredentialVault } from "../../domain/credentials.ts";
+import {
+  CredentialError,
+  type CredentialVault,
+  KeyUnavailableError,
+} from "../../domain/credentials.ts";
 import type { KeySource } from "../../storage/ports.ts";
 import { ApiError, backendRouter, fail } from "./errors.ts";
 import type { BackendEnv, BackendServices } from "./context.ts";
 import {
   CredentialUndecryptable,
   Detail,
+  EncryptionKeyUnavailable,
   ErrorResponses,
   jsonBody,
   jsonContent,
@@ -122,6 +127,9 @@ async function guardCredentials<T>(work: () => Promise<T>): Promise<T> {
     if (error instanceof CredentialError) {
       throw new ApiError(409, { reason: "credential_undecryptable", detail: error.message });
     }
+    if (error instanceof KeyUnavailableError) {
+      throw new ApiError(502, { reason: "encryption_key_unavailable", detail: error.message });
+    }
     throw error;
   }
 }
@@ -182,6 +190,7 @@ function registryRoutes<R extends { id: number; name: string; key_source: KeySou
       request: jsonBody(reg.input),
       responses: {
         201: jsonContent(reg.output, "Created"),
+        502: jsonContent(EncryptionKeyUnavailable, "The plugin's encryption key could not be read"),
         409: jsonContent(z.union([Detail, CredentialUndecryptable]), reg.createConflict),
         ...ErrorResponses,
       },
@@ -208,6 +217,7 @@ function registryRoutes<R extends { id: number; name: string; key_source: KeySou
       request: { ...withId, ...jsonBody(reg.input) },
       responses: {
         200: jsonContent(reg.output, "Updated"),
+        502: jsonContent(EncryptionKeyUnavailable, "The plugin's encryption key could not be read"),
         404: notFound,
         409: jsonContent(
           z.union([Detail, CredentialUndecryptable]),

@@ -26,6 +26,11 @@ export const CredentialUndecryptable = z.object({
   detail: z.string(),
 }).openapi("CredentialUndecryptable");
 
+export const EncryptionKeyUnavailable = z.object({
+  reason: z.literal("encryption_key_unavailable"),
+  detail: z.string(),
+}).openapi("EncryptionKeyUnavailable");
+
 export function jsonContent<T extends z.ZodType>(schema: T, description: string) {
   return { content: { "application/json": { schema } }, description };
 }

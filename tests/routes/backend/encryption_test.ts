@@ -171,3 +171,85 @@ Deno.test("encryption: a wrong key or tampered value is a 409 naming the endpoin
     await Deno.remove(path).catch(() => {});
   }
 });
+
+Deno.test("encryption: an unreachable plugin is not 'no key': 502, nothing stored in plaintext", async () => {
+  const down: typeof fetch = () => Promise.reject(new TypeError("connection refused"));
+  await using h = await registered({}, { fetch: down });
+  await h.call("/inventory/endpoint", { method: "POST", key: KEY, json: inventory });
+  const res = await h.call("/hypervisor/endpoints", { method: "POST", key: KEY, json: hypervisor });
+  assert.equal(res.status, 502);
+  const body = await res.json();
+  assert.equal(body.reason, "encryption_key_unavailable");
+  assert.match(body.detail, /connection refused/);
+  assert.deepEqual(await (await h.call("/hypervisor/endpoints", { key: KEY })).json(), []);
+});
+
+Deno.test("encryption: a self-signed HTTPS inventory is read when its copy says verify_ssl false", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const gen = await new Deno.Command("openssl", {
+      args: [
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        `${dir}/key.pem`,
+        "-out",
+        `${dir}/cert.pem`,
+        "-days",
+        "1",
+        "-subj",
+        "/CN=inventory.test",
+      ],
+      stdout: "null",
+      stderr: "null",
+    }).output();
+    assert.ok(gen.success, "openssl made a certificate");
+    const server = Deno.serve({
+      hostname: "127.0.0.1",
+      port: 0,
+      cert: await Deno.readTextFile(`${dir}/cert.pem`),
+      key: await Deno.readTextFile(`${dir}/key.pem`),
+      onListen() {},
+    }, (req) =>
+      new URL(req.url).pathname === "/api/plugins/service/settings/runtime/" &&
+        req.headers.get("authorization") === "Token inv-token-1"
+        ? Response.json({ encryption_key: "tls plugin value" })
+        : Response.json({ detail: "Not found." }, { status: 404 }));
+    try {
+      const port = server.addr.port;
+      await using h = await registered();
+      const copy = { ...inventory, port, use_https: true };
+      // Verification on (the default): the self-signed certificate is refused, nothing is stored.
+      await h.call("/inventory/endpoint", { method: "POST", key: KEY, json: copy });
+      const refused = await h.call("/hypervisor/endpoints", {
+        method: "POST",
+        key: KEY,
+        json: hypervisor,
+      });
+      assert.equal(refused.status, 502);
+      await refused.body?.cancel();
+      // Verification off: the key is read over TLS and protects the secret.
+      await h.call("/inventory/endpoint/1", {
+        method: "PUT",
+        key: KEY,
+        json: { ...copy, verify_ssl: false },
+      });
+      const created = await h.call("/hypervisor/endpoints", {
+        method: "POST",
+        key: KEY,
+        json: hypervisor,
+      });
+      assert.equal(created.status, 201);
+      assert.equal((await created.json()).key_source, "plugin");
+      const hyp = (await h.deps.kv.get<{ password: string }>(keys.hypervisorEndpoint(1))).value!;
+      assert.equal(await open(hyp.password, "tls plugin value"), "pve-password");
+    } finally {
+      await server.shutdown();
+    }
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
