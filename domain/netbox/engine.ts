@@ -1747,7 +1747,7 @@ export class ModelEngine implements EngineApi {
     const done: Prepared[] = [];
     let pending = inputs;
     // Attempts that wrote nothing are bounded; one that made progress shrinks `pending`.
-    for (let attempt = 0; attempt < 5;) {
+    for (let attempt = 0; attempt < 8;) {
       const cache = newCache();
       const prepared: Array<
         Prepared & { version: string; prevState: ReturnType<ModelEngine["stateOf"]> }
@@ -1820,7 +1820,11 @@ export class ModelEngine implements EngineApi {
       }
       done.push(...prepared.filter((p) => committed.has(p.draft.id)));
       if (conflict) {
-        if (committed.size === 0) attempt++;
+        if (committed.size === 0) {
+          attempt++;
+          // Writers contending for one record: back off a little (jittered) before retrying.
+          await new Promise((r) => setTimeout(r, Math.random() * Math.min(25, 2 ** attempt)));
+        }
         pending = pending.filter((i) => !committed.has(i.id));
         continue;
       }

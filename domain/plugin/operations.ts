@@ -338,7 +338,10 @@ export async function upsertMany(
   // constraint. The key then exists, so planning again turns that create into an update.
   for (let attempt = 0;; attempt++) {
     const result = await upsertOnce(engine, auth, model, key, items, options);
-    if (result.ok || result.status !== 400 || attempt >= 3) return result;
+    if (result.ok || attempt >= 5) return result;
+    // A conflict on the record itself: plan again (the engine already retried with backoff).
+    if (result.status === 409) continue;
+    if (result.status !== 400) return result;
     let raced = false;
     for (const item of result.creates) {
       if (!item || typeof item !== "object" || Array.isArray(item)) continue;
