@@ -1835,7 +1835,15 @@ export class ModelEngine implements EngineApi {
         done.map((p) => ({ record: p.draft, before: p.ctx.existing })),
       );
       for (const [id, refs] of dangling) {
-        for (const x of refs) await this.#dropRef(model, id, x.field, x.id);
+        // What the delete would have done to this record: CASCADE (or a required FK) takes
+        // the record along, anything else loses the reference.
+        const goes = refs.some((x) => {
+          const f = def.fields[x.field];
+          if (!f || f.type === "m2m") return false;
+          return f.onDelete === "cascade" || (f.type === "fk" && f.nullable !== true);
+        });
+        if (goes) await this.deleteMany(model, [id]);
+        else for (const x of refs) await this.#dropRef(model, id, x.field, x.id);
         this.logger.log("warning", "dropped references to objects deleted concurrently", {
           model,
           id,

@@ -721,3 +721,37 @@ Deno.test("object custom fields render nested (as NetBox) and accept what they r
     inv.close();
   }
 });
+
+Deno.test("an update racing the delete of its new target never leaves a dangling or null required FK", async () => {
+  const inv = await setup();
+  try {
+    const w = await world(inv);
+    const engine = createInventoryCore(inv.deps).engine;
+    const bad: string[] = [];
+    for (let i = 0; i < 30; i++) {
+      const target = await w.post("/api/virtualization/virtual-machines/", {
+        name: `t${i}`,
+        cluster: w.cluster,
+      });
+      const iface = await w.post("/api/virtualization/interfaces/", {
+        virtual_machine: w.vm1,
+        name: `e${i}`,
+      });
+      await Promise.all([
+        inv.call("PATCH", `/api/virtualization/interfaces/${iface}/`, { virtual_machine: target }),
+        (async () => {
+          await new Promise((r) => setTimeout(r, i % 3));
+          return inv.call("DELETE", `/api/virtualization/virtual-machines/${target}/`);
+        })(),
+      ]);
+      const stored = await engine.get("virtualization.vminterface", iface);
+      if (!stored) continue; // went with the deleted VM (CASCADE)
+      const vm = stored.virtual_machine;
+      if (typeof vm !== "number") bad.push(`${i}: null virtual_machine`);
+      else if (!(await engine.get("virtualization.virtualmachine", vm))) bad.push(`${i}: dangling`);
+    }
+    assert.deepEqual(bad, []);
+  } finally {
+    inv.close();
+  }
+});
