@@ -478,6 +478,38 @@ async function syncInterfaceMacs(engine: EngineApi, macId: number, value: unknow
   }
 }
 
+/** NetBox's interface rules: parent/bridge on the same owner (not itself), primary MAC its own. */
+function interfaceRules(self: string, owner: string, ownerLabel: string) {
+  const mac = primaryMacRule(self);
+  return async (draft: StoredObject, ctx: HookContext): Promise<FieldErrors | null> => {
+    for (
+      const [field, selfMsg, what] of [
+        ["parent", "An interface cannot be its own parent.", "parent"],
+        ["bridge", "An interface cannot be bridged to itself.", "bridge"],
+      ] as const
+    ) {
+      const id = draft[field];
+      if (typeof id !== "number" || !(field in ctx.input)) continue;
+      if (id === draft.id) return { [field]: [selfMsg] };
+      const other = await ctx.engine.get(self, id);
+      if (other && other[owner] !== draft[owner]) {
+        const ownerRec = await ctx.engine.get(
+          owner === "device" ? "dcim.device" : "virtualization.virtualmachine",
+          other[owner] as number,
+        );
+        return {
+          [field]: [
+            `The selected ${what} interface (${other.name}) belongs to a different ${ownerLabel} (${
+              ownerRec?.name ?? other[owner]
+            }).`,
+          ],
+        };
+      }
+    }
+    return await mac(draft, ctx);
+  };
+}
+
 /** An interface's primary MAC must be one of the MACs assigned to it. */
 function primaryMacRule(self: string) {
   return async (draft: StoredObject, ctx: HookContext): Promise<FieldErrors | null> => {
@@ -680,7 +712,7 @@ export const INTERFACE: ModelDef = {
   fields: interfaceFields("device"),
   brief: ["device", "name", "description"],
   unique: [{ fields: ["device", "name"], message: "Interface name must be unique per device." }],
-  validate: primaryMacRule("dcim.interface"),
+  validate: interfaceRules("dcim.interface", "device", "device"),
   beforeSave: primaryMacValue,
   search: ["name", "label", "description"],
   ordering: ["device", "name"],
@@ -849,7 +881,7 @@ export const VM_INTERFACE: ModelDef = {
     fields: ["virtual_machine", "name"],
     message: "Interface name must be unique per virtual machine.",
   }],
-  validate: primaryMacRule("virtualization.vminterface"),
+  validate: interfaceRules("virtualization.vminterface", "virtual_machine", "virtual machine"),
   beforeSave: primaryMacValue,
   search: ["name", "description"],
   ordering: ["virtual_machine", "name"],

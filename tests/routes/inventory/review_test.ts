@@ -755,3 +755,28 @@ Deno.test("an update racing the delete of its new target never leaves a dangling
     inv.close();
   }
 });
+
+Deno.test("interface parent/bridge: same virtual machine, never itself", async () => {
+  const inv = await setup();
+  try {
+    const w = await world(inv);
+    const path = `/api/virtualization/interfaces/${w.if1}/`;
+    const foreign = await inv.call("PATCH", path, { bridge: w.if2 });
+    assert.equal(foreign.status, 400);
+    assert.deepEqual(foreign.body, {
+      bridge: [
+        "The selected bridge interface (net0) belongs to a different virtual machine (vm2).",
+      ],
+    });
+    const self = await inv.call("PATCH", path, { parent: w.if1 });
+    assert.deepEqual(self.body, { parent: ["An interface cannot be its own parent."] });
+    const sibling = await w.post("/api/virtualization/interfaces/", {
+      virtual_machine: w.vm1,
+      name: "net1",
+      parent: w.if1,
+    });
+    assert.ok(sibling > 0);
+  } finally {
+    inv.close();
+  }
+});
