@@ -232,7 +232,7 @@ export async function handleModelRequest(
     // DRF's metadata: `actions` describes the writable fields, and pynetbox's
     // Endpoint.choices() reads the choice lists from actions.POST.
     const write = id === null ? "POST" : "PUT";
-    const canWrite = !def.readOnly && auth !== null &&
+    const canWrite = !def.readOnly && auth !== null && auth.writeEnabled &&
       (auth.isSuperuser || auth.permissions.has(permissionFor(model, write)));
     return c.json(
       {

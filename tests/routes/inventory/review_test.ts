@@ -253,6 +253,19 @@ Deno.test("OPTIONS carries DRF's actions metadata, so pynetbox's choices() works
     assert.ok(detail.body.actions.PUT);
     // Read-only resources describe no write action.
     assert.equal((await inv.call("OPTIONS", "/api/core/jobs/")).body.actions, undefined);
+    // Nor does a token that may not write.
+    const ro = await inv.call("POST", "/api/users/tokens/", {
+      is_superuser: true,
+      write_enabled: false,
+    });
+    const roOptions = await inv.call(
+      "OPTIONS",
+      "/api/virtualization/virtual-machines/",
+      undefined,
+      `Token ${ro.body.token}`,
+    );
+    assert.equal(roOptions.status, 200);
+    assert.equal(roOptions.body.actions, undefined);
   } finally {
     inv.close();
   }
