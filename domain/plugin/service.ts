@@ -359,7 +359,12 @@ export class PluginServices {
     if (!client) return;
     const name = hypervisorCopyName(String(record.name), record.id);
     const list = await client.listHypervisorEndpoints();
-    const match = list.ok ? list.body!.find((entry) => entry.name === name) : undefined;
+    // By name, else by the " (inv:<pk>)" suffix (a copy left under an older name).
+    const suffix = ` (inv:${record.id})`;
+    const match = list.ok
+      ? list.body!.find((entry) => entry.name === name) ??
+        list.body!.find((entry) => typeof entry.name === "string" && entry.name.endsWith(suffix))
+      : undefined;
     const outcome = match ? await client.deleteHypervisorEndpoint(match.id) : list;
     if (!outcome.ok) {
       this.deps.logger.log("warning", "could not remove the backend copy of a deleted endpoint", {

@@ -276,3 +276,37 @@ Deno.test({
     }
   },
 });
+
+Deno.test("push: deleting a hypervisor endpoint removes its backend copy even under an older name", async () => {
+  const backend = await startBackend();
+  const h = await harness();
+  try {
+    const be = (await h.call("POST", P + "endpoints/backend/", {
+      name: "backend",
+      domain: "127.0.0.1",
+      port: backend.port,
+      use_https: false,
+    })).body;
+    const ep = await h.call("POST", P + "endpoints/hypervisor/", {
+      name: "pve",
+      domain: "pve.example.com",
+      password: "x",
+    });
+    assert.equal(ep.body.last_push.ok, true);
+    // Renamed while disabled: never pushed, so the copy keeps the old name.
+    await h.call("PATCH", `${P}endpoints/hypervisor/${ep.body.id}/`, {
+      name: "pve-new",
+      enabled: false,
+    });
+    const copies = async () =>
+      await (await backend.request("/hypervisor/endpoints", {
+        headers: { "x-service-api-key": be.token },
+      })).json();
+    assert.equal((await copies()).length, 1);
+    assert.equal((await h.call("DELETE", `${P}endpoints/hypervisor/${ep.body.id}/`)).status, 204);
+    assert.deepEqual(await copies(), []);
+  } finally {
+    await h.close();
+    await backend.close();
+  }
+});
