@@ -11,6 +11,7 @@ import {
   type ParamSchema,
   type PropertyStringFormat,
 } from "./schema.ts";
+import { compileSafePattern } from "./regex.ts";
 
 export interface FieldError {
   field: string;
@@ -28,15 +29,27 @@ export type RawParams = Record<string, unknown>;
 const BOOL_TRUE = new Set(["1", "true", "yes", "on"]);
 const BOOL_FALSE = new Set(["0", "false", "no", "off"]);
 
-/** Compiled regexes (schemas repeat the same patterns; compile once per process). */
-const patternCache = new Map<string, RegExp | null>();
-function compile(pattern: string): RegExp | null {
+/** Longest input handed to the backtracking engine (patterns the safe matcher cannot take). */
+const MAX_BACKTRACKING_INPUT = 64;
+
+/**
+ * Compiled patterns (schemas repeat the same ones; compile once per process). Matching is
+ * linear-time (mock/regex.ts): JavaScript's backtracking engine stalls the whole process on
+ * some PVE patterns. The few patterns the safe matcher does not support use RegExp on short
+ * inputs only; null means "cannot check", and the value is accepted rather than refused.
+ */
+const patternCache = new Map<string, { test(s: string): boolean } | null>();
+function compile(pattern: string): { test(s: string): boolean } | null {
   let re = patternCache.get(pattern);
   if (re === undefined) {
-    try {
-      re = new RegExp(`^(?:${pattern})$`);
-    } catch {
-      re = null; // a Perl-only construct: skip rather than reject valid input
+    re = compileSafePattern(pattern);
+    if (!re) {
+      try {
+        const native = new RegExp(`^(?:${pattern})$`);
+        re = { test: (s) => s.length > MAX_BACKTRACKING_INPUT || native.test(s) };
+      } catch {
+        re = null; // a Perl-only construct: skip rather than reject valid input
+      }
     }
     patternCache.set(pattern, re);
   }

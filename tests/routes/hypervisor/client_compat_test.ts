@@ -302,3 +302,35 @@ Deno.test("client compat: the task archive is bounded per node; running tasks ar
     h.close();
   }
 });
+
+Deno.test("client compat: schema patterns are checked in linear time and with Perl's meaning", async () => {
+  const h = await harness();
+  try {
+    const s = await login(h);
+    // The OCI reference pattern backtracks exponentially in JavaScript's engine: this request
+    // used to freeze the whole process.
+    const oci = await call(h, s, "POST", "/api2/json/nodes/pve1/storage/local/oci-registry-pull", {
+      reference: "a".repeat(64),
+    });
+    assert.equal(oci.status, 400);
+    assert.ok(oci.body.errors.reference);
+    // `{,16}` is `{0,16}` for Perl 5.34+ (scsi vendor/product): a valid value passes.
+    const scsi = await call(h, s, "PUT", "/api2/json/nodes/pve1/qemu/100/config", {
+      scsi1: "local-lvm:vm-100-disk-1,vendor=ACME,product=Disk 1",
+    });
+    assert.equal(scsi.status, 200, JSON.stringify(scsi.body));
+    // `(?^i:...)` groups are case-insensitive, and now checked at all (JavaScript cannot
+    // compile them, so they used to be skipped).
+    const tags = await call(h, s, "PUT", "/api2/json/cluster/options", {
+      "registered-tags": "Prod;Web_1",
+    });
+    assert.equal(tags.status, 200, JSON.stringify(tags.body));
+    const badTags = await call(h, s, "PUT", "/pve/cluster/options", {
+      "registered-tags": "bad tag!",
+    });
+    assert.equal(badTags.status, 400);
+    assert.equal(badTags.body.errors[0].field, "registered-tags");
+  } finally {
+    h.close();
+  }
+});
