@@ -105,7 +105,11 @@ Deno.test("keys: a key retired through another process stops working here too (c
   // A second app instance on the same store stands for another isolate or process.
   const { createBackendApp } = await import("../../../routes/backend/mod.ts");
   const other = await createBackendApp(a.deps);
-  assert.equal((await a.call("/auth/keys", { key: second.raw_key })).status, 200, "now cached in a");
+  assert.equal(
+    (await a.call("/auth/keys", { key: second.raw_key })).status,
+    200,
+    "now cached in a",
+  );
 
   const off = await other.request("/auth/keys/" + second.id + "/deactivate", {
     method: "POST",
