@@ -155,6 +155,14 @@ export async function createRealModeHandler(
         failure(501, `Method '${method} ${rawPath}' not implemented`),
       );
     }
+    // Without credentials of its own (when they are required): 401 before any body is read.
+    const login = method === "POST" && match.route.template === LOGIN;
+    const own: ClientCredentials = credentials(req);
+    const hasOwn = !!(own.ticket || own.authorization);
+    if (!login && !hasOwn && options.requireClientAuth) {
+      await req.body?.cancel().catch(() => {});
+      return formatResult(mount, method, failure(401, "No ticket"));
+    }
     // A multipart upload is streamed upstream as it is: its fields are checked there, the
     // path and query here.
     const contentType = req.headers.get("content-type") ?? "";
@@ -198,13 +206,6 @@ export async function createRealModeHandler(
         continue;
       }
       forward[k] = v;
-    }
-    const login = method === "POST" && match.route.template === LOGIN;
-    const own: ClientCredentials = credentials(req);
-    const hasOwn = !!(own.ticket || own.authorization);
-    if (!login && !hasOwn && options.requireClientAuth) {
-      await raw?.body.cancel().catch(() => {});
-      return formatResult(mount, method, failure(401, "No ticket"));
     }
     const result = await client.request(
       method,

@@ -287,6 +287,15 @@ export async function handleRequest(
     const hit = cache.get(cacheKey, engine.cacheToken());
     if (hit) return cachedResponse(hit, acceptsGzip(req));
   }
+  // Route and authenticate before a body is read: an anonymous client cannot make the server
+  // read (or buffer) anything, and an unknown route answers 501 at once.
+  if (method !== "GET" && req.body) {
+    const pre = engine.authorize({ method, path, params: {}, credentials: creds });
+    if (!pre.ok) {
+      await req.body.cancel().catch(() => {});
+      return formatResult(mount, method, pre);
+    }
+  }
   let params: RawParams;
   let files: Record<string, UploadedFile>;
   try {

@@ -334,3 +334,27 @@ Deno.test("client compat: schema patterns are checked in linear time and with Pe
     h.close();
   }
 });
+
+Deno.test("client compat: a write body is not read before the request is authenticated", async () => {
+  const h = await harness();
+  try {
+    let pulled = 0;
+    const chunk = new Uint8Array(64 * 1024);
+    const stream = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        if (++pulled > 200) return controller.close();
+        controller.enqueue(chunk);
+      },
+    });
+    const res = await h.app.request("/api2/json/nodes/pve1/storage/local/upload", {
+      method: "POST",
+      headers: { "content-type": "multipart/form-data; boundary=XYZ" },
+      body: stream,
+    });
+    assert.equal(res.status, 401);
+    await res.body?.cancel();
+    assert.ok(pulled < 10, `read ${pulled} chunks of an unauthenticated upload`);
+  } finally {
+    h.close();
+  }
+});
