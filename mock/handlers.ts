@@ -306,13 +306,7 @@ function destroyGuest(type: GuestType): Handler {
         s.volumes.set(key, list.filter((v) => !(v.vmid === g.vmid && v.content !== "backup")));
       }
     }
-    if (ctx.values.purge === 1) {
-      for (const key of ["/cluster/replication", "/cluster/ha/resources"]) {
-        const coll = ctx.state.collections.get(key);
-        if (!coll) continue;
-        for (const [id, r] of coll) if (Number(r.guest ?? r.vmid) === g.vmid) coll.delete(id);
-      }
-    }
+    if (ctx.values.purge === 1) purgeGuest(ctx.state, g.vmid);
     return startTask(ctx, {
       node,
       type: type === "qemu" ? "qmdestroy" : "vzdestroy",
@@ -320,6 +314,30 @@ function destroyGuest(type: GuestType): Handler {
       log: [`destroy ${g.vmid}`],
     });
   };
+}
+
+/**
+ * `purge=1` on destroy: the guest leaves replication jobs, HA resources (`vm:<id>`/`ct:<id>`)
+ * and the vmid lists of backup jobs (a job left without guests is removed).
+ */
+function purgeGuest(state: MockState, vmid: number): void {
+  const repl = state.collections.get("/cluster/replication");
+  for (const [id, r] of repl ?? []) if (Number(r.guest) === vmid) repl!.delete(id);
+  const ha = state.collections.get("/cluster/ha/resources");
+  for (const [id, r] of ha ?? []) {
+    const sid = String(r.sid ?? id);
+    if (Number(sid.replace(/^(vm|ct):/, "")) === vmid) ha!.delete(id);
+  }
+  const backup = state.collections.get("/cluster/backup");
+  for (const [id, job] of backup ?? []) {
+    if (job.vmid === undefined) continue;
+    const ids = String(job.vmid).split(/[,;\s]+/).filter(Boolean);
+    const left = ids.filter((x) => Number(x) !== vmid);
+    if (left.length === ids.length) continue;
+    if (left.length) job.vmid = left.join(",");
+    else if (job.all !== 1 && job.pool === undefined) backup!.delete(id);
+    else delete job.vmid;
+  }
 }
 
 function failThrow(message: string): never {

@@ -358,3 +358,32 @@ Deno.test("client compat: a write body is not read before the request is authent
     h.close();
   }
 });
+
+Deno.test("client compat: destroy with purge removes the guest from HA, replication and backup jobs", async () => {
+  const h = await harness();
+  try {
+    const s = await login(h);
+    assert.equal(
+      (await call(h, s, "POST", "/api2/json/cluster/ha/resources", { sid: "vm:101" })).status,
+      200,
+    );
+    assert.equal(
+      (await call(h, s, "POST", "/api2/json/cluster/ha/resources", { sid: "ct:112" })).status,
+      200,
+    );
+    const before = await call(h, s, "GET", "/pve/cluster/backup/backup-9b03d5e1");
+    assert.equal(before.body.vmid, "100,101,102");
+    const guest = (await call(h, s, "GET", "/pve/cluster/resources?type=vm")).body
+      .find((g: { vmid: number }) => g.vmid === 101);
+    const del = await call(h, s, "DELETE", `/api2/json/nodes/${guest.node}/qemu/101?purge=1`);
+    assert.equal(del.status, 200, JSON.stringify(del.body));
+    const ha = (await call(h, s, "GET", "/pve/cluster/ha/resources")).body;
+    assert.equal(JSON.stringify(ha.map((r: { sid: string }) => r.sid)), JSON.stringify(["ct:112"]));
+    const repl = (await call(h, s, "GET", "/pve/cluster/replication")).body;
+    assert.ok(!repl.some((r: { guest: number }) => r.guest === 101));
+    const after = await call(h, s, "GET", "/pve/cluster/backup/backup-9b03d5e1");
+    assert.equal(after.body.vmid, "100,102");
+  } finally {
+    h.close();
+  }
+});
