@@ -299,6 +299,9 @@ function destroyGuest(type: GuestType): Handler {
       failThrow(`${type === "qemu" ? "VM" : "CT"} ${g.vmid} is running - destroy failed`);
     }
     if (g.config.protection === 1) failThrow(`can't remove ${g.vmid} - protection mode enabled`);
+    if (g.lock && ctx.values.skiplock !== 1) {
+      failThrow(`${type === "qemu" ? "VM" : "CT"} is locked (${g.lock})`);
+    }
     const node = g.node;
     removeGuest(ctx.state, g.vmid);
     for (const s of ctx.state.storages.values()) {

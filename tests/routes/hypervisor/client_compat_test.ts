@@ -387,3 +387,23 @@ Deno.test("client compat: destroy with purge removes the guest from HA, replicat
     h.close();
   }
 });
+
+Deno.test("client compat: a guest being migrated cannot be destroyed (locked), as on a cluster", async () => {
+  const h = await harness({}, { taskDelayMs: 1000 });
+  try {
+    const s = await login(h);
+    const mig = await call(h, s, "POST", "/api2/json/nodes/pve1/qemu/100/migrate", {
+      target: "pve2",
+    });
+    assert.equal(mig.status, 200, JSON.stringify(mig.body));
+    const del = await call(h, s, "DELETE", "/api2/json/nodes/pve1/qemu/100");
+    assert.equal(del.status, 500);
+    assert.match(del.body.message, /locked \(migrate\)/);
+    h.clock.now += 1500;
+    const moved = await call(h, s, "GET", "/pve/nodes/pve2/qemu/100/config");
+    assert.equal(moved.status, 200);
+    assert.equal((await call(h, s, "DELETE", "/pve/nodes/pve2/qemu/100")).status, 200);
+  } finally {
+    h.close();
+  }
+});
