@@ -1405,6 +1405,27 @@ function catalogueEntries(): Array<[string, Operation[]]> {
         returns: UPID,
       }),
     ]],
+    ["/nodes/{node}/storage/{storage}/upload", [
+      op("POST", {
+        name: "upload",
+        description: "Upload templates, ISO images, OVAs and VM images (multipart/form-data).",
+        params: {
+          node,
+          storage: storageId,
+          content: str("Content type.", { enum: ["iso", "vztmpl", "import"] }),
+          filename: str("The name of the file to create. Caution: This will be normalized!", {
+            maxLength: 255,
+          }),
+          checksum: opt(str("The expected checksum of the file.")),
+          "checksum-algorithm": opt(
+            str("The algorithm to calculate the checksum of the file.", {
+              enum: ["md5", "sha1", "sha224", "sha256", "sha384", "sha512"],
+            }),
+          ),
+        },
+        returns: UPID,
+      }),
+    ]],
     ...guestOps("qemu"),
     ...guestOps("lxc"),
     ["/storage", [

@@ -407,3 +407,29 @@ Deno.test("client compat: a guest being migrated cannot be destroyed (locked), a
     h.close();
   }
 });
+
+Deno.test("client compat: the built-in catalogue routes uploads too", async () => {
+  const h = await harness({}, { schemaUrl: null });
+  try {
+    const s = await login(h);
+    const form = new FormData();
+    form.append("content", "iso");
+    form.append("filename", new File([new Uint8Array(1234)], "tiny.iso"));
+    const res = await h.app.request("/pve/nodes/pve1/storage/local/upload", {
+      method: "POST",
+      headers: s.headers,
+      body: form,
+    });
+    const body = await res.json();
+    assert.equal(res.status, 200, JSON.stringify(body));
+    assert.match(body.task, /:imgcopy:/);
+    const list = await call(h, s, "GET", "/pve/nodes/pve1/storage/local/content?content=iso");
+    assert.ok(
+      list.body.some((v: { volid: string; size: number }) =>
+        v.volid === "local:iso/tiny.iso" && v.size === 1234
+      ),
+    );
+  } finally {
+    h.close();
+  }
+});
