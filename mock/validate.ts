@@ -222,6 +222,8 @@ export function checkPropertyString(
   text: string,
 ): string | undefined {
   const defaultKey = Object.keys(format).find((k) => format[k].default_key);
+  /** Own keys only (`toString=1` is an unknown key, not Object.prototype.toString). */
+  const sub = (key: string) => Object.hasOwn(format, key) ? format[key] : undefined;
   const seen = new Set<string>();
   for (const part of text.split(",")) {
     if (part === "") continue;
@@ -229,8 +231,8 @@ export function checkPropertyString(
     let key: string;
     let val: string;
     if (eq < 0) {
-      if (format[part]?.keyAlias) {
-        seen.add(format[part].keyAlias!);
+      if (sub(part)?.keyAlias) {
+        seen.add(sub(part)!.keyAlias!);
         continue;
       }
       if (!defaultKey) return `invalid format - missing key in '${part}'`;
@@ -240,20 +242,20 @@ export function checkPropertyString(
       key = part.slice(0, eq).trim();
       val = part.slice(eq + 1);
     }
-    let sub = format[key];
-    if (!sub) return `invalid format - unknown key '${key}'`;
-    if (sub.keyAlias) {
+    let entry = sub(key);
+    if (!entry) return `invalid format - unknown key '${key}'`;
+    if (entry.keyAlias) {
       // e.g. net0: `virtio=BC:24:11:..` sets model=virtio and macaddr=<value>.
-      seen.add(sub.keyAlias);
-      key = sub.alias ?? key;
-      sub = format[key] ?? {};
-    } else if (sub.alias) {
-      key = sub.alias;
-      sub = format[key] ?? {};
+      seen.add(entry.keyAlias);
+      key = entry.alias ?? key;
+      entry = sub(key) ?? {};
+    } else if (entry.alias) {
+      key = entry.alias;
+      entry = sub(key) ?? {};
     }
     if (seen.has(key)) return `invalid format - duplicate key '${key}'`;
     seen.add(key);
-    const r = checkValue(sub, val);
+    const r = checkValue(entry, val);
     if (r.error) return `invalid format - ${key}: ${r.error}`;
   }
   for (const [key, sub] of Object.entries(format)) {
@@ -293,8 +295,8 @@ export class ParamLookup {
   }
 
   get(name: string): ParamSchema | undefined {
-    const direct = this.#props[name];
-    if (direct) return direct;
+    // Own properties only: `toString` or `constructor` must not find Object.prototype members.
+    if (Object.hasOwn(this.#props, name)) return this.#props[name];
     for (const [prefix, schema] of this.#indexed) {
       if (name.startsWith(prefix) && /^\d+$/.test(name.slice(prefix.length))) return schema;
     }

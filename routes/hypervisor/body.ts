@@ -28,9 +28,14 @@ export interface ParsedBody {
 }
 
 export function addParam(out: RawParams, k: string, v: unknown): void {
-  if (!(k in out)) out[k] = v;
-  else if (Array.isArray(out[k])) (out[k] as unknown[]).push(v);
-  else out[k] = [out[k], v];
+  // Own data properties only: `toString=1` or `__proto__=x` are parameters (refused as
+  // unknown), never Object.prototype members or a prototype change.
+  const own = Object.hasOwn(out, k);
+  if (own && Array.isArray(out[k])) (out[k] as unknown[]).push(v);
+  else {
+    const value = own ? [out[k], v] : v;
+    Object.defineProperty(out, k, { value, enumerable: true, writable: true, configurable: true });
+  }
 }
 
 const decoder = new TextDecoder();

@@ -433,3 +433,26 @@ Deno.test("client compat: the built-in catalogue routes uploads too", async () =
     h.close();
   }
 });
+
+Deno.test("client compat: parameter names that are Object.prototype members are plain unknown parameters", async () => {
+  const h = await harness();
+  try {
+    const s = await login(h);
+    for (const name of ["toString", "__proto__", "constructor", "hasOwnProperty"]) {
+      const q = await call(h, s, "GET", `/api2/json/nodes?${name}=1&${name}=2`);
+      assert.equal(q.status, 400, name);
+      assert.ok(Object.hasOwn(q.body.errors, name), `${name}: ${JSON.stringify(q.body)}`);
+      const f = await call(h, s, "POST", "/pve/nodes/pve1/qemu", { vmid: 990, [name]: "x" });
+      assert.equal(f.status, 400, `${name}: ${JSON.stringify(f.body)}`);
+      assert.ok(f.body.errors.some((e: { field: string }) => e.field === name), name);
+      // Inside property strings too.
+      const ps = await call(h, s, "PUT", "/pve/nodes/pve1/qemu/100/config", {
+        net5: `virtio,bridge=vmbr0,${name}=1`,
+      });
+      assert.equal(ps.status, 400, `${name}: ${JSON.stringify(ps.body)}`);
+      assert.match(ps.body.errors[0].message, /unknown key/);
+    }
+  } finally {
+    h.close();
+  }
+});
