@@ -7,6 +7,8 @@
  *   form-encoded or JSON bodies, booleans as 0/1, errors as Proxmox answers them
  *   (`{"data":null,"errors":{"<field>":"<message>"}}` 400, `{"data":null}` 401, 501 for unknown
  *   routes) with the message as HTTP reason text.
+ * - Both: HEAD is GET without a body; writes are routed and authenticated before their body is
+ *   read; bodies are bounded (413) and multipart uploads streamed (routes/hypervisor/body.ts).
  */
 import type { Context } from "hono";
 import type { Credentials } from "../../mock/auth.ts";
