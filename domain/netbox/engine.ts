@@ -1431,6 +1431,13 @@ export class ModelEngine implements EngineApi {
       auth,
       logger: this.logger,
       now: this.now,
+      read: async (model, id) => {
+        const known = this.#cached(cache, model);
+        if (known.has(id)) return known.get(id)!;
+        const found = await this.get(model, id);
+        known.set(id, found);
+        return found;
+      },
     };
     if (Object.keys(errors).length > 0) return { ok: false, errors };
     if (def.validate) {

@@ -105,6 +105,11 @@ export interface HookContext {
   auth: AuthInfo | null;
   logger: Logger;
   now: () => number;
+  /**
+   * A stored record, read at most once per request: hooks of a bulk write that all look up
+   * the same cluster or site cost one storage read, not one per item.
+   */
+  read(model: string, id: number): Promise<StoredObject | null>;
 }
 
 export interface AuthInfo {

@@ -245,9 +245,9 @@ function contextDataRule(draft: StoredObject): FieldErrors | null {
 /** The site a cluster is scoped to, if any. */
 async function siteOfCluster(cluster: unknown, ctx: HookContext): Promise<StoredObject | null> {
   if (typeof cluster !== "number") return null;
-  const c = await ctx.engine.get("virtualization.cluster", cluster);
+  const c = await ctx.read("virtualization.cluster", cluster);
   if (!c || c.scope_type !== "dcim.site" || typeof c.scope_id !== "number") return null;
-  return await ctx.engine.get("dcim.site", c.scope_id);
+  return await ctx.read("dcim.site", c.scope_id);
 }
 
 /** `?cluster_type_id=` / `?cluster_type=<slug>` on VMs, through their cluster. */
