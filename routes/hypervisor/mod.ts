@@ -16,7 +16,7 @@
  * - Docs, OpenAPI, codegen and versions: routes/hypervisor/docs.ts and codegen.ts, mounted
  *   before the engine's catch-all.
  */
-import { Hono } from "hono";
+import { Hono, type MiddlewareHandler } from "hono";
 import type { AppDeps, ServeEnv } from "../_lib/deps.ts";
 import { HypervisorEngine } from "../../mock/engine.ts";
 import { loadSchema, type SchemaTree } from "../../mock/schema.ts";
@@ -110,10 +110,9 @@ export async function createHypervisorApp(
       : c.json({ detail: "Internal error in the hypervisor mock.", errors: [] }, 500);
   });
 
-  // Docs, OpenAPI, code generation and versions (routes/hypervisor/docs.ts, codegen.ts).
-  app.route("/", hypervisorToolingRoutes(deps, { active: () => active }));
-
-  app.post("/pve/mock/reset", (c) => {
+  // Writes outside the schema (reset, storing a new schema version) need a mock login too:
+  // a ticket with its CSRF token, or an API token.
+  const requireLogin: MiddlewareHandler<Env> = async (c, next) => {
     try {
       authenticate(
         engine.state,
@@ -126,6 +125,14 @@ export async function createHypervisorApp(
       if (err instanceof AuthError) return c.json({ detail: err.message, errors: [] }, 401);
       throw err;
     }
+    await next();
+  };
+  app.post("/pve/codegen/generate", requireLogin);
+
+  // Docs, OpenAPI, code generation and versions (routes/hypervisor/docs.ts, codegen.ts).
+  app.route("/", hypervisorToolingRoutes(deps, { active: () => active }));
+
+  app.post("/pve/mock/reset", requireLogin, (c) => {
     engine.reset();
     deps.logger.log("info", "hypervisor mock reset to seed", {});
     return c.json({
