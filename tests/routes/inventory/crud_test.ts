@@ -391,6 +391,11 @@ Deno.test("docs assets are served offline; OPTIONS and HEAD answer", async () =>
       "the plugin's own routes are documented too",
     );
     assert.ok(schema.body.components.schemas.VirtualizationVirtualmachine);
+    assert.equal(
+      schema.body.paths["/api/virtualization/virtual-machines/"].get.summary,
+      "List virtual machine objects",
+    );
+    assert.equal(schema.body.paths["/api/dcim/sites/{id}/"].patch.summary, "Update a site");
   } finally {
     inv.close();
   }
