@@ -42,7 +42,11 @@ export class KeyUnavailableError extends Error {
 export interface VaultOptions {
   envKey: string | undefined;
   /** Reads the plugin's `encryption_key`; null when no inventory or no key is set there. */
-  pluginKey: () => Promise<string | null>;
+  /**
+   * `fresh` skips any cache: sealing always uses the key the plugin holds right now, so a
+   * rotation never leaves a secret sealed under a key the plugin already dropped.
+   */
+  pluginKey: (options?: { fresh?: boolean }) => Promise<string | null>;
   logger: Logger;
 }
 
@@ -63,7 +67,7 @@ export class CredentialVault {
     if (this.options.envKey) return this.#seal(secrets, "env", this.options.envKey);
     let pluginKey: string | null;
     try {
-      pluginKey = (await this.options.pluginKey())?.trim() || null;
+      pluginKey = (await this.options.pluginKey({ fresh: true }))?.trim() || null;
     } catch (error) {
       // Unreachable is not "no key": storing plaintext now would silently downgrade a secret
       // the plugin may well have a key for. Refuse, and say what to do.
@@ -91,6 +95,15 @@ export class CredentialVault {
     try {
       return await fernetDecrypt(await this.#key(configured), value.slice(ENC_PREFIX.length));
     } catch (error) {
+      // A cached plugin key may predate a rotation: ask once more before giving up.
+      if (source === "plugin") {
+        const current = await this.#pluginKeyOrNull(true);
+        if (current && current !== configured) {
+          try {
+            return await fernetDecrypt(await this.#key(current), value.slice(ENC_PREFIX.length));
+          } catch { /* reported below */ }
+        }
+      }
       const reason = error instanceof FernetError ? error.message : "decryption failed";
       throw new CredentialError(
         endpoint,
@@ -123,9 +136,9 @@ export class CredentialVault {
     return { secrets: sealed, source };
   }
 
-  async #pluginKeyOrNull(): Promise<string | null> {
+  async #pluginKeyOrNull(fresh = false): Promise<string | null> {
     try {
-      return (await this.options.pluginKey())?.trim() || null;
+      return (await this.options.pluginKey({ fresh }))?.trim() || null;
     } catch (error) {
       this.options.logger.log("warning", "Could not read the plugin encryption key", {
         error: error instanceof Error ? error.message : String(error),

@@ -20,15 +20,15 @@ import { jsonContent } from "./schemas.ts";
 export const MAX_BODY_BYTES = 1024 * 1024;
 const PLUGIN_KEY_TTL_MS = 60_000;
 
-/** Reads the plugin's encryption key with the stored inventory token; cached briefly. */
+/** Reads the plugin's encryption key with the stored inventory token; cached briefly for reads. */
 function pluginKeyReader(
   deps: AppDeps,
   inventory: InventoryEndpointStore,
   vault: () => CredentialVault,
 ) {
   let cached: { value: string | null; until: number } | null = null;
-  return async (): Promise<string | null> => {
-    if (cached && cached.until > deps.now()) return cached.value;
+  return async (options: { fresh?: boolean } = {}): Promise<string | null> => {
+    if (!options.fresh && cached && cached.until > deps.now()) return cached.value;
     const [endpoint] = await inventory.list();
     if (!endpoint) return null;
     const token = await vault().open(

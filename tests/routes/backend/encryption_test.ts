@@ -253,3 +253,29 @@ Deno.test("encryption: a self-signed HTTPS inventory is read when its copy says 
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("encryption: after a plugin key rotation new secrets use the new key at once, and old reads recover", async () => {
+  let current = "first plugin value";
+  const rotating: typeof fetch = () => Promise.resolve(Response.json({ encryption_key: current }));
+  await using h = await registered({}, { fetch: rotating });
+  await h.call("/inventory/endpoint", { method: "POST", key: KEY, json: inventory });
+  await h.call("/hypervisor/endpoints", { method: "POST", key: KEY, json: hypervisor });
+  assert.equal(
+    (await h.call("/hypervisor/endpoints/1/credentials/check", { key: KEY })).status,
+    200,
+  );
+
+  current = "second plugin value"; // the plugin re-encrypts its own records; the backend is told nothing
+  const put = await h.call("/hypervisor/endpoints/1", {
+    method: "PUT",
+    key: KEY,
+    json: { name: "pve", ip: "10.0.0.5", password: "rotated-password" },
+  });
+  assert.equal(put.status, 200, "sealing reads the key fresh, so it is not the cached old one");
+  const stored = (await h.deps.kv.get<{ password: string }>(keys.hypervisorEndpoint(1))).value!;
+  assert.equal(await open(stored.password, "second plugin value"), "rotated-password");
+  // The read path had cached the first key; a failed decryption asks the plugin again.
+  const check = await h.call("/hypervisor/endpoints/1/credentials/check", { key: KEY });
+  assert.equal(check.status, 200);
+  await check.body?.cancel();
+});
