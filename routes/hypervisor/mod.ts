@@ -24,7 +24,7 @@ import { builtinCatalogue } from "../../mock/catalogue.ts";
 import { hypervisorToolingRoutes } from "./codegen.ts";
 import { hypervisorRealModeApp } from "./real.ts";
 import type { ActiveSchema } from "./versions.ts";
-import { credentials, handleRequest, type Mount, ReplyCache } from "./wire.ts";
+import { credentials, handleRequest, type Mount, MOUNT_PREFIX, ReplyCache } from "./wire.ts";
 import { authenticate, AuthError } from "../../mock/auth.ts";
 
 type Env = { Bindings: ServeEnv };
@@ -146,6 +146,17 @@ export async function createHypervisorApp(
   const cache = new ReplyCache();
   const serve = (mount: Mount) => (c: Parameters<typeof handleRequest>[2]) =>
     handleRequest(engine, mount, c, cache);
+  // OPTIONS says which methods a path has (RFC 9110), from the schema; no login needed.
+  for (const mount of ["api2", "pve"] as const) {
+    app.options(`${MOUNT_PREFIX[mount]}/*`, (c) => {
+      const match = engine.router.match(c.req.path.slice(MOUNT_PREFIX[mount].length));
+      if (!match) return serve(mount)(c);
+      const methods = Object.keys(match.route.operations);
+      if (methods.includes("GET")) methods.push("HEAD");
+      return c.body(null, 204, { allow: [...methods, "OPTIONS"].join(", ") });
+    });
+  }
+
   app.all("/api2/json/*", serve("api2"));
   app.all("/api2/json", serve("api2"));
   app.all("/pve/*", serve("pve"));
