@@ -216,17 +216,24 @@ export async function bootstrapStatus(
   services: PluginServices,
   engine: EngineApi,
 ): Promise<OpResult> {
+  // No backend is itself a bootstrap problem: answered in the backend's own shape, 200 with
+  // ok false (spec 1 §1.5), so the repair card shows it instead of an error page.
+  const notConfigured = (detail: string): OpResult => ({
+    status: 200,
+    body: {
+      ok: false,
+      skipped: true,
+      reason: "backend_not_configured",
+      warnings: [{ object: "backend endpoint", error: detail }],
+      created: 0,
+      patched: 0,
+      unchanged: 0,
+    },
+  });
   const backend = await services.backendEndpoint(engine);
-  if (!backend) {
-    return { status: 503, body: { reason: "backend_not_configured", detail: NO_BACKEND } };
-  }
+  if (!backend) return notConfigured(NO_BACKEND);
   const client = await services.backendClient(engine, backend);
-  if (!client) {
-    return {
-      status: 503,
-      body: { reason: "backend_not_configured", detail: "backend endpoint has no host" },
-    };
-  }
+  if (!client) return notConfigured("backend endpoint has no host");
   const relayed = await client.relay("/extras/bootstrap-status");
   if (!relayed.reached) {
     return { status: 502, body: { reason: "backend_unreachable", detail: relayed.error } };

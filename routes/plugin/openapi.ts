@@ -195,10 +195,13 @@ export function pluginOpenApiPaths(): Record<string, Schema> {
         operationId: "service_bootstrap_status",
         summary: "Relay of the backend's GET /extras/bootstrap-status (needs view_backendendpoint)",
         responses: {
-          200: ok({ type: "object" }),
+          200: {
+            ...ok({ type: "object" }),
+            description: "The backend's answer; without a backend endpoint, ok false with reason " +
+              "backend_not_configured",
+          },
           403: err,
           502: { ...err, description: "Backend unreachable" },
-          503: { ...err, description: "No backend endpoint configured" },
         },
       },
     },

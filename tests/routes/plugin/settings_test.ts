@@ -64,12 +64,14 @@ Deno.test("settings singleton: defaults, encryption_key write-only, validation, 
   }
 });
 
-Deno.test("bootstrap-status relay: view_backendendpoint required; status and body relayed; 502 when down", async () => {
+Deno.test("bootstrap-status relay: view_backendendpoint required; status and body relayed; ok false without a backend; 502 when down", async () => {
   const backend = await startBackend();
   const h = await harness();
   try {
     const none = await h.call("GET", P + "bootstrap-status/");
-    assert.equal(none.status, 503, "no backend endpoint configured");
+    assert.equal(none.status, 200, "no backend endpoint is a bootstrap problem, not an error");
+    assert.equal(none.body.ok, false);
+    assert.equal(none.body.reason, "backend_not_configured");
     const be = await h.call("POST", P + "endpoints/backend/", {
       name: "backend",
       domain: "127.0.0.1",
