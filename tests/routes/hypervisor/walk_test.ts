@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { indexSchema } from "../../../mock/schema.ts";
-import { call, harness, login, SCHEMA_9111, SCHEMA_92, sharedSchema } from "./_hv.ts";
+import { call, type Harness, harness, login, SCHEMA_9111, SCHEMA_92, sharedSchema } from "./_hv.ts";
 
 function fill(path: string, values: Record<string, string>): string {
   const guest = /\/(qemu|lxc)\/\{vmid\}/.exec(path)?.[1];
@@ -13,6 +13,31 @@ function fill(path: string, values: Record<string, string>): string {
     if (name === "vmid") return guest === "lxc" ? values.ctid : values.vmid;
     return encodeURIComponent(values[name] ?? `${name}1`);
   });
+}
+
+/** Plausible path parameters that name objects of the seed. */
+function pathValues(h: Harness): Record<string, string> {
+  const ct = [...h.engine.state.guests.values()].find((g) => g.type === "lxc")!;
+  const task = [...h.engine.state.tasks.values()].find((t) => t.node === "pve1")!;
+  return {
+    node: "pve1",
+    vmid: "100",
+    ctid: String(ct.vmid),
+    storage: "local",
+    userid: "root@pam",
+    tokenid: "ci",
+    poolid: "production",
+    snapname: "before-upgrade",
+    upid: task.upid,
+    volume: "local:iso/debian-13.1.0-amd64-netinst.iso",
+    iface: "vmbr0",
+    id: "backup-4f1c2a7e",
+    zone: "zone1",
+    vnet: "vnet10",
+    subnet: "zone1-10.10.0.0-24",
+    pos: "0",
+    groupid: "admins",
+  };
 }
 
 for (
@@ -31,27 +56,7 @@ for (
     try {
       assert.equal(h.engine.router.routes.length, paths);
       const s = await login(h);
-      const state = h.engine.state;
-      const ct = [...state.guests.values()].find((g) => g.type === "lxc")!;
-      const task = [...state.tasks.values()].find((t) => t.node === "pve1")!;
-      const values: Record<string, string> = {
-        node: "pve1",
-        vmid: "100",
-        ctid: String(ct.vmid),
-        storage: "local",
-        userid: "root@pam",
-        tokenid: "ci",
-        poolid: "production",
-        snapname: "before-upgrade",
-        upid: task.upid,
-        volume: "local:iso/debian-13.1.0-amd64-netinst.iso",
-        iface: "vmbr0",
-        id: "backup-4f1c2a7e",
-        zone: "zone1",
-        vnet: "vnet10",
-        subnet: "zone1-10.10.0.0-24",
-        pos: "0",
-      };
+      const values = pathValues(h);
       const seen = new Map<string, number>();
       let called = 0;
       for (const { method, path } of index.operations) {
@@ -96,27 +101,7 @@ Deno.test("hypervisor: every operation of the built-in catalogue is routed and a
   const h = await harness({}, { schemaUrl: null });
   try {
     const s = await login(h);
-    const ct = [...h.engine.state.guests.values()].find((g) => g.type === "lxc")!;
-    const task = [...h.engine.state.tasks.values()].find((t) => t.node === "pve1")!;
-    const values: Record<string, string> = {
-      node: "pve1",
-      vmid: "100",
-      ctid: String(ct.vmid),
-      storage: "local",
-      userid: "root@pam",
-      tokenid: "ci",
-      poolid: "production",
-      snapname: "before-upgrade",
-      upid: task.upid,
-      volume: "local:iso/debian-13.1.0-amd64-netinst.iso",
-      iface: "vmbr0",
-      id: "backup-4f1c2a7e",
-      zone: "zone1",
-      vnet: "vnet10",
-      subnet: "zone1-10.10.0.0-24",
-      pos: "0",
-      groupid: "admins",
-    };
+    const values = pathValues(h);
     let ok = 0;
     for (const { method, path } of h.engine.index.operations) {
       h.engine.reset();
