@@ -154,3 +154,17 @@ export function startFakeHypervisor(options: { password?: string; token?: string
     close: () => server.shutdown(),
   };
 }
+
+/** Saves the backend endpoint record pointing at a local backend on `port` (plain HTTP). */
+export async function addBackendEndpoint(h: Harness, port: number) {
+  const res = await h.call("POST", P + "endpoints/backend/", {
+    name: "backend",
+    domain: "127.0.0.1",
+    port,
+    use_https: false,
+  });
+  if (res.status !== 201) {
+    throw new Error(`backend endpoint not saved: ${JSON.stringify(res.body)}`);
+  }
+  return res.body;
+}

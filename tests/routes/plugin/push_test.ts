@@ -3,7 +3,7 @@
  */
 import assert from "node:assert/strict";
 import { NO_BACKEND } from "../../../domain/plugin/service.ts";
-import { closedPort, harness, P, startBackend } from "./_harness.ts";
+import { addBackendEndpoint, closedPort, harness, P, startBackend } from "./_harness.ts";
 
 type Backend = Awaited<ReturnType<typeof startBackend>>;
 
@@ -57,12 +57,7 @@ Deno.test("push: inventory endpoint POSTs the copy first, then PUTs the first en
   const backend = await startBackend();
   const h = await harness();
   try {
-    const be = (await h.call("POST", P + "endpoints/backend/", {
-      name: "backend",
-      domain: "127.0.0.1",
-      port: backend.port,
-      use_https: false,
-    })).body;
+    const be = await addBackendEndpoint(h, backend.port);
     const tok = await h.call("POST", "/api/users/tokens/", { version: 1 });
     assert.equal(tok.status, 201);
     // Nothing listens there: the backend's own look-up of the plugin key fails fast.
@@ -121,12 +116,7 @@ Deno.test("push: hypervisor endpoint copy named '<name> (inv:<pk>)', POST then P
       [false, NO_BACKEND, null],
     );
 
-    const be = (await h.call("POST", P + "endpoints/backend/", {
-      name: "backend",
-      domain: "127.0.0.1",
-      port: backend.port,
-      use_https: false,
-    })).body;
+    const be = await addBackendEndpoint(h, backend.port);
     const ip = await h.ip("192.0.2.10/24");
     const hv = await h.call("POST", path, {
       name: "pve",
@@ -259,12 +249,7 @@ Deno.test("push route re-pushes on demand; deleting an endpoint removes its back
     const path = P + "endpoints/hypervisor/";
     const hv = await h.call("POST", path, { name: "pve", domain: "pve.local", password: "pw" });
     assert.equal(hv.body.last_push.ok, false, "no backend yet");
-    const be = (await h.call("POST", P + "endpoints/backend/", {
-      name: "backend",
-      domain: "127.0.0.1",
-      port: backend.port,
-      use_https: false,
-    })).body;
+    const be = await addBackendEndpoint(h, backend.port);
     const pushed = await h.call("POST", `${path}${hv.body.id}/push/`);
     assert.equal(pushed.status, 200);
     assert.equal(pushed.body.last_push.ok, true, JSON.stringify(pushed.body));
@@ -302,12 +287,7 @@ Deno.test("push: concurrent saves of one endpoint leave exactly one backend copy
   const backend = await startBackend();
   const h = await harness();
   try {
-    const be = (await h.call("POST", P + "endpoints/backend/", {
-      name: "backend",
-      domain: "127.0.0.1",
-      port: backend.port,
-      use_https: false,
-    })).body;
+    const be = await addBackendEndpoint(h, backend.port);
     const path = P + "endpoints/hypervisor/";
     const hv = await h.call("POST", path, {
       name: "pve",

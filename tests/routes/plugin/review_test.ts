@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { createBackendApp } from "../../../routes/backend/mod.ts";
 import { testDeps } from "../../_helpers.ts";
-import { harness, P, startBackend } from "./_harness.ts";
+import { addBackendEndpoint, harness, P, startBackend } from "./_harness.ts";
 
 Deno.test("inventory endpoint: a non-superuser cannot hand a more powerful token to the backend", async () => {
   const h = await harness();
@@ -103,12 +103,7 @@ Deno.test("push: renaming a hypervisor endpoint renames its backend copy, never 
   const backend = await startBackend();
   const h = await harness();
   try {
-    const be = (await h.call("POST", P + "endpoints/backend/", {
-      name: "backend",
-      domain: "127.0.0.1",
-      port: backend.port,
-      use_https: false,
-    })).body;
+    const be = await addBackendEndpoint(h, backend.port);
     const ep = await h.call("POST", P + "endpoints/hypervisor/", {
       name: "pve",
       domain: "pve.example.com",
@@ -281,12 +276,7 @@ Deno.test("push: deleting a hypervisor endpoint removes its backend copy even un
   const backend = await startBackend();
   const h = await harness();
   try {
-    const be = (await h.call("POST", P + "endpoints/backend/", {
-      name: "backend",
-      domain: "127.0.0.1",
-      port: backend.port,
-      use_https: false,
-    })).body;
+    const be = await addBackendEndpoint(h, backend.port);
     const ep = await h.call("POST", P + "endpoints/hypervisor/", {
       name: "pve",
       domain: "pve.example.com",
