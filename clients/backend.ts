@@ -8,7 +8,7 @@
  * Secrets never appear in the messages.
  */
 
-import { insecureFetch } from "./hypervisor_probe.ts";
+import { fetchFor } from "./hypervisor_probe.ts";
 
 export const INVENTORY_PUSH_TIMEOUT_MS = 10_000;
 export const HYPERVISOR_PUSH_TIMEOUT_MS = 15_000;
@@ -126,9 +126,7 @@ export class BackendClient {
 
   /** The fetch for a URL: certificate checks skipped only when the endpoint says so. */
   #send(url: string): typeof fetch {
-    return this.#target.verifySsl === false && url.startsWith("https:")
-      ? insecureFetch as unknown as typeof fetch
-      : this.#fetch;
+    return fetchFor(url, this.#target.verifySsl !== false, this.#fetch);
   }
 
   get baseUrl(): string {

@@ -71,6 +71,17 @@ export function insecureFetch(url: string, init: ProbeInit = {}): Promise<Respon
   });
 }
 
+/**
+ * The fetch for `url`: `fetchFn` normally; node:https without certificate checks when the
+ * endpoint is saved with verify_ssl false and the URL is https (Deno's fetch cannot skip them
+ * per request).
+ */
+export function fetchFor(url: string, verifySsl: boolean, fetchFn: typeof fetch): typeof fetch {
+  return !verifySsl && url.startsWith("https:")
+    ? insecureFetch as unknown as typeof fetch
+    : fetchFn;
+}
+
 export type ProbeResult =
   | { status: "online"; version: string | null; release: string | null; repoid: string | null }
   | { status: "unauthorized" | "offline" | "error"; detail: string; http_status: number | null };
@@ -94,9 +105,7 @@ export async function probeHypervisor(
   timeoutMs = PROBE_TIMEOUT_MS,
 ): Promise<ProbeResult> {
   const api = `${target.baseUrl.replace(/\/+$/, "")}/api2/json`;
-  const send = target.verifySsl === false && api.startsWith("https:")
-    ? insecureFetch as unknown as typeof fetch
-    : fetchFn;
+  const send = fetchFor(api, target.verifySsl !== false, fetchFn);
   const headers: Record<string, string> = { accept: "application/json" };
   try {
     if (target.tokenName && target.tokenValue) {

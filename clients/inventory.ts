@@ -1,5 +1,6 @@
 /** Outbound calls from the backend to the inventory (NetBox-style REST with the plugin). */
-import { insecureFetch } from "./hypervisor_probe.ts";
+import { baseUrl } from "./backend.ts";
+import { fetchFor } from "./hypervisor_probe.ts";
 
 export interface InventoryTarget {
   ip: string;
@@ -20,13 +21,6 @@ export class InventoryCallError extends Error {
   }
 }
 
-export function inventoryBaseUrl(
-  target: Pick<InventoryTarget, "ip" | "port" | "use_https">,
-): string {
-  const host = target.ip.includes(":") && !target.ip.startsWith("[") ? `[${target.ip}]` : target.ip;
-  return `${target.use_https ? "https" : "http"}://${host}:${target.port}`;
-}
-
 export function inventoryAuthHeader(target: InventoryTarget): string {
   return target.token_version === "v2"
     ? `Bearer nbt_${target.token_key}.${target.token}`
@@ -38,11 +32,10 @@ export async function fetchPluginEncryptionKey(
   target: InventoryTarget,
   timeoutMs = 10_000,
 ): Promise<string | null> {
-  const url = `${inventoryBaseUrl(target)}/api/plugins/service/settings/runtime/`;
-  // Deno's fetch cannot skip verification per request; the copy says to, so node:https does it.
-  const send = target.use_https && !target.verify_ssl
-    ? insecureFetch as unknown as typeof fetch
-    : fetchFn;
+  const url = `${
+    baseUrl(target.use_https, target.ip, target.port)
+  }/api/plugins/service/settings/runtime/`;
+  const send = fetchFor(url, target.verify_ssl, fetchFn);
   let response: Response;
   try {
     response = await send(url, {
