@@ -15,7 +15,7 @@ import {
   KeyUnavailableError,
 } from "../../domain/credentials.ts";
 import type { KeySource } from "../../storage/ports.ts";
-import { ApiError, backendRouter, fail } from "./errors.ts";
+import { ApiError, backendRouter, fail, validationError } from "./errors.ts";
 import type { BackendEnv, BackendServices } from "./context.ts";
 import {
   CredentialUndecryptable,
@@ -113,10 +113,12 @@ function unwrap<T>(result: SaveResult<T>): T {
   throw fail(result.status, result.detail);
 }
 
+/** Domain rule failures leave in the same 422 shape as schema validation. */
 function issuesError(issues: FieldIssue[]): ApiError {
-  return new ApiError(422, {
-    detail: issues.map((i) => ({ loc: ["body", i.field], msg: i.message, type: i.type })),
-  });
+  return validationError(
+    "json",
+    issues.map((i) => ({ path: [i.field], message: i.message, code: i.type })),
+  );
 }
 
 /** Secrets that cannot be opened are a 409 naming the endpoint (decisions §1.2), never a crash. */

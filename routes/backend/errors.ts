@@ -38,17 +38,23 @@ const LOCATION: Record<string, string> = {
   header: "header",
 };
 
-/** 422 with one entry per failing field: `{detail:[{loc, msg, type}]}`. */
+/** The 422 body, one entry per failing field: `{detail:[{loc, msg, type}]}`. */
+export function validationError(target: string, issues: readonly Issue[]): ApiError {
+  return new ApiError(422, {
+    detail: issues.map((issue) => ({
+      loc: [
+        LOCATION[target] ?? target,
+        ...issue.path.map((p) => typeof p === "number" ? p : String(p)),
+      ],
+      msg: issue.message,
+      type: issue.code,
+    })),
+  });
+}
+
 export function validationResponse(c: Context, target: string, issues: readonly Issue[]) {
-  const detail = issues.map((issue) => ({
-    loc: [
-      LOCATION[target] ?? target,
-      ...issue.path.map((p) => typeof p === "number" ? p : String(p)),
-    ],
-    msg: issue.message,
-    type: issue.code,
-  }));
-  return c.json({ detail }, 422);
+  const error = validationError(target, issues);
+  return c.json(error.body, 422);
 }
 
 /** Every OpenAPIHono of this surface is made here, so all share the validation hook. */
