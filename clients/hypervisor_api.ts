@@ -1,0 +1,296 @@
+/**
+ * The backend's client of one hypervisor endpoint copy (Proxmox VE wire format):
+ * `http[s]://<ip>:<port>/api2/json`, authenticated with an API token
+ * (`Authorization: PVEAPIToken=<user@realm!tokenname>=<value>`) or a ticket from
+ * `POST /access/ticket` (cached, renewed well before Proxmox's two-hour expiry, and once
+ * more when the hypervisor answers 401). Secrets are asked for at call time, never kept
+ * beyond the ticket they buy. Every failure is a `HypervisorApiError` naming the operation,
+ * the URL, the upstream status and an excerpt of the answer — never a credential.
+ */
+import { baseUrl } from "./backend.ts";
+import { fetchFor, tokenId } from "./hypervisor_probe.ts";
+
+/** Proxmox tickets live 2 h; renew after 90 min so a long sync never holds an expired one. */
+export const TICKET_RENEW_AFTER_MS = 90 * 60_000;
+const EXCERPT_CHARS = 300;
+
+export interface HypervisorConnection {
+  id: number;
+  name: string;
+  ip: string;
+  port: number;
+  use_https: boolean;
+  verify_ssl: boolean;
+  username: string | null;
+  token_name: string | null;
+  /** Seconds per call. */
+  timeout: number;
+}
+
+export interface HypervisorSecrets {
+  password: string | null;
+  token_value: string | null;
+}
+
+export interface HypervisorApiOptions {
+  fetch: typeof fetch;
+  /** Opens the stored secrets (the vault); called when a call needs them. */
+  secrets: () => Promise<HypervisorSecrets>;
+  now?: () => number;
+}
+
+export type HypervisorParams = Record<string, string | number | boolean | null | undefined>;
+
+export interface RequestOptions {
+  signal?: AbortSignal;
+}
+
+export class HypervisorApiError extends Error {
+  constructor(
+    readonly operation: string,
+    readonly url: string,
+    readonly status: number | null,
+    readonly bodyExcerpt: string,
+    readonly hint: string,
+  ) {
+    super(
+      `${operation} ${url}: ${status === null ? "no answer" : `HTTP ${status}`}${
+        bodyExcerpt ? ` (${bodyExcerpt})` : ""
+      }. ${hint}`,
+    );
+    this.name = "HypervisorApiError";
+  }
+}
+
+function hintFor(status: number | null, cause?: string): string {
+  if (status === null) {
+    return cause?.includes("timed out")
+      ? "The hypervisor did not answer in time: check it is up, or raise the endpoint's timeout."
+      : "Check the endpoint's ip, port and use_https, and that the hypervisor is reachable.";
+  }
+  if (status === 401) {
+    return "The hypervisor rejected the credentials: check username/password or the API token.";
+  }
+  if (status === 403) return "The user or token lacks the permission for this path.";
+  if (status === 404) return "The path does not exist on this hypervisor (or the object is gone).";
+  if (status === 501) return "This hypervisor does not implement the path (older version?).";
+  if (status >= 300 && status < 400) {
+    return "Redirects are not followed: point the endpoint at the API host directly.";
+  }
+  if (status >= 500) return "The hypervisor failed; retry later or look at its logs.";
+  return "The hypervisor refused the request.";
+}
+
+function causeOf(error: unknown): string {
+  if (error instanceof DOMException && error.name === "TimeoutError") return "timed out";
+  if (error instanceof Error) {
+    const cause = (error as { cause?: unknown }).cause;
+    return cause instanceof Error ? `${error.message}: ${cause.message}` : error.message;
+  }
+  return String(error);
+}
+
+/** Excerpts must never echo a secret back: drop anything that looks like one. */
+function excerpt(text: string, secrets: readonly (string | null)[]): string {
+  let out = text.slice(0, EXCERPT_CHARS).replace(/\s+/g, " ").trim();
+  for (const secret of secrets) if (secret) out = out.split(secret).join("***");
+  return out;
+}
+
+function encodeParams(params: HypervisorParams | undefined): URLSearchParams {
+  const search = new URLSearchParams();
+  for (const [key, value] of Object.entries(params ?? {})) {
+    if (value === undefined || value === null) continue;
+    search.set(key, typeof value === "boolean" ? (value ? "1" : "0") : String(value));
+  }
+  return search;
+}
+
+interface Ticket {
+  ticket: string;
+  csrf: string;
+  at: number;
+}
+
+export class HypervisorApiClient {
+  readonly api: string;
+  readonly #options: HypervisorApiOptions;
+  readonly #send: typeof fetch;
+  readonly #now: () => number;
+  #ticket: Promise<Ticket> | null = null;
+  #ticketAt = 0;
+
+  constructor(readonly connection: HypervisorConnection, options: HypervisorApiOptions) {
+    this.api = `${baseUrl(connection.use_https, connection.ip, connection.port)}/api2/json`;
+    this.#options = options;
+    this.#send = fetchFor(this.api, connection.verify_ssl, options.fetch);
+    this.#now = options.now ?? Date.now;
+  }
+
+  /** GET a path (e.g. `/cluster/resources`) and return its `data`. */
+  get<T = unknown>(path: string, params?: HypervisorParams, options?: RequestOptions): Promise<T> {
+    return this.request<T>("GET", path, params, options);
+  }
+
+  /**
+   * Any method on any path: GET/DELETE send params in the query, POST/PUT as a form (as
+   * Proxmox's own clients do). Returns the answer's `data`.
+   */
+  async request<T = unknown>(
+    method: string,
+    path: string,
+    params?: HypervisorParams,
+    options: RequestOptions = {},
+  ): Promise<T> {
+    const verb = method.toUpperCase();
+    const first = await this.#call(verb, path, params, options, false);
+    if (first.retry) return (await this.#call(verb, path, params, options, true)).data as T;
+    return first.data as T;
+  }
+
+  async #call(
+    method: string,
+    path: string,
+    params: HypervisorParams | undefined,
+    options: RequestOptions,
+    freshTicket: boolean,
+  ): Promise<{ data: unknown; retry: boolean }> {
+    const cleanPath = path.startsWith("/") ? path : `/${path}`;
+    const encoded = encodeParams(params);
+    const inQuery = method === "GET" || method === "DELETE";
+    const query = inQuery && encoded.size ? `?${encoded}` : "";
+    const url = `${this.api}${cleanPath}${query}`;
+    const shownUrl = `${this.api}${cleanPath}`;
+    const secrets = await this.#options.secrets();
+    const headers: Record<string, string> = { accept: "application/json" };
+    let usedTicket = false;
+    if (this.connection.token_name && secrets.token_value) {
+      headers.authorization = `PVEAPIToken=${
+        tokenId(this.connection.username, this.connection.token_name)
+      }=${secrets.token_value}`;
+    } else if (secrets.password) {
+      const ticket = await this.#login(secrets, options.signal, freshTicket);
+      headers.cookie = `PVEAuthCookie=${ticket.ticket}`;
+      if (!inQuery) headers.csrfpreventiontoken = ticket.csrf;
+      usedTicket = true;
+    } else {
+      throw new HypervisorApiError(
+        method,
+        shownUrl,
+        null,
+        "",
+        "The endpoint has neither a password nor an API token: save one on the endpoint.",
+      );
+    }
+    if (!inQuery && encoded.size) headers["content-type"] = "application/x-www-form-urlencoded";
+    const signals = [AbortSignal.timeout(this.connection.timeout * 1000)];
+    if (options.signal) signals.push(options.signal);
+    let response: Response;
+    try {
+      response = await this.#send(url, {
+        method,
+        headers,
+        body: !inQuery && encoded.size ? encoded.toString() : undefined,
+        signal: AbortSignal.any(signals),
+        redirect: "manual",
+      });
+    } catch (error) {
+      if (options.signal?.aborted) throw options.signal.reason ?? error;
+      const cause = causeOf(error);
+      throw new HypervisorApiError(
+        method,
+        shownUrl,
+        null,
+        cause === "timed out" ? `timed out after ${this.connection.timeout} s` : cause,
+        hintFor(null, cause),
+      );
+    }
+    const text = await response.text().catch(() => "");
+    if (response.status === 401 && usedTicket && !freshTicket) {
+      // The ticket may have expired early (hypervisor restart, key rotation): log in again once.
+      this.#ticket = null;
+      return { data: null, retry: true };
+    }
+    if (!response.ok) {
+      const where = response.headers.get("location");
+      throw new HypervisorApiError(
+        method,
+        shownUrl,
+        response.status,
+        excerpt(where ? `redirect to ${where}` : text, [secrets.password, secrets.token_value]),
+        hintFor(response.status),
+      );
+    }
+    let body: { data?: unknown } | null = null;
+    try {
+      body = JSON.parse(text);
+    } catch {
+      throw new HypervisorApiError(
+        method,
+        shownUrl,
+        response.status,
+        excerpt(text, [secrets.password, secrets.token_value]),
+        "The answer is not JSON: is this really a Proxmox VE API (port, use_https)?",
+      );
+    }
+    return { data: body?.data ?? null, retry: false };
+  }
+
+  #login(secrets: HypervisorSecrets, signal: AbortSignal | undefined, fresh: boolean) {
+    const now = this.#now();
+    if (!fresh && this.#ticket && now - this.#ticketAt < TICKET_RENEW_AFTER_MS) {
+      return this.#ticket;
+    }
+    this.#ticketAt = now;
+    const pending = this.#fetchTicket(secrets, signal);
+    this.#ticket = pending;
+    // A failed login must not be cached: the next call tries again.
+    pending.catch(() => {
+      if (this.#ticket === pending) this.#ticket = null;
+    });
+    return pending;
+  }
+
+  async #fetchTicket(secrets: HypervisorSecrets, signal: AbortSignal | undefined): Promise<Ticket> {
+    const url = `${this.api}/access/ticket`;
+    const signals = [AbortSignal.timeout(this.connection.timeout * 1000)];
+    if (signal) signals.push(signal);
+    let response: Response;
+    try {
+      response = await this.#send(url, {
+        method: "POST",
+        headers: {
+          "content-type": "application/x-www-form-urlencoded",
+          accept: "application/json",
+        },
+        body: new URLSearchParams({
+          username: this.connection.username || "root@pam",
+          password: secrets.password ?? "",
+        }).toString(),
+        signal: AbortSignal.any(signals),
+        redirect: "manual",
+      });
+    } catch (error) {
+      if (signal?.aborted) throw signal.reason ?? error;
+      const cause = causeOf(error);
+      throw new HypervisorApiError("login (POST)", url, null, cause, hintFor(null, cause));
+    }
+    const text = await response.text().catch(() => "");
+    let data: { ticket?: string; CSRFPreventionToken?: string } | undefined;
+    try {
+      data = JSON.parse(text)?.data ?? undefined;
+    } catch { /* reported below */ }
+    if (!response.ok || !data?.ticket) {
+      throw new HypervisorApiError(
+        "login (POST)",
+        url,
+        response.status,
+        excerpt(text, [secrets.password]),
+        response.ok || response.status === 401
+          ? "The hypervisor rejected the username/password."
+          : hintFor(response.status),
+      );
+    }
+    return { ticket: data.ticket, csrf: data.CSRFPreventionToken ?? "", at: this.#now() };
+  }
+}

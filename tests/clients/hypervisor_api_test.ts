@@ -1,0 +1,125 @@
+/** The hypervisor client against the mock on a real socket: ticket, token, errors, abort. */
+import assert from "node:assert/strict";
+import { createApp } from "../../app.ts";
+import { testDeps } from "../_helpers.ts";
+import {
+  HypervisorApiClient,
+  type HypervisorApiClient as Client,
+  HypervisorApiError,
+} from "../../clients/hypervisor_api.ts";
+
+async function withMock(
+  run: (port: number, counts: Map<string, number>) => Promise<void>,
+) {
+  const deps = await testDeps({ SERVICE_SURFACES: "hypervisor" });
+  const app = await createApp(deps);
+  const counts = new Map<string, number>();
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, (r, i) => {
+    const key = `${r.method} ${new URL(r.url).pathname}`;
+    counts.set(key, (counts.get(key) ?? 0) + 1);
+    return app.fetch(r, i);
+  });
+  try {
+    await run(server.addr.port, counts);
+  } finally {
+    await server.shutdown();
+    deps.kv.close();
+  }
+}
+
+function client(
+  port: number,
+  secrets: { password?: string; token_value?: string } = {},
+  extra = {},
+): Client {
+  return new HypervisorApiClient({
+    id: 1,
+    name: "lab",
+    ip: "127.0.0.1",
+    port,
+    use_https: false,
+    verify_ssl: false,
+    username: "root@pam",
+    token_name: null,
+    timeout: 5,
+    ...extra,
+  }, {
+    fetch: globalThis.fetch,
+    secrets: () =>
+      Promise.resolve({
+        password: secrets.password ?? null,
+        token_value: secrets.token_value ?? null,
+      }),
+  });
+}
+
+Deno.test("hypervisor client: a ticket is fetched once and reused across calls", async () => {
+  await withMock(async (port, counts) => {
+    const api = client(port, { password: "bridgebox" });
+    const version = await api.get<{ version: string }>("/version");
+    assert.ok(version.version);
+    const nodes = await api.get<{ node: string }[]>("/nodes");
+    assert.ok(nodes.length > 0);
+    assert.equal(counts.get("POST /api2/json/access/ticket"), 1);
+  });
+});
+
+Deno.test("hypervisor client: POST goes as a form with the CSRF token", async () => {
+  await withMock(async (port) => {
+    const api = client(port, { password: "bridgebox" });
+    const [node] = await api.get<{ node: string }[]>("/nodes");
+    const upid = await api.request<string>("POST", `/nodes/${node.node}/qemu`, {
+      vmid: 4242,
+      name: "made-by-client",
+    });
+    assert.match(String(upid), /^UPID:/);
+    const config = await api.get<{ name: string }>(`/nodes/${node.node}/qemu/4242/config`);
+    assert.equal(config.name, "made-by-client");
+  });
+});
+
+Deno.test("hypervisor client: a wrong password is an error naming the login and never the password", async () => {
+  await withMock(async (port) => {
+    const api = client(port, { password: "not-the-password-xyz" });
+    const error = await api.get("/version").catch((e) => e);
+    assert.ok(error instanceof HypervisorApiError);
+    assert.equal(error.status, 401);
+    assert.match(error.message, /access\/ticket/);
+    assert.match(error.message, /rejected/);
+    assert.ok(!error.message.includes("not-the-password-xyz"));
+  });
+});
+
+Deno.test("hypervisor client: an unknown path carries status, URL and body excerpt", async () => {
+  await withMock(async (port) => {
+    const api = client(port, { password: "bridgebox" });
+    const error = await api.get("/nodes/nope-node/qemu/999999/config").catch((e) => e);
+    assert.ok(error instanceof HypervisorApiError);
+    assert.ok(error.status !== null && error.status >= 400);
+    assert.match(error.url, /\/api2\/json\/nodes\/nope-node\/qemu\/999999\/config$/);
+    assert.equal(error.operation, "GET");
+  });
+});
+
+Deno.test("hypervisor client: unreachable port names the URL and a hint", async () => {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = (listener.addr as Deno.NetAddr).port;
+  listener.close();
+  const error = await client(port, { password: "x" }).get("/version").catch((e) => e);
+  assert.ok(error instanceof HypervisorApiError);
+  assert.equal(error.status, null);
+  assert.match(error.message, /127\.0\.0\.1/);
+  assert.match(error.hint, /reachable/);
+});
+
+Deno.test("hypervisor client: an aborted signal stops the call with the abort reason", async () => {
+  await withMock(async (port) => {
+    const api = client(port, { password: "bridgebox" });
+    const controller = new AbortController();
+    controller.abort(new Error("client went away"));
+    const error = await api.get("/version", {}, { signal: controller.signal }).catch((e: Error) =>
+      e
+    );
+    assert.equal((error as Error).message, "client went away");
+  });
+});
