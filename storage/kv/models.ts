@@ -54,6 +54,14 @@ interface Cost {
   totalBytes: number;
 }
 
+export interface KvModelStoreOptions {
+  /**
+   * Test hook, awaited at the start of every commit: lets a test hold writers after the
+   * engine's unique checks and before their atomics, to race them deterministically.
+   */
+  beforeCommit?: (writes: readonly ObjectWrite[]) => Promise<void>;
+}
+
 /**
  * Deno KV storage of inventory objects: one entry per object, one empty entry per
  * (field, value, id) index item, one entry per unique value combination, a KvU64 count per
@@ -61,7 +69,10 @@ interface Cost {
  * each newly claimed unique entry is free.
  */
 export class KvModelStore implements ModelStore {
-  constructor(private readonly kv: Deno.Kv) {}
+  constructor(
+    private readonly kv: Deno.Kv,
+    private readonly options: KvModelStoreOptions = {},
+  ) {}
 
   allocateIds(model: string, count: number): Promise<number> {
     return retryAtomic(async () => {
@@ -226,6 +237,7 @@ export class KvModelStore implements ModelStore {
 
   async commit(writes: readonly ObjectWrite[]): Promise<CommitResult> {
     if (writes.length === 0) return { ok: true };
+    await this.options.beforeCommit?.(writes);
     const op = this.kv.atomic();
     const counts = new Map<string, number>();
     const valueCounts = new Map<string, { key: Deno.KvKey; delta: number }>();
