@@ -9,7 +9,7 @@
  * Hono route in the same process, over real HTTP (target ratio >= 0.5) and in-process.
  */
 import { Hono } from "hono";
-import { indexSchema, loadSchema } from "../mock/schema.ts";
+import { indexSchema, loadSchema } from "../domain/hypervisor_schema/schema.ts";
 import { createHypervisorApp } from "../routes/hypervisor/mod.ts";
 import { parseConfig } from "../config.ts";
 import { MemoryLogger } from "../domain/logger.ts";

@@ -5,9 +5,9 @@
  *
  *   npx -y deno@2.9.6 bench --allow-all bench/hypervisor_codegen_bench.ts
  */
-import { loadSchema } from "../mock/schema.ts";
-import { buildOpenApi, OpenApiCache } from "../mock/openapi.ts";
-import { generateTypeScript } from "../mock/typescript.ts";
+import { loadSchema } from "../domain/hypervisor_schema/schema.ts";
+import { buildOpenApi, OpenApiCache } from "../domain/hypervisor_schema/openapi.ts";
+import { generateTypeScript } from "../domain/hypervisor_schema/typescript.ts";
 import { KvSchemaVersionStore } from "../storage/kv/schema_versions.ts";
 
 const file = new URL("../../shared/hypervisor-schema/pve-9.2.json", import.meta.url).pathname;

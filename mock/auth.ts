@@ -4,17 +4,11 @@
  * (`Authorization: PVEAPIToken=user@realm!tokenid=secret`).
  */
 import type { MockState } from "./state.ts";
+import type { Credentials } from "../domain/hypervisor_schema/exchange.ts";
+
+export type { Credentials };
 
 export const TICKET_LIFETIME_MS = 2 * 3600 * 1000;
-
-export interface Credentials {
-  /** Value of the PVEAuthCookie cookie. */
-  ticket?: string;
-  /** Value of the CSRFPreventionToken header. */
-  csrf?: string;
-  /** Value of the Authorization header. */
-  authorization?: string;
-}
 
 export interface Principal {
   userid: string;

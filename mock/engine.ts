@@ -13,9 +13,18 @@ import {
   type Operation,
   type SchemaIndex,
   type SchemaTree,
-} from "./schema.ts";
-import { type Route, type RouteMatch, Router, splitPath } from "./router.ts";
-import { type FieldError, type RawParams, validateParams } from "./validate.ts";
+} from "../domain/hypervisor_schema/schema.ts";
+import {
+  type Route,
+  type RouteMatch,
+  Router,
+  splitPath,
+} from "../domain/hypervisor_schema/router.ts";
+import {
+  type FieldError,
+  type RawParams,
+  validateParams,
+} from "../domain/hypervisor_schema/validate.ts";
 import { buildSeed, type SeedOptions } from "./seed.ts";
 import { type MockState } from "./state.ts";
 import { TaskRunner } from "./tasks.ts";
@@ -26,40 +35,14 @@ import { missing, MockError } from "./errors.ts";
 
 export { failed, fieldError, missing, MockError } from "./errors.ts";
 import { GenericCollections } from "./generic.ts";
+import type {
+  EngineFailure,
+  EngineRequest,
+  EngineResult,
+  EngineSuccess,
+} from "../domain/hypervisor_schema/exchange.ts";
 
-export interface EngineRequest {
-  method: string;
-  /** Path relative to the mount, still percent-encoded (e.g. `/nodes/pve1/qemu`). */
-  path: string;
-  /** Query and body parameters merged (body wins). */
-  params: RawParams;
-  /** Files of a multipart body by field name (their parameter holds the file name). */
-  files?: Record<string, { name: string; size: number }>;
-  credentials: Credentials;
-}
-
-export interface EngineSuccess {
-  ok: true;
-  status: number;
-  data: unknown;
-  /** Total count before paging (lists only). */
-  total?: number;
-  /** The UPID when the operation started a task. */
-  task?: string;
-  /** The template and operation that answered. */
-  template: string;
-  operation: Operation;
-}
-
-export interface EngineFailure {
-  ok: false;
-  status: number;
-  wireStatus: number;
-  message: string;
-  errors: FieldError[];
-}
-
-export type EngineResult = EngineSuccess | EngineFailure;
+export type { EngineFailure, EngineRequest, EngineResult, EngineSuccess };
 
 export interface Authorized {
   ok: true;

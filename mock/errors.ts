@@ -1,5 +1,5 @@
 /** Errors the hypervisor mock answers; routes/hypervisor maps them to each mount's format. */
-import type { FieldError } from "./validate.ts";
+import type { FieldError } from "../domain/hypervisor_schema/validate.ts";
 
 /** Error answered by the engine. `missing` marks "the addressed resource does not exist". */
 export class MockError extends Error {

@@ -5,8 +5,8 @@
  * and groups, HA resources, ACME accounts, ... Records under a guest are keyed by vmid so they
  * follow the guest and vanish with it.
  */
-import type { HttpMethod } from "./schema.ts";
-import type { Router } from "./router.ts";
+import type { HttpMethod } from "../domain/hypervisor_schema/schema.ts";
+import type { Router } from "../domain/hypervisor_schema/router.ts";
 import { collection, type GenericRecord } from "./state.ts";
 import { fieldError, missing } from "./errors.ts";
 import { type HandlerContext, looksLikeTask, startTask } from "./handlers.ts";

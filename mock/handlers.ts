@@ -4,14 +4,14 @@
  * pools, cluster views). Keyed by `METHOD /template`; anything not here is handled by the
  * generic collections or answered with schema-shaped sample data.
  */
-import type { HttpMethod, Operation } from "./schema.ts";
-import type { Route } from "./router.ts";
+import type { HttpMethod, Operation } from "../domain/hypervisor_schema/schema.ts";
+import type { Route } from "../domain/hypervisor_schema/router.ts";
 import type { HypervisorEngine } from "./engine.ts";
 import type { Principal } from "./auth.ts";
 import { checkLogin, newTokenSecret } from "./auth.ts";
 import { AuthError } from "./auth.ts";
 import { failed, fieldError, missing, MockError } from "./errors.ts";
-import { parsePropertyString } from "./validate.ts";
+import { parsePropertyString } from "../domain/hypervisor_schema/validate.ts";
 import {
   addGuest,
   type AgentInterface,

@@ -2,7 +2,7 @@
  * Schema-shaped deterministic data for routed operations the engine has no state for:
  * generated from the operation's `returns` schema, the same every time for the same path.
  */
-import type { ParamSchema } from "./schema.ts";
+import type { ParamSchema } from "../domain/hypervisor_schema/schema.ts";
 
 export interface SampleContext {
   /** Concrete values for names that appear in the data (`node`, `vmid`, `storage`, ...). */

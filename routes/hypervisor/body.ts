@@ -9,7 +9,7 @@
  *   discarded, so an ISO upload never sits in memory. Each file field becomes its file name,
  *   with `{name, size}` reported beside the parameters.
  */
-import type { RawParams } from "../../mock/validate.ts";
+import type { RawParams } from "../../domain/hypervisor_schema/validate.ts";
 
 /** Largest form or JSON body (and the sum of multipart text fields). */
 export const MAX_BODY_BYTES = 1024 * 1024;

@@ -15,9 +15,14 @@
 import { type Context, Hono } from "hono";
 import type { AppDeps, ServeEnv } from "../_lib/deps.ts";
 import { clientIp } from "../_lib/client_ip.ts";
-import { OpenApiCache } from "../../mock/openapi.ts";
-import { TypeScriptCache } from "../../mock/typescript.ts";
-import { indexSchema, loadSchema, SchemaLoadError, type SchemaTree } from "../../mock/schema.ts";
+import { OpenApiCache } from "../../domain/hypervisor_schema/openapi.ts";
+import { TypeScriptCache } from "../../domain/hypervisor_schema/typescript.ts";
+import {
+  indexSchema,
+  loadSchema,
+  SchemaLoadError,
+  type SchemaTree,
+} from "../../domain/hypervisor_schema/schema.ts";
 import {
   KvRateLimiter,
   type RateDecision,

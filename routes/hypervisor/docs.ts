@@ -6,7 +6,7 @@
  */
 import { Hono } from "hono";
 import { docsRoutes } from "../_lib/docs.ts";
-import { OpenApiCache, type OpenApiFlavour } from "../../mock/openapi.ts";
+import { OpenApiCache, type OpenApiFlavour } from "../../domain/hypervisor_schema/openapi.ts";
 import type { SchemaCatalog } from "./versions.ts";
 import type { ServeEnv } from "../_lib/deps.ts";
 

@@ -4,8 +4,9 @@
  * - `/pve/...` answers bare payloads; `/api2/json/...` answers the Proxmox VE wire format
  *   (routes/hypervisor/wire.ts maps both, including errors).
  * - Schema: `options.schema`, else HYPERVISOR_SCHEMA (file or URL, JSON or `const apiSchema`),
- *   else the built-in catalogue (mock/catalogue.ts). Every operation of the loaded schema is
- *   routed by one trie (mock/router.ts); anything else is 501 as Proxmox answers.
+ *   else the built-in catalogue (domain/hypervisor_schema/catalogue.ts). Every operation of the
+ *   loaded schema is routed by one trie (domain/hypervisor_schema/router.ts); anything else is
+ *   501 as Proxmox answers.
  * - Mock mode (default): mock/engine.ts with a deterministic seed (HYPERVISOR_MOCK_SEED) in
  *   memory; `POST /pve/mock/reset` (authenticated) restores it. Login with
  *   HYPERVISOR_MOCK_USER / HYPERVISOR_MOCK_PASSWORD (default `root@pam` / `bridgebox`) via
@@ -19,8 +20,8 @@
 import { Hono, type MiddlewareHandler } from "hono";
 import type { AppDeps, ServeEnv } from "../_lib/deps.ts";
 import { HypervisorEngine } from "../../mock/engine.ts";
-import { loadSchema, type SchemaTree } from "../../mock/schema.ts";
-import { builtinCatalogue } from "../../mock/catalogue.ts";
+import { loadSchema, type SchemaTree } from "../../domain/hypervisor_schema/schema.ts";
+import { builtinCatalogue } from "../../domain/hypervisor_schema/catalogue.ts";
 import { hypervisorToolingRoutes } from "./codegen.ts";
 import { hypervisorRealModeApp } from "./real.ts";
 import type { ActiveSchema } from "./versions.ts";

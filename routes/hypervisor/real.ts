@@ -16,11 +16,15 @@
  */
 import { Hono } from "hono";
 import type { AppDeps, ServeEnv } from "../_lib/deps.ts";
-import type { HttpMethod, SchemaTree } from "../../mock/schema.ts";
-import { indexSchema, parseSchemaText } from "../../mock/schema.ts";
-import { Router } from "../../mock/router.ts";
-import { type FieldError, type RawParams, validateParams } from "../../mock/validate.ts";
-import type { EngineFailure, EngineSuccess } from "../../mock/engine.ts";
+import type { HttpMethod, SchemaTree } from "../../domain/hypervisor_schema/schema.ts";
+import { indexSchema, parseSchemaText } from "../../domain/hypervisor_schema/schema.ts";
+import { Router } from "../../domain/hypervisor_schema/router.ts";
+import {
+  type FieldError,
+  type RawParams,
+  validateParams,
+} from "../../domain/hypervisor_schema/validate.ts";
+import type { EngineFailure, EngineSuccess } from "../../domain/hypervisor_schema/exchange.ts";
 import { bodyFailure, credentials, formatResult, type Mount, MOUNT_PREFIX } from "./wire.ts";
 import { addParam, BodyError, readLimitedText } from "./body.ts";
 import { hypervisorToolingRoutes } from "./codegen.ts";

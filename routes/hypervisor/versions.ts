@@ -6,7 +6,12 @@
 import { dirname, resolve } from "node:path";
 import { fileURLToPath as fromFileUrl } from "node:url";
 import type { Config } from "../../config.ts";
-import { indexSchema, loadSchema, parseSchemaText, type SchemaTree } from "../../mock/schema.ts";
+import {
+  indexSchema,
+  loadSchema,
+  parseSchemaText,
+  type SchemaTree,
+} from "../../domain/hypervisor_schema/schema.ts";
 import type { SchemaVersionStore, StoredSchemaVersion } from "../../storage/kv/schema_versions.ts";
 import { existingDirs } from "../../domain/schema_sources.ts";
 

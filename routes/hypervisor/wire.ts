@@ -11,9 +11,13 @@
  *   read; bodies are bounded (413) and multipart uploads streamed (routes/hypervisor/body.ts).
  */
 import type { Context } from "hono";
-import type { Credentials } from "../../mock/auth.ts";
-import type { EngineRequest, EngineResult, HypervisorEngine } from "../../mock/engine.ts";
-import type { RawParams } from "../../mock/validate.ts";
+import type {
+  Credentials,
+  EngineFailure,
+  EngineRequest,
+  EngineResult,
+} from "../../domain/hypervisor_schema/exchange.ts";
+import type { RawParams } from "../../domain/hypervisor_schema/validate.ts";
 import { addParam, BodyError, BodyTooLarge, readBody, type UploadedFile } from "./body.ts";
 
 export type Mount = "pve" | "api2";
@@ -266,9 +270,18 @@ export function bodyFailure(err: unknown): EngineResult | null {
   return null;
 }
 
+/** What `handleRequest` needs of the mock engine (mock/engine.ts implements it). */
+export interface ExchangeEngine {
+  /** Route and authenticate only (no parameters checked). */
+  authorize(req: EngineRequest): EngineFailure | { ok: true };
+  handle(req: EngineRequest): EngineResult;
+  /** Changes whenever the state changes (cached answers are keyed by it). */
+  cacheToken(): string;
+}
+
 /** Parse a request on `mount` and run it through the engine. */
 export async function handleRequest(
-  engine: HypervisorEngine,
+  engine: ExchangeEngine,
   mount: Mount,
   c: Context,
   cache?: ReplyCache,

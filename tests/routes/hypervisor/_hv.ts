@@ -1,7 +1,7 @@
 /** Shared setup for hypervisor surface tests: the shared schema files, a fake clock, login. */
 import { createHypervisorApp, type HypervisorAppOptions } from "../../../routes/hypervisor/mod.ts";
 import type { HypervisorEngine } from "../../../mock/engine.ts";
-import { loadSchema, type SchemaTree } from "../../../mock/schema.ts";
+import { loadSchema, type SchemaTree } from "../../../domain/hypervisor_schema/schema.ts";
 import { testDeps } from "../../_helpers.ts";
 
 export const SCHEMA_DIR = new URL("../../../../shared/hypervisor-schema/", import.meta.url);

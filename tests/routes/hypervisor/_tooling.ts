@@ -1,7 +1,7 @@
 /** Shared setup for the hypervisor docs/codegen route tests. */
 import { Hono } from "hono";
 import type { AppDeps, ServeEnv } from "../../../routes/_lib/deps.ts";
-import { loadSchema, type SchemaTree } from "../../../mock/schema.ts";
+import { loadSchema, type SchemaTree } from "../../../domain/hypervisor_schema/schema.ts";
 import {
   type CodegenOptions,
   hypervisorToolingRoutes,

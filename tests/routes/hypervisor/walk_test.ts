@@ -4,7 +4,7 @@
  * may answer 501 (unknown route), 405 or a server error.
  */
 import assert from "node:assert/strict";
-import { indexSchema } from "../../../mock/schema.ts";
+import { indexSchema } from "../../../domain/hypervisor_schema/schema.ts";
 import { call, type Harness, harness, login, SCHEMA_9111, SCHEMA_92, sharedSchema } from "./_hv.ts";
 
 function fill(path: string, values: Record<string, string>): string {

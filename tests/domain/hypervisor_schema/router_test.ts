@@ -1,7 +1,7 @@
 /** The path-template trie: literal before parameter, backtracking, decoding, no match. */
 import assert from "node:assert/strict";
-import { Router } from "../../mock/router.ts";
-import type { Operation } from "../../mock/schema.ts";
+import { Router } from "../../../domain/hypervisor_schema/router.ts";
+import type { Operation } from "../../../domain/hypervisor_schema/schema.ts";
 
 const op = (name: string): Operation => ({ method: "GET", name });
 

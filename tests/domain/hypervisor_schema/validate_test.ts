@@ -1,7 +1,11 @@
 /** Parameter validation as Proxmox does it. */
 import assert from "node:assert/strict";
-import { checkPropertyString, checkValue, validateParams } from "../../mock/validate.ts";
-import type { Operation } from "../../mock/schema.ts";
+import {
+  checkPropertyString,
+  checkValue,
+  validateParams,
+} from "../../../domain/hypervisor_schema/validate.ts";
+import type { Operation } from "../../../domain/hypervisor_schema/schema.ts";
 
 const operation: Operation = {
   method: "POST",

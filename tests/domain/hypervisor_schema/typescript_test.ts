@@ -1,8 +1,12 @@
 import assert from "node:assert/strict";
-import { loadSchema, type SchemaTree } from "../../mock/schema.ts";
-import { generateTypeScript, tsType, TypeScriptCache } from "../../mock/typescript.ts";
+import { loadSchema, type SchemaTree } from "../../../domain/hypervisor_schema/schema.ts";
+import {
+  generateTypeScript,
+  tsType,
+  TypeScriptCache,
+} from "../../../domain/hypervisor_schema/typescript.ts";
 
-const SHARED = new URL("../../../shared/hypervisor-schema/", import.meta.url);
+const SHARED = new URL("../../../../shared/hypervisor-schema/", import.meta.url);
 
 async function denoCheck(text: string, extra = ""): Promise<{ ok: boolean; output: string }> {
   const dir = await Deno.makeTempDir({ prefix: "pve-types-" });

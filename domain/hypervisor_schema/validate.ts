@@ -11,7 +11,7 @@ import {
   type ParamSchema,
   type PropertyStringFormat,
 } from "./schema.ts";
-import { compileSafePattern } from "./regex.ts";
+import { compileSafePattern } from "./pattern.ts";
 
 export interface FieldError {
   field: string;
@@ -34,7 +34,7 @@ const MAX_BACKTRACKING_INPUT = 64;
 
 /**
  * Compiled patterns (schemas repeat the same ones; compile once per process). Matching is
- * linear-time (mock/regex.ts): JavaScript's backtracking engine stalls the whole process on
+ * linear-time (pattern.ts): JavaScript's backtracking engine stalls the whole process on
  * some PVE patterns. The few patterns the safe matcher does not support use RegExp on short
  * inputs only; null means "cannot check", and the value is accepted rather than refused.
  */

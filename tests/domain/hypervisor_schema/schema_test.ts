@@ -1,8 +1,13 @@
 /** Schema loading (JSON, `const apiSchema = [...]`, file, URL), indexing and the catalogue. */
 import assert from "node:assert/strict";
-import { indexSchema, loadSchema, parseSchemaText, SchemaLoadError } from "../../mock/schema.ts";
-import { builtinCatalogue } from "../../mock/catalogue.ts";
-import { call, harness, login, SCHEMA_92, sharedSchema } from "../routes/hypervisor/_hv.ts";
+import {
+  indexSchema,
+  loadSchema,
+  parseSchemaText,
+  SchemaLoadError,
+} from "../../../domain/hypervisor_schema/schema.ts";
+import { builtinCatalogue } from "../../../domain/hypervisor_schema/catalogue.ts";
+import { call, harness, login, SCHEMA_92, sharedSchema } from "../../routes/hypervisor/_hv.ts";
 
 Deno.test("schema: both shared files load and index to the documented counts", async () => {
   for (
@@ -15,7 +20,7 @@ Deno.test("schema: both shared files load and index to the documented counts", a
   ) {
     const t0 = performance.now();
     const tree = await loadSchema(
-      new URL(`../../../shared/hypervisor-schema/${name}`, import.meta.url).pathname,
+      new URL(`../../../../shared/hypervisor-schema/${name}`, import.meta.url).pathname,
     );
     const index = indexSchema(tree);
     assert.equal(index.pathCount, paths, name);

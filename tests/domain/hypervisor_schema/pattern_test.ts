@@ -1,9 +1,9 @@
 /** The linear-time pattern matcher agrees with JavaScript's engine and never stalls. */
 import assert from "node:assert/strict";
-import { compileSafePattern } from "../../mock/regex.ts";
-import { ecmaPattern } from "../../mock/openapi.ts";
-import { SCHEMA_9111, SCHEMA_92, sharedSchema } from "../routes/hypervisor/_hv.ts";
-import type { SchemaTree } from "../../mock/schema.ts";
+import { compileSafePattern } from "../../../domain/hypervisor_schema/pattern.ts";
+import { ecmaPattern } from "../../../domain/hypervisor_schema/openapi.ts";
+import { SCHEMA_9111, SCHEMA_92, sharedSchema } from "../../routes/hypervisor/_hv.ts";
+import type { SchemaTree } from "../../../domain/hypervisor_schema/schema.ts";
 
 function patternsOf(tree: SchemaTree): Set<string> {
   const out = new Set<string>();

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { loadSchema, type SchemaTree } from "../../mock/schema.ts";
+import { loadSchema, type SchemaTree } from "../../../domain/hypervisor_schema/schema.ts";
 import {
   buildOpenApi,
   ecmaPattern,
@@ -7,9 +7,9 @@ import {
   OpenApiCache,
   type OpenApiDocument,
   SERVICE_EXTENSION,
-} from "../../mock/openapi.ts";
+} from "../../../domain/hypervisor_schema/openapi.ts";
 
-const SHARED = new URL("../../../shared/hypervisor-schema/", import.meta.url);
+const SHARED = new URL("../../../../shared/hypervisor-schema/", import.meta.url);
 const FILES = [
   { file: "pve-9.2.json", version: "9.2", paths: 444, operations: 675 },
   { file: "pve-9.1.11.json", version: "9.1.11", paths: 431, operations: 649 },
