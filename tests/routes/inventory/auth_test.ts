@@ -94,6 +94,7 @@ Deno.test("tokens: v1 and v2 creation, secret shown once, both header forms, v1 
     const chosen = await inv.call("POST", "/api/users/tokens/", {
       version: 1,
       token: "my-own-token-value-0123456789abcdef0123456",
+      permissions: ["dcim.view_site"],
     });
     assert.equal(chosen.status, 201);
     assert.equal(chosen.body.token, "my-own-token-value-0123456789abcdef0123456");
@@ -108,14 +109,20 @@ Deno.test("tokens: v1 and v2 creation, secret shown once, both header forms, v1 
     const badPerm = await inv.call("POST", "/api/users/tokens/", { permissions: ["everything"] });
     assert.equal(badPerm.status, 400);
     assert.ok(badPerm.body.permissions);
-    // Disabled and expired tokens stop working.
-    await inv.call("PATCH", `/api/users/tokens/${chosen.body.id}/`, { enabled: false });
-    assert.deepEqual(
-      (await inv.call("GET", "/api/dcim/sites/", undefined, "Token my-own-token-value-123")).body,
-      {
-        detail: "Invalid token",
-      },
-    );
+    // Disabled and expired tokens stop working: the same token that worked a moment ago.
+    const chosenHeader = `Token ${chosen.body.token}`;
+    assert.equal((await inv.call("GET", "/api/dcim/sites/", undefined, chosenHeader)).status, 200);
+    const off = await inv.call("PATCH", `/api/users/tokens/${chosen.body.id}/`, { enabled: false });
+    assert.deepEqual([off.status, off.body.enabled], [200, false]);
+    const refused = await inv.call("GET", "/api/dcim/sites/", undefined, chosenHeader);
+    assert.deepEqual([refused.status, refused.body], [403, { detail: "Invalid token" }]);
+    // A disabled v2 token is refused too.
+    await inv.call("PATCH", `/api/users/tokens/${v2.body.id}/`, { enabled: false });
+    const v2Off = await inv.call("GET", "/api/dcim/sites/", undefined, bearer);
+    assert.deepEqual([v2Off.status, v2Off.body], [403, { detail: "Invalid token" }]);
+    // Enabled again, it works again: the refusal came from the flag, nothing else.
+    await inv.call("PATCH", `/api/users/tokens/${chosen.body.id}/`, { enabled: true });
+    assert.equal((await inv.call("GET", "/api/dcim/sites/", undefined, chosenHeader)).status, 200);
     const expired = await inv.call("POST", "/api/users/tokens/", {
       expires: "2000-01-01T00:00:00Z",
     });
