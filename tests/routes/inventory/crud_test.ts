@@ -123,7 +123,7 @@ Deno.test("every core model: create, get, list, PUT, PATCH, delete through HTTP"
       [
         "/api/dcim/mac-addresses/",
         { mac_address: "aa:bb:cc:dd:ee:01" },
-        { mac_address: "aa:bb:cc:dd:ee:02" },
+        { mac_address: "AA:BB:CC:DD:EE:02" },
         { assigned_object_type: "virtualization.vminterface", assigned_object_id: vmIf.body.id },
         "assigned_object",
         { id: vmIf.body.id },
@@ -247,6 +247,12 @@ Deno.test("every core model: create, get, list, PUT, PATCH, delete through HTTP"
       assert.equal(list.body.count, 1, path);
       const replaced = await inv.call("PUT", `${path}${id}/`, put);
       assert.equal(replaced.status, 200, `${path} put: ${JSON.stringify(replaced.body)}`);
+      // The replacement shows in the answer and in a fresh read.
+      const reread = await inv.call("GET", `${path}${id}/`);
+      for (const [key, want] of Object.entries(put)) {
+        assert.deepEqual(plainValue(replaced.body[key]), want, `${path} PUT answer: ${key}`);
+        assert.deepEqual(plainValue(reread.body[key]), want, `${path} GET after PUT: ${key}`);
+      }
       const patched = await inv.call("PATCH", `${path}${id}/`, patch);
       assert.equal(patched.status, 200, `${path} patch: ${JSON.stringify(patched.body)}`);
       if (expected && typeof expected === "object" && !("label" in expected)) {
@@ -265,6 +271,15 @@ Deno.test("every core model: create, get, list, PUT, PATCH, delete through HTTP"
     inv.close();
   }
 });
+
+/** A field as written: a nested object as its id, a choice as its value. */
+function plainValue(v: unknown): unknown {
+  if (v && typeof v === "object" && !Array.isArray(v)) {
+    if ("id" in v) return (v as { id: unknown }).id;
+    if ("value" in v && "label" in v) return (v as { value: unknown }).value;
+  }
+  return v;
+}
 
 Deno.test("records carry NetBox's common fields and nested brief objects", async () => {
   const inv = await setup();
