@@ -20,17 +20,19 @@ import {
   Router,
   splitPath,
 } from "../domain/hypervisor_schema/router.ts";
-import {
-  type FieldError,
-  type RawParams,
-  validateParams,
-} from "../domain/hypervisor_schema/validate.ts";
+import { type RawParams, validateParams } from "../domain/hypervisor_schema/validate.ts";
 import { buildSeed, type SeedOptions } from "./seed.ts";
 import { type MockState } from "./state.ts";
 import { TaskRunner } from "./tasks.ts";
-import { authenticate, AuthError, type Credentials, type Principal, Sessions } from "./auth.ts";
+import { authenticate, AuthError, type Principal, Sessions } from "./auth.ts";
 import { sample } from "./sample.ts";
-import { firstNode, type HandlerContext, HANDLERS, looksLikeTask, startTask } from "./handlers.ts";
+import {
+  firstNode,
+  type HandlerContext,
+  HANDLERS,
+  looksLikeTask,
+  startTask,
+} from "./handlers/mod.ts";
 import { missing, MockError } from "./errors.ts";
 
 export { failed, fieldError, missing, MockError } from "./errors.ts";
@@ -184,7 +186,10 @@ export class HypervisorEngine {
       const { values, errors } = validateParams(op, raw);
       if (errors.length) throw new MockError(400, "Parameter verification failed.", errors);
       const ctx: HandlerContext = {
-        engine: this,
+        tasks: this.tasks,
+        sessions: this.sessions,
+        clock: this.now,
+        versionInfo: this.versionInfo,
         state: this.#state,
         method,
         template,

@@ -9,7 +9,7 @@ import type { HttpMethod } from "../domain/hypervisor_schema/schema.ts";
 import type { Router } from "../domain/hypervisor_schema/router.ts";
 import { collection, type GenericRecord } from "./state.ts";
 import { fieldError, missing } from "./errors.ts";
-import { type HandlerContext, looksLikeTask, startTask } from "./handlers.ts";
+import { type HandlerContext, looksLikeTask, startTask } from "./handlers/mod.ts";
 
 interface ItemInfo {
   collection: string;
