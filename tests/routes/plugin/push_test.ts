@@ -4,6 +4,13 @@
 import assert from "node:assert/strict";
 import { NO_BACKEND } from "../../../domain/plugin/service.ts";
 import { addBackendEndpoint, closedPort, harness, P, startBackend } from "./_harness.ts";
+import { createBackendApp } from "../../../routes/backend/mod.ts";
+import {
+  KvHypervisorEndpointStore,
+  KvInventoryEndpointStore,
+} from "../../../storage/kv/endpoints.ts";
+import { testDeps } from "../../_helpers.ts";
+import { refusingListener } from "../../_net.ts";
 
 type Backend = Awaited<ReturnType<typeof startBackend>>;
 
@@ -311,5 +318,81 @@ Deno.test("push: concurrent saves of one endpoint leave exactly one backend copy
   } finally {
     await h.close();
     await backend.close();
+  }
+});
+
+Deno.test("push: the backend copy holds the plaintext secrets and verify_ssl as set (read from the backend's storage)", async () => {
+  // A backend of our own, so its storage can be read back (it has no key: it stores what it got).
+  const backendDeps = await testDeps({ SERVICE_SURFACES: "backend" });
+  const backendApp = await createBackendApp(backendDeps);
+  const server = Deno.serve(
+    { port: 0, hostname: "127.0.0.1", onListen() {} },
+    (request, info) => backendApp.fetch(request, { remoteAddr: info.remoteAddr }),
+  );
+  const h = await harness();
+  try {
+    // The plugin seals its secrets at rest: a push of the stored value would send ciphertext.
+    const key = await h.call("PATCH", P + "settings/", {
+      encryption_key: "a sufficiently long key",
+    });
+    assert.equal(key.status, 200);
+    await addBackendEndpoint(h, server.addr.port);
+    const path = P + "endpoints/hypervisor/";
+    const hv = await h.call("POST", path, {
+      name: "pve",
+      domain: "pve.local",
+      username: "root@pam",
+      password: "pw-plain",
+      token_name: "sync",
+      token_value: "tv-plain",
+      verify_ssl: true,
+    });
+    assert.equal(hv.status, 201, JSON.stringify(hv.body));
+    assert.equal(hv.body.last_push.ok, true, JSON.stringify(hv.body.last_push));
+    const atRest = await h.deps.kv.list({ prefix: [] });
+    for await (const entry of atRest) {
+      const text = JSON.stringify(entry.value, (_k, v) => typeof v === "bigint" ? `${v}` : v);
+      assert.ok(!text?.includes("pw-plain"), "the plugin seals at rest");
+    }
+    const backendStore = new KvHypervisorEndpointStore(backendDeps.kv);
+    const copyOf = async () =>
+      (await backendStore.list()).find((c) => c.name === `pve (inv:${hv.body.id})`)!;
+    let copy = await copyOf();
+    assert.deepEqual(
+      [copy.key_source, copy.username, copy.password, copy.token_name, copy.token_value],
+      ["none", "root@pam", "pw-plain", "sync", "tv-plain"],
+    );
+    assert.equal(copy.verify_ssl, true);
+    const off = await h.call("PATCH", `${path}${hv.body.id}/`, { verify_ssl: false });
+    assert.equal(off.body.last_push.ok, true, JSON.stringify(off.body.last_push));
+    copy = await copyOf();
+    assert.equal(copy.verify_ssl, false);
+    assert.equal(copy.password, "pw-plain");
+
+    // The inventory copy: the token as the plugin issued it, verify_ssl as set.
+    const refusing = refusingListener();
+    try {
+      const tok = await h.call("POST", "/api/users/tokens/", { version: 1 });
+      const inv = await h.call("POST", P + "endpoints/inventory/", {
+        name: "netbox",
+        domain: "127.0.0.1",
+        port: refusing.port,
+        use_https: true,
+        verify_ssl: true,
+        token: tok.body.id,
+      });
+      assert.equal(inv.body.last_push.ok, true, JSON.stringify(inv.body.last_push));
+      const [invCopy] = await new KvInventoryEndpointStore(backendDeps.kv).list();
+      assert.deepEqual(
+        [invCopy.token, invCopy.verify_ssl, invCopy.use_https],
+        [tok.body.token, true, true],
+      );
+    } finally {
+      refusing.close();
+    }
+  } finally {
+    await h.close();
+    await server.shutdown();
+    backendDeps.kv.close();
   }
 });
