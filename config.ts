@@ -49,6 +49,10 @@ export interface Config {
     taskDelayMs: number;
   };
   inventoryBootstrapToken: string | undefined;
+  hostAgentMock: {
+    /** When set, the host-agent mock wants `Authorization: Bearer <token>` on every call. */
+    token: string | undefined;
+  };
 }
 
 export const DEFAULT_PORT = 8800;
@@ -179,6 +183,7 @@ export function parseConfig(env: Env): Config {
       taskDelayMs: millis(env, "HYPERVISOR_MOCK_TASK_DELAY_MS", 1_000),
     },
     inventoryBootstrapToken: text(env, "INVENTORY_BOOTSTRAP_TOKEN"),
+    hostAgentMock: { token: text(env, "HOST_AGENT_MOCK_TOKEN") },
   };
 }
 

@@ -53,15 +53,18 @@ export function docsRoutes(options: {
   docsPath: string;
   redocPath?: string;
   staticBase: string;
+  /** How the pages refer to `staticBase` (a relative form for surfaces mounted under a prefix). */
+  assetUrlBase?: string;
 }): Hono {
   const app = new Hono();
   const { title, specUrl, docsPath, redocPath, staticBase } = options;
+  const assetUrlBase = options.assetUrlBase ?? staticBase;
   app.get(
     docsPath,
     Scalar({
       url: specUrl,
       pageTitle: title,
-      cdn: `${staticBase}/scalar.js`,
+      cdn: `${assetUrlBase}/scalar.js`,
       withDefaultFonts: false,
       // Nothing that phones home: this page must work, and stay quiet, with no internet.
       telemetry: false,
@@ -71,11 +74,12 @@ export function docsRoutes(options: {
     }),
   );
   if (redocPath) {
-    app.get(redocPath, (c) => c.html(redocPage(title, specUrl, `${staticBase}/redoc.js`)));
+    app.get(redocPath, (c) => c.html(redocPage(title, specUrl, `${assetUrlBase}/redoc.js`)));
   }
   app.get(`${staticBase}/:asset`, async (c) => {
     const name = c.req.param("asset");
-    if (!(name in ASSETS)) return c.json({ detail: "Not Found" }, 404);
+    // Own properties only: "constructor" or "toString" are not assets.
+    if (!Object.hasOwn(ASSETS, name)) return c.json({ detail: "Not Found" }, 404);
     const body = await readAsset(name as AssetName);
     return c.body(body as Uint8Array<ArrayBuffer>, 200, {
       "content-type": "text/javascript; charset=utf-8",
