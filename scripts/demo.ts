@@ -1,0 +1,266 @@
+/**
+ * `deno task demo`: the whole product in one command. Starts the app on its embedded defaults
+ * with an in-memory KV of its own (nothing is written to ./data/; stopping the demo forgets
+ * everything), wires the loop against itself the way an operator would (an inventory superuser
+ * token, the plugin's encryption key, the backend endpoint, which registers a backend API key,
+ * the inventory copy and the hypervisor copy, both pointing at this very app), runs a full sync
+ * with live progress (the `deno task sync` module) and keeps serving until Ctrl-C.
+ */
+import { createApp } from "../app.ts";
+import { type Config, parseConfig } from "../config.ts";
+import { jsonLogger, type Logger } from "../domain/logger.ts";
+import { createInventoryCore, createSuperuserToken } from "../routes/inventory/mod.ts";
+import type { AppDeps } from "../routes/_lib/deps.ts";
+import { runSync, type SyncIo, type SyncOutcome } from "./sync/run.ts";
+import { interruptSignal, processIo } from "./sync/terminal.ts";
+
+export interface DemoOptions {
+  /** The process environment; the demo overrides the KV path, the mode and the surfaces. */
+  env: Readonly<Record<string, string | undefined>>;
+  io: SyncIo;
+  /** Where the app's own log lines go (JSON lines; stderr by default). */
+  logLine?: (line: string) => void;
+}
+
+export interface Demo {
+  /** Base URL as the user types it (localhost). */
+  url: string;
+  port: number;
+  backendKey: string;
+  inventoryToken: string;
+  /** Outcome of the first full sync. */
+  sync: SyncOutcome;
+  /** True when the server has no sync routes (404 on /full-update/stream). */
+  syncMissing: boolean;
+  deps: AppDeps;
+  finished: Promise<void>;
+  close(): Promise<void>;
+}
+
+export class DemoError extends Error {
+  override name = "DemoError";
+}
+
+const SHOWN_LEVELS = new Set(["warning", "error", "critical"]);
+
+/**
+ * The app's log lines from warning up (the demo's own output tells the story), held while the
+ * progress bars are drawn so they do not tear the block.
+ */
+function holdingLogger(write: (line: string) => void) {
+  let held: string[] | undefined;
+  const json = jsonLogger((line) => held ? held.push(line) : write(line));
+  const logger: Logger = {
+    log: (level, message, fields) => {
+      if (SHOWN_LEVELS.has(level)) json.log(level, message, fields);
+    },
+  };
+  return {
+    logger,
+    hold: () => void (held ??= []),
+    release: () => {
+      const lines = held ?? [];
+      held = undefined;
+      for (const line of lines) write(line);
+    },
+  };
+}
+
+function demoConfig(env: DemoOptions["env"]): Config {
+  return parseConfig({
+    // Secrets at rest are sealed even in memory; a key for this run only, unless one is set.
+    SERVICE_ENCRYPTION_KEY: crypto.getRandomValues(new Uint8Array(32)).toHex(),
+    ...env,
+    SERVICE_KV_PATH: ":memory:",
+    SERVICE_SURFACES: "",
+    HYPERVISOR_MODE: "mock",
+  });
+}
+
+export async function startDemo(options: DemoOptions): Promise<Demo> {
+  const { io } = options;
+  const config = demoConfig(options.env);
+  const kv = await Deno.openKv(":memory:");
+  const logs = holdingLogger(options.logLine ?? ((line) => console.error(line)));
+  const deps: AppDeps = { config, kv, fetch: globalThis.fetch, now: Date.now, logger: logs.logger };
+  let server: Deno.HttpServer<Deno.NetAddr>;
+  try {
+    const app = await createApp(deps);
+    server = Deno.serve(
+      { port: config.port, onListen() {} },
+      (request, info) => app.fetch(request, info),
+    );
+  } catch (error) {
+    kv.close();
+    if (error instanceof Deno.errors.AddrInUse) {
+      throw new DemoError(
+        `port ${config.port} is in use (is \`deno task start\` running?); ` +
+          "stop it or choose another port, e.g. PORT=8801 deno task demo",
+      );
+    }
+    throw error;
+  }
+  const port = server.addr.port;
+  const url = `http://localhost:${port}`;
+  const close = async () => {
+    await server.shutdown();
+    kv.close();
+  };
+  try {
+    io.out(
+      `Bridgebox demo on ${url}/ (in-memory data: it is gone when the demo stops; ` +
+        "`deno task start` keeps data in ./data/)\n\n",
+    );
+    const { token, tokenId } = await inventoryToken(deps);
+    const backendKey = await wire(`http://127.0.0.1:${port}`, port, token, tokenId, config);
+    io.out(
+      "Wired against itself (the key and the token are shown only now):\n" +
+        `  backend API key     ${backendKey}\n` +
+        `  inventory token     ${token}   (v1 superuser: Authorization: Token …)\n` +
+        `  inventory copy      http://127.0.0.1:${port}/api/ (this app's inventory)\n` +
+        `  hypervisor copy     http://127.0.0.1:${port}/api2/json (this app's mock, ` +
+        `${config.hypervisor.mockUser})\n\n` +
+        "Running a full update (13 stages):\n",
+    );
+    logs.hold();
+    let sync: SyncOutcome;
+    try {
+      sync = await runSync({
+        url: `http://127.0.0.1:${port}`,
+        key: backendKey,
+        stages: [],
+        endpointIds: [],
+        plain: false,
+        caFile: undefined,
+      }, io);
+    } finally {
+      logs.release();
+    }
+    const syncMissing = sync.refusedStatus === 404;
+    if (syncMissing) {
+      io.out(
+        "\nThis build has no sync routes yet (GET /full-update/stream answered 404), so the " +
+          "inventory stays empty. Everything else is wired and serving.\n",
+      );
+    }
+    io.out(await whereToLook(url, port));
+    return {
+      url,
+      port,
+      backendKey,
+      inventoryToken: token,
+      sync,
+      syncMissing,
+      deps,
+      finished: server.finished,
+      close,
+    };
+  } catch (error) {
+    await close();
+    throw error;
+  }
+}
+
+/** A v1 superuser token, made the way `deno task token:create` makes one. */
+async function inventoryToken(deps: AppDeps): Promise<{ token: string; tokenId: number }> {
+  const { id, token } = await createSuperuserToken(
+    createInventoryCore(deps),
+    "deno task demo",
+  );
+  return { token, tokenId: id };
+}
+
+/**
+ * Through the plugin API, as an operator would: the plugin keeps its secrets under its own
+ * encryption key, and saving each endpoint pushes the copy to the backend (the backend
+ * endpoint first, which generates and registers the backend's API key).
+ */
+async function wire(
+  base: string,
+  port: number,
+  token: string,
+  tokenId: number,
+  config: Config,
+): Promise<string> {
+  const call = async (method: string, path: string, body: unknown) => {
+    const res = await fetch(`${base}/api/plugins/service/${path}`, {
+      method,
+      headers: { authorization: `Token ${token}`, "content-type": "application/json" },
+      body: JSON.stringify(body),
+    });
+    const json = await res.json().catch(() => ({}));
+    if (!res.ok) {
+      throw new DemoError(
+        `${method} /api/plugins/service/${path}: ${res.status} ${JSON.stringify(json)}`,
+      );
+    }
+    const push = (json as { last_push?: { ok?: boolean; error?: string } }).last_push;
+    if (push && push.ok === false) {
+      throw new DemoError(
+        `${method} /api/plugins/service/${path}: saved, but the push to the ` +
+          `backend failed: ${push.error ?? JSON.stringify(push)}`,
+      );
+    }
+    return json as Record<string, unknown>;
+  };
+  const here = { domain: "127.0.0.1", port, use_https: false };
+  const randomKey = crypto.getRandomValues(new Uint8Array(32)).toBase64({ alphabet: "base64url" });
+  await call("PATCH", "settings/", { encryption_key: randomKey });
+  const backend = await call("POST", "endpoints/backend/", { name: "this app", ...here });
+  const key = backend.token;
+  if (typeof key !== "string" || key.length < 32) {
+    throw new DemoError("the backend endpoint was saved without a generated API key");
+  }
+  await call("POST", "endpoints/inventory/", {
+    name: "this app",
+    ...here,
+    token_version: "v1",
+    token: tokenId,
+  });
+  await call("POST", "endpoints/hypervisor/", {
+    name: "demo mock",
+    ...here,
+    username: config.hypervisor.mockUser,
+    password: config.hypervisor.mockPassword,
+  });
+  return key;
+}
+
+async function whereToLook(url: string, port: number): Promise<string> {
+  // The console ships with a later build; it is listed only when it answers (an unknown path
+  // is a 401 from the backend, which authenticates before routing).
+  const ui = await fetch(`http://127.0.0.1:${port}/ui/`, { redirect: "manual" });
+  await ui.body?.cancel();
+  const lines = [
+    "",
+    "Where to look:",
+    `  backend docs        ${url}/docs`,
+    `  inventory API       ${url}/api/   (docs ${url}/api/docs; Authorization: Token …)`,
+    `  hypervisor (mock)   ${url}/pve/docs   (Proxmox wire format at ${url}/api2/json)`,
+  ];
+  if (ui.status < 400) lines.push(`  console             ${url}/ui/   (sign in with the token)`);
+  lines.push(
+    "",
+    "Sync again from a terminal:",
+    `  BRIDGEBOX_API_KEY=<backend API key above> deno task sync --url ${url}`,
+    "Serving until Ctrl-C.",
+    "",
+  );
+  return lines.join("\n");
+}
+
+if (import.meta.main) {
+  const stop = interruptSignal();
+  let demo: Demo;
+  try {
+    demo = await startDemo({ env: Deno.env.toObject(), io: processIo(stop) });
+  } catch (error) {
+    console.error(`deno task demo: ${(error as Error).message}`);
+    Deno.exit(1);
+  }
+  if (!stop.aborted) {
+    await new Promise<void>((resolve) => stop.addEventListener("abort", () => resolve()));
+  }
+  await demo.close();
+  Deno.exit(0);
+}

@@ -1,0 +1,126 @@
+/**
+ * `deno task demo` as a test: the entry function on port 0 with its in-memory KV wires the loop
+ * against itself (backend key, inventory token, both copies) and runs the first full sync.
+ */
+import assert from "node:assert/strict";
+import { startDemo } from "../../scripts/demo.ts";
+import type { SyncIo } from "../../scripts/sync/run.ts";
+
+function captureIo() {
+  const seen = { out: "", err: "" };
+  const io: SyncIo = {
+    fetch: globalThis.fetch,
+    out: (t) => void (seen.out += t),
+    err: (t) => void (seen.err += t),
+    columns: () => 120,
+    color: false,
+    now: () => performance.now(),
+    isTerminal: false,
+  };
+  return { seen, io };
+}
+
+const occurrences = (text: string, part: string) => text.split(part).length - 1;
+
+Deno.test("demo: wires the key, the token and both copies against itself", async () => {
+  const { seen, io } = captureIo();
+  const logs: string[] = [];
+  const demo = await startDemo({
+    env: { PORT: "0", SERVICE_KV_PATH: "./data/must-not-be-used.kv" },
+    io,
+    logLine: (l) => logs.push(l),
+  });
+  try {
+    const base = `http://127.0.0.1:${demo.port}`;
+    const backend = async (path: string) => {
+      const res = await fetch(base + path, { headers: { "X-Service-API-Key": demo.backendKey } });
+      return { status: res.status, body: await res.json() };
+    };
+    // The key and the token are printed exactly once.
+    assert.equal(occurrences(seen.out, demo.backendKey), 1, seen.out);
+    assert.equal(occurrences(seen.out, demo.inventoryToken), 1, seen.out);
+    assert.match(seen.out, new RegExp(`backend API key {5}${demo.backendKey}\n`));
+    // Its own KV: the configured file path was not used.
+    assert.equal(demo.deps.config.kvPath, ":memory:");
+    await assert.rejects(Deno.stat("./data/must-not-be-used.kv"));
+
+    // The backend key works; it is the only one.
+    const keys = await backend("/auth/keys");
+    assert.equal(keys.status, 200);
+    assert.equal(keys.body.keys.length, 1);
+    // The inventory copy is this app, its secret opens.
+    const inventory = await backend("/inventory/endpoint");
+    assert.equal(inventory.body.length, 1);
+    assert.equal(inventory.body[0].ip, "127.0.0.1");
+    assert.equal(inventory.body[0].port, demo.port);
+    assert.equal(inventory.body[0].use_https, false);
+    // The hypervisor copy is this app's mock with its login; its credentials open.
+    const hypervisors = await backend("/hypervisor/endpoints");
+    assert.equal(hypervisors.body.length, 1);
+    assert.equal(hypervisors.body[0].port, demo.port);
+    assert.equal(hypervisors.body[0].username, "root@pam");
+    const check = await backend(
+      `/hypervisor/endpoints/${hypervisors.body[0].id}/credentials/check`,
+    );
+    assert.equal(check.body.ok, true, JSON.stringify(check.body));
+    // The inventory token is a superuser token of this app's inventory.
+    const status = await fetch(`${base}/api/users/tokens/`, {
+      headers: { authorization: `Token ${demo.inventoryToken}` },
+    });
+    assert.equal(status.status, 200);
+    assert.equal((await status.json()).results[0].is_superuser, true);
+    // No CRITICAL line: the copies' secrets were sealed, not stored in plaintext.
+    assert.deepEqual(logs.filter((l) => l.includes('"critical"')), []);
+
+    for (const where of ["/docs", "/api/docs", "/pve/docs", "deno task sync --url"]) {
+      assert.ok(seen.out.includes(where), where);
+    }
+  } finally {
+    await demo.close();
+  }
+});
+
+/**
+ * Until the backend has its sync routes, the demo says so and keeps serving; this test is
+ * ignored then (and only then), with the reason printed.
+ */
+const syncRoutesMissing = await (async () => {
+  const { io } = captureIo();
+  const demo = await startDemo({ env: { PORT: "0" }, io, logLine: () => {} });
+  await demo.close();
+  if (demo.syncMissing) {
+    console.warn(
+      "demo_test: the full sync test is IGNORED because GET /full-update/stream answers 404 " +
+        "(the backend's sync routes are not in this build yet).",
+    );
+  }
+  return demo.syncMissing;
+})();
+
+Deno.test({
+  name: "demo: the first full sync completes ok and fills the inventory",
+  ignore: syncRoutesMissing,
+  async fn() {
+    const { seen, io } = captureIo();
+    const demo = await startDemo({ env: { PORT: "0" }, io, logLine: () => {} });
+    try {
+      assert.equal(demo.sync.ok, true, seen.out + seen.err);
+      assert.equal(demo.sync.exitCode, 0);
+      assert.equal(demo.sync.progress.completes.length, 1);
+      assert.equal(demo.sync.progress.completes[0].ok, true);
+      assert.equal(demo.sync.progress.rows.length, 13);
+      assert.match(seen.out, /\nSync completed/);
+      const count = async (path: string) => {
+        const res = await fetch(`http://127.0.0.1:${demo.port}/api/${path}?limit=1`, {
+          headers: { authorization: `Token ${demo.inventoryToken}` },
+        });
+        return (await res.json()).count as number;
+      };
+      const seed = demo.deps.config.hypervisor.seed;
+      assert.equal(await count("dcim/devices/"), seed.nodes);
+      assert.equal(await count("virtualization/virtual-machines/"), seed.vms + seed.cts);
+    } finally {
+      await demo.close();
+    }
+  },
+});
