@@ -125,14 +125,57 @@ Deno.test("fernet: round trip with a derived key, wrong key and tampering fail",
   );
 });
 
-Deno.test("fernet: the derived key matches urlsafe_b64encode(sha256(value)) computed independently", async () => {
-  // sha256("bridgebox") computed by hand through WebCrypto, then base64url with padding, as Python does.
-  const digest = new Uint8Array(
-    await crypto.subtle.digest("SHA-256", new TextEncoder().encode("bridgebox")),
+/**
+ * Derived keys and tokens made once with Python (3, `cryptography` 48.0.0), not with our code,
+ * and recorded here:
+ *   base64.urlsafe_b64encode(hashlib.sha256(value.strip().encode()).digest())
+ *   Fernet(<derived key of "shared">).encrypt(plaintext.encode())
+ */
+const PYTHON_DERIVED: Array<[configured: string, key: string]> = [
+  ["bridgebox", "hvq4bphVeZY3EXOnbdeqrJX1PFFolUDUn2cuAdsD4iQ="],
+  ["  shared plugin key 123 \n", "EXw9wTfHoW_nJlsy7G8XoTv8NLupfJI-uTQrJg3pVRA="],
+  ["pässwörd ✓ ключ", "iJzYC069woAIw0ym3t4ieHnsQ8D5GkF3futSAqv3ExU="],
+];
+const PYTHON_TOKENS: Array<[plaintext: string, token: string]> = [
+  [
+    "from-python",
+    "gAAAAABrBJiSBEXy2jI4gOOBu7MhaAIDoAvGJYC0usrFNIiLE3RnsjfoTEknVkLwYSPgeWViFpoHB9Wuda6JyyzksIOrn5isdw==",
+  ],
+  [
+    "pässwörd ✓",
+    "gAAAAABrBJiSHTSIOL81o6m6QYvyK-7kbtZWtWzySJ1v6LWG8I0BLC7ZZZTqZRp6Zs7OhqLWUSE7g-VJ1EnewBfjGcrEClxZ-Q==",
+  ],
+  [
+    "",
+    "gAAAAABrBJiS8PquPBZSluSBuX7EP9Zz7oSARsc7t36mgDoRw9LN5PgpGLThXtGDmlgLkzIvX5O1VKj7pzxtHl4y32cXLvlBng==",
+  ],
+  [
+    "x".repeat(100),
+    "gAAAAABrBJiSckZ4jKFqLgorKCE04kgqvZNN6BRTX-MPMYxgy9Tg1O90MxK4WbXXw0q23kTHlqKGff4_VwhWqOlI71YIKqDba5WnwF9R8bsDo4cw_nDGRTJenRc3VrF9cxut5QG9PXZrYyRxHHNC1-sukoyaO3byoeYDzd2QAYiSM5SctxLj3qv0EnXG82VkeLXgmBFKiS7Jzw5YxSwTK9Z_e_Q1so-vBQ==",
+  ],
+];
+
+Deno.test("fernet: derived keys equal the ones Python computed (trimmed, UTF-8, padded base64url)", async () => {
+  for (const [configured, key] of PYTHON_DERIVED) {
+    assert.equal(await deriveFernetKey(configured), key, JSON.stringify(configured));
+  }
+});
+
+Deno.test("fernet: tokens made by Python's cryptography decrypt to their plaintext", async () => {
+  const key = await importFernetKey(await deriveFernetKey("shared"));
+  for (const [plaintext, token] of PYTHON_TOKENS) {
+    assert.equal(await fernetDecrypt(key, token), plaintext);
+  }
+  // The timestamp inside the token is Python's (2026-11-23T19:48:34Z): a TTL counts from it.
+  const stamped = Date.UTC(2026, 10, 23, 19, 48, 34);
+  assert.equal(
+    await fernetDecrypt(key, PYTHON_TOKENS[0][1], { now: stamped + 10_000, ttlSeconds: 10 }),
+    "from-python",
   );
-  const expected = digest.toBase64({ alphabet: "base64url" });
-  assert.ok(expected.endsWith("="), "Python's urlsafe_b64encode keeps the padding");
-  assert.equal(await deriveFernetKey("bridgebox"), expected);
+  await assert.rejects(
+    () => fernetDecrypt(key, PYTHON_TOKENS[0][1], { now: stamped + 11_000, ttlSeconds: 10 }),
+    /expired/,
+  );
 });
 
 Deno.test("fernet: malformed keys are refused clearly", async () => {

@@ -1,0 +1,88 @@
+/**
+ * Secrets sealed by someone else: Fernet tokens made by another implementation, and values
+ * re-sealed under a rotated plugin key while this process still caches the old one.
+ */
+import assert from "node:assert/strict";
+import { createBackendServices } from "../../../routes/backend/mod.ts";
+import { deriveFernetKey, fernetEncrypt, importFernetKey } from "../../../domain/fernet.ts";
+import { keys } from "../../../storage/kv/keys.ts";
+import { KEY, registered } from "./_setup.ts";
+
+/**
+ * Made once with Python's `cryptography` 48.0.0 (not with our code), then recorded here:
+ *   key = base64.urlsafe_b64encode(hashlib.sha256(b"shared").digest())
+ *   Fernet(key).encrypt(plaintext.encode())
+ */
+const PYTHON_TOKENS: Array<[plaintext: string, token: string]> = [
+  [
+    "from-python",
+    "gAAAAABrBJiSBEXy2jI4gOOBu7MhaAIDoAvGJYC0usrFNIiLE3RnsjfoTEknVkLwYSPgeWViFpoHB9Wuda6JyyzksIOrn5isdw==",
+  ],
+  [
+    "pässwörd ✓",
+    "gAAAAABrBJiSHTSIOL81o6m6QYvyK-7kbtZWtWzySJ1v6LWG8I0BLC7ZZZTqZRp6Zs7OhqLWUSE7g-VJ1EnewBfjGcrEClxZ-Q==",
+  ],
+];
+
+const hypervisor = { name: "pve", ip: "10.0.0.5", username: "root@pam", password: "pve-password" };
+
+Deno.test("encryption: a secret sealed by Python's cryptography with the same configured value opens to its plaintext", async () => {
+  await using h = await registered({ SERVICE_ENCRYPTION_KEY: "shared" });
+  const created = await h.call("/hypervisor/endpoints", {
+    method: "POST",
+    key: KEY,
+    json: hypervisor,
+  });
+  assert.equal(created.status, 201);
+  await created.body?.cancel();
+  const vault = createBackendServices(h.deps).vault;
+  for (const [plaintext, token] of PYTHON_TOKENS) {
+    const entry = await h.deps.kv.get<Record<string, unknown>>(keys.hypervisorEndpoint(1));
+    await h.deps.kv.set(entry.key, { ...entry.value, password: `enc:${token}` });
+    const check = await h.call("/hypervisor/endpoints/1/credentials/check", { key: KEY });
+    assert.deepEqual([check.status, await check.json()], [200, { ok: true, key_source: "env" }]);
+    const stored = (await h.deps.kv.get<{ password: string }>(keys.hypervisorEndpoint(1))).value!;
+    assert.equal(await vault.open(stored.password, "env", "pve"), plaintext);
+  }
+});
+
+Deno.test("encryption: a value re-sealed under a rotated plugin key opens: the failed decryption asks the plugin again, once", async () => {
+  let current = "first plugin value";
+  let reads = 0;
+  const rotating: typeof fetch = () => {
+    reads++;
+    return Promise.resolve(Response.json({ encryption_key: current }));
+  };
+  await using h = await registered({}, { fetch: rotating });
+  const inventory = {
+    name: "nb",
+    ip: "192.0.2.20", // nothing is sent there: `rotating` answers every read
+    port: 8800,
+    use_https: false,
+    token_version: "v1",
+    token: "inv-token-1",
+  };
+  await (await h.call("/inventory/endpoint", { method: "POST", key: KEY, json: inventory })).body
+    ?.cancel();
+  await (await h.call("/hypervisor/endpoints", { method: "POST", key: KEY, json: hypervisor }))
+    .body?.cancel();
+  const first = await h.call("/hypervisor/endpoints/1/credentials/check", { key: KEY });
+  assert.equal(first.status, 200, "opens with the first key, which is now cached");
+  await first.body?.cancel();
+
+  // The plugin rotates its key; another writer (the plugin's push through another backend
+  // process) stores the secret sealed under the new key. This process still caches the old key.
+  current = "second plugin value";
+  const sealed = await fernetEncrypt(
+    await importFernetKey(await deriveFernetKey(current)),
+    "rotated-password",
+  );
+  const entry = await h.deps.kv.get<Record<string, unknown>>(keys.hypervisorEndpoint(1));
+  assert.equal(entry.value!.key_source, "plugin");
+  await h.deps.kv.set(entry.key, { ...entry.value, password: `enc:${sealed}` });
+
+  const before = reads;
+  const check = await h.call("/hypervisor/endpoints/1/credentials/check", { key: KEY });
+  assert.deepEqual([check.status, await check.json()], [200, { ok: true, key_source: "plugin" }]);
+  assert.equal(reads - before, 1, "exactly one fresh read of the plugin key");
+});
