@@ -4,7 +4,8 @@ import { harness, login } from "./_hv.ts";
 Deno.test("codegen generate and mock reset need a mock login (mock mode)", async () => {
   const h = await harness({}, { schemaUrl: null });
   try {
-    const body = JSON.stringify({ source: "https://example.invalid/apidata.js" });
+    // A source the allow-list refuses without any lookup (no DNS, no file read).
+    const body = JSON.stringify({ source: "/etc/passwd" });
     for (const path of ["/pve/codegen/generate", "/pve/mock/reset"]) {
       const anonymous = await h.app.request(path, {
         method: "POST",
@@ -28,8 +29,18 @@ Deno.test("codegen generate and mock reset need a mock login (mock mode)", async
       headers: { "content-type": "application/json", ...s.headers },
       body,
     });
-    assert.notEqual(logged.status, 401, "past the login, the allow-list decides");
-    await logged.body?.cancel();
+    // Past the login, the allow-list decides (its exact answer, so a crash cannot pass).
+    assert.deepEqual([logged.status, await logged.json()], [400, {
+      detail: "Source not allowed: a schema file must end in .json or .js",
+      errors: [{ field: "source", message: "a schema file must end in .json or .js" }],
+    }]);
+    const reset = await h.app.request("/pve/mock/reset", {
+      method: "POST",
+      headers: { "content-type": "application/json", ...s.headers },
+      body: "{}",
+    });
+    assert.equal(reset.status, 200);
+    assert.equal((await reset.json()).detail, "Mock state restored to the seed.");
   } finally {
     h.close();
   }

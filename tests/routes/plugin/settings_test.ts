@@ -175,14 +175,32 @@ Deno.test("every documented plugin route answers (OpenAPI fragment matches the r
   const h = await harness();
   try {
     const ep = await h.call("POST", P + "endpoints/hypervisor/", { name: "x", domain: "x.local" });
+    // The exact answer each documented route gives here (a crash or a missing route would not
+    // match): a fresh hypervisor endpoint without credentials, no backend endpoint.
+    const expected: Record<string, [number, string]> = {
+      "get endpoints/hypervisor/{id}/status/": [200, "status"],
+      "get endpoints/hypervisor/{id}/ssh-secrets/": [422, "reason"],
+      "post endpoints/{kind}/{id}/push/": [200, "last_push"],
+      "post endpoints/backend/{id}/token/": [400, "token"],
+      "get settings/": [200, "has_encryption_key"],
+      "patch settings/": [200, "has_encryption_key"],
+      "get settings/runtime/": [200, "encryption_key"],
+      "get bootstrap-status/": [200, "reason"],
+    };
+    const seen: string[] = [];
     for (const [template, ops] of Object.entries(pluginOpenApiPaths())) {
       const path = template.replace("{id}", String(ep.body.id)).replace("{kind}", "hypervisor");
       for (const method of Object.keys(ops as object)) {
+        const name = `${method} ${template.slice(P.length)}`;
+        seen.push(name);
         const r = await h.call(method.toUpperCase(), path, method === "patch" ? {} : undefined);
-        assert.notEqual(r.status, 404, `${method} ${path}`);
-        assert.notEqual(r.status, 405, `${method} ${path}`);
+        const want = expected[name];
+        assert.ok(want, `${name} is documented: add its expected answer here`);
+        assert.equal(r.status, want[0], `${name}: ${JSON.stringify(r.body)}`);
+        assert.ok(r.body && want[1] in r.body, `${name}: ${JSON.stringify(r.body)}`);
       }
     }
+    assert.deepEqual(seen.sort(), Object.keys(expected).sort());
   } finally {
     await h.close();
   }
