@@ -1,14 +1,35 @@
 /**
- * `deno task token:create [description]`: creates a v1 superuser inventory token in the KV
- * store named by the configuration (SERVICE_KV_PATH) and prints it once. The plaintext is
- * kept Fernet-encrypted (see domain/netbox/tokens.ts), and looked up by its SHA-256 digest.
+ * `deno task token:create [description]`: creates a v1 superuser inventory token and prints it
+ * once. It reads the same configuration as `deno task start` (SERVICE_KV_PATH, default
+ * `./data/bridgebox.kv` relative to the working directory; SERVICE_ENCRYPTION_KEY), so run it
+ * where and how the server runs, or the server will not know the token. The store it wrote to
+ * is named on stderr; stdout carries the token alone, so `T=$(deno task token:create)` works and
+ * errors stay visible. The plaintext is kept Fernet-encrypted (see domain/netbox/tokens.ts) and
+ * looked up by its SHA-256 digest.
  */
-import { parseConfig } from "../config.ts";
+import { ConfigError, parseConfig } from "../config.ts";
 import { jsonLogger } from "../domain/logger.ts";
 import { createInventoryCore, createSuperuserToken } from "../routes/inventory/mod.ts";
 
+/** Where a KV path points, in words a user can compare with the server's start-up line. */
+export function describeStore(kvPath: string | undefined, cwd = Deno.cwd()): string {
+  if (kvPath === undefined) return "the platform KV (Deno Deploy)";
+  if (kvPath === ":memory:") return ":memory: (gone when this command ends; useless for a server)";
+  if (kvPath.includes("://")) return kvPath;
+  return kvPath.startsWith("/")
+    ? kvPath
+    : `${cwd.replace(/\/$/, "")}/${kvPath.replace(/^\.\//, "")}`;
+}
+
 if (import.meta.main) {
-  const config = parseConfig(Deno.env.toObject());
+  let config;
+  try {
+    config = parseConfig(Deno.env.toObject());
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    console.error(`Configuration error: ${error.message}`);
+    Deno.exit(2);
+  }
   if (config.kvPath && config.kvPath !== ":memory:" && !config.kvPath.includes("://")) {
     const dir = config.kvPath.replace(/\/[^/]*$/, "");
     if (dir && dir !== config.kvPath) await Deno.mkdir(dir, { recursive: true });
@@ -24,9 +45,12 @@ if (import.meta.main) {
     });
     const description = Deno.args.join(" ").trim() || "created with deno task token:create";
     const { id, token } = await createSuperuserToken(ctx, description);
-    console.log(`Created superuser token ${id}. It is shown only once:\n`);
+    console.error(
+      `Created superuser token ${id} in ${describeStore(config.kvPath)}.\n` +
+        "A server started with a different SERVICE_KV_PATH (or in another directory) will " +
+        "answer 403 Invalid token.\nIt is shown only once; use it as: Authorization: Token <token>",
+    );
     console.log(token);
-    console.log(`\nUse it as: Authorization: Token ${token}`);
   } finally {
     kv.close();
   }
