@@ -37,13 +37,27 @@ export interface ErrorFrame {
   /** A sentence, or an object naming the operation, URL, upstream status, body and hint. */
   detail?: unknown;
   hint?: string;
+  /** Where it happened, when the server says: operation, url, upstream_status, object, … */
+  context: Record<string, string | number>;
 }
+
+/** Fields of an error frame that locate the failure, in the order an operator reads them. */
+export const ERROR_CONTEXT_FIELDS = [
+  "operation",
+  "url",
+  "upstream_status",
+  "object",
+  "endpoint_id",
+  "reason",
+] as const;
 
 export interface CompleteFrame {
   kind: "complete";
   ok: boolean;
   message?: string;
   result?: unknown;
+  /** Each stage's result, when the server sums them up here too. */
+  stages?: { step: string; result: Partial<StageCounts> }[];
   errors?: { detail?: unknown }[];
 }
 
@@ -110,12 +124,18 @@ export function toFrame(event: string | undefined, data: string): SyncFrame | un
     return frame;
   }
   if (event === "error") {
+    const context: Record<string, string | number> = {};
+    for (const field of ERROR_CONTEXT_FIELDS) {
+      const value = body[field];
+      if (typeof value === "string" && value || typeof value === "number") context[field] = value;
+    }
     return {
       kind: "error",
       step: optionalText(body.step),
       error: optionalText(body.error),
       detail: body.detail,
       hint: optionalText(body.hint),
+      context,
     };
   }
   if (typeof body.ok !== "boolean") return { kind: "unreadable", event, data };
@@ -124,6 +144,13 @@ export function toFrame(event: string | undefined, data: string): SyncFrame | un
     ok: body.ok,
     message: optionalText(body.message),
     result: body.result,
+    stages: Array.isArray(body.stages)
+      ? body.stages.filter((e) => isRecord(e) && typeof e.step === "string" && isRecord(e.result))
+        .map((e) => ({
+          step: e.step as string,
+          result: counts(e.result as Record<string, unknown>),
+        }))
+      : undefined,
     errors: Array.isArray(body.errors)
       ? body.errors.map((e) => (isRecord(e) ? e : { detail: e }))
       : undefined,

@@ -90,6 +90,10 @@ export class SyncProgress {
       }
       case "complete": {
         this.completes.push(frame);
+        for (const stage of frame.stages ?? []) {
+          const row = this.rows.find((r) => r.step === stage.step);
+          if (row && !row.counts) row.counts = fillCounts(stage.result);
+        }
         for (const row of this.rows) {
           // A stage still running when the stream completes did not finish.
           if (row.status === "running") {
@@ -203,6 +207,9 @@ function errorProblem(frame: ErrorFrame): Problem {
     else headline = frame.detail;
   } else if (frame.detail !== undefined) {
     lines.push(...describe(frame.detail).split("\n").filter(Boolean));
+  }
+  for (const [field, value] of Object.entries(frame.context)) {
+    lines.push(`${field.replace("_", " ")}: ${value}`);
   }
   if (frame.hint && !lines.some((l) => l.includes(frame.hint!))) lines.push(`hint: ${frame.hint}`);
   return { step: frame.step, title: `${where}: ${headline ?? "(no description)"}`, lines };

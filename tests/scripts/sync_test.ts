@@ -133,31 +133,33 @@ Deno.test("sync: a full update prints plain lines and the result table, exit 0",
   );
 });
 
-Deno.test("sync: an error frame prints its detail and hint once, exit 1", async () => {
-  const detail = {
+Deno.test("sync: an error frame prints its detail, where and hint once, exit 1", async () => {
+  const error = {
+    step: "virtual-machines",
+    status: "failed",
+    error: "Inventory request failed",
+    detail: 'virtual-machines for endpoint 1 ("lab") while writing vm-101: 400 Bad Request',
+    endpoint_id: 1,
     operation: "bulk create virtual machines",
     url: "http://inv.example/api/virtualization/virtual-machines/",
-    status: 400,
-    body: '{"name":["This field is required."]}',
+    upstream_status: 400,
     hint: "Check the inventory token's permissions.",
+    object: "vm-101",
   };
   await withBackend(
     () =>
       sse([
         ...stage("devices", 1, counts(1, 0, 0)),
         { event: "step", data: { step: "virtual-machines", status: "started", message: "go" } },
-        {
-          event: "error",
-          data: {
-            step: "virtual-machines",
-            status: "failed",
-            error: "inventory rejected a write",
-            detail,
-          },
-        },
+        { event: "error", data: error },
         {
           event: "complete",
-          data: { ok: false, message: "1 stage failed", errors: [{ detail }] },
+          data: {
+            ok: false,
+            message: "1 stage failed",
+            stages: [{ step: "devices", result: counts(1, 0, 0) }],
+            errors: [error],
+          },
         },
       ]),
     async (url) => {
@@ -166,11 +168,13 @@ Deno.test("sync: an error frame prints its detail and hint once, exit 1", async 
       assert.equal(code, 1);
       assert.equal(
         io.err,
-        "error in virtual-machines: inventory rejected a write\n" +
+        "error in virtual-machines: Inventory request failed\n" +
+          '    virtual-machines for endpoint 1 ("lab") while writing vm-101: 400 Bad Request\n' +
           "    operation: bulk create virtual machines\n" +
           "    url: http://inv.example/api/virtualization/virtual-machines/\n" +
-          "    status: 400\n" +
-          '    body: {"name":["This field is required."]}\n' +
+          "    upstream status: 400\n" +
+          "    object: vm-101\n" +
+          "    endpoint id: 1\n" +
           "    hint: Check the inventory token's permissions.\n",
       );
       assert.ok(
@@ -181,9 +185,35 @@ Deno.test("sync: an error frame prints its detail and hint once, exit 1", async 
       assert.match(io.out, /total .* failed\n/);
       assert.ok(
         io.out.endsWith(
-          "\nSync FAILED.\n  - error in virtual-machines: inventory rejected a write\n",
+          "\nSync FAILED.\n  - error in virtual-machines: Inventory request failed\n",
         ),
         io.out,
+      );
+    },
+  );
+});
+
+Deno.test("sync: an error frame whose detail is an object lists its fields", async () => {
+  await withBackend(
+    () =>
+      sse([
+        {
+          event: "error",
+          data: {
+            step: "storage",
+            status: "failed",
+            detail: { url: "http://h/x", operation: "list storage", hint: "try again" },
+          },
+        },
+        { event: "complete", data: { ok: false, message: "failed" } },
+      ]),
+    async (url) => {
+      const { io, sio } = captureIo();
+      assert.equal(await syncMain(["--url", url], { BRIDGEBOX_API_KEY: KEY }, sio), 1);
+      assert.equal(
+        io.err,
+        "error in storage: (no description)\n" +
+          "    operation: list storage\n    url: http://h/x\n    hint: try again\n",
       );
     },
   );
