@@ -15,6 +15,7 @@ import type { BackendEnv, BackendServices } from "./context.ts";
 import { endpointRoutes } from "./endpoints.ts";
 import { ApiError, backendRouter, errorHandler } from "./errors.ts";
 import { keyRoutes } from "./keys.ts";
+import { syncRoutes } from "./sync.ts";
 import { jsonContent } from "./schemas.ts";
 
 export const MAX_BODY_BYTES = 1024 * 1024;
@@ -162,6 +163,7 @@ export async function createBackendApp(deps: AppDeps, services = createBackendSe
 
   app.route("/", keyRoutes(services));
   app.route("/", endpointRoutes(services));
+  app.route("/", syncRoutes(services));
 
   app.openAPIRegistry.registerComponent("securitySchemes", "ApiKey", {
     type: "apiKey",

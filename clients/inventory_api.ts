@@ -1,0 +1,237 @@
+/**
+ * The sync's client of the inventory's REST API (NetBox 4.x conventions, this app's own
+ * inventory or a real NetBox): paged filtered lists (`limit=1000`), bulk create, bulk PATCH
+ * and bulk DELETE with list bodies. The token is asked for at call time (v1 `Token <t>`, v2
+ * `Bearer nbt_<key>.<secret>`). Failures name the request, what the inventory answered and,
+ * for a bulk write NetBox rejects item by item, which item (`itemIndex`).
+ */
+import { baseUrl } from "./backend.ts";
+import { fetchFor } from "./hypervisor_probe.ts";
+import type { InventoryApi, InventoryBody, InventoryObject } from "../domain/sync/ports.ts";
+
+export const PAGE_SIZE = 1000;
+const EXCERPT_CHARS = 400;
+
+export interface InventoryConnection {
+  ip: string;
+  port: number;
+  use_https: boolean;
+  verify_ssl: boolean;
+  token_version: "v1" | "v2";
+  token_key: string | null;
+}
+
+export interface InventoryApiOptions {
+  fetch: typeof fetch;
+  /** Opens the stored token (v1 the token, v2 the secret). */
+  token: () => Promise<string>;
+  timeoutMs?: number;
+}
+
+export class InventoryApiError extends Error {
+  itemIndex?: number;
+  object?: string;
+  constructor(
+    readonly operation: string,
+    readonly url: string,
+    readonly status: number | null,
+    readonly bodyExcerpt: string,
+    readonly hint: string,
+  ) {
+    super(
+      `${operation} ${url}: ${status === null ? "no answer" : `HTTP ${status}`}${
+        bodyExcerpt ? `, the inventory answered ${bodyExcerpt}` : ""
+      }. ${hint}`,
+    );
+    this.name = "InventoryApiError";
+  }
+}
+
+function hintFor(status: number | null, cause = ""): string {
+  if (status === null) {
+    return cause.includes("timed out")
+      ? "The inventory did not answer in time."
+      : "Check the inventory endpoint's ip, port and use_https, and that it is reachable.";
+  }
+  if (status === 401 || status === 403) {
+    return "The inventory rejected the stored token: save a valid token on the inventory " +
+      "endpoint (it needs write permission on the synced models).";
+  }
+  if (status === 404) return "The inventory lacks this API path (is the plugin installed?).";
+  if (status === 400) return "The inventory refused the data; the answer says which field.";
+  if (status >= 300 && status < 400) {
+    return "Redirects are not followed: point the inventory endpoint at the API host directly.";
+  }
+  if (status >= 500) return "The inventory failed; look at its logs and retry.";
+  return "The inventory refused the request.";
+}
+
+function excerpt(text: string, token: string): string {
+  let out = text.replace(/\s+/g, " ").trim().slice(0, EXCERPT_CHARS);
+  if (token) out = out.split(token).join("***");
+  return out;
+}
+
+function causeOf(error: unknown): string {
+  if (error instanceof DOMException && error.name === "TimeoutError") return "timed out";
+  if (error instanceof Error) {
+    const cause = (error as { cause?: unknown }).cause;
+    return cause instanceof Error ? `${error.message}: ${cause.message}` : error.message;
+  }
+  return String(error);
+}
+
+export class InventoryApiClient implements InventoryApi {
+  readonly api: string;
+  readonly #send: typeof fetch;
+  readonly #options: InventoryApiOptions;
+  /** HTTP requests made (for the benchmark's requests-per-guest figure). */
+  requests = 0;
+
+  constructor(readonly connection: InventoryConnection, options: InventoryApiOptions) {
+    this.api = `${baseUrl(connection.use_https, connection.ip, connection.port)}/api/`;
+    this.#send = fetchFor(this.api, connection.verify_ssl, options.fetch);
+    this.#options = options;
+  }
+
+  async #auth(): Promise<{ header: string; token: string }> {
+    const token = await this.#options.token();
+    const header = this.connection.token_version === "v2"
+      ? `Bearer nbt_${this.connection.token_key}.${token}`
+      : `Token ${token}`;
+    return { header, token };
+  }
+
+  async #call(
+    method: string,
+    operation: string,
+    url: string,
+    body: unknown,
+    signal?: AbortSignal,
+  ): Promise<unknown> {
+    const { header, token } = await this.#auth();
+    const signals = [AbortSignal.timeout(this.#options.timeoutMs ?? 120_000)];
+    if (signal) signals.push(signal);
+    const shown = url.split("?")[0];
+    let response: Response;
+    this.requests++;
+    try {
+      response = await this.#send(url, {
+        method,
+        headers: {
+          authorization: header,
+          accept: "application/json",
+          ...(body === undefined ? {} : { "content-type": "application/json" }),
+        },
+        body: body === undefined ? undefined : JSON.stringify(body),
+        signal: AbortSignal.any(signals),
+        redirect: "manual",
+      });
+    } catch (error) {
+      if (signal?.aborted) throw signal.reason ?? error;
+      const cause = causeOf(error);
+      throw new InventoryApiError(operation, shown, null, cause, hintFor(null, cause));
+    }
+    const text = await response.text().catch(() => "");
+    if (!response.ok) {
+      const location = response.headers.get("location");
+      const error = new InventoryApiError(
+        operation,
+        shown,
+        response.status,
+        excerpt(location ? `redirect to ${location}` : text, token),
+        hintFor(response.status),
+      );
+      // NetBox answers a bulk write with one error object per item: point at the first bad one.
+      try {
+        const parsed = JSON.parse(text);
+        if (Array.isArray(parsed)) {
+          const at = parsed.findIndex((e) => e && Object.keys(e).length > 0);
+          if (at >= 0) error.itemIndex = at;
+        }
+      } catch { /* not JSON: the excerpt says what it was */ }
+      throw error;
+    }
+    if (response.status === 204 || !text) return null;
+    try {
+      return JSON.parse(text);
+    } catch {
+      throw new InventoryApiError(
+        operation,
+        shown,
+        response.status,
+        excerpt(text, token),
+        "The answer is not JSON: is this really a NetBox API (port, use_https)?",
+      );
+    }
+  }
+
+  async list(
+    path: string,
+    filters: Record<string, string | string[]>,
+    signal?: AbortSignal,
+  ): Promise<InventoryObject[]> {
+    const out: InventoryObject[] = [];
+    for (let offset = 0;; offset += PAGE_SIZE) {
+      const query = new URLSearchParams();
+      for (const [k, v] of Object.entries(filters)) {
+        for (const value of Array.isArray(v) ? v : [v]) query.append(k, value);
+      }
+      query.set("limit", String(PAGE_SIZE));
+      query.set("offset", String(offset));
+      const page = await this.#call(
+        "GET",
+        `list ${path}`,
+        `${this.api}${path}?${query}`,
+        undefined,
+        signal,
+      ) as { results?: InventoryObject[]; next?: string | null; count?: number } | null;
+      const results = page?.results ?? [];
+      out.push(...results);
+      if (!page?.next || results.length === 0) return out;
+    }
+  }
+
+  async create(
+    path: string,
+    bodies: InventoryBody[],
+    signal?: AbortSignal,
+  ): Promise<InventoryObject[]> {
+    if (!bodies.length) return [];
+    const made = await this.#call(
+      "POST",
+      `bulk create (${bodies.length}) on`,
+      this.api + path,
+      bodies,
+      signal,
+    );
+    return Array.isArray(made) ? made : [made as InventoryObject];
+  }
+
+  async update(
+    path: string,
+    bodies: (InventoryBody & { id: number })[],
+    signal?: AbortSignal,
+  ): Promise<InventoryObject[]> {
+    if (!bodies.length) return [];
+    const done = await this.#call(
+      "PATCH",
+      `bulk update (${bodies.length}) on`,
+      this.api + path,
+      bodies,
+      signal,
+    );
+    return Array.isArray(done) ? done : [done as InventoryObject];
+  }
+
+  async delete(path: string, ids: number[], signal?: AbortSignal): Promise<void> {
+    if (!ids.length) return;
+    await this.#call(
+      "DELETE",
+      `bulk delete (${ids.length}) on`,
+      this.api + path,
+      ids.map((id) => ({ id })),
+      signal,
+    );
+  }
+}

@@ -1,0 +1,68 @@
+/**
+ * The two narrow ports the sync stages talk through (docs/sync.md). Implementations live in
+ * clients/ (HTTP) and in tests (in-memory fakes); the stages never know which.
+ */
+
+/** Reads the hypervisor API (Proxmox VE paths such as `/cluster/resources`), returning `data`. */
+export interface HypervisorReader {
+  get<T = unknown>(
+    path: string,
+    params?: Record<string, string | number | boolean | undefined>,
+    signal?: AbortSignal,
+  ): Promise<T>;
+}
+
+/** An inventory object as the NetBox REST API renders it (nested FKs, `{value,label}` choices). */
+export interface InventoryObject {
+  id: number;
+  [field: string]: unknown;
+}
+
+/** A write body: FKs as ids, choices as values, tags as tag ids. */
+export type InventoryBody = Record<string, unknown>;
+
+/**
+ * The inventory's REST API, NetBox style. `path` is relative to `/api/`, e.g.
+ * `virtualization/virtual-machines/`. Lists read every page (`limit=1000`); writes are bulk
+ * (list bodies) and may be split into chunks by the implementation.
+ */
+export interface InventoryApi {
+  list(
+    path: string,
+    filters: Record<string, string | string[]>,
+    signal?: AbortSignal,
+  ): Promise<InventoryObject[]>;
+  create(path: string, bodies: InventoryBody[], signal?: AbortSignal): Promise<InventoryObject[]>;
+  /** Each body carries its `id`; PATCH semantics (only the fields given change). */
+  update(
+    path: string,
+    bodies: (InventoryBody & { id: number })[],
+    signal?: AbortSignal,
+  ): Promise<InventoryObject[]>;
+  delete(path: string, ids: number[], signal?: AbortSignal): Promise<void>;
+}
+
+/**
+ * What a failed call can tell an operator. Clients throw errors carrying these fields; the
+ * runner copies them into the `error` frame. Nothing here may hold a secret.
+ */
+export interface CallFailure {
+  operation?: string;
+  url?: string;
+  status?: number | null;
+  bodyExcerpt?: string;
+  hint?: string;
+  /** Which object a failed inventory write was about. */
+  object?: string;
+}
+
+/** The hypervisor endpoint a stage runs for, as the stages need to know it. */
+export interface SyncEndpoint {
+  id: number;
+  name: string;
+  ip: string;
+  port: number;
+  use_https: boolean;
+  verify_ssl: boolean;
+  username: string | null;
+}

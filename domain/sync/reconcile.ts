@@ -1,0 +1,243 @@
+/**
+ * Diff then write: compare what the hypervisor says with what the inventory holds (read in
+ * bulk beforehand), then create, update and mark in bulk. Nothing is written for an object
+ * whose fields already match, so a second run with nothing changed writes nothing.
+ */
+import type { StageContext } from "./context.ts";
+import type { CallFailure, InventoryBody, InventoryObject } from "./ports.ts";
+
+export interface Desired {
+  /** Identity of the object (never a display name alone). */
+  key: string;
+  body: InventoryBody;
+  /** Names the object in errors ("virtual machine vm-101 (vmid 101)"). */
+  label: string;
+}
+
+export interface ReconcileOptions {
+  path: string;
+  /** Existing objects of this endpoint, by the same identity key. */
+  existing: Map<string, InventoryObject>;
+  desired: Desired[];
+  /** Fields written only together with a real change (timestamps such as last_synced). */
+  touch?: InventoryBody;
+  /**
+   * Tags the sync manages on this model. Other tags (set by hand) are kept; `body.tags` lists
+   * the managed ones the object should carry.
+   */
+  managedTags?: ReadonlySet<number>;
+  /** What to do with existing objects nobody wants any more: a patch (mark), delete, or keep. */
+  orphan?: "keep" | "delete" | ((object: InventoryObject) => InventoryBody | null);
+}
+
+export interface Reconciled {
+  /** Every wanted object after the writes, by key. */
+  objects: Map<string, InventoryObject>;
+}
+
+const CHUNK = 500;
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+/** An API value reduced to what one writes: nested objects to ids, choices to values. */
+export function plain(value: unknown): unknown {
+  if (value === undefined || value === null) return null;
+  if (Array.isArray(value)) return value.map(plain);
+  if (isRecord(value)) {
+    if (typeof value.id === "number" && ("url" in value || "display" in value)) return value.id;
+    if ("value" in value && "label" in value && Object.keys(value).length === 2) {
+      return value.value;
+    }
+    const out: Record<string, unknown> = {};
+    for (const k of Object.keys(value).sort()) out[k] = plain(value[k]);
+    return out;
+  }
+  return value;
+}
+
+/** The id behind a rendered FK (nested object or bare id), or null. */
+export function refId(value: unknown): number | null {
+  if (typeof value === "number") return value;
+  if (isRecord(value) && typeof value.id === "number") return value.id;
+  return null;
+}
+
+const DATE = /^\d{4}-\d\d-\d\dT\d\d:\d\d/;
+
+function canonical(value: unknown): unknown {
+  if (value === undefined) return null;
+  if (typeof value === "string" && DATE.test(value)) {
+    const t = Date.parse(value);
+    return Number.isNaN(t) ? value : `@${t}`;
+  }
+  if (Array.isArray(value)) {
+    const items = value.map(canonical);
+    return items.every((v) => typeof v === "number")
+      ? [...(items as number[])].sort((a, b) => a - b)
+      : items;
+  }
+  if (isRecord(value)) {
+    const out: Record<string, unknown> = {};
+    for (const k of Object.keys(value).sort()) out[k] = canonical(value[k]);
+    return out;
+  }
+  return value;
+}
+
+export function same(a: unknown, b: unknown): boolean {
+  return JSON.stringify(canonical(plain(a))) === JSON.stringify(canonical(plain(b)));
+}
+
+function tagIds(value: unknown): number[] {
+  return Array.isArray(value) ? value.map(refId).filter((v): v is number => v !== null) : [];
+}
+
+/** The changed fields of `body` against `current` (tags merged with hand-set ones). */
+export function changes(
+  current: InventoryObject,
+  body: InventoryBody,
+  managed: ReadonlySet<number> | undefined,
+): InventoryBody | null {
+  const patch: InventoryBody = {};
+  for (const [field, wanted] of Object.entries(body)) {
+    if (field === "tags" && managed) {
+      const have = tagIds(current.tags);
+      const keep = have.filter((id) => !managed.has(id));
+      const merged = [...new Set([...keep, ...tagIds(wanted)])];
+      if (!same(have, merged)) patch.tags = merged;
+      continue;
+    }
+    if (!same(current[field], wanted)) patch[field] = wanted;
+  }
+  return Object.keys(patch).length ? patch : null;
+}
+
+/** Attach the object an inventory failure was about, so the error frame can name it. */
+function nameObject(error: unknown, labels: string[]): never {
+  if (error && typeof error === "object") {
+    const failure = error as CallFailure & { itemIndex?: number };
+    if (typeof failure.itemIndex === "number" && labels[failure.itemIndex] && !failure.object) {
+      failure.object = labels[failure.itemIndex];
+    } else if (!failure.object && labels.length === 1) failure.object = labels[0];
+  }
+  throw error;
+}
+
+async function inChunks<T, R>(
+  items: T[],
+  labels: string[],
+  write: (chunk: T[]) => Promise<R[]>,
+): Promise<R[]> {
+  const out: R[] = [];
+  for (let i = 0; i < items.length; i += CHUNK) {
+    const chunk = items.slice(i, i + CHUNK);
+    try {
+      out.push(...await write(chunk));
+    } catch (error) {
+      const failure = error as { itemIndex?: number };
+      if (typeof failure?.itemIndex === "number") failure.itemIndex += i;
+      nameObject(error, labels);
+    }
+  }
+  return out;
+}
+
+export async function reconcile(ctx: StageContext, options: ReconcileOptions): Promise<Reconciled> {
+  const objects = new Map<string, InventoryObject>();
+  const creates: Desired[] = [];
+  const updates: { desired: Desired; patch: InventoryBody & { id: number } }[] = [];
+  for (const desired of options.desired) {
+    const current = options.existing.get(desired.key);
+    if (!current) {
+      creates.push(desired);
+      continue;
+    }
+    const patch = changes(current, desired.body, options.managedTags);
+    if (patch) updates.push({ desired, patch: { id: current.id, ...patch, ...options.touch } });
+    else {
+      ctx.result.unchanged++;
+      objects.set(desired.key, current);
+    }
+  }
+  const wanted = new Set(options.desired.map((d) => d.key));
+  const orphans = [...options.existing].filter(([key]) => !wanted.has(key));
+  const deletes: InventoryObject[] = [];
+  const marks: { object: InventoryObject; patch: InventoryBody & { id: number } }[] = [];
+  for (const [, object] of orphans) {
+    if (options.orphan === "delete") deletes.push(object);
+    else if (typeof options.orphan === "function") {
+      const patch = options.orphan(object);
+      const delta = patch ? changes(object, patch, options.managedTags) : null;
+      if (delta) marks.push({ object, patch: { id: object.id, ...delta } });
+    }
+  }
+
+  ctx.signal.throwIfAborted();
+  if (creates.length) {
+    const made = await inChunks(
+      creates.map((d) => ({ ...d.body, ...options.touch })),
+      creates.map((d) => d.label),
+      (chunk) => ctx.inv.create(options.path, chunk, ctx.signal),
+    );
+    made.forEach((object, i) => objects.set(creates[i].key, object));
+    ctx.result.created += creates.length;
+  }
+  if (updates.length) {
+    const done = await inChunks(
+      updates.map((u) => u.patch),
+      updates.map((u) => u.desired.label),
+      (chunk) => ctx.inv.update(options.path, chunk, ctx.signal),
+    );
+    done.forEach((object, i) => objects.set(updates[i].desired.key, object));
+    ctx.result.updated += updates.length;
+  }
+  if (marks.length) {
+    await inChunks(
+      marks.map((m) => m.patch),
+      marks.map((m) => `${options.path}${m.object.id}`),
+      (chunk) => ctx.inv.update(options.path, chunk, ctx.signal),
+    );
+    ctx.result.updated += marks.length;
+  }
+  if (deletes.length) {
+    const ids = deletes.map((d) => d.id);
+    for (let i = 0; i < ids.length; i += CHUNK) {
+      await ctx.inv.delete(options.path, ids.slice(i, i + CHUNK), ctx.signal);
+    }
+    ctx.result.deleted += deletes.length;
+  }
+  return { objects };
+}
+
+/** Index a list by a key function (later duplicates lose: first by id wins). */
+export function indexBy(
+  objects: InventoryObject[],
+  key: (o: InventoryObject) => string | null,
+): Map<string, InventoryObject> {
+  const out = new Map<string, InventoryObject>();
+  for (const o of [...objects].sort((a, b) => a.id - b.id)) {
+    const k = key(o);
+    if (k !== null && !out.has(k)) out.set(k, o);
+  }
+  return out;
+}
+
+/**
+ * Deletes the existing objects no desired one claims (after references to them were moved:
+ * a primary MAC or IP must be released before its object goes).
+ */
+export async function deleteOrphans(
+  ctx: StageContext,
+  path: string,
+  existing: Map<string, InventoryObject>,
+  desired: Desired[],
+): Promise<void> {
+  const wanted = new Set(desired.map((d) => d.key));
+  const ids = [...existing].filter(([key]) => !wanted.has(key)).map(([, o]) => o.id);
+  for (let i = 0; i < ids.length; i += CHUNK) {
+    await ctx.inv.delete(path, ids.slice(i, i + CHUNK), ctx.signal);
+  }
+  ctx.result.deleted += ids.length;
+}

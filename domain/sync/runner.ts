@@ -1,0 +1,325 @@
+/**
+ * Runs sync stages for the chosen hypervisor endpoints and reports every step as an event
+ * (the SSE frames and the JSON answer are both made from these). A stage failing for one
+ * endpoint is reported and the run goes on; `complete` comes last, exactly once.
+ */
+import { CredentialError } from "../credentials.ts";
+import { addResults, emptyResult, type StageContext, type StageResult } from "./context.ts";
+import type { CallFailure, HypervisorReader, InventoryApi, SyncEndpoint } from "./ports.ts";
+import { syncDevices } from "./stages/devices.ts";
+import { syncStorage } from "./stages/storage.ts";
+import { syncVirtualMachines } from "./stages/virtual_machines.ts";
+import { syncTaskHistory } from "./stages/task_history.ts";
+import { syncVmDisks } from "./stages/vm_disks.ts";
+import { syncBackups } from "./stages/backups.ts";
+import { syncSnapshots } from "./stages/snapshots.ts";
+import { syncNetworkInterfaces } from "./stages/network_interfaces.ts";
+import { syncVmInterfaces } from "./stages/vm_interfaces.ts";
+import { syncIpAddresses } from "./stages/ip_addresses.ts";
+import { syncSdn } from "./stages/sdn.ts";
+import { syncReplications } from "./stages/replications.ts";
+import { syncBackupRoutines } from "./stages/backup_routines.ts";
+
+export interface StageDef {
+  /** The sync type: the `step` of its frames. */
+  type: string;
+  /** Route path without `/stream`. */
+  path: string;
+  summary: string;
+  run: (ctx: StageContext) => Promise<void>;
+}
+
+export const STAGES: readonly StageDef[] = [
+  {
+    type: "devices",
+    path: "/dcim/devices/create",
+    summary: "Sites, cluster, one device per node, plugin nodes",
+    run: syncDevices,
+  },
+  {
+    type: "storage",
+    path: "/virtualization/virtual-machines/storage/create",
+    summary: "Plugin storage records",
+    run: syncStorage,
+  },
+  {
+    type: "virtual-machines",
+    path: "/virtualization/virtual-machines/create",
+    summary: "Virtual machines and containers, roles, tags, VM sync-state",
+    run: syncVirtualMachines,
+  },
+  {
+    type: "task-history",
+    path: "/virtualization/virtual-machines/task-history/create",
+    summary: "Plugin task history",
+    run: syncTaskHistory,
+  },
+  {
+    type: "vm-disks",
+    path: "/virtualization/virtual-machines/virtual-disks/create",
+    summary: "Virtual disks",
+    run: syncVmDisks,
+  },
+  {
+    type: "vm-backups",
+    path: "/virtualization/virtual-machines/backups/all/create",
+    summary: "Plugin backups",
+    run: syncBackups,
+  },
+  {
+    type: "vm-snapshots",
+    path: "/virtualization/virtual-machines/snapshots/all/create",
+    summary: "Plugin snapshots",
+    run: syncSnapshots,
+  },
+  {
+    type: "network-interfaces",
+    path: "/dcim/devices/interfaces/create",
+    summary: "Node interfaces and their IP addresses",
+    run: syncNetworkInterfaces,
+  },
+  {
+    type: "vm-interfaces",
+    path: "/virtualization/virtual-machines/interfaces/create",
+    summary: "VM interfaces, MAC addresses, VLANs",
+    run: syncVmInterfaces,
+  },
+  {
+    type: "ip-addresses",
+    path: "/virtualization/virtual-machines/interfaces/ip-address/create",
+    summary: "VM IP addresses and primary IPs",
+    run: syncIpAddresses,
+  },
+  {
+    type: "sdn",
+    path: "/hypervisor/sdn/create",
+    summary: "SDN prefixes and VLANs",
+    run: syncSdn,
+  },
+  {
+    type: "replications",
+    path: "/hypervisor/replication",
+    summary: "Plugin replications",
+    run: syncReplications,
+  },
+  {
+    type: "backup-routines",
+    path: "/hypervisor/cluster/backup",
+    summary: "Plugin backup routines",
+    run: syncBackupRoutines,
+  },
+];
+
+export interface StepFrame {
+  step: string;
+  status: "started" | "progress" | "completed";
+  message: string;
+  progress?: { current: number; total: number };
+  result?: StageResult;
+}
+
+export interface ErrorFrame {
+  step: string;
+  status: "failed";
+  error: string;
+  detail: string;
+  reason?: "credential_undecryptable";
+  endpoint_id?: number;
+  operation?: string;
+  url?: string;
+  upstream_status?: number | null;
+  hint?: string;
+  object?: string;
+}
+
+export interface CompleteFrame {
+  ok: boolean;
+  message: string;
+  result: StageResult;
+  stages: { step: string; result: StageResult }[];
+  errors?: ErrorFrame[];
+}
+
+export type SyncEvent =
+  | { event: "step"; data: StepFrame }
+  | { event: "error"; data: ErrorFrame }
+  | { event: "complete"; data: CompleteFrame };
+
+export interface RunOptions {
+  stages: readonly StageDef[];
+  endpoints: SyncEndpoint[];
+  /** The hypervisor reader of one endpoint (secrets opened by it at call time). */
+  hypervisor: (endpoint: SyncEndpoint) => HypervisorReader;
+  inventory: InventoryApi;
+  emit: (event: SyncEvent) => void | Promise<void>;
+  signal: AbortSignal;
+  now?: () => number;
+  concurrency?: number;
+  /** Minimum milliseconds between two progress frames of one stage. */
+  progressEveryMs?: number;
+}
+
+function describeFailure(
+  step: string,
+  endpoint: SyncEndpoint,
+  error: unknown,
+): ErrorFrame {
+  const where = `endpoint ${endpoint.id} ("${endpoint.name}")`;
+  if (error instanceof CredentialError) {
+    return {
+      step,
+      status: "failed",
+      error: "Stored credentials cannot be decrypted",
+      detail: `${error.message}. Hint: save the secret again on the endpoint, ` +
+        "or restore the encryption key it was stored with.",
+      reason: "credential_undecryptable",
+      endpoint_id: endpoint.id,
+    };
+  }
+  const failure = (error ?? {}) as CallFailure & Error;
+  const message = error instanceof Error ? error.message : String(error);
+  const isInventory = typeof failure.url === "string" && failure.url.includes("/api/") &&
+    !failure.url.includes("/api2/");
+  const kind = failure.url
+    ? (isInventory ? "Inventory request failed" : "Hypervisor request failed")
+    : "Stage failed";
+  const object = failure.object ? ` while writing ${failure.object}` : "";
+  return {
+    step,
+    status: "failed",
+    error: kind,
+    detail: `${step} for ${where}${object}: ${message}`,
+    endpoint_id: endpoint.id,
+    operation: failure.operation,
+    url: failure.url,
+    upstream_status: failure.status ?? null,
+    hint: failure.hint,
+    object: failure.object,
+  };
+}
+
+export async function runSync(options: RunOptions): Promise<CompleteFrame> {
+  const { signal } = options;
+  const now = options.now ?? Date.now;
+  const every = options.progressEveryMs ?? 250;
+  const total = emptyResult();
+  const stages: CompleteFrame["stages"] = [];
+  const errors: ErrorFrame[] = [];
+  const caches = new Map<number, Map<string, unknown>>();
+  const readers = new Map<number, HypervisorReader>();
+  let cancelled = false;
+
+  for (const stage of options.stages) {
+    if (signal.aborted) {
+      cancelled = true;
+      break;
+    }
+    const names = options.endpoints.map((e) => e.name).join(", ") || "no enabled endpoint";
+    await options.emit({
+      event: "step",
+      data: { step: stage.type, status: "started", message: `${stage.summary}: ${names}` },
+    });
+    const result = emptyResult();
+    for (const endpoint of options.endpoints) {
+      if (signal.aborted) break;
+      let cache = caches.get(endpoint.id);
+      if (!cache) caches.set(endpoint.id, cache = new Map());
+      let hv = readers.get(endpoint.id);
+      if (!hv) readers.set(endpoint.id, hv = options.hypervisor(endpoint));
+      let last = 0;
+      const pending: Promise<unknown>[] = [];
+      const ctx: StageContext = {
+        endpoint,
+        hv,
+        inv: options.inventory,
+        signal,
+        result: emptyResult(),
+        cache,
+        now,
+        concurrency: options.concurrency ?? 8,
+        progress: (current, of, message) => {
+          const t = now();
+          if (current !== 0 && current !== of && t - last < every) return;
+          last = t;
+          pending.push(Promise.resolve(options.emit({
+            event: "step",
+            data: {
+              step: stage.type,
+              status: "progress",
+              message: `${endpoint.name}: ${message}`,
+              progress: { current, total: of },
+            },
+          })));
+        },
+      };
+      try {
+        await stage.run(ctx);
+      } catch (error) {
+        if (signal.aborted) {
+          cancelled = true;
+          break;
+        }
+        ctx.result.failed++;
+        const frame = describeFailure(stage.type, endpoint, error);
+        errors.push(frame);
+        await options.emit({ event: "error", data: frame });
+      } finally {
+        await Promise.all(pending);
+      }
+      addResults(result, ctx.result);
+    }
+    if (cancelled || signal.aborted) {
+      cancelled = true;
+      break;
+    }
+    addResults(total, result);
+    stages.push({ step: stage.type, result });
+    await options.emit({
+      event: "step",
+      data: {
+        step: stage.type,
+        status: "completed",
+        message: result.failed
+          ? `${stage.summary}: failed for ${result.failed} endpoint(s)`
+          : `${stage.summary}: done`,
+        result,
+      },
+    });
+  }
+
+  let complete: CompleteFrame;
+  if (cancelled) {
+    complete = {
+      ok: false,
+      message: "Sync cancelled",
+      result: total,
+      stages,
+      errors: [...errors, {
+        step: "sync",
+        status: "failed",
+        error: "cancelled",
+        detail: "The sync was cancelled (client disconnected or server shutting down).",
+      }],
+    };
+  } else if (errors.length) {
+    complete = {
+      ok: false,
+      message: `Sync finished with ${errors.length} error(s)`,
+      result: total,
+      stages,
+      errors,
+    };
+  } else {
+    complete = {
+      ok: true,
+      message: options.endpoints.length
+        ? `Sync complete: ${total.created} created, ${total.updated} updated, ` +
+          `${total.unchanged} unchanged, ${total.deleted} deleted`
+        : "Nothing to sync: no enabled hypervisor endpoint",
+      result: total,
+      stages,
+    };
+  }
+  await options.emit({ event: "complete", data: complete });
+  return complete;
+}

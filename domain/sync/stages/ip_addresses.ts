@@ -1,0 +1,150 @@
+/**
+ * Stage 10, ip-addresses: the addresses of each guest's interfaces — static ones from the
+ * config (`ipconfigN` for QEMU, `ip=`/`ip6=` for containers), else what the QEMU guest agent
+ * reports for a running guest with the agent enabled (matched to netN by MAC) — and the VM's
+ * primary IPv4/IPv6 (the first of each family, in interface order). Identity: interface +
+ * address. Loopback and link-local addresses are skipped.
+ */
+import { hvGet, mapLimit, type StageContext } from "../context.ts";
+import { PATHS, syncTags } from "../base.ts";
+import { type Guest, guests, ownedVms, vmAnchors } from "../guests.ts";
+import { guestNics, propertyString } from "../proxmox.ts";
+import { deleteOrphans, type Desired, reconcile } from "../reconcile.ts";
+import { assignedTo, childrenOf, refreshTagged, taggedObjects } from "../owned.ts";
+import { VM_IFACE } from "./vm_interfaces.ts";
+import type { InventoryObject } from "../ports.ts";
+
+interface AgentInterface {
+  name?: string;
+  "hardware-address"?: string;
+  "ip-addresses"?: { "ip-address-type"?: string; "ip-address"?: string; prefix?: number }[];
+}
+
+export function usableAddress(cidr: string): boolean {
+  const host = cidr.split("/")[0].toLowerCase();
+  return !(host.startsWith("127.") || host === "::1" || host.startsWith("fe80:") ||
+    host.startsWith("169.254."));
+}
+
+const isV6 = (cidr: string) => cidr.includes(":");
+
+function agentEnabled(config: Record<string, unknown>): boolean {
+  const props = propertyString(config.agent);
+  return props[""] === "1" || props.enabled === "1";
+}
+
+/** Interface name → addresses of one guest. */
+async function addressesOf(ctx: StageContext, g: Guest): Promise<Map<string, string[]>> {
+  const nics = guestNics(g.type, g.config);
+  const out = new Map(nics.map((n) => [n.name, n.addresses.filter(usableAddress)]));
+  const anyStatic = [...out.values()].some((a) => a.length);
+  if (anyStatic || g.type !== "qemu" || g.status !== "running" || !agentEnabled(g.config)) {
+    return out;
+  }
+  const answer = await hvGet<{ result?: AgentInterface[] }>(
+    ctx,
+    `/nodes/${g.node}/qemu/${g.vmid}/agent/network-get-interfaces`,
+  ).catch(() => null); // no agent running is normal, not a failure
+  for (const a of answer?.result ?? []) {
+    const mac = a["hardware-address"]?.toUpperCase();
+    const nic = nics.find((n) => n.mac && n.mac === mac);
+    if (!nic) continue;
+    for (const ip of a["ip-addresses"] ?? []) {
+      if (!ip["ip-address"]) continue;
+      const cidr = `${ip["ip-address"]}/${ip.prefix ?? (isV6(ip["ip-address"]) ? 128 : 32)}`;
+      if (usableAddress(cidr)) out.get(nic.name)!.push(cidr);
+    }
+  }
+  return out;
+}
+
+/** `10.0.0.5/24` → `10.0.0.5/24` with a canonical host part, for comparing with the inventory. */
+function addressKey(address: string): string {
+  return address.toLowerCase();
+}
+
+export async function syncIpAddresses(ctx: StageContext): Promise<void> {
+  const tags = await syncTags(ctx);
+  const list = await guests(ctx);
+  const anchors = await vmAnchors(ctx);
+  const owned = await ownedVms(ctx);
+  const present = list.filter((g) => anchors.has(g.vmid));
+  const parents = new Set(present.map((g) => anchors.get(g.vmid)!));
+  const ifaces = childrenOf(
+    await taggedObjects(ctx, PATHS.vmInterfaces),
+    "virtual_machine",
+    parents,
+  );
+  const perGuest = await mapLimit(present, ctx.concurrency, ctx.signal, (g) => addressesOf(ctx, g));
+  const ifaceIds = new Set([...ifaces.values()].map((i) => i.id));
+  const existing = assignedTo(
+    await taggedObjects(ctx, PATHS.ips),
+    VM_IFACE,
+    ifaceIds,
+    (ip) => addressKey(String(ip.address)),
+  );
+  const desired: Desired[] = [];
+  const seen = new Set<string>();
+  const primaries = new Map<number, { v4: string | null; v6: string | null }>();
+  present.forEach((g, i) => {
+    const vm = anchors.get(g.vmid)!;
+    const first = { v4: null as string | null, v6: null as string | null };
+    for (const [name, addresses] of perGuest[i]) {
+      const iface = ifaces.get(`${vm}:${name}`);
+      if (!iface) continue; // run vm-interfaces first
+      for (const address of addresses) {
+        const key = `${iface.id}:${addressKey(address)}`;
+        if (seen.has(key)) continue;
+        seen.add(key);
+        desired.push({
+          key,
+          label: `IP address ${address} of vmid ${g.vmid}`,
+          body: {
+            address,
+            status: "active",
+            assigned_object_type: VM_IFACE,
+            assigned_object_id: iface.id,
+            tags: [tags.synced],
+          },
+        });
+        if (isV6(address)) first.v6 ??= key;
+        else first.v4 ??= key;
+      }
+    }
+    primaries.set(vm, first);
+  });
+  ctx.progress(0, desired.length, `${desired.length} IP addresses`);
+  const ips = await reconcile(ctx, {
+    path: PATHS.ips,
+    existing,
+    desired,
+    managedTags: tags.managed,
+    orphan: "keep",
+  });
+
+  // Primary IPs on the VMs (before old addresses go: a primary IP cannot be deleted).
+  const vmExisting = new Map<string, InventoryObject>();
+  const vmDesired: Desired[] = [];
+  for (const g of present) {
+    const vm = owned.get(g.vmid);
+    if (!vm) continue;
+    const first = primaries.get(vm.id)!;
+    vmExisting.set(String(g.vmid), vm);
+    vmDesired.push({
+      key: String(g.vmid),
+      label: `primary IPs of vmid ${g.vmid}`,
+      body: {
+        primary_ip4: first.v4 ? ips.objects.get(first.v4)?.id ?? null : null,
+        primary_ip6: first.v6 ? ips.objects.get(first.v6)?.id ?? null : null,
+      },
+    });
+  }
+  const before = { ...ctx.result };
+  const saved = await reconcile(ctx, { path: PATHS.vms, existing: vmExisting, desired: vmDesired });
+  // VMs are counted by their own stage; here only real changes count, as updates.
+  ctx.result.unchanged = before.unchanged;
+  for (const [vmid, vm] of saved.objects) owned.set(Number(vmid), vm);
+  await deleteOrphans(ctx, PATHS.ips, existing, desired);
+  refreshTagged(ctx, PATHS.ips);
+  ctx.progress(desired.length, desired.length, `${desired.length} IP addresses synced`);
+}

@@ -1,0 +1,73 @@
+/**
+ * Stage 4, task-history: each node's task list (`/nodes/{n}/tasks`) into plugin task
+ * records, upserted by UPID (globally unique on Proxmox). Tasks are history: they are never
+ * marked or deleted when they age out of the hypervisor's list.
+ */
+import { hvGet, mapLimit, type StageContext } from "../context.ts";
+import { clusterBase, PATHS } from "../base.ts";
+import { nodeIndex } from "./devices.ts";
+import { vmAnchors } from "../guests.ts";
+import { type Desired, indexBy, reconcile } from "../reconcile.ts";
+import { epochToIso } from "../proxmox.ts";
+
+interface TaskEntry {
+  upid: string;
+  node?: string;
+  type?: string;
+  id?: string;
+  user?: string;
+  status?: string;
+  starttime?: number;
+  endtime?: number;
+  pid?: number;
+  pstart?: number;
+}
+
+export async function syncTaskHistory(ctx: StageContext): Promise<void> {
+  const base = await clusterBase(ctx);
+  const { nodes } = await nodeIndex(ctx);
+  const anchors = await vmAnchors(ctx);
+  const names = (await hvGet<{ node: string; status?: string }[]>(ctx, "/nodes") ?? [])
+    .filter((n) => n.status !== "offline").map((n) => n.node).sort();
+  const lists = await mapLimit(
+    names,
+    ctx.concurrency,
+    ctx.signal,
+    (node) => hvGet<TaskEntry[]>(ctx, `/nodes/${node}/tasks`),
+  );
+  const tasks = lists.flatMap((l, i) => (l ?? []).map((t) => ({ ...t, node: t.node ?? names[i] })))
+    .filter((t) => typeof t.upid === "string" && t.upid);
+  ctx.progress(0, tasks.length, `${tasks.length} tasks`);
+  const existing = indexBy(
+    await ctx.inv.list(PATHS.tasks, { endpoint_id: String(base.pluginEndpoint) }, ctx.signal),
+    (t) => String(t.upid),
+  );
+  const desired: Desired[] = tasks.map((t) => {
+    const vmid = /^\d+$/.test(t.id ?? "") ? Number(t.id) : null;
+    const running = t.status === undefined || t.status === "running" || !t.endtime;
+    return {
+      key: t.upid,
+      label: `task ${t.upid}`,
+      body: {
+        endpoint: base.pluginEndpoint,
+        node: nodes.get(t.node!)?.id ?? null,
+        virtual_machine: vmid !== null ? anchors.get(vmid) ?? null : null,
+        upid: t.upid,
+        node_name: t.node ?? "",
+        task_type: t.type ?? "",
+        task_id: t.id ?? "",
+        vmid,
+        username: t.user ?? "",
+        status: running ? "running" : (t.status ?? ""),
+        exitstatus: running ? null : (t.status ?? null),
+        starttime: epochToIso(t.starttime),
+        endtime: epochToIso(t.endtime),
+        pid: t.pid ?? null,
+        pstart: t.pstart ?? null,
+        raw_config: t,
+      },
+    };
+  });
+  await reconcile(ctx, { path: PATHS.tasks, existing, desired, orphan: "keep" });
+  ctx.progress(tasks.length, tasks.length, `${tasks.length} tasks synced`);
+}

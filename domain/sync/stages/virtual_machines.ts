@@ -1,0 +1,163 @@
+/**
+ * Stage 3, virtual-machines: one inventory VM per guest (QEMU and LXC) with role, tags,
+ * status, vCPUs, memory and disk, plus its VM sync-state sidecar record, which is the
+ * identity (endpoint + vmid). A guest gone upstream is marked (status decommissioning, the
+ * missing tag, sync-state missing), never deleted; a name already taken in the cluster gets
+ * a deterministic " (2)" suffix, handed out in vmid order.
+ */
+import type { StageContext } from "../context.ts";
+import { clusterBase, ensureBySlug, ensureTags, PATHS, syncTags } from "../base.ts";
+import { nodeIndex } from "./devices.ts";
+import { type Guest, guests, ownedVms, syncStates } from "../guests.ts";
+import {
+  configDigest,
+  guestDisks,
+  guestMemoryMb,
+  guestTags,
+  guestVcpus,
+  slugify,
+} from "../proxmox.ts";
+import { type Desired, reconcile } from "../reconcile.ts";
+import type { InventoryObject } from "../ports.ts";
+
+const NAME_MAX = 64;
+
+/** VM status in the inventory for a guest status upstream. */
+export function vmStatus(status: string | undefined): string {
+  if (status === "running") return "active";
+  if (status === "paused" || status === "suspended") return "paused";
+  return "offline";
+}
+
+/**
+ * Unique names within one cluster: guests in vmid order, each takes its name unless the
+ * cluster already has it (case-insensitive, as the inventory's constraint is), then " (2)",
+ * " (3)"... `taken` holds the names of VMs that are not these guests.
+ */
+export function uniqueNames(list: Guest[], taken: Iterable<string>): Map<number, string> {
+  const used = new Set([...taken].map((n) => n.toLowerCase()));
+  const out = new Map<number, string>();
+  for (const g of [...list].sort((a, b) => a.vmid - b.vmid)) {
+    const raw = String(g.config.name ?? g.config.hostname ?? g.name ?? "").trim() ||
+      `${g.type}-${g.vmid}`;
+    const base = raw.slice(0, NAME_MAX);
+    let name = base;
+    for (let n = 2; used.has(name.toLowerCase()); n++) {
+      const suffix = ` (${n})`;
+      name = base.slice(0, NAME_MAX - suffix.length) + suffix;
+    }
+    used.add(name.toLowerCase());
+    out.set(g.vmid, name);
+  }
+  return out;
+}
+
+export async function syncVirtualMachines(ctx: StageContext): Promise<void> {
+  const base = await clusterBase(ctx);
+  const tags = await syncTags(ctx);
+  const list = await guests(ctx);
+  const { devices } = await nodeIndex(ctx);
+  const states = await syncStates(ctx);
+  const owned = await ownedVms(ctx);
+  const qemuRole = await ensureBySlug(ctx, PATHS.deviceRoles, "virtual-machine", {
+    name: "Virtual machine",
+    color: "4caf50",
+    vm_role: true,
+  });
+  const lxcRole = await ensureBySlug(ctx, PATHS.deviceRoles, "container", {
+    name: "Container",
+    color: "ff9800",
+    vm_role: true,
+  });
+
+  // Guest tags become inventory tags (by slug); they are managed on synced VMs.
+  const tagNames = [...new Set(list.flatMap((g) => guestTags(g.config)))];
+  const guestTagIds = await ensureTags(
+    ctx,
+    tagNames.map((name) => ({ slug: slugify(name), name: name.slice(0, 100) })),
+  );
+  const managed = new Set([...tags.managed, ...guestTagIds.values()]);
+
+  // Names of VMs in this cluster that are not these guests (hand-made, or ours but gone).
+  const present = new Set(list.map((g) => g.vmid));
+  const ownIds = new Set([...owned].filter(([vmid]) => present.has(vmid)).map(([, v]) => v.id));
+  const clusterVms = await ctx.inv.list(
+    PATHS.vms,
+    { cluster_id: String(base.cluster) },
+    ctx.signal,
+  );
+  const names = uniqueNames(
+    list,
+    clusterVms.filter((v) => !ownIds.has(v.id)).map((v) => String(v.name)),
+  );
+
+  const existing = new Map<string, InventoryObject>();
+  for (const [vmid, vm] of owned) existing.set(String(vmid), vm);
+  const desired: Desired[] = list.map((g) => {
+    const disk = guestDisks(g.type, g.config).reduce((sum, d) => sum + d.sizeMb, 0);
+    return {
+      key: String(g.vmid),
+      label: `virtual machine ${names.get(g.vmid)} (vmid ${g.vmid})`,
+      body: {
+        name: names.get(g.vmid),
+        status: vmStatus(g.status),
+        cluster: base.cluster,
+        device: devices.get(g.node) ?? null,
+        role: g.type === "lxc" ? lxcRole.id : qemuRole.id,
+        vcpus: guestVcpus(g.type, g.config, g.maxcpu),
+        memory: guestMemoryMb(g.config, g.maxmem),
+        disk: disk || (g.maxdisk ? Math.round(g.maxdisk / 1024 ** 2) : null),
+        tags: [
+          tags.synced,
+          ...guestTags(g.config).map((t) => guestTagIds.get(slugify(t))!),
+        ],
+      },
+    };
+  });
+  ctx.progress(0, list.length, `writing ${list.length} virtual machines`);
+  const vms = await reconcile(ctx, {
+    path: PATHS.vms,
+    existing,
+    desired,
+    managedTags: managed,
+    orphan: () => ({ status: "decommissioning", tags: [tags.synced, tags.missing] }),
+  });
+
+  // The sidecar: identity and last-seen facts, one per guest ever synced.
+  const now = new Date(ctx.now()).toISOString();
+  const stateDesired: Desired[] = [];
+  for (const g of list) {
+    stateDesired.push({
+      key: String(g.vmid),
+      label: `VM sync-state ${g.type}/${g.vmid}`,
+      body: {
+        endpoint: base.pluginEndpoint,
+        vmid: g.vmid,
+        vm_type: g.type,
+        virtual_machine: vms.objects.get(String(g.vmid))?.id ?? null,
+        node_name: g.node,
+        name: names.get(g.vmid),
+        status: "present",
+        config_digest: await configDigest(g.config),
+      },
+    });
+  }
+  const saved = await reconcile(ctx, {
+    path: PATHS.syncState,
+    existing: states.states,
+    desired: stateDesired,
+    touch: { last_seen: now },
+    orphan: () => ({ status: "missing" }),
+  });
+  // Later stages of this run see what was just written.
+  for (const [key, state] of saved.objects) {
+    states.states.set(key, state);
+    const vm = vms.objects.get(key);
+    if (vm) {
+      states.vms.set(Number(key), vm.id);
+      owned.set(Number(key), vm);
+    }
+  }
+  for (const vmid of [...owned.keys()]) if (!present.has(vmid)) owned.delete(vmid);
+  ctx.progress(list.length, list.length, `${list.length} virtual machines synced`);
+}

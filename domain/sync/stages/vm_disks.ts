@@ -1,0 +1,44 @@
+/**
+ * Stage 5, vm-disks: one virtual disk per disk key of each guest config (scsi0, virtio1,
+ * rootfs, mp0...; no CD-ROMs), identified by VM + key. Disks gone from a config are
+ * deleted (they are the sync's own, tagged); disks of a guest gone upstream stay.
+ */
+import type { StageContext } from "../context.ts";
+import { PATHS, syncTags } from "../base.ts";
+import { guests, vmAnchors } from "../guests.ts";
+import { guestDisks } from "../proxmox.ts";
+import { type Desired, reconcile } from "../reconcile.ts";
+import { childrenOf, refreshTagged, taggedObjects } from "../owned.ts";
+
+export async function syncVmDisks(ctx: StageContext): Promise<void> {
+  const tags = await syncTags(ctx);
+  const list = await guests(ctx);
+  const anchors = await vmAnchors(ctx);
+  const present = list.filter((g) => anchors.has(g.vmid));
+  const parents = new Set(present.map((g) => anchors.get(g.vmid)!));
+  const existing = childrenOf(await taggedObjects(ctx, PATHS.disks), "virtual_machine", parents);
+  const desired: Desired[] = present.flatMap((g) => {
+    const vm = anchors.get(g.vmid)!;
+    return guestDisks(g.type, g.config).map((d) => ({
+      key: `${vm}:${d.name}`,
+      label: `virtual disk ${d.name} of vmid ${g.vmid}`,
+      body: {
+        virtual_machine: vm,
+        name: d.name,
+        size: d.sizeMb,
+        description: d.volume.slice(0, 200),
+        tags: [tags.synced],
+      },
+    }));
+  });
+  ctx.progress(0, desired.length, `${desired.length} virtual disks`);
+  await reconcile(ctx, {
+    path: PATHS.disks,
+    existing,
+    desired,
+    managedTags: tags.managed,
+    orphan: "delete",
+  });
+  refreshTagged(ctx, PATHS.disks);
+  ctx.progress(desired.length, desired.length, `${desired.length} virtual disks synced`);
+}

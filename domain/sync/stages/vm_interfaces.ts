@@ -1,0 +1,119 @@
+/**
+ * Stage 9, vm-interfaces: one VM interface per `netN` of each guest (named by the guest's own
+ * name for containers, netN for QEMU), its MAC address object (set as primary MAC) and the
+ * VLAN of its `tag=` (a VLAN of the cluster's site, found by vid or created).
+ */
+import type { StageContext } from "../context.ts";
+import { clusterBase, PATHS, syncTags } from "../base.ts";
+import { guests, vmAnchors } from "../guests.ts";
+import { guestNics } from "../proxmox.ts";
+import { deleteOrphans, type Desired, reconcile, refId } from "../reconcile.ts";
+import { assignedTo, childrenOf, ensureVlans, refreshTagged, taggedObjects } from "../owned.ts";
+
+export const VM_IFACE = "virtualization.vminterface";
+
+export async function syncVmInterfaces(ctx: StageContext): Promise<void> {
+  const base = await clusterBase(ctx);
+  const tags = await syncTags(ctx);
+  const list = await guests(ctx);
+  const anchors = await vmAnchors(ctx);
+  const present = list.filter((g) => anchors.has(g.vmid));
+  const parents = new Set(present.map((g) => anchors.get(g.vmid)!));
+  const nics = present.map((g) => ({ g, nics: guestNics(g.type, g.config) }));
+  const vids = new Map<number, string>();
+  for (const { nics: n } of nics) for (const nic of n) if (nic.vlan) vids.set(nic.vlan, "");
+  for (const vid of vids.keys()) vids.set(vid, `VLAN ${vid}`);
+  const vlans = await ensureVlans(ctx, base.site, vids);
+
+  const existing = childrenOf(
+    await taggedObjects(ctx, PATHS.vmInterfaces),
+    "virtual_machine",
+    parents,
+  );
+  const desired: Desired[] = nics.flatMap(({ g, nics: n }) => {
+    const vm = anchors.get(g.vmid)!;
+    return n.map((nic) => ({
+      key: `${vm}:${nic.name}`,
+      label: `interface ${nic.name} of vmid ${g.vmid}`,
+      body: {
+        virtual_machine: vm,
+        name: nic.name,
+        enabled: true,
+        description: [nic.key, nic.bridge ? `bridge ${nic.bridge}` : ""].filter(Boolean).join(", "),
+        mode: nic.vlan ? "access" : null,
+        untagged_vlan: nic.vlan ? vlans.get(nic.vlan) ?? null : null,
+        tags: [tags.synced],
+      },
+    }));
+  });
+  ctx.progress(0, desired.length, `${desired.length} VM interfaces`);
+  const ifaces = await reconcile(ctx, {
+    path: PATHS.vmInterfaces,
+    existing,
+    desired,
+    managedTags: tags.managed,
+    orphan: "delete",
+  });
+
+  // MAC addresses, one per interface, made the interface's primary MAC.
+  const ifaceIds = new Set([...ifaces.objects.values()].map((i) => i.id));
+  const macs = assignedTo(
+    await taggedObjects(ctx, PATHS.macs),
+    VM_IFACE,
+    ifaceIds,
+    (m) => String(m.mac_address).toUpperCase(),
+  );
+  const macDesired: Desired[] = nics.flatMap(({ g, nics: n }) => {
+    const vm = anchors.get(g.vmid)!;
+    return n.filter((nic) => nic.mac).map((nic) => {
+      const iface = ifaces.objects.get(`${vm}:${nic.name}`)!.id;
+      return {
+        key: `${iface}:${nic.mac}`,
+        label: `MAC address ${nic.mac} of vmid ${g.vmid}`,
+        body: {
+          mac_address: nic.mac,
+          assigned_object_type: VM_IFACE,
+          assigned_object_id: iface,
+          tags: [tags.synced],
+        },
+      };
+    });
+  });
+  const savedMacs = await reconcile(ctx, {
+    path: PATHS.macs,
+    existing: macs,
+    desired: macDesired,
+    managedTags: tags.managed,
+    orphan: "keep",
+  });
+  const primary: Desired[] = [];
+  for (const { g, nics: n } of nics) {
+    const vm = anchors.get(g.vmid)!;
+    for (const nic of n) {
+      const iface = ifaces.objects.get(`${vm}:${nic.name}`)!;
+      const mac = nic.mac ? savedMacs.objects.get(`${iface.id}:${nic.mac}`)?.id ?? null : null;
+      if (refId(iface.primary_mac_address) !== mac) {
+        primary.push({
+          key: `${vm}:${nic.name}`,
+          label: `interface ${nic.name} of vmid ${g.vmid}`,
+          body: { primary_mac_address: mac },
+        });
+      }
+    }
+  }
+  if (primary.length) {
+    // Counted once: these interfaces were already counted above.
+    const before = { ...ctx.result };
+    await reconcile(ctx, {
+      path: PATHS.vmInterfaces,
+      existing: new Map(primary.map((p) => [p.key, ifaces.objects.get(p.key)!])),
+      desired: primary,
+    });
+    ctx.result.updated = before.updated;
+    ctx.result.unchanged = before.unchanged;
+  }
+  await deleteOrphans(ctx, PATHS.macs, macs, macDesired);
+  refreshTagged(ctx, PATHS.vmInterfaces);
+  refreshTagged(ctx, PATHS.macs);
+  ctx.progress(desired.length, desired.length, `${desired.length} VM interfaces synced`);
+}

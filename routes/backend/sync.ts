@@ -1,0 +1,443 @@
+/**
+ * The sync routes: the 13 stage paths (each as SSE under `…/stream` and as one JSON answer
+ * without it), `/full-update[/stream]`, and the hypervisor read routes. Handlers only parse,
+ * build the two clients from the stored copies, and turn the runner's events into frames.
+ */
+import { createRoute, z } from "@hono/zod-openapi";
+import type { Context } from "hono";
+import type { BackendEnv, BackendServices } from "./context.ts";
+import { ApiError, backendRouter, fail } from "./errors.ts";
+import { CredentialUndecryptable, Detail, ErrorResponses, jsonContent } from "./schemas.ts";
+import { CredentialError } from "../../domain/credentials.ts";
+import { endpointLabel } from "../../domain/endpoints.ts";
+import { runSync, type StageDef, STAGES, type SyncEvent } from "../../domain/sync/runner.ts";
+import type { HypervisorReader, SyncEndpoint } from "../../domain/sync/ports.ts";
+import { HypervisorApiClient, HypervisorApiError } from "../../clients/hypervisor_api.ts";
+import { InventoryApiClient } from "../../clients/inventory_api.ts";
+import type { HypervisorEndpointRecord } from "../../storage/ports.ts";
+
+export const NO_INVENTORY =
+  "No inventory endpoint found. Please add an inventory endpoint in the database.";
+export const KEEPALIVE_MS = 15_000;
+
+export interface SyncRouteOptions {
+  /** Silence after which a `: keepalive` comment is sent (tests shorten it). */
+  keepaliveMs?: number;
+  /** Concurrent hypervisor reads per endpoint. */
+  concurrency?: number;
+}
+
+const Result = z.object({
+  created: z.number().int(),
+  updated: z.number().int(),
+  unchanged: z.number().int(),
+  deleted: z.number().int(),
+  failed: z.number().int(),
+}).openapi("SyncResult");
+
+const ErrorFrame = z.object({
+  step: z.string(),
+  status: z.literal("failed"),
+  error: z.string(),
+  detail: z.string(),
+  reason: z.string().optional(),
+  endpoint_id: z.number().int().optional(),
+  operation: z.string().optional(),
+  url: z.string().optional(),
+  upstream_status: z.number().int().nullable().optional(),
+  hint: z.string().optional(),
+  object: z.string().optional(),
+}).openapi("SyncErrorFrame");
+
+const Complete = z.object({
+  ok: z.boolean(),
+  message: z.string(),
+  result: Result,
+  stages: z.array(z.object({ step: z.string(), result: Result })),
+  errors: z.array(ErrorFrame).optional(),
+}).openapi("SyncComplete");
+
+const SyncFailed = z.object({
+  detail: z.string(),
+  reason: z.string().optional(),
+  errors: z.array(ErrorFrame),
+  result: Result,
+  stages: z.array(z.object({ step: z.string(), result: Result })),
+}).openapi("SyncFailed");
+
+const Scope = z.object({
+  hypervisor_endpoint_ids: z.string().regex(/^\s*\d+(\s*,\s*\d+)*\s*$/, {
+    message: "Use a comma-separated list of endpoint ids, e.g. 1,2",
+  }).optional().openapi({
+    description: "Comma-separated hypervisor endpoint ids (default: every enabled endpoint).",
+    example: "1,2",
+  }),
+});
+
+const SSE_DESCRIPTION = "Server-Sent Events: `event: step` frames (started → progress → " +
+  "completed), `event: error` frames for failures, then exactly one `event: complete`.";
+
+/** Hypervisor clients live across requests so a ticket is reused until it must be renewed. */
+function clientPool(services: BackendServices) {
+  const pool = new Map<number, { fingerprint: string; client: HypervisorApiClient }>();
+  return (record: HypervisorEndpointRecord): HypervisorApiClient => {
+    const { password: _p, token_value: _t, ...visible } = record;
+    // The stored (sealed) secrets are part of the fingerprint: a new secret means a new login.
+    const fingerprint = JSON.stringify([visible, record.password, record.token_value]);
+    const hit = pool.get(record.id);
+    if (hit?.fingerprint === fingerprint) return hit.client;
+    const label = endpointLabel(record);
+    const client = new HypervisorApiClient(record, {
+      fetch: services.deps.fetch,
+      now: services.deps.now,
+      secrets: async () => ({
+        password: await services.vault.open(record.password, record.key_source, label),
+        token_value: await services.vault.open(record.token_value, record.key_source, label),
+      }),
+    });
+    pool.set(record.id, { fingerprint, client });
+    return client;
+  };
+}
+
+function parseIds(value: string | undefined): number[] | null {
+  if (!value) return null;
+  return [...new Set(value.split(",").map((v) => Number(v.trim())))];
+}
+
+function toSyncEndpoint(r: HypervisorEndpointRecord): SyncEndpoint {
+  return {
+    id: r.id,
+    name: r.name,
+    ip: r.ip,
+    port: r.port,
+    use_https: r.use_https,
+    verify_ssl: r.verify_ssl,
+    username: r.username,
+  };
+}
+
+const encoder = new TextEncoder();
+
+function frame(event: string, data: unknown): Uint8Array {
+  return encoder.encode(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+}
+
+export function syncRoutes(services: BackendServices, options: SyncRouteOptions = {}) {
+  const app = backendRouter<BackendEnv>();
+  const hypervisorClient = clientPool(services);
+  const keepaliveMs = options.keepaliveMs ?? KEEPALIVE_MS;
+
+  /** Everything a run needs, checked before any frame (the 400 comes first). */
+  async function prepare(c: Context<BackendEnv>, scope: string | undefined) {
+    const [inventory] = await services.inventoryEndpoints.list();
+    if (!inventory) throw fail(400, NO_INVENTORY);
+    const ids = parseIds(scope);
+    const all = await services.hypervisorEndpoints.list();
+    if (ids) {
+      const unknown = ids.filter((id) => !all.some((e) => e.id === id));
+      if (unknown.length) {
+        throw fail(404, `Hypervisor endpoint(s) not found: ${unknown.join(", ")}`);
+      }
+    }
+    const endpoints = all
+      .filter((e) => e.enabled && (!ids || ids.includes(e.id)))
+      .sort((a, b) => a.id - b.id);
+    const label = `inventory endpoint ${inventory.id} ("${inventory.name}")`;
+    const inventoryApi = new InventoryApiClient(inventory, {
+      fetch: services.deps.fetch,
+      token: async () => {
+        const token = await services.vault.open(inventory.token, inventory.key_source, label);
+        if (!token) throw new CredentialError(label, "no token is stored");
+        return token;
+      },
+    });
+    const records = new Map(endpoints.map((e) => [e.id, e]));
+    const hypervisor = (endpoint: SyncEndpoint): HypervisorReader => {
+      const client = hypervisorClient(records.get(endpoint.id)!);
+      return { get: (path, params, signal) => client.get(path, params, { signal }) };
+    };
+    void c;
+    return { endpoints: endpoints.map(toSyncEndpoint), inventoryApi, hypervisor };
+  }
+
+  function stream(c: Context<BackendEnv>, stages: readonly StageDef[], scope?: string) {
+    return prepare(c, scope).then(({ endpoints, inventoryApi, hypervisor }) => {
+      const abort = new AbortController();
+      const requestSignal = c.req.raw.signal;
+      const onRequestAbort = () => abort.abort(new DOMException("client went away", "AbortError"));
+      requestSignal?.addEventListener("abort", onRequestAbort, { once: true });
+      let timer: ReturnType<typeof setInterval> | undefined;
+      let closed = false;
+      const body = new ReadableStream<Uint8Array>({
+        start(controller) {
+          let last = Date.now();
+          const write = (bytes: Uint8Array) => {
+            if (closed) return;
+            try {
+              controller.enqueue(bytes);
+              last = Date.now();
+            } catch {
+              closed = true;
+            }
+          };
+          timer = setInterval(() => {
+            if (Date.now() - last >= keepaliveMs) write(encoder.encode(": keepalive\n\n"));
+          }, Math.max(10, Math.min(1000, keepaliveMs / 3)));
+          const emit = (event: SyncEvent) => write(frame(event.event, event.data));
+          runSync({
+            stages,
+            endpoints,
+            hypervisor,
+            inventory: inventoryApi,
+            emit,
+            signal: abort.signal,
+            now: services.deps.now,
+            concurrency: options.concurrency,
+          }).catch((error) => {
+            services.deps.logger.log("error", "sync run crashed", {
+              error: error instanceof Error ? error.message : String(error),
+            });
+            emit({
+              event: "complete",
+              data: {
+                ok: false,
+                message: "Sync failed",
+                result: { created: 0, updated: 0, unchanged: 0, deleted: 0, failed: 1 },
+                stages: [],
+                errors: [{
+                  step: "sync",
+                  status: "failed",
+                  error: "internal error",
+                  detail: "The sync stopped on an internal error; see the server log.",
+                }],
+              },
+            });
+          }).finally(() => {
+            clearInterval(timer);
+            requestSignal?.removeEventListener("abort", onRequestAbort);
+            if (!closed) {
+              closed = true;
+              try {
+                controller.close();
+              } catch { /* already closed by the client */ }
+            }
+          });
+        },
+        cancel() {
+          // The client went away: stop the work (no orphaned writes carry on).
+          closed = true;
+          clearInterval(timer);
+          abort.abort(new DOMException("client went away", "AbortError"));
+        },
+      });
+      return new Response(body, {
+        status: 200,
+        headers: {
+          "content-type": "text/event-stream",
+          "cache-control": "no-cache",
+          "x-accel-buffering": "no",
+        },
+      });
+    });
+  }
+
+  async function json(c: Context<BackendEnv>, stages: readonly StageDef[], scope?: string) {
+    const { endpoints, inventoryApi, hypervisor } = await prepare(c, scope);
+    const complete = await runSync({
+      stages,
+      endpoints,
+      hypervisor,
+      inventory: inventoryApi,
+      emit: () => {},
+      signal: c.req.raw.signal ?? new AbortController().signal,
+      now: services.deps.now,
+      concurrency: options.concurrency,
+    });
+    if (complete.ok) return c.json(complete, 200);
+    const errors = complete.errors ?? [];
+    const detail = errors.map((e) => e.detail).join("; ");
+    const undecryptable = errors.find((e) => e.reason === "credential_undecryptable");
+    if (undecryptable) {
+      return c.json({
+        reason: "credential_undecryptable" as const,
+        detail,
+        errors,
+        result: complete.result,
+        stages: complete.stages,
+      }, 409);
+    }
+    return c.json({ detail, errors, result: complete.result, stages: complete.stages }, 502);
+  }
+
+  const register = (path: string, summary: string, stages: readonly StageDef[], tag: string) => {
+    app.openapi(
+      createRoute({
+        method: "get",
+        path: `${path}/stream`,
+        tags: [tag],
+        summary: `${summary} (SSE)`,
+        description: SSE_DESCRIPTION,
+        request: { query: Scope },
+        responses: {
+          200: {
+            description: SSE_DESCRIPTION,
+            content: { "text/event-stream": { schema: z.string() } },
+          },
+          400: jsonContent(Detail, "No inventory endpoint copy"),
+          404: jsonContent(Detail, "Unknown hypervisor endpoint id in the scope"),
+          ...ErrorResponses,
+        },
+      }),
+      (c) => stream(c, stages, c.req.query("hypervisor_endpoint_ids")),
+    );
+    app.openapi(
+      createRoute({
+        method: "get",
+        path,
+        tags: [tag],
+        summary,
+        request: { query: Scope },
+        responses: {
+          200: jsonContent(Complete, "Every stage ran without error"),
+          400: jsonContent(Detail, "No inventory endpoint copy"),
+          404: jsonContent(Detail, "Unknown hypervisor endpoint id in the scope"),
+          409: jsonContent(CredentialUndecryptable, "Stored credentials cannot be decrypted"),
+          502: jsonContent(SyncFailed, "A stage failed; `detail` names what and why"),
+          ...ErrorResponses,
+        },
+      }),
+      (c) => json(c, stages, c.req.query("hypervisor_endpoint_ids")),
+    );
+  };
+
+  register("/full-update", "Full update: all 13 stages in order", STAGES, "sync");
+  for (const stage of STAGES) {
+    register(stage.path, `Sync stage ${stage.type}: ${stage.summary}`, [stage], "sync stages");
+  }
+
+  // ------------------------------------------------------------ hypervisor read routes
+  readRoutes(app, services, hypervisorClient);
+  return app;
+}
+
+const EndpointQuery = z.object({
+  endpoint_id: z.coerce.number().int().min(1).optional().openapi({
+    description: "One hypervisor endpoint (default: every enabled endpoint).",
+  }),
+});
+
+const Annotated = z.array(z.record(z.string(), z.unknown())).openapi({
+  description: "Hypervisor items, each with `endpoint_id` and `endpoint_name` added.",
+});
+
+function readRoutes(
+  app: ReturnType<typeof backendRouter<BackendEnv>>,
+  services: BackendServices,
+  clientOf: (record: HypervisorEndpointRecord) => HypervisorApiClient,
+) {
+  async function targets(endpointId: number | undefined) {
+    const all = await services.hypervisorEndpoints.list();
+    if (endpointId === undefined) return all.filter((e) => e.enabled).sort((a, b) => a.id - b.id);
+    const one = all.find((e) => e.id === endpointId);
+    if (!one) throw fail(404, "Hypervisor endpoint not found.");
+    if (!one.enabled) throw fail(409, `Hypervisor endpoint ${one.id} ("${one.name}") is disabled.`);
+    return [one];
+  }
+
+  async function read(
+    record: HypervisorEndpointRecord,
+    path: string,
+    params: Record<string, string> | undefined,
+    signal: AbortSignal | undefined,
+  ) {
+    try {
+      return await clientOf(record).get(path, params, { signal });
+    } catch (error) {
+      if (error instanceof CredentialError) {
+        throw new ApiError(409, { reason: "credential_undecryptable", detail: error.message });
+      }
+      if (error instanceof HypervisorApiError) {
+        throw new ApiError(502, {
+          detail: `${endpointLabel(record)}: ${error.message}`,
+          upstream_status: error.status,
+        });
+      }
+      throw error;
+    }
+  }
+
+  const list = (path: string, summary: string, extraQuery = false) => {
+    const query = extraQuery
+      ? EndpointQuery.extend({
+        type: z.enum(["vm", "storage", "node", "sdn"]).optional().openapi({
+          description: "Resource type filter, as Proxmox takes it.",
+        }),
+      })
+      : EndpointQuery;
+    const routePath = path === "/nodes" ? "/hypervisor/nodes/" : `/hypervisor${path}`;
+    app.openapi(
+      createRoute({
+        method: "get",
+        path: routePath,
+        tags: ["hypervisor"],
+        summary,
+        request: { query },
+        responses: {
+          200: jsonContent(Annotated, "Items of every chosen endpoint"),
+          404: jsonContent(Detail, "Unknown endpoint_id"),
+          409: jsonContent(z.union([Detail, CredentialUndecryptable]), "Disabled, or secrets"),
+          502: jsonContent(Detail, "The hypervisor failed; detail names the call"),
+          ...ErrorResponses,
+        },
+      }),
+      async (c) => {
+        const q = c.req.query();
+        const endpointId = q.endpoint_id ? Number(q.endpoint_id) : undefined;
+        const params = extraQuery && q.type ? { type: q.type } : undefined;
+        const out: Record<string, unknown>[] = [];
+        for (const record of await targets(endpointId)) {
+          const data = await read(record, path, params, c.req.raw.signal);
+          for (const item of Array.isArray(data) ? data : []) {
+            out.push({ ...item, endpoint_id: record.id, endpoint_name: record.name });
+          }
+        }
+        return c.json(out, 200);
+      },
+    );
+  };
+  list("/cluster/status", "Cluster status of every enabled hypervisor endpoint (or one)");
+  list("/nodes", "Nodes of every enabled hypervisor endpoint (or one)");
+  list("/cluster/resources", "Cluster resources (guests, storage, nodes)", true);
+
+  app.openapi(
+    createRoute({
+      method: "get",
+      path: "/hypervisor/version",
+      tags: ["hypervisor"],
+      summary: "Hypervisor version of every enabled endpoint (or one)",
+      request: { query: EndpointQuery },
+      responses: {
+        200: jsonContent(Annotated, "One version record per endpoint"),
+        404: jsonContent(Detail, "Unknown endpoint_id"),
+        409: jsonContent(z.union([Detail, CredentialUndecryptable]), "Disabled, or secrets"),
+        502: jsonContent(Detail, "The hypervisor failed; detail names the call"),
+        ...ErrorResponses,
+      },
+    }),
+    async (c) => {
+      const q = c.req.query();
+      const endpointId = q.endpoint_id ? Number(q.endpoint_id) : undefined;
+      const out: Record<string, unknown>[] = [];
+      for (const record of await targets(endpointId)) {
+        const data = await read(record, "/version", undefined, c.req.raw.signal);
+        out.push({
+          ...(data && typeof data === "object" ? data : {}),
+          endpoint_id: record.id,
+          endpoint_name: record.name,
+        });
+      }
+      return c.json(out, 200);
+    },
+  );
+}

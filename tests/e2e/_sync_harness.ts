@@ -1,0 +1,209 @@
+// deno-lint-ignore-file no-explicit-any
+/**
+ * One real socket serving every surface (backend, inventory, hypervisor mock), wired to
+ * itself: a backend key, the inventory copy (a real inventory token) and the mock as a
+ * hypervisor copy. Helpers run sync routes and read the inventory as a NetBox client would.
+ */
+import { createParser, type EventSourceMessage } from "eventsource-parser";
+import { createApp } from "../../app.ts";
+import { testDeps } from "../_helpers.ts";
+import type { AppDeps } from "../../routes/_lib/deps.ts";
+import type { MemoryLogger } from "../../domain/logger.ts";
+
+export const ROOT = "e2esync0123456789abcdef0123456789abcdef";
+export const KEY = "sync-e2e-key-0123456789abcdef0123456789abcdef";
+
+export interface SseFrame {
+  event: string;
+  data: any;
+}
+
+export interface SyncWorld {
+  base: string;
+  port: number;
+  deps: AppDeps & { logger: MemoryLogger };
+  /** Requests seen by the server, "METHOD /path" (query stripped), in order. */
+  seen: string[];
+  backend(method: string, path: string, body?: unknown): Promise<{ status: number; body: any }>;
+  inventory(path: string): Promise<any[]>;
+  inventoryCall(
+    method: string,
+    path: string,
+    body?: unknown,
+  ): Promise<{ status: number; body: any }>;
+  hypervisor(method: string, path: string, params?: Record<string, string>): Promise<any>;
+  /** Runs a stream route to its end (or until `until` says stop, then disconnects). */
+  stream(path: string, until?: (frame: SseFrame) => boolean): Promise<SseFrame[]>;
+  addHypervisorCopy(name: string, extra?: Record<string, unknown>): Promise<number>;
+  close(): Promise<void>;
+}
+
+export async function syncWorld(
+  seed = "nodes=2,vms=6,cts=3,storages=3",
+  env: Record<string, string> = {},
+): Promise<SyncWorld> {
+  const deps = await testDeps({
+    INVENTORY_BOOTSTRAP_TOKEN: ROOT,
+    SERVICE_ALLOW_LOOPBACK_TARGETS: "true",
+    HYPERVISOR_MOCK_SEED: seed,
+    ...env,
+  });
+  const app = await createApp(deps);
+  const seen: string[] = [];
+  const server = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen() {} },
+    (r, i) => {
+      seen.push(`${r.method} ${new URL(r.url).pathname}`);
+      return app.fetch(r, i);
+    },
+  );
+  const port = server.addr.port;
+  const base = `http://127.0.0.1:${port}`;
+  const json = async (res: Response) => {
+    const text = await res.text();
+    try {
+      return text ? JSON.parse(text) : null;
+    } catch {
+      return text;
+    }
+  };
+  const backend: SyncWorld["backend"] = async (method, path, body) => {
+    const res = await fetch(base + path, {
+      method,
+      headers: {
+        "x-service-api-key": KEY,
+        ...(body === undefined ? {} : { "content-type": "application/json" }),
+      },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    return { status: res.status, body: await json(res) };
+  };
+  const inventoryCall: SyncWorld["inventoryCall"] = async (method, path, body) => {
+    const res = await fetch(`${base}/api/${path}`, {
+      method,
+      headers: {
+        authorization: `Token ${ROOT}`,
+        accept: "application/json",
+        ...(body === undefined ? {} : { "content-type": "application/json" }),
+      },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    return { status: res.status, body: await json(res) };
+  };
+  const inventory: SyncWorld["inventory"] = async (path) => {
+    const out: any[] = [];
+    const sep = path.includes("?") ? "&" : "?";
+    for (let offset = 0;; offset += 1000) {
+      const r = await inventoryCall("GET", `${path}${sep}limit=1000&offset=${offset}`);
+      if (r.status !== 200) throw new Error(`GET ${path}: ${r.status} ${JSON.stringify(r.body)}`);
+      out.push(...r.body.results);
+      if (!r.body.next) return out;
+    }
+  };
+  let ticket: { ticket: string; csrf: string } | null = null;
+  const hypervisor: SyncWorld["hypervisor"] = async (method, path, params = {}) => {
+    if (!ticket) {
+      const res = await fetch(`${base}/api2/json/access/ticket`, {
+        method: "POST",
+        headers: { "content-type": "application/x-www-form-urlencoded" },
+        body: new URLSearchParams({ username: "root@pam", password: "bridgebox" }),
+      });
+      const data = (await res.json()).data;
+      ticket = { ticket: data.ticket, csrf: data.CSRFPreventionToken };
+    }
+    const form = new URLSearchParams(params);
+    const inQuery = method === "GET" || method === "DELETE";
+    const res = await fetch(
+      `${base}/api2/json${path}${inQuery && form.size ? `?${form}` : ""}`,
+      {
+        method,
+        headers: {
+          cookie: `PVEAuthCookie=${ticket.ticket}`,
+          csrfpreventiontoken: ticket.csrf,
+          ...(inQuery ? {} : { "content-type": "application/x-www-form-urlencoded" }),
+        },
+        body: inQuery ? undefined : form,
+      },
+    );
+    const body = await json(res);
+    if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(body)}`);
+    return body?.data;
+  };
+  const stream: SyncWorld["stream"] = async (path, until) => {
+    const controller = new AbortController();
+    const res = await fetch(base + path, {
+      headers: { "x-service-api-key": KEY },
+      signal: controller.signal,
+    });
+    if (res.status !== 200) {
+      throw new Error(`GET ${path}: ${res.status} ${await res.text()}`);
+    }
+    const frames: SseFrame[] = [];
+    let stop = false;
+    const parser = createParser({
+      onEvent(message: EventSourceMessage) {
+        const frame = { event: message.event ?? "message", data: JSON.parse(message.data) };
+        frames.push(frame);
+        if (until?.(frame)) stop = true;
+      },
+    });
+    const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
+    try {
+      while (!stop) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        parser.feed(value);
+      }
+    } finally {
+      if (stop) controller.abort();
+      await reader.cancel().catch(() => {});
+    }
+    return frames;
+  };
+  const addHypervisorCopy: SyncWorld["addHypervisorCopy"] = async (name, extra = {}) => {
+    const r = await backend("POST", "/hypervisor/endpoints", {
+      name,
+      ip: "127.0.0.1",
+      port,
+      use_https: false,
+      username: "root@pam",
+      password: "bridgebox",
+      ...extra,
+    });
+    if (r.status !== 201) throw new Error(`hypervisor copy: ${r.status} ${JSON.stringify(r.body)}`);
+    return r.body.id;
+  };
+
+  const registered = await backend("POST", "/auth/register-key", { api_key: KEY });
+  if (registered.status !== 201) throw new Error(JSON.stringify(registered));
+  return {
+    base,
+    port,
+    deps,
+    seen,
+    backend,
+    inventory,
+    inventoryCall,
+    hypervisor,
+    stream,
+    addHypervisorCopy,
+    async close() {
+      await server.shutdown();
+      deps.kv.close();
+    },
+  };
+}
+
+/** Registers the inventory copy: this same app, with the bootstrap superuser token. */
+export async function addInventoryCopy(world: SyncWorld, token = ROOT): Promise<number> {
+  const r = await world.backend("POST", "/inventory/endpoint", {
+    name: "self",
+    ip: "127.0.0.1",
+    port: world.port,
+    use_https: false,
+    token_version: "v1",
+    token,
+  });
+  if (r.status !== 201) throw new Error(`inventory copy: ${r.status} ${JSON.stringify(r.body)}`);
+  return r.body.id;
+}
