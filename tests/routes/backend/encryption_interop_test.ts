@@ -86,3 +86,46 @@ Deno.test("encryption: a value re-sealed under a rotated plugin key opens: the f
   assert.deepEqual([check.status, await check.json()], [200, { ok: true, key_source: "plugin" }]);
   assert.equal(reads - before, 1, "exactly one fresh read of the plugin key");
 });
+
+Deno.test("encryption: restarted without SERVICE_ENCRYPTION_KEY, sealed secrets are a clear 409, never plaintext or a 500", async () => {
+  const path = await Deno.makeTempFile({ suffix: ".kv" });
+  try {
+    {
+      await using first = await registered({ SERVICE_ENCRYPTION_KEY: "env value" }, {
+        kv: await Deno.openKv(path),
+      });
+      const created = await first.call("/hypervisor/endpoints", {
+        method: "POST",
+        key: KEY,
+        json: hypervisor,
+      });
+      assert.equal(created.status, 201);
+      await created.body?.cancel();
+    }
+    const kv = await Deno.openKv(path);
+    const { backend } = await import("./_setup.ts");
+    await using second = await backend({}, { kv });
+    const before = (await kv.get(keys.hypervisorEndpoint(1))).value;
+    const check = await second.call("/hypervisor/endpoints/1/credentials/check", { key: KEY });
+    const body = await check.json();
+    assert.equal(check.status, 409, JSON.stringify(body));
+    assert.equal(body.reason, "credential_undecryptable");
+    assert.match(body.detail, /SERVICE_ENCRYPTION_KEY is not set/);
+    assert.match(body.detail, /key source: env/);
+    // The listing still answers, and never shows a secret.
+    const list = await second.call("/hypervisor/endpoints", { key: KEY });
+    assert.equal(list.status, 200);
+    assert.ok(!(await list.text()).includes("pve-password"));
+    // Changing another field must re-seal the secret it cannot open: refused, nothing written.
+    const put = await second.call("/hypervisor/endpoints/1", {
+      method: "PUT",
+      key: KEY,
+      json: { ...hypervisor, password: undefined, token_name: "root@pam!x", token_value: "new" },
+    });
+    assert.equal(put.status, 409, await put.clone().text());
+    await put.body?.cancel();
+    assert.deepEqual((await kv.get(keys.hypervisorEndpoint(1))).value, before);
+  } finally {
+    await Deno.remove(path).catch(() => {});
+  }
+});
