@@ -12,7 +12,13 @@ export type SurfaceApp = {
  * Where each surface answers when they share one port (spec 0 §0). The backend owns
  * everything no other surface claims, so unknown paths are authenticated, never leaked.
  */
-const PREFIXES: ReadonlyArray<[prefix: string, surface: Surface, strip: boolean]> = [
+/** A mounted sub-app: one of the configured surfaces, or the web console over the inventory. */
+type Mount = Surface | "console";
+
+const PREFIXES: ReadonlyArray<[prefix: string, surface: Mount, strip: boolean]> = [
+  // The web console: outside the backend key's authentication (people sign in with an
+  // inventory token); it is served wherever the inventory surface is.
+  ["/ui", "console", false],
   ["/api2/", "hypervisor", false],
   ["/pve", "hypervisor", false],
   ["/api", "plugin", false],
@@ -24,15 +30,20 @@ function claims(pathname: string, prefix: string): boolean {
   return pathname === prefix || pathname.startsWith(prefix + "/");
 }
 
-export async function createSurfaces(deps: AppDeps): Promise<Partial<Record<Surface, SurfaceApp>>> {
+export async function createSurfaces(deps: AppDeps): Promise<Partial<Record<Mount, SurfaceApp>>> {
   const enabled = deps.config.surfaces;
-  const apps: Partial<Record<Surface, SurfaceApp>> = {};
+  const apps: Partial<Record<Mount, SurfaceApp>> = {};
   // Loaded on demand: a process serving one surface never loads (or starts) the others.
   if (enabled.has("backend")) {
     apps.backend = await (await import("./routes/backend/mod.ts")).createBackendApp(deps);
   }
   if (enabled.has("plugin")) {
     apps.plugin = await (await import("./routes/inventory/mod.ts")).createInventoryApp(deps);
+  }
+  if (apps.plugin) {
+    apps.console = (await import("./routes/ui/mod.ts")).createConsoleApp(deps, {
+      inventory: apps.plugin,
+    });
   }
   if (enabled.has("hypervisor")) {
     apps.hypervisor = await (await import("./routes/hypervisor/mod.ts")).createHypervisorApp(deps);
@@ -48,7 +59,8 @@ export async function createSurfaces(deps: AppDeps): Promise<Partial<Record<Surf
 export async function createApp(deps: AppDeps): Promise<Hono<{ Bindings: ServeEnv }>> {
   const surfaces = await createSurfaces(deps);
   const app = new Hono<{ Bindings: ServeEnv }>();
-  const onlyOne = Object.keys(surfaces).length === 1;
+  const served = Object.keys(surfaces).filter((k) => k !== "console") as Surface[];
+  const onlyOne = served.length === 1;
   app.all("*", (c) => {
     const url = new URL(c.req.url);
     for (const [prefix, surface, strip] of PREFIXES) {
@@ -59,7 +71,7 @@ export async function createApp(deps: AppDeps): Promise<Hono<{ Bindings: ServeEn
       return target.fetch(new Request(url, c.req.raw), c.env);
     }
     // A surface served alone answers at "/" (e.g. the host-agent mock as a stand-alone agent).
-    const fallback = surfaces.backend ?? (onlyOne ? Object.values(surfaces)[0] : undefined);
+    const fallback = surfaces.backend ?? (onlyOne ? surfaces[served[0]] : undefined);
     if (fallback) return fallback.fetch(c.req.raw, c.env);
     return c.json({ detail: "Not Found" }, 404);
   });

@@ -1,0 +1,19 @@
+/** What the console's page modules share: the Hono env and the services built once per app. */
+import type { Context } from "hono";
+import type { AppDeps, ServeEnv } from "../_lib/deps.ts";
+import type { AuthInfo } from "../../domain/netbox/types.ts";
+import type { TokenService } from "../../domain/netbox/tokens.ts";
+import type { ConsoleApi } from "./api.ts";
+import type { Session, SessionStore } from "./session.ts";
+
+export type ConsoleEnv = {
+  Bindings: ServeEnv;
+  Variables: { session: Session; auth: AuthInfo; api: ConsoleApi };
+};
+export type Ctx = Context<ConsoleEnv>;
+
+export interface ConsoleServices {
+  deps: AppDeps;
+  sessions: SessionStore;
+  tokens: TokenService;
+}

@@ -1,0 +1,186 @@
+/** @jsxImportSource hono/jsx */
+/**
+ * Jobs: the list (status, stages, duration, who started it) and a job's page with its
+ * per-stage results and log. A running job's page follows the job stream live; a reload or
+ * a second tab picks the live view up again from the stored log.
+ */
+import { Hono } from "hono";
+import { detailOf, type Json } from "./api.ts";
+import type { ConsoleEnv, ConsoleServices } from "./context.ts";
+import { ApiProblem, Layout, PageHead, Pager, Status, Table, When } from "./layout.tsx";
+import { PAGE_SIZE } from "./inventory.tsx";
+
+const JOBS = "/api/core/jobs/";
+
+function duration(job: Json): string {
+  const start = Date.parse(job.started ?? "");
+  const end = Date.parse(job.completed ?? "") || Date.now();
+  if (Number.isNaN(start)) return "—";
+  const s = Math.max(0, Math.round((end - start) / 1000));
+  return s < 60 ? `${s} s` : `${Math.floor(s / 60)} min ${s % 60} s`;
+}
+
+function stagesOf(job: Json): Json[] {
+  const data = job.data;
+  if (Array.isArray(data)) return data;
+  if (data && Array.isArray(data.stages)) return data.stages;
+  return [];
+}
+
+function startedBy(job: Json): string {
+  const d = job.data;
+  const who = d && !Array.isArray(d) ? d.requested_by ?? d.user ?? d.actor : null;
+  return who ? String(who) : job.object_type ? String(job.object_type) : "—";
+}
+
+const FINISHED = new Set(["completed", "errored", "failed"]);
+
+export function jobRoutes(_ctx: ConsoleServices): Hono<ConsoleEnv> {
+  const app = new Hono<ConsoleEnv>();
+
+  app.get("/ui/jobs", async (c) => {
+    const url = new URL(c.req.url);
+    const offset = Math.max(0, Math.floor(Number(url.searchParams.get("offset") ?? 0) || 0));
+    const status = url.searchParams.get("status");
+    const params = new URLSearchParams({ limit: String(PAGE_SIZE), ordering: "-created" });
+    if (offset) params.set("offset", String(offset));
+    if (status) params.set("status", status.slice(0, 20));
+    const answer = await c.get("api").get(`${JOBS}?${params}`);
+    return c.html(
+      <Layout title="Jobs" active="jobs" auth={c.get("auth")} session={c.get("session")}>
+        <PageHead title="Jobs" sub="Sync and repair runs, newest first.">
+          <a class="button primary" href="/ui/sync">Start a sync</a>
+        </PageHead>
+        {answer.status !== 200
+          ? <ApiProblem status={answer.status} detail={detailOf(answer)} what="view jobs" />
+          : (
+            <>
+              <Table
+                rows={answer.body.results}
+                empty="No job yet."
+                columns={[
+                  {
+                    label: "Job",
+                    cell: (j: Json) => <a href={`/ui/jobs/${j.id}`}>#{j.id} {j.name}</a>,
+                  },
+                  { label: "Status", cell: (j: Json) => <Status value={j.status} /> },
+                  { label: "Stages", cell: (j: Json) => stagesOf(j).length || "—", class: "num" },
+                  { label: "Created", cell: (j: Json) => <When at={j.created} /> },
+                  { label: "Duration", cell: (j: Json) => duration(j) },
+                  { label: "Started by", cell: (j: Json) => startedBy(j) },
+                ]}
+              />
+              <Pager url={url} count={answer.body.count} limit={PAGE_SIZE} offset={offset} />
+            </>
+          )}
+      </Layout>,
+      answer.status === 200 ? 200 : answer.status as 403,
+    );
+  });
+
+  app.get("/ui/jobs/:id{[0-9]+}", async (c) => {
+    const id = c.req.param("id");
+    const answer = await c.get("api").get(`${JOBS}${id}/`);
+    if (answer.status !== 200) {
+      const { errorPage } = await import("./errors.tsx");
+      return errorPage(
+        c,
+        answer.status,
+        answer.status === 404 ? "Job not found" : "Cannot show this job",
+        answer.status === 403 ? "Your token may not view jobs." : detailOf(answer),
+      );
+    }
+    const job = answer.body;
+    const running = !FINISHED.has(job.status?.value ?? job.status);
+    const log: Json[] = Array.isArray(job.log) ? job.log : [];
+    return c.html(
+      <Layout
+        title={`Job ${id}`}
+        active="jobs"
+        auth={c.get("auth")}
+        session={c.get("session")}
+        live={running ? { "data-job-stream": id } : undefined}
+      >
+        <PageHead title={`Job #${id}: ${job.name}`} sub={<Status value={job.status} />}>
+          <a class="button" href={job.url}>API object</a>
+        </PageHead>
+        <dl class="kv card">
+          <dt>Created</dt>
+          <dd>
+            <When at={job.created} />
+          </dd>
+          <dt>Started</dt>
+          <dd>
+            <When at={job.started} />
+          </dd>
+          <dt>Completed</dt>
+          <dd>
+            <When at={job.completed} />
+          </dd>
+          <dt>Duration</dt>
+          <dd>{duration(job)}</dd>
+          <dt>Started by</dt>
+          <dd>{startedBy(job)}</dd>
+          {job.error && (
+            <>
+              <dt>Error</dt>
+              <dd class="error-text">{job.error}</dd>
+            </>
+          )}
+        </dl>
+        <section class="card">
+          <h2>Stages</h2>
+          <table class="data stages" data-stage-table>
+            <thead>
+              <tr>
+                <th scope="col">Stage</th>
+                <th scope="col">Endpoint</th>
+                <th scope="col">State</th>
+                <th scope="col">Progress</th>
+                <th scope="col">Created</th>
+                <th scope="col">Updated</th>
+                <th scope="col">Unchanged</th>
+                <th scope="col">Failed</th>
+                <th scope="col">Time</th>
+              </tr>
+            </thead>
+            <tbody>
+              {stagesOf(job).map((s) => {
+                const r = s.result_summary ?? s.result ?? {};
+                return (
+                  <tr data-stage={s.sync_type}>
+                    <td>{s.sync_type}</td>
+                    <td>{s.endpoint_id ?? "—"}</td>
+                    <td>
+                      <Status value={r.failed > 0 ? "failed" : "completed"} />
+                    </td>
+                    <td>
+                      <progress max={1} value={1}>done</progress>
+                    </td>
+                    <td class="num">{r.created ?? "—"}</td>
+                    <td class="num">{r.updated ?? "—"}</td>
+                    <td class="num">{r.unchanged ?? "—"}</td>
+                    <td class="num">{r.failed ?? "—"}</td>
+                    <td class="num">
+                      {typeof s.runtime_seconds === "number"
+                        ? `${s.runtime_seconds.toFixed(1)} s`
+                        : "—"}
+                    </td>
+                  </tr>
+                );
+              })}
+            </tbody>
+          </table>
+        </section>
+        <section class="card">
+          <h2>Log</h2>
+          <pre class="log" data-log aria-live="polite">
+            {log.map((l) => `${l.timestamp ?? ""} ${String(l.level ?? "").toUpperCase()} ${l.message ?? ""}\n`).join("")}
+          </pre>
+        </section>
+      </Layout>,
+    );
+  });
+
+  return app;
+}

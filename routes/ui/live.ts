@@ -1,0 +1,183 @@
+/**
+ * The console's live parts, as Server-Sent Events for the pages' EventSource:
+ * - `/ui/live/status?ids=1,2`: each hypervisor endpoint's keepalive as it answers;
+ * - `/ui/live/jobs/{id}`: the durable job's stream, relayed from the plugin API;
+ * - `/ui/live/stages?sync_types=..&endpoint_ids=..&_csrf=..`: a live, non-durable run of the
+ *   backend's stage streams (for servers without the job API).
+ * A closed page closes the stream, which cancels the relayed request.
+ */
+import { Hono } from "hono";
+import { EventSourceParserStream } from "eventsource-parser/stream";
+import { can } from "../../domain/netbox/tokens.ts";
+import { SYNC_STAGES } from "../../scripts/sync/stages.ts";
+import { detailOf, type Json } from "./api.ts";
+import type { ConsoleEnv, ConsoleServices } from "./context.ts";
+import { constantTimeEqual } from "./session.ts";
+
+const encoder = new TextEncoder();
+const MAX_STATUS_IDS = 200;
+
+export function sseFrame(event: string, data: unknown): Uint8Array {
+  return encoder.encode(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+}
+
+const SSE_HEADERS = {
+  "content-type": "text/event-stream",
+  "cache-control": "no-cache",
+  "x-accel-buffering": "no",
+};
+
+function sse(
+  run: (send: (event: string, data: unknown) => void, signal: AbortSignal) => Promise<void>,
+  outer: AbortSignal,
+): Response {
+  const abort = new AbortController();
+  outer.addEventListener("abort", () => abort.abort(), { once: true });
+  const body = new ReadableStream<Uint8Array>({
+    async start(controller) {
+      const send = (event: string, data: unknown) => {
+        if (!abort.signal.aborted) controller.enqueue(sseFrame(event, data));
+      };
+      try {
+        await run(send, abort.signal);
+      } catch (error) {
+        send("failure", { detail: error instanceof Error ? error.message : String(error) });
+      }
+      if (!abort.signal.aborted) controller.close();
+    },
+    cancel() {
+      abort.abort();
+    },
+  });
+  return new Response(body, { headers: SSE_HEADERS });
+}
+
+export function liveRoutes(_ctx: ConsoleServices): Hono<ConsoleEnv> {
+  const app = new Hono<ConsoleEnv>();
+
+  app.get("/ui/live/status", (c) => {
+    const api = c.get("api");
+    const ids = [
+      ...new Set(
+        (c.req.query("ids") ?? "").split(",").map(Number).filter((n) =>
+          Number.isInteger(n) && n > 0
+        ),
+      ),
+    ].slice(0, MAX_STATUS_IDS);
+    return sse(async (send) => {
+      await Promise.all(ids.map(async (id) => {
+        const answer = await api.get(`/api/plugins/service/endpoints/hypervisor/${id}/status/`);
+        if (answer.status === 200) send("status", { id, ...answer.body });
+        else send("status", { id, status: "error", detail: detailOf(answer) });
+      }));
+      send("done", { count: ids.length });
+    }, c.req.raw.signal);
+  });
+
+  app.get("/ui/live/jobs/:id{[0-9]+}", async (c) => {
+    const response = await c.get("api").raw(
+      "GET",
+      `/api/plugins/service/jobs/${c.req.param("id")}/stream`,
+    );
+    if (response.status === 200 && response.body) {
+      return new Response(response.body, { headers: SSE_HEADERS });
+    }
+    await response.body?.cancel();
+    const reason = response.status === 404
+      ? "The live job stream is not available on this server yet; reload the page to see progress."
+      : `The job stream could not be opened (HTTP ${response.status}).`;
+    return sse((send) => {
+      send("unavailable", { status: response.status, detail: reason });
+      return Promise.resolve();
+    }, c.req.raw.signal);
+  });
+
+  app.get("/ui/live/stages", (c) => {
+    const api = c.get("api");
+    const session = c.get("session");
+    const sent = c.req.query("_csrf") ?? "";
+    // Starting a run is a state change: the page's CSRF token rides along in the URL.
+    if (!constantTimeEqual(sent, session.csrf)) {
+      return c.json({ detail: "Reload the page and try again." }, 403);
+    }
+    const wanted = new Set(c.req.queries("sync_types") ?? []);
+    const all = wanted.size === 0 || wanted.has("all");
+    const stages = all ? [] : SYNC_STAGES.filter((s) => wanted.has(s.type));
+    const pluginIds = (c.req.queries("endpoint_ids") ?? []).map(Number).filter(Number.isInteger);
+    const auth = c.get("auth");
+    return sse(async (send, signal) => {
+      if (!can(auth, "core.add_job")) {
+        send("complete", { ok: false, message: "Starting a sync needs core.add_job." });
+        return;
+      }
+      let scope = "";
+      if (pluginIds.length > 0) {
+        const copies = await api.backend("GET", "/hypervisor/endpoints");
+        const list: Json[] = Array.isArray(copies.body) ? copies.body : [];
+        const ids = list.filter((e) =>
+          pluginIds.some((p) => String(e.name ?? "").endsWith(`(inv:${p})`))
+        ).map((e) => e.id);
+        if (ids.length > 0) scope = `?hypervisor_endpoint_ids=${ids.join(",")}`;
+      }
+      const paths = all ? ["/full-update/stream"] : stages.map((s) => s.stream);
+      let ok = true;
+      const errors: Json[] = [];
+      for (const path of paths) {
+        if (signal.aborted) return;
+        const response = await api.backendRaw("GET", path + scope, undefined, signal);
+        if (!(response instanceof Response)) {
+          send("complete", {
+            ok: false,
+            message: response.reason,
+            errors: [{ detail: response.reason }],
+          });
+          return;
+        }
+        if (response.status !== 200 || !response.body) {
+          let detail: unknown = `HTTP ${response.status}`;
+          try {
+            detail = (await response.json()).detail ?? detail;
+          } catch {
+            // keep the status
+          }
+          send("complete", { ok: false, message: String(detail), errors: [{ detail }] });
+          return;
+        }
+        const events = response.body.pipeThrough(new TextDecoderStream()).pipeThrough(
+          new EventSourceParserStream(),
+        );
+        for await (const event of events) {
+          if (event.event === "complete") {
+            let body: Json = {};
+            try {
+              body = JSON.parse(event.data);
+            } catch {
+              // an unreadable complete still ends the stage
+            }
+            if (body.ok === false) {
+              ok = false;
+              errors.push(...(body.errors ?? [{ detail: body.message }]));
+            }
+            continue;
+          }
+          send(event.event ?? "message", safeJson(event.data));
+        }
+      }
+      send("complete", {
+        ok,
+        message: ok ? "Sync finished." : "Sync finished with errors.",
+        errors,
+      });
+    }, c.req.raw.signal);
+  });
+
+  return app;
+}
+
+function safeJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return { message: text };
+  }
+}

@@ -1,0 +1,211 @@
+/** @jsxImportSource hono/jsx */
+/**
+ * Sync: pick stages and endpoints (default everything) and start a durable sync job
+ * (`POST /api/plugins/service/sync/`), then watch it on the job's page. Where this server has
+ * no job API yet but the backend streams its stages, the stages can be run and watched live
+ * straight from the backend instead (not durable: closing the page stops the run).
+ */
+import { Hono } from "hono";
+import { can } from "../../domain/netbox/tokens.ts";
+import { SYNC_STAGES } from "../../scripts/sync/stages.ts";
+import { detailOf, type Json } from "./api.ts";
+import type { ConsoleEnv, ConsoleServices, Ctx } from "./context.ts";
+import { CsrfField, Layout, Notice, PageHead } from "./layout.tsx";
+
+export const SYNC_API = "/api/plugins/service/sync/";
+
+/** Is the durable job API served? (404: no such route; anything else: it exists.) */
+export async function jobApiAvailable(c: Ctx): Promise<boolean> {
+  const answer = await c.get("api").call("GET", SYNC_API);
+  return answer.status !== 404;
+}
+
+/** Does the backend stream its stages? Its OpenAPI document lists the paths it serves. */
+export async function backendHasPath(
+  c: Ctx,
+  path: string,
+): Promise<{ ok: boolean; reason: string }> {
+  const answer = await c.get("api").backend("GET", "/openapi.json");
+  if (answer.status !== 200) {
+    return { ok: false, reason: answer.reason ?? `the backend answered HTTP ${answer.status}.` };
+  }
+  const paths = answer.body?.paths ?? {};
+  return path in paths
+    ? { ok: true, reason: "" }
+    : { ok: false, reason: `the backend does not serve ${path} yet.` };
+}
+
+function SyncForm(
+  props: {
+    c: Ctx;
+    endpoints: Json[];
+    jobs: boolean;
+    live: { ok: boolean; reason: string } | null;
+    error?: string;
+  },
+) {
+  const { c } = props;
+  const session = c.get("session");
+  const mayStart = can(c.get("auth"), "core.add_job");
+  return (
+    <Layout title="Sync" active="sync" auth={c.get("auth")} session={session}>
+      <PageHead
+        title="Sync"
+        sub="Read the hypervisors and write what they hold into the inventory."
+      />
+      {props.error && <Notice kind="error">{props.error}</Notice>}
+      {!props.jobs && (
+        <Notice kind="info">
+          Durable sync jobs are not available on this server yet (the job API answered 404).
+          {props.live?.ok
+            ? " You can still run the stages live from the backend below; the run stops when you leave the page."
+            : props.live
+            ? ` Live runs from the backend are not possible either: ${props.live.reason}`
+            : ""}
+        </Notice>
+      )}
+      {!mayStart && <Notice kind="info">Starting a sync needs a token with core.add_job.</Notice>}
+      <form
+        method="post"
+        action="/ui/sync"
+        class="form"
+        data-sync-form={props.jobs ? undefined : "live"}
+      >
+        <CsrfField session={session} />
+        <fieldset disabled={!mayStart || (!props.jobs && !props.live?.ok)}>
+          <legend>Stages</legend>
+          <div class="checks">
+            <label>
+              <input type="checkbox" name="sync_types" value="all" checked /> <strong>all</strong>
+              {" "}
+              (in order)
+            </label>
+            {SYNC_STAGES.map((s, i) => (
+              <label>
+                <input type="checkbox" name="sync_types" value={s.type} /> {i + 1}. {s.type}
+              </label>
+            ))}
+          </div>
+        </fieldset>
+        <fieldset disabled={!mayStart || (!props.jobs && !props.live?.ok)}>
+          <legend>Hypervisor endpoints</legend>
+          {props.endpoints.length === 0
+            ? <p class="muted">No hypervisor endpoint yet.</p>
+            : (
+              <div class="checks">
+                {props.endpoints.map((e) => (
+                  <label>
+                    <input
+                      type="checkbox"
+                      name="endpoint_ids"
+                      value={String(e.id)}
+                      checked={e.enabled !== false}
+                    />{" "}
+                    {e.display}
+                    {e.enabled === false ? " (disabled)" : ""}
+                  </label>
+                ))}
+              </div>
+            )}
+          <small>Leave all unchecked to sync every enabled endpoint.</small>
+        </fieldset>
+        {mayStart && props.jobs && (
+          <div class="form-actions">
+            <button type="submit" class="primary">Start sync</button>
+          </div>
+        )}
+        {mayStart && !props.jobs && props.live?.ok && (
+          <div class="form-actions">
+            <button type="submit" class="primary" name="mode" value="live">
+              Run the stages now (live)
+            </button>
+          </div>
+        )}
+      </form>
+      {!props.jobs && (
+        <section class="card" id="live-run" hidden>
+          <h2>Live run</h2>
+          <table class="data stages" data-stage-table>
+            <thead>
+              <tr>
+                <th scope="col">Stage</th>
+                <th scope="col">State</th>
+                <th scope="col">Progress</th>
+                <th scope="col">Created</th>
+                <th scope="col">Updated</th>
+                <th scope="col">Unchanged</th>
+                <th scope="col">Failed</th>
+              </tr>
+            </thead>
+            <tbody></tbody>
+          </table>
+          <pre class="log" data-log aria-live="polite"></pre>
+        </section>
+      )}
+    </Layout>
+  );
+}
+
+function chosen(form: Record<string, unknown>, key: string): string[] {
+  const raw = form[key];
+  const list = Array.isArray(raw) ? raw : raw === undefined ? [] : [raw];
+  return list.map(String);
+}
+
+export function syncRoutes(_ctx: ConsoleServices): Hono<ConsoleEnv> {
+  const app = new Hono<ConsoleEnv>();
+
+  const page = async (c: Ctx, error?: string, status = 200) => {
+    const [jobs, endpoints] = await Promise.all([
+      jobApiAvailable(c),
+      c.get("api").get("/api/plugins/service/endpoints/hypervisor/?limit=1000&brief=0"),
+    ]);
+    const live = jobs ? null : await backendHasPath(c, "/full-update/stream");
+    return c.html(
+      <SyncForm
+        c={c}
+        endpoints={endpoints.status === 200 ? endpoints.body.results : []}
+        jobs={jobs}
+        live={live}
+        error={error}
+      />,
+      status as 200,
+    );
+  };
+
+  app.get("/ui/sync", (c) => page(c));
+
+  app.post("/ui/sync", async (c) => {
+    const form = await c.req.parseBody({ all: true });
+    const types = chosen(form, "sync_types");
+    const ids = chosen(form, "endpoint_ids").map(Number).filter((n) => Number.isInteger(n));
+    const body: Json = {
+      sync_types: types.length === 0 || types.includes("all") ? ["all"] : types,
+    };
+    if (ids.length > 0) body.hypervisor_endpoint_ids = ids;
+    const answer = await c.get("api").call("POST", SYNC_API, body);
+    if (answer.status === 201 || answer.status === 200 || answer.status === 202) {
+      return c.redirect(`/ui/jobs/${answer.body.job_id}`, 303);
+    }
+    if (answer.status === 404) {
+      return page(c, "Durable sync jobs are not available on this server yet.", 404);
+    }
+    if (answer.status === 409) {
+      const running = answer.body?.job_id;
+      return page(
+        c,
+        `A sync is already running${running ? ` (job ${running})` : ""}; wait for it to finish.`,
+        409,
+      );
+    }
+    if (answer.status === 400) {
+      const messages = Object.entries(answer.body ?? {}).map(([k, v]) =>
+        `${k}: ${Array.isArray(v) ? v.join(" ") : String(v)}`
+      );
+      return page(c, `The sync was not started: ${messages.join("; ")}`, 400);
+    }
+    return page(c, `The sync was not started: ${detailOf(answer)}`, answer.status);
+  });
+
+  return app;
+}
