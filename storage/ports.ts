@@ -178,4 +178,19 @@ export interface ModelStore {
   commit(writes: readonly ObjectWrite[]): Promise<CommitResult>;
   /** The inventory's local secret (token encryption key): created once, atomically. */
   localSecret(generate: () => string): Promise<string>;
+
+  // What the backing store can hold and how it orders keys: the engine asks, never assumes.
+  /** Longest string kept in a value index or unique key; longer values are found by scan. */
+  readonly maxIndexedLength: number;
+  /** Largest record the store accepts, as `recordSize` measures it. */
+  readonly maxRecordBytes: number;
+  /** Upper bound of a value's size as the store keeps it. */
+  recordSize(value: unknown): number;
+  /**
+   * Sort key of a value as the ordered index keeps it, shared with in-memory sorting so both
+   * agree: strings case-insensitive in natural order (digit runs compare as numbers), bounded.
+   */
+  sortKey(value: unknown): IndexValue;
+  /** Compares two sort keys in the store's key order. */
+  compareSortKeys(a: IndexValue, b: IndexValue): number;
 }

@@ -3,7 +3,6 @@
  * runner creates a job, moves its status and appends log lines; clients read
  * /api/core/jobs/{id}/.
  */
-import { storedSize } from "./engine.ts";
 import type { EngineApi, StoredObject } from "./types.ts";
 
 export const JOB_MODEL = "core.job";
@@ -86,7 +85,7 @@ export async function appendJobLog(
     const entries = [...((current.log_entries as JobLogEntry[] | undefined) ?? []), entry];
     const kept = entries.slice(-MAX_LOG_ENTRIES);
     // Keep the record far below the 64 KiB value limit whatever the messages hold.
-    while (kept.length > 1 && storedSize(kept) > MAX_LOG_BYTES) kept.shift();
+    while (kept.length > 1 && engine.recordSize(kept) > MAX_LOG_BYTES) kept.shift();
     return { log_entries: kept };
   });
 }

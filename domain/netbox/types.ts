@@ -212,4 +212,6 @@ export interface EngineApi {
   ): Promise<StoredObject | null>;
   remove(model: string, id: number): Promise<WriteResult<null>>;
   definition(model: string): ModelDef;
+  /** Size of a value as the store counts it (for size budgets such as a job's log). */
+  recordSize(value: unknown): number;
 }

@@ -18,6 +18,43 @@ const MAX_KEY_BYTES = 64 * 1024; // KV allows 80 KiB of keys per atomic
 const MAX_TOTAL_BYTES = 640 * 1024; // KV allows 800 KiB of keys + values per atomic
 /** KvU64 arithmetic wraps, so adding 2^64-1 subtracts one. */
 const MINUS_ONE = 0xffff_ffff_ffff_ffffn;
+/** Strings longer than this are not put in value indexes (2 KiB keys); lookups then scan. */
+const MAX_INDEXED_LENGTH = 400;
+/** Stored records must fit one KV value (64 KiB) with room to spare. */
+const MAX_RECORD_BYTES = 60_000;
+
+/**
+ * Sort key of a value, shared by in-memory sorting and the KV ordered index so both agree:
+ * strings case-insensitive with digit runs zero-padded (natural order), null/empty first.
+ */
+export function sortKey(v: unknown): IndexValue {
+  if (v === null || v === undefined) return "";
+  if (typeof v === "number") return Number.isFinite(v) ? v : 0;
+  if (typeof v === "boolean") return v ? 1 : 0;
+  const text = (typeof v === "string" ? v : JSON.stringify(v)).toLowerCase().slice(0, 200);
+  // Bounded so the ordered-index key stays far below KV's 2 KiB key limit.
+  return text.replace(/\d+/g, (d) => {
+    const t = d.replace(/^0+(?=\d)/, "");
+    return t.length >= 20 ? t : t.padStart(20, "0");
+  }).slice(0, 300);
+}
+
+/** Compares sort keys in Deno KV's key order (strings before numbers). */
+export function compareSortKeys(a: IndexValue, b: IndexValue): number {
+  if (typeof a !== typeof b) return typeof a === "string" ? -1 : typeof b === "string" ? 1 : 0;
+  if (typeof a === "number" && typeof b === "number") return a - b;
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+/**
+ * Upper bound of a record's size as Deno KV stores it (V8 serialization keeps Latin-1
+ * strings at one byte per character and every other string at two).
+ */
+export function storedSize(value: unknown): number {
+  const json = JSON.stringify(value) ?? "";
+  // deno-lint-ignore no-control-regex
+  return /[^\x00-\xff]/.test(json) ? json.length * 2 : json.length;
+}
 
 const encoder = new TextEncoder();
 
@@ -69,10 +106,25 @@ export interface KvModelStoreOptions {
  * each newly claimed unique entry is free.
  */
 export class KvModelStore implements ModelStore {
+  readonly maxIndexedLength = MAX_INDEXED_LENGTH;
+  readonly maxRecordBytes = MAX_RECORD_BYTES;
+
   constructor(
     private readonly kv: Deno.Kv,
     private readonly options: KvModelStoreOptions = {},
   ) {}
+
+  recordSize(value: unknown): number {
+    return storedSize(value);
+  }
+
+  sortKey(value: unknown): IndexValue {
+    return sortKey(value);
+  }
+
+  compareSortKeys(a: IndexValue, b: IndexValue): number {
+    return compareSortKeys(a, b);
+  }
 
   allocateIds(model: string, count: number): Promise<number> {
     return retryAtomic(async () => {

@@ -1,0 +1,50 @@
+/**
+ * What every part of the model engine shares: the registry, the store port, the clock and
+ * logger, the engine as hooks see it, and the per-request cache of records read.
+ */
+import type { ModelStore, StoredObject } from "../../../storage/ports.ts";
+import type { Logger } from "../../logger.ts";
+import type { CustomFieldDef } from "../custom_fields.ts";
+import type { EngineApi } from "../types.ts";
+import type { ModelRegistry } from "./registry.ts";
+
+export interface EngineCore {
+  readonly registry: ModelRegistry;
+  readonly store: ModelStore;
+  readonly logger: Logger;
+  readonly now: () => number;
+  /** The engine as hooks and custom filters see it. */
+  readonly api: EngineApi;
+}
+
+/** Records (null: known missing) and custom-field definitions read once per request. */
+export interface RequestCache {
+  records: Map<string, Map<number, StoredObject | null>>;
+  customFields: Map<string, CustomFieldDef[]>;
+}
+
+export function newCache(): RequestCache {
+  return { records: new Map(), customFields: new Map() };
+}
+
+/** The cached records of one model (created empty on first use). */
+export function cachedRecords(
+  cache: RequestCache,
+  model: string,
+): Map<number, StoredObject | null> {
+  let m = cache.records.get(model);
+  if (!m) {
+    m = new Map();
+    cache.records.set(model, m);
+  }
+  return m;
+}
+
+export function isEmpty(value: unknown): boolean {
+  return value === null || value === undefined || value === "";
+}
+
+/** The store's name of a unique constraint. */
+export function constraintName(fields: string[]): string {
+  return fields.join("+");
+}

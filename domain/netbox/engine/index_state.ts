@@ -1,0 +1,78 @@
+/**
+ * The index entries a record has in the store: value indexes (FKs, m2m members, tags,
+ * indexed fields, generic FKs as `model:id`), unique-constraint entries, and ordered-index
+ * entries following the model's default ordering.
+ */
+import type {
+  IndexEntry,
+  IndexValue,
+  ModelStore,
+  OrderedEntry,
+  StoredObject,
+  UniqueEntry,
+} from "../../../storage/ports.ts";
+import type { ModelDef } from "../types.ts";
+import { constraintName, isEmpty } from "./core.ts";
+
+export interface IndexState {
+  indexes: IndexEntry[];
+  uniques: UniqueEntry[];
+  ordered: OrderedEntry[];
+}
+
+export function stateOf(store: ModelStore, def: ModelDef, record: StoredObject): IndexState {
+  const indexes: IndexEntry[] = [];
+  const add = (field: string, v: unknown) => {
+    if (v === null || v === undefined) return;
+    if (typeof v === "string" && (v.length > store.maxIndexedLength || v === "")) return;
+    if (typeof v === "string" || typeof v === "number" || typeof v === "boolean") {
+      indexes.push([field, v]);
+    }
+  };
+  for (const [name, f] of Object.entries(def.fields)) {
+    if (f.compute) continue;
+    const v = record[name];
+    if (f.type === "fk") add(name, v);
+    else if (f.type === "gfk") {
+      const t = record[f.typeField!];
+      const i = record[f.idField!];
+      if (typeof t === "string" && typeof i === "number") add(name, `${t}:${i}`);
+    } else if (f.type === "m2m" || (f.type === "list" && f.index)) {
+      if (Array.isArray(v)) { for (const x of new Set(v)) add(name, x); }
+    } else if (f.index) add(name, v);
+  }
+  if (def.tags !== false && Array.isArray(record.tags)) {
+    for (const t of new Set(record.tags)) add("tags", t);
+  }
+  const uniques: UniqueEntry[] = [];
+  for (const u of def.unique ?? []) {
+    const values = u.fields.map((f) =>
+      u.ci && typeof record[f] === "string" ? (record[f] as string).toLowerCase() : record[f]
+    );
+    if (values.some(isEmpty)) continue;
+    uniques.push([constraintName(u.fields), values as IndexValue[]]);
+  }
+  const ordered: OrderedEntry[] = [];
+  const order = orderField(def);
+  if (order) {
+    const key = store.sortKey(record[order.field]);
+    ordered.push(["*", 0, key]);
+    for (const [field, value] of indexes) {
+      if (field !== order.field) ordered.push([field, value, key]);
+    }
+  }
+  return { indexes, uniques, ordered };
+}
+
+/** The stored field of the model's default ordering that the ordered index follows. */
+export function orderField(def: ModelDef): { field: string; desc: boolean } | null {
+  const first = def.ordering?.[0];
+  if (!first) return null;
+  const field = first.replace(/^-/, "");
+  if (field === "id") return null;
+  const f = def.fields[field];
+  const stored = field === "created" || field === "last_updated" ||
+    (f && !f.compute && !f.hidden &&
+      ["string", "int", "float", "bool", "datetime", "date", "choice", "fk"].includes(f.type));
+  return stored ? { field, desc: first.startsWith("-") } : null;
+}

@@ -1,0 +1,138 @@
+/**
+ * Matching records against parsed conditions: NetBox's lookups (`exact`, `n`, `ic`, `isw`,
+ * `gte`, `isnull`, `regex`, ...) on scalars, lists, custom fields and relations.
+ */
+import type { StoredObject } from "../../../storage/ports.ts";
+import { parseBool } from "../fields.ts";
+import type { FieldDef } from "../types.ts";
+import { type Condition, splitList } from "./query.ts";
+
+function naturalCompare(a: unknown, b: unknown): number {
+  if (a === b) return 0;
+  if (a === null || a === undefined) return -1;
+  if (b === null || b === undefined) return 1;
+  if (typeof a === "number" && typeof b === "number") return a - b;
+  if (typeof a === "boolean" && typeof b === "boolean") return Number(a) - Number(b);
+  return String(a).localeCompare(String(b), "en", { numeric: true, sensitivity: "base" }) ||
+    (String(a) < String(b) ? -1 : String(a) > String(b) ? 1 : 0);
+}
+
+/** The test a record must pass for one condition. */
+export function predicate(cond: Condition): (r: StoredObject) => boolean {
+  switch (cond.kind) {
+    case "none":
+      return () => false;
+    case "ids":
+      return (r) => cond.ids.has(r.id);
+    case "predicate":
+      return cond.test;
+    case "id":
+      return (r) => matchScalar({ type: "int" }, r.id, cond.lookup, cond.values);
+    case "field":
+      return (r) => matchScalar(cond.def, r[cond.field], cond.lookup, cond.values);
+    case "cf":
+      return (r) =>
+        matchScalar(
+          { type: "string" },
+          (r.custom_fields as Record<string, unknown> | undefined)?.[cond.name] ?? null,
+          cond.lookup,
+          cond.values,
+        );
+    case "rel":
+      return (r) => {
+        const raw = r[cond.field];
+        const members: number[] = cond.def.type === "m2m"
+          ? (Array.isArray(raw) ? raw as number[] : [])
+          : (raw === null || raw === undefined ? [] : [raw as number]);
+        if (cond.lookup === "isnull" || cond.lookup === "empty") {
+          const wantNull = cond.ids[0] === 1;
+          return wantNull === (members.length === 0);
+        }
+        const hit = (id: number | null) =>
+          id === null ? members.length === 0 : members.includes(id);
+        if (cond.lookup === "n") return !cond.ids.some(hit);
+        return cond.all ? cond.ids.every(hit) : cond.ids.some(hit);
+      };
+  }
+}
+
+export function matchScalar(
+  def: FieldDef,
+  value: unknown,
+  lookup: string,
+  rawValues: string[],
+): boolean {
+  if (lookup === "isnull") {
+    const want = parseBool(rawValues[0]) !== false;
+    return want === (value === null || value === undefined);
+  }
+  if (lookup === "empty") {
+    const want = parseBool(rawValues[0]) !== false;
+    const empty = value === null || value === undefined || value === "" ||
+      (Array.isArray(value) && value.length === 0);
+    return want === empty;
+  }
+  let values = lookup === "in" ? splitList(rawValues) : rawValues;
+  if (def.normalize && (lookup === "exact" || lookup === "in" || lookup === "n")) {
+    values = values.map((v) => (v === "null" ? v : def.normalize!(v)));
+  }
+  const items = Array.isArray(value) ? value : [value];
+  const text = (v: unknown) => v === null || v === undefined ? "" : String(v).toLowerCase();
+  const eq = (v: unknown, f: string) => {
+    if (v === null || v === undefined) return f === "null";
+    if (def.type === "bool") return parseBool(f) === v;
+    if (typeof v === "number") return Number(f) === v;
+    return String(v) === f;
+  };
+  const any = (fn: (v: unknown, f: string) => boolean) =>
+    values.some((f) => items.some((v) => fn(v, f)));
+  switch (lookup) {
+    case "exact":
+    case "in":
+      return any(eq);
+    case "n":
+      return !any(eq);
+    case "ic":
+      return any((v, f) => text(v).includes(f.toLowerCase()));
+    case "nic":
+      return !any((v, f) => text(v).includes(f.toLowerCase()));
+    case "ie":
+      return any((v, f) => text(v) === f.toLowerCase());
+    case "nie":
+      return !any((v, f) => text(v) === f.toLowerCase());
+    case "isw":
+      return any((v, f) => text(v).startsWith(f.toLowerCase()));
+    case "nisw":
+      return !any((v, f) => text(v).startsWith(f.toLowerCase()));
+    case "iew":
+      return any((v, f) => text(v).endsWith(f.toLowerCase()));
+    case "niew":
+      return !any((v, f) => text(v).endsWith(f.toLowerCase()));
+    case "regex":
+    case "iregex":
+      return any((v, f) => {
+        try {
+          return new RegExp(f, lookup === "iregex" ? "i" : "").test(String(v ?? ""));
+        } catch {
+          return false;
+        }
+      });
+    case "gt":
+    case "gte":
+    case "lt":
+    case "lte":
+      return any((v, f) => {
+        if (v === null || v === undefined) return false;
+        const c = typeof v === "number" ? v - Number(f) : naturalCompare(v, f);
+        return lookup === "gt"
+          ? c > 0
+          : lookup === "gte"
+          ? c >= 0
+          : lookup === "lt"
+          ? c < 0
+          : c <= 0;
+      });
+    default:
+      return false;
+  }
+}

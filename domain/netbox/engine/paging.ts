@@ -1,0 +1,264 @@
+/**
+ * Choosing records: the candidate ids indexes give, the scan fallback, ordering, and pages.
+ * A page is answered from indexes alone when it can be (see fastPage), else from the
+ * candidates, else from a scan.
+ */
+import type { IndexValue, StoredObject } from "../../../storage/ports.ts";
+import type { ModelDef } from "../types.ts";
+import { type EngineCore, newCache } from "./core.ts";
+import { orderField } from "./index_state.ts";
+import { predicate } from "./lookups.ts";
+import { type Condition, parseConditions, splitList, typedFilterValue } from "./query.ts";
+import { searchCondition } from "./search.ts";
+
+export const MAX_PAGE_SIZE = 1000;
+export const DEFAULT_PAGE_SIZE = 50;
+
+export interface ListPage {
+  count: number;
+  records: StoredObject[];
+  limit: number;
+  offset: number;
+}
+
+type Ordering = Array<{ field: string; desc: boolean }>;
+
+/** Records matching NetBox-style filters, e.g. { cluster_id: ["3"], name__ic: ["web"] }. */
+export async function find(
+  core: EngineCore,
+  model: string,
+  filters: Record<string, string[]>,
+): Promise<StoredObject[]> {
+  const params = new URLSearchParams();
+  for (const [k, vs] of Object.entries(filters)) for (const v of vs) params.append(k, v);
+  const def = core.registry.definition(model);
+  const conditions = await parseConditions(core, def, params, newCache());
+  return select(core, def, conditions);
+}
+
+/** A NetBox list: filters, q, ordering, limit/offset. Throws QueryError on bad filter values. */
+export async function listPage(
+  core: EngineCore,
+  model: string,
+  params: URLSearchParams,
+): Promise<ListPage> {
+  const def = core.registry.definition(model);
+  const cache = newCache();
+  const limitRaw = params.get("limit");
+  let limit = DEFAULT_PAGE_SIZE;
+  if (limitRaw !== null && /^\d+$/.test(limitRaw.trim())) {
+    const n = Number(limitRaw);
+    limit = n === 0 ? MAX_PAGE_SIZE : Math.min(n, MAX_PAGE_SIZE);
+  }
+  const offsetRaw = params.get("offset");
+  const offset = offsetRaw !== null && /^\d+$/.test(offsetRaw.trim())
+    ? Math.min(Number(offsetRaw), Number.MAX_SAFE_INTEGER)
+    : 0;
+  const ordering = orderingOf(def, params.get("ordering"));
+  const conditions = await parseConditions(core, def, params, cache);
+  const q = params.get("q");
+  if (q !== null && q.trim() !== "") conditions.push(await searchCondition(core, def, q.trim()));
+
+  const byId = ordering.length === 1 && ordering[0].field === "id";
+  const fast = await fastPage(core, def, conditions, ordering, offset, limit);
+  if (fast) return fast;
+  if (conditions.length === 0 && byId) {
+    const [count, records] = await Promise.all([
+      core.store.count(model),
+      core.store.page(model, offset, limit, ordering[0].desc),
+    ]);
+    return { count, records, limit, offset };
+  }
+  const plan = await candidates(core, def, conditions);
+  if (plan.ids && plan.covered && byId) {
+    const sorted = [...plan.ids].sort((a, b) => a - b);
+    if (ordering[0].desc) sorted.reverse();
+    const pageIds = sorted.slice(offset, offset + limit);
+    return {
+      count: sorted.length,
+      records: await core.store.getMany(model, pageIds),
+      limit,
+      offset,
+    };
+  }
+  const records = await filterRecords(core, def, conditions, plan.ids);
+  sortRecords(core, records, ordering);
+  return { count: records.length, records: records.slice(offset, offset + limit), limit, offset };
+}
+
+function orderingOf(def: ModelDef, raw: string | null): Ordering {
+  const known = new Set([
+    "id",
+    "created",
+    "last_updated",
+    ...Object.entries(def.fields).filter(([, f]) => !f.writeOnly && !f.hidden && !f.compute).map((
+      [k],
+    ) => k),
+  ]);
+  const parse = (items: string[]) =>
+    items.map((s) => s.trim()).filter(Boolean).map((s) => ({
+      field: s.replace(/^-/, ""),
+      desc: s.startsWith("-"),
+    })).filter((o) => known.has(o.field));
+  let order = raw ? parse(raw.split(",")) : [];
+  if (order.length === 0) order = parse(def.ordering ?? ["id"]);
+  if (order.length === 0) order = [{ field: "id", desc: false }];
+  // Ties break by id in the direction of the first field (as the ordered index reads them).
+  if (!order.some((o) => o.field === "id") && order.length > 0) {
+    order.push({ field: "id", desc: order[0].desc });
+  }
+  return order;
+}
+
+function sortRecords(core: EngineCore, records: StoredObject[], ordering: Ordering): void {
+  const { store } = core;
+  records.sort((a, b) => {
+    for (const { field, desc } of ordering) {
+      const c = store.compareSortKeys(store.sortKey(a[field]), store.sortKey(b[field]));
+      if (c !== 0) return desc ? -c : c;
+    }
+    return 0;
+  });
+}
+
+/** Id sets from indexes for positive conditions; covered when indexes answer everything. */
+async function candidates(
+  core: EngineCore,
+  def: ModelDef,
+  conditions: Condition[],
+): Promise<{ ids: Set<number> | null; covered: boolean }> {
+  const model = core.registry.nameOf(def);
+  let ids: Set<number> | null = null;
+  let covered = true;
+  const intersect = (next: Set<number>) => {
+    if (ids === null) ids = next;
+    else ids = new Set([...ids].filter((id) => next.has(id)));
+  };
+  for (const cond of conditions) {
+    if (cond.kind === "none") return { ids: new Set(), covered: true };
+    if (cond.kind === "ids") {
+      intersect(cond.ids);
+      continue;
+    }
+    if (cond.kind === "id" && (cond.lookup === "exact" || cond.lookup === "in")) {
+      const list = cond.lookup === "in" ? splitList(cond.values) : cond.values;
+      intersect(new Set(list.map(Number)));
+      continue;
+    }
+    if (cond.kind === "rel" && cond.lookup === "exact" && !cond.ids.includes(null)) {
+      const sets = await Promise.all(
+        (cond.ids as number[]).map(async (id) =>
+          new Set(id < 0 ? [] : await core.store.idsByIndex(model, cond.field, id))
+        ),
+      );
+      if (cond.all) { for (const s of sets) intersect(s); }
+      else intersect(new Set(sets.flatMap((s) => [...s])));
+      continue;
+    }
+    if (
+      cond.kind === "field" && cond.def.index && (cond.lookup === "exact" || cond.lookup === "in")
+    ) {
+      const list = cond.lookup === "in" ? splitList(cond.values) : cond.values;
+      const typed = list.map((v) => typedFilterValue(cond.def, v));
+      if (
+        typed.every((v) =>
+          v !== undefined && (typeof v !== "string" || v.length <= core.store.maxIndexedLength)
+        )
+      ) {
+        const sets = await Promise.all(
+          typed.map((v) => core.store.idsByIndex(model, cond.field, v!)),
+        );
+        intersect(new Set(sets.flat()));
+        continue;
+      }
+    }
+    covered = false;
+  }
+  return { ids, covered };
+}
+
+async function filterRecords(
+  core: EngineCore,
+  def: ModelDef,
+  conditions: Condition[],
+  ids: Set<number> | null,
+): Promise<StoredObject[]> {
+  const model = core.registry.nameOf(def);
+  const records = ids === null
+    ? await core.store.scan(model)
+    : await core.store.getMany(model, [...ids].sort((a, b) => a - b));
+  const tests = conditions.map((c) => predicate(c));
+  return records.filter((r) => tests.every((t) => t(r)));
+}
+
+async function select(
+  core: EngineCore,
+  def: ModelDef,
+  conditions: Condition[],
+): Promise<StoredObject[]> {
+  const plan = await candidates(core, def, conditions);
+  return filterRecords(core, def, conditions, plan.ids);
+}
+
+/**
+ * Pages answered from indexes alone: no filter or one exact filter on an indexed field or
+ * FK, ordered by id or by the model's default ordering. Reads offset+limit index keys and
+ * one counter, however many objects the store holds.
+ */
+async function fastPage(
+  core: EngineCore,
+  def: ModelDef,
+  conditions: Condition[],
+  ordering: Ordering,
+  offset: number,
+  limit: number,
+): Promise<ListPage | null> {
+  const model = core.registry.nameOf(def);
+  let field: string;
+  let value: IndexValue;
+  if (conditions.length === 0) {
+    field = "*";
+    value = 0;
+  } else if (conditions.length === 1) {
+    const c = conditions[0];
+    if (
+      c.kind === "rel" && c.lookup === "exact" && !c.all && c.ids.length === 1 &&
+      typeof c.ids[0] === "number" && c.ids[0] > 0
+    ) {
+      field = c.field;
+      value = c.ids[0];
+    } else if (
+      c.kind === "field" && c.def.index && c.lookup === "exact" && c.values.length === 1
+    ) {
+      const typed = typedFilterValue(c.def, c.values[0]);
+      if (
+        typed === undefined ||
+        (typeof typed === "string" &&
+          (typed.length > core.store.maxIndexedLength || typed === ""))
+      ) {
+        return null;
+      }
+      field = c.field;
+      value = typed;
+    } else return null;
+  } else return null;
+  const primary = ordering[0];
+  const byId = primary.field === "id" && ordering.length === 1;
+  const order = orderField(def);
+  const byOrder = !byId && order !== null && ordering.length === 2 &&
+    primary.field === order.field &&
+    ordering[1].field === "id" && ordering[1].desc === primary.desc;
+  if (!byId && !byOrder) return null;
+  if (field === order?.field) return null;
+  if (field === "*" && byId) return null;
+  const [count, ids] = await Promise.all([
+    field === "*" ? core.store.count(model) : core.store.countByIndex(model, field, value),
+    core.store.pageByIndex(model, field, value, {
+      offset,
+      limit,
+      reverse: primary.desc,
+      ordered: byOrder,
+    }),
+  ]);
+  return { count, records: await core.store.getMany(model, ids), limit, offset };
+}

@@ -1,0 +1,149 @@
+/**
+ * Building the complete draft of a create or update from client input: coercion of every
+ * field, references resolved, generic FKs checked, tags, custom fields (validated, defaults
+ * applied, required ones present), timestamps, then the model's own `validate` hook.
+ */
+import type { StoredObject } from "../../../storage/ports.ts";
+import { applyCustomFieldDefaults, validateCustomFields } from "../custom_fields.ts";
+import { coerce, defaultValue, MESSAGES } from "../fields.ts";
+import type { AuthInfo, FieldErrors, HookContext, ModelDef } from "../types.ts";
+import { cachedRecords, type EngineCore, isEmpty, type RequestCache } from "./core.ts";
+import { customFieldsFor } from "./custom_fields.ts";
+import { parseRelation, resolveRef } from "./references.ts";
+import { TAGS_FIELD } from "./registry.ts";
+
+/** A validated draft and the hook context that goes with it. */
+export interface Prepared {
+  draft: StoredObject;
+  ctx: HookContext;
+}
+
+/**
+ * Builds the complete draft for a create (existing null) or update, validating input.
+ * `partial` is PATCH semantics; PUT and create require every required field.
+ */
+export async function prepare(
+  core: EngineCore,
+  def: ModelDef,
+  input: unknown,
+  existing: StoredObject | null,
+  partial: boolean,
+  auth: AuthInfo | null,
+  cache: RequestCache,
+  id: number,
+): Promise<{ ok: true; prepared: Prepared } | { ok: false; errors: FieldErrors }> {
+  const errors: FieldErrors = {};
+  if (input === null || typeof input !== "object" || Array.isArray(input)) {
+    return {
+      ok: false,
+      errors: {
+        non_field_errors: [
+          `Invalid data. Expected a dictionary, but got ${
+            Array.isArray(input) ? "list" : typeof input
+          }.`,
+        ],
+      },
+    };
+  }
+  const data = input as Record<string, unknown>;
+  const nowIso = new Date(core.now()).toISOString();
+  const draft: StoredObject = existing ? structuredClone(existing) : { id };
+  const accepted: Record<string, unknown> = {};
+  for (const [name, f] of Object.entries(def.fields)) {
+    if (f.type === "gfk") continue;
+    if (f.readOnly || f.hidden || f.compute) {
+      if (!existing && !(name in draft)) draft[name] = f.compute ? undefined : defaultValue(f);
+      if (f.compute) delete draft[name];
+      continue;
+    }
+    if (name in data && data[name] !== undefined) {
+      const value = data[name];
+      const r = f.type === "fk" || f.type === "m2m"
+        ? await parseRelation(core, f, value, cache)
+        : coerce(f, value);
+      if (!r.ok) errors[name] = [r.error];
+      else {
+        draft[name] = r.value;
+        accepted[name] = r.value;
+      }
+      continue;
+    }
+    if (!existing) {
+      if (f.required && f.default === undefined) errors[name] = [MESSAGES.required];
+      else draft[name] = defaultValue(f);
+    } else if (!partial && f.required && f.default === undefined) {
+      errors[name] = [MESSAGES.required];
+    }
+  }
+  for (const [, f] of Object.entries(def.fields)) {
+    if (f.type !== "gfk") continue;
+    const t = draft[f.typeField!];
+    const i = draft[f.idField!];
+    if (isEmpty(t) && isEmpty(i)) continue;
+    if (isEmpty(t) || isEmpty(i)) {
+      const missing = isEmpty(t) ? f.typeField! : f.idField!;
+      if (!errors[missing]) errors[missing] = [MESSAGES.required];
+      continue;
+    }
+    const allowed = f.models === "*"
+      ? core.registry.has(String(t))
+      : (f.models ?? []).includes(String(t));
+    if (!allowed) {
+      errors[f.typeField!] ??= [MESSAGES.choice(t)];
+      continue;
+    }
+    const found = await resolveRef(core, String(t), { id: i as number }, cache);
+    if (!found.ok) errors[f.idField!] ??= [found.error];
+  }
+  if (def.tags !== false) {
+    if ("tags" in data && data.tags !== undefined) {
+      const r = await parseRelation(core, TAGS_FIELD, data.tags, cache);
+      if (!r.ok) errors.tags = [r.error];
+      else draft.tags = r.value;
+    } else if (!existing) draft.tags = [];
+  }
+  if (def.customFields !== false) {
+    const model = core.registry.nameOf(def);
+    const cfs = await customFieldsFor(core, model, cache);
+    const current = (existing?.custom_fields as Record<string, unknown> | undefined) ?? {};
+    let next = { ...current };
+    if (
+      "custom_fields" in data && data.custom_fields !== undefined && data.custom_fields !== null
+    ) {
+      const r = validateCustomFields(cfs, data.custom_fields, current);
+      if (!r.ok) errors.custom_fields = r.errors;
+      else next = r.value;
+    }
+    if (!existing) next = applyCustomFieldDefaults(cfs, next);
+    const missing = cfs.filter((cf) => cf.required && isEmpty(next[cf.name]));
+    if (missing.length > 0 && !errors.custom_fields) {
+      errors.custom_fields = missing.map((cf) => `Required field cannot be empty: ${cf.name}`);
+    }
+    draft.custom_fields = next;
+  }
+  if (!existing) draft.created = nowIso;
+  draft.last_updated = nowIso;
+  const ctx: HookContext = {
+    engine: core.api,
+    op: existing ? "update" : "create",
+    existing,
+    input: accepted,
+    responseExtras: {},
+    auth,
+    logger: core.logger,
+    now: core.now,
+    read: async (model, id) => {
+      const known = cachedRecords(cache, model);
+      if (known.has(id)) return known.get(id)!;
+      const found = (await core.store.get(model, id))?.record ?? null;
+      known.set(id, found);
+      return found;
+    },
+  };
+  if (Object.keys(errors).length > 0) return { ok: false, errors };
+  if (def.validate) {
+    const more = await def.validate(draft, ctx);
+    if (more && Object.keys(more).length > 0) return { ok: false, errors: more };
+  }
+  return { ok: true, prepared: { draft, ctx } };
+}

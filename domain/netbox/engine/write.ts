@@ -1,0 +1,368 @@
+/**
+ * Creates and updates, all-or-nothing per request: every item prepared and validated, unique
+ * constraints checked (against the store and within the batch), size checked, then written
+ * in as few atomics as the store allows; references a concurrent delete removed meanwhile
+ * are undone (create) or follow that delete's rule (update). `afterSave` hooks run last.
+ */
+import type { IndexValue, ObjectWrite, StoredObject } from "../../../storage/ports.ts";
+import { MESSAGES } from "../fields.ts";
+import type {
+  AuthInfo,
+  FieldErrors,
+  HookContext,
+  ModelDef,
+  UniqueDef,
+  WriteResult,
+} from "../types.ts";
+import { constraintName, type EngineCore, isEmpty, newCache } from "./core.ts";
+import { deleteMany } from "./delete.ts";
+import { type IndexState, stateOf } from "./index_state.ts";
+import { dropRef } from "./patch.ts";
+import { prepare, type Prepared } from "./prepare.ts";
+import { danglingRefs } from "./references.ts";
+
+export interface WriteOptions {
+  /** Run beforeSave/afterSave hooks (default true). */
+  hooks?: boolean;
+}
+
+function uniqueMessage(def: ModelDef, u: UniqueDef): string {
+  if (u.message) return u.message;
+  if (u.fields.length === 1) {
+    return `${def.verbose} with this ${u.fields[0].replaceAll("_", " ")} already exists.`;
+  }
+  return `The fields ${u.fields.join(", ")} must make a unique set.`;
+}
+
+/** Unique checks against the store (and the batch itself) before committing. */
+async function checkUnique(
+  core: EngineCore,
+  def: ModelDef,
+  drafts: StoredObject[],
+): Promise<Array<FieldErrors | null>> {
+  const model = core.registry.nameOf(def);
+  const maxLength = core.store.maxIndexedLength;
+  const seen = new Map<string, number>();
+  const out: Array<FieldErrors | null> = [];
+  for (const draft of drafts) {
+    let errors: FieldErrors | null = null;
+    for (const u of def.unique ?? []) {
+      const values = u.fields.map((f) =>
+        u.ci && typeof draft[f] === "string" ? (draft[f] as string).toLowerCase() : draft[f]
+      );
+      if (values.some(isEmpty)) continue;
+      const long = u.fields.find((_f, i) =>
+        typeof values[i] === "string" && (values[i] as string).length > maxLength
+      );
+      if (long) {
+        // Unique values are key parts in the store: refuse rather than fail in storage.
+        errors ??= {};
+        (errors[long] ??= []).push(MESSAGES.maxLength(maxLength));
+        continue;
+      }
+      const key = JSON.stringify([u.fields, values]);
+      const other = seen.get(key);
+      const holder = other ??
+        await core.store.idByUnique(model, constraintName(u.fields), values as IndexValue[]);
+      if (holder !== null && holder !== draft.id) {
+        errors ??= {};
+        const field = u.errorField ?? u.fields[u.fields.length - 1];
+        (errors[field] ??= []).push(uniqueMessage(def, u));
+      }
+      seen.set(key, draft.id);
+    }
+    out.push(errors);
+  }
+  return out;
+}
+
+function sizeError(core: EngineCore, draft: StoredObject): FieldErrors | null {
+  const limit = core.store.maxRecordBytes;
+  if (core.store.recordSize(draft) > limit) {
+    return { non_field_errors: [`The object is too large to store (limit ${limit} bytes).`] };
+  }
+  return null;
+}
+
+async function rollbackCreates(core: EngineCore, committed: ObjectWrite[]): Promise<void> {
+  if (committed.length === 0) return;
+  const deletes: ObjectWrite[] = [];
+  for (const w of committed) {
+    const cur = await core.store.get(w.model, w.id);
+    if (!cur || !w.next) continue;
+    deletes.push({
+      model: w.model,
+      id: w.id,
+      prev: { ...w.next, record: cur.record, version: cur.version },
+      next: null,
+    });
+  }
+  for (const group of core.store.plan(deletes)) await core.store.commit(group);
+}
+
+async function afterSave(
+  core: EngineCore,
+  def: ModelDef,
+  record: StoredObject,
+  ctx: HookContext,
+): Promise<void> {
+  if (!def.afterSave) return;
+  try {
+    await def.afterSave(record, ctx);
+  } catch (error) {
+    core.logger.log("error", "after-save hook failed", {
+      model: core.registry.nameOf(def),
+      id: record.id,
+      error: error instanceof Error ? error.message : String(error),
+    });
+  }
+}
+
+/**
+ * Creates one or many objects, all-or-nothing. Many objects are written in as few atomics
+ * as the store's limits allow (one per batch, not per object or field).
+ */
+export async function createMany(
+  core: EngineCore,
+  model: string,
+  inputs: unknown[],
+  auth: AuthInfo | null,
+  options: WriteOptions,
+): Promise<WriteResult<StoredObject[]>> {
+  const def = core.registry.definition(model);
+  const cache = newCache();
+  if (inputs.length === 0) return { ok: true, value: [] };
+  const first = await core.store.allocateIds(model, inputs.length);
+  const prepared: Prepared[] = [];
+  const errors: FieldErrors[] = [];
+  let failed = false;
+  for (let i = 0; i < inputs.length; i++) {
+    const r = await prepare(core, def, inputs[i], null, false, auth, cache, first + i);
+    if (!r.ok) {
+      failed = true;
+      errors.push(r.errors);
+      continue;
+    }
+    prepared.push(r.prepared);
+    errors.push({});
+  }
+  if (failed) {
+    return {
+      ok: false,
+      status: 400,
+      errors: inputs.length === 1 && !Array.isArray(inputs) ? errors[0] : errors,
+    };
+  }
+  const uniq = await checkUnique(core, def, prepared.map((p) => p.draft));
+  if (uniq.some((e) => e !== null)) {
+    return { ok: false, status: 400, errors: uniq.map((e) => e ?? {}) };
+  }
+  if (options.hooks !== false && def.beforeSave) {
+    for (const p of prepared) await def.beforeSave(p.draft, p.ctx);
+  }
+  const sizes = prepared.map((p) => sizeError(core, p.draft));
+  if (sizes.some((e) => e !== null)) {
+    return {
+      ok: false,
+      status: 400,
+      errors: sizes.map((e) => e ?? {}),
+    };
+  }
+  const writes: ObjectWrite[] = prepared.map((p) => ({
+    model,
+    id: p.draft.id,
+    prev: null,
+    next: { record: p.draft, ...stateOf(core.store, def, p.draft) },
+  }));
+  const committed: ObjectWrite[] = [];
+  for (const group of core.store.plan(writes)) {
+    const result = await core.store.commit(group);
+    if (!result.ok) {
+      await rollbackCreates(core, committed);
+      // A concurrent writer took a unique value (or an id): report it like a validation error.
+      const again = await checkUnique(core, def, prepared.map((p) => p.draft));
+      if (again.some((e) => e !== null)) {
+        return {
+          ok: false,
+          status: 400,
+          errors: again.map((e) => e ?? {}),
+        };
+      }
+      return {
+        ok: false,
+        status: 409,
+        detail: "The object was changed concurrently; please retry.",
+      };
+    }
+    committed.push(...group);
+  }
+  // A target deleted between validation and commit: undo, and answer as validation would.
+  const dangling = await danglingRefs(
+    core,
+    def,
+    prepared.map((p) => ({ record: p.draft, before: null })),
+  );
+  if (dangling.size > 0) {
+    await rollbackCreates(core, committed);
+    return {
+      ok: false,
+      status: 400,
+      errors: prepared.map((p) => {
+        const e: FieldErrors = {};
+        for (const x of dangling.get(p.draft.id) ?? []) {
+          const f = def.fields[x.field];
+          const key = f?.type === "gfk" ? f.idField! : x.field;
+          (e[key] ??= []).push(MESSAGES.pk(x.id));
+        }
+        return e;
+      }),
+    };
+  }
+  const out: StoredObject[] = [];
+  const extras: Record<string, unknown> = {};
+  for (const p of prepared) {
+    if (options.hooks !== false) await afterSave(core, def, p.draft, p.ctx);
+    Object.assign(extras, p.ctx.responseExtras);
+  }
+  const fresh = await core.store.getMany(model, prepared.map((p) => p.draft.id));
+  const byId = new Map(fresh.map((r) => [r.id, r]));
+  for (const p of prepared) out.push(byId.get(p.draft.id) ?? p.draft);
+  return {
+    ok: true,
+    value: out,
+    extras: prepared.length === 1 ? prepared[0].ctx.responseExtras : undefined,
+  };
+}
+
+/**
+ * Updates many objects (bulk PUT/PATCH: each input carries its id), all validated first.
+ */
+export async function updateMany(
+  core: EngineCore,
+  model: string,
+  inputs: Array<{ id: number; data: unknown }>,
+  partial: boolean,
+  auth: AuthInfo | null,
+  options: WriteOptions,
+): Promise<WriteResult<StoredObject[]>> {
+  const def = core.registry.definition(model);
+  // Groups (atomics) already committed by an earlier attempt: a conflict in a later group
+  // retries only the items not yet written, so a bulk update is never left half done.
+  const done: Prepared[] = [];
+  let pending = inputs;
+  // Attempts that wrote nothing are bounded; one that made progress shrinks `pending`.
+  for (let attempt = 0; attempt < 8;) {
+    const cache = newCache();
+    const prepared: Array<Prepared & { version: string; prevState: IndexState }> = [];
+    const errors: FieldErrors[] = [];
+    let failed = false;
+    for (const { id, data } of pending) {
+      const current = await core.store.get(model, id);
+      if (!current) {
+        if (inputs.length === 1) return { ok: false, status: 404, detail: "Not found." };
+        if (done.length > 0) {
+          return {
+            ok: false,
+            status: 409,
+            detail: "The objects were changed concurrently; please retry.",
+          };
+        }
+        failed = true;
+        errors.push({ id: [`Object with id ${id} does not exist.`] });
+        continue;
+      }
+      const r = await prepare(core, def, data, current.record, partial, auth, cache, id);
+      if (!r.ok) {
+        failed = true;
+        errors.push(r.errors);
+        continue;
+      }
+      errors.push({});
+      prepared.push({
+        ...r.prepared,
+        version: current.version,
+        prevState: stateOf(core.store, def, current.record),
+      });
+    }
+    if (failed) return { ok: false, status: 400, errors };
+    const uniq = await checkUnique(core, def, prepared.map((p) => p.draft));
+    if (uniq.some((e) => e !== null)) {
+      return {
+        ok: false,
+        status: 400,
+        errors: uniq.map((e) => e ?? {}),
+      };
+    }
+    if (options.hooks !== false && def.beforeSave) {
+      for (const p of prepared) await def.beforeSave(p.draft, p.ctx);
+    }
+    const sizes = prepared.map((p) => sizeError(core, p.draft));
+    if (sizes.some((e) => e !== null)) {
+      return {
+        ok: false,
+        status: 400,
+        errors: sizes.map((e) => e ?? {}),
+      };
+    }
+    const writes: ObjectWrite[] = prepared.map((p) => ({
+      model,
+      id: p.draft.id,
+      prev: { record: p.ctx.existing!, ...p.prevState, version: p.version },
+      next: { record: p.draft, ...stateOf(core.store, def, p.draft) },
+    }));
+    const groups = core.store.plan(writes);
+    let conflict = false;
+    const committed = new Set<number>();
+    for (const group of groups) {
+      if (!(await core.store.commit(group)).ok) {
+        conflict = true;
+        break;
+      }
+      for (const w of group) committed.add(w.id);
+    }
+    done.push(...prepared.filter((p) => committed.has(p.draft.id)));
+    if (conflict) {
+      if (committed.size === 0) {
+        attempt++;
+        // Writers contending for one record: back off a little (jittered) before retrying.
+        await new Promise((r) => setTimeout(r, Math.random() * Math.min(25, 2 ** attempt)));
+      }
+      pending = pending.filter((i) => !committed.has(i.id));
+      continue;
+    }
+    // References to objects a concurrent delete removed after validation are dropped,
+    // as that delete's own follow-up would (no dangling references, ever).
+    const dangling = await danglingRefs(
+      core,
+      def,
+      done.map((p) => ({ record: p.draft, before: p.ctx.existing })),
+    );
+    for (const [id, refs] of dangling) {
+      // What the delete would have done to this record: CASCADE (or a required FK) takes
+      // the record along, anything else loses the reference.
+      const goes = refs.some((x) => {
+        const f = def.fields[x.field];
+        if (!f || f.type === "m2m") return false;
+        return f.onDelete === "cascade" || (f.type === "fk" && f.nullable !== true);
+      });
+      if (goes) await deleteMany(core, model, [id], null);
+      else for (const x of refs) await dropRef(core, model, id, x.field, x.id);
+      core.logger.log("warning", "dropped references to objects deleted concurrently", {
+        model,
+        id,
+        refs,
+      });
+    }
+    for (const p of done) {
+      if (options.hooks !== false) await afterSave(core, def, p.draft, p.ctx);
+    }
+    const order = inputs.map((i) => i.id);
+    const fresh = await core.store.getMany(model, order);
+    return {
+      ok: true,
+      value: fresh,
+      extras: done.length === 1 ? done[0].ctx.responseExtras : undefined,
+    };
+  }
+  return { ok: false, status: 409, detail: "The object was changed concurrently; please retry." };
+}
