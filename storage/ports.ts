@@ -194,3 +194,80 @@ export interface ModelStore {
   /** Compares two sort keys in the store's key order. */
   compareSortKeys(a: IndexValue, b: IndexValue): number;
 }
+
+// ---------------------------------------------------------------- backend: verb audit, idempotency
+
+export type VerbName = "start" | "stop" | "snapshot" | "migrate";
+export type GuestType = "qemu" | "lxc";
+export type VerbResult = "ok" | "already_running" | "already_stopped" | "accepted" | "failed";
+
+/**
+ * One operational verb, written `in_progress` before the hypervisor is called and finalised
+ * after. A record still `in_progress` long after `created_at` is a verb whose outcome is
+ * unknown (the process stopped between the two writes).
+ */
+export interface VerbAuditRecord {
+  id: number;
+  verb: VerbName;
+  vm_type: GuestType;
+  vmid: number;
+  endpoint_id: number;
+  actor: string;
+  result: VerbResult | null;
+  status: "in_progress" | "finalized";
+  task_upid: string | null;
+  idempotency_key: string | null;
+  /** ISO 8601. */
+  created_at: string;
+  finished_at: string | null;
+  /** Why a verb failed (the hypervisor's message), or what it did instead. */
+  detail: string | null;
+}
+
+export type VerbAuditStart = Pick<
+  VerbAuditRecord,
+  "verb" | "vm_type" | "vmid" | "endpoint_id" | "actor" | "idempotency_key" | "created_at"
+>;
+
+export interface VerbAuditFilter {
+  endpoint_id?: number;
+  vmid?: number;
+  actor?: string;
+  verb?: VerbName;
+}
+
+export interface VerbAuditStore {
+  /** Writes the `in_progress` record; rejects when it cannot be stored. */
+  begin(start: VerbAuditStart): Promise<VerbAuditRecord>;
+  /** Finalises a record; null when it does not exist. */
+  finish(
+    id: number,
+    outcome: Pick<VerbAuditRecord, "result" | "task_upid" | "detail" | "finished_at">,
+  ): Promise<VerbAuditRecord | null>;
+  /** Newest first. */
+  list(
+    filter: VerbAuditFilter,
+    page: { limit: number; offset: number },
+  ): Promise<{ count: number; results: VerbAuditRecord[] }>;
+}
+
+/** What an Idempotency-Key holds: the request it was first used for and, once done, its answer. */
+export interface IdempotencyEntry {
+  fingerprint: string;
+  /** Epoch ms after which the key may be used afresh. */
+  expires_at: number;
+  answer: { status: number; body: unknown } | null;
+}
+
+export type IdempotencyClaim = { claimed: true } | { claimed: false; entry: IdempotencyEntry };
+
+export interface IdempotencyStore {
+  /** Atomically takes the key unless a live entry holds it (then returns that entry). */
+  claim(key: string, fingerprint: string, now: number, ttlMs: number): Promise<IdempotencyClaim>;
+  /** Stores the answer a repeat replays. */
+  complete(key: string, answer: { status: number; body: unknown }): Promise<void>;
+  /** Gives the key up (nothing was done, so a repeat must run afresh). */
+  release(key: string): Promise<void>;
+  /** Resolves with the entry once it has an answer or is gone (null), or on abort. */
+  settled(key: string, signal: AbortSignal): Promise<IdempotencyEntry | null>;
+}

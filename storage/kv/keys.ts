@@ -25,6 +25,27 @@ export const keys = {
     name: string,
   ): Key => ["backend", "hypervisor_endpoints", "by_name", name],
 
+  /** Verb audit records: the record by id, and one copy under each filterable field. */
+  verbAudit: (id: number): Key => ["backend", "verb_audit", "by_id", id],
+  verbAuditPrefix: (): Key => ["backend", "verb_audit", "by_id"],
+  verbAuditIndex: (field: string, value: string | number, id: number): Key => [
+    "backend",
+    "verb_audit",
+    "by",
+    field,
+    value,
+    id,
+  ],
+  verbAuditIndexPrefix: (field: string, value: string | number): Key => [
+    "backend",
+    "verb_audit",
+    "by",
+    field,
+    value,
+  ],
+  /** One Idempotency-Key's claim and, once finished, the answer it replays. */
+  verbIdempotency: (key: string): Key => ["backend", "verb_idempotency", key],
+
   // hypervisor surface (rate limits, stored schema versions): see routes/hypervisor and mock/
   /** Fixed-window request counter of one client address on one rate-limited route. */
   hypervisorRateLimit: (route: string, ip: string): Key => ["hypervisor", "rate", route, ip],
