@@ -42,6 +42,8 @@ const server = Deno.serve({
  */
 let inFlight = 0;
 let stopping = false;
+// Tests only: a log line as each request starts, so a test can act once a request is in flight.
+const traceRequests = Deno.env.get("SERVICE_TEST_TRACE_REQUESTS") === "1";
 let drained: () => void = () => {};
 
 async function handle(
@@ -55,6 +57,9 @@ async function handle(
     });
   }
   inFlight++;
+  if (traceRequests) {
+    logger.log("debug", "request started", { path: new URL(request.url).pathname });
+  }
   try {
     return await app.fetch(request, info);
   } finally {

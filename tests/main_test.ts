@@ -32,22 +32,35 @@ async function startMain(env: Record<string, string>) {
     }
     buffer = buffer.slice(buffer.lastIndexOf("\n") + 1);
   }
+  const waiters: Array<{ test: (line: string) => boolean; resolve: (line: string) => void }> = [];
   const rest = (async () => {
     while (true) {
       const { value, done } = await reader.read();
       if (done) break;
-      lines.push(...value.split("\n").filter(Boolean));
+      buffer += value;
+      const complete = buffer.split("\n");
+      buffer = complete.pop()!;
+      for (const line of complete.filter(Boolean)) {
+        lines.push(line);
+        for (const w of [...waiters]) {
+          if (w.test(line)) waiters.splice(waiters.indexOf(w), 1), w.resolve(line);
+        }
+      }
     }
   })();
-  return { child, url: url.replace("localhost", "127.0.0.1"), lines, rest };
+  /** Resolves with the first log line (from now on) that contains `text`: the server's signal. */
+  const logged = (text: string) =>
+    new Promise<string>((resolve) => waiters.push({ test: (l) => l.includes(text), resolve }));
+  return { child, url: url.replace("localhost", "127.0.0.1"), lines, rest, logged };
 }
 
-Deno.test("main: starts on its defaults, and SIGTERM lets an in-flight request finish, then closes KV", async () => {
+Deno.test("main: starts on its defaults; on SIGTERM new requests get 503 while an in-flight one finishes, then KV closes", async () => {
   const dir = await Deno.makeTempDir();
   const kvPath = `${dir}/nested/bridgebox.kv`;
-  const { child, url, lines, rest } = await startMain({
+  const { child, url, lines, rest, logged } = await startMain({
     SERVICE_KV_PATH: kvPath,
     SERVICE_SURFACES: "backend",
+    SERVICE_TEST_TRACE_REQUESTS: "1",
   });
   try {
     assert.deepEqual(await (await fetch(`${url}health`)).json(), {
@@ -66,19 +79,28 @@ Deno.test("main: starts on its defaults, and SIGTERM lets an in-flight request f
         controller.close();
       },
     });
+    // Every step waits for the server to say it got there (no sleeps).
+    const started = logged('"path":"/auth/register-key"');
     const inFlight = fetch(`${url}auth/register-key`, {
       method: "POST",
       headers: { "content-type": "application/json" },
       body,
     });
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    await started;
+    const stopping = logged("Stopping: finishing in-flight requests");
     child.kill("SIGTERM");
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    assert.match(await stopping, /"in_flight":1/);
+
+    // New requests are turned away while the in-flight one drains.
+    const late = await fetch(`${url}health`);
+    assert.equal(late.status, 503);
+    assert.equal(late.headers.get("retry-after"), "1");
+    assert.deepEqual(await late.json(), { detail: "Server is shutting down" });
+
     release();
     const res = await inFlight;
-    await new Promise((resolve) => setTimeout(resolve, 300));
     assert.equal(res.status, 201, lines.join("\n"));
-    await res.body?.cancel();
+    assert.deepEqual(await res.json(), { detail: "API key registered." });
 
     const status = await child.status;
     await rest;
