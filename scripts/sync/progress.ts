@@ -67,10 +67,12 @@ export class SyncProgress {
           row.total = frame.progress.total;
         }
         if (frame.status === "started") {
+          if (row.status === "failed") return undefined;
           row.status = "running";
           row.startedAt = this.now();
         } else if (frame.status === "completed" || frame.status === "failed") {
-          row.status = frame.status;
+          // A stage that sent an error frame stays failed even when it completes its run.
+          row.status = row.status === "failed" ? "failed" : frame.status;
           row.endedAt = this.now();
           if (frame.result) row.counts = fillCounts(frame.result);
           if (frame.status === "completed" && row.total > 0) row.current = row.total;

@@ -91,9 +91,11 @@ export class TtyView implements SyncView {
   }
 
   #line(row: StageRow, nameWidth: number, width: number): string {
+    // The bar gives way on a narrow terminal so the counts and the message stay visible.
+    const barWidth = Math.max(8, Math.min(BAR_WIDTH, width - nameWidth - 40));
     const ratio = row.total > 0 ? Math.min(1, row.current / row.total) : 0;
-    const filled = row.status === "completed" ? BAR_WIDTH : Math.round(ratio * BAR_WIDTH);
-    const bar = "█".repeat(filled) + "░".repeat(BAR_WIDTH - filled);
+    const filled = row.status === "completed" ? barWidth : Math.round(ratio * barWidth);
+    const bar = "█".repeat(filled) + "░".repeat(barWidth - filled);
     const count = row.total > 0 ? `${row.current}/${row.total}` : "";
     const tail = row.status === "completed"
       ? `${countsSummary(row)} · ${seconds(row)} s`
@@ -180,7 +182,10 @@ export function resultTable(progress: SyncProgress): string {
 function summary(progress: SyncProgress, term: Terminal): string {
   if (progress.ok) {
     const message = progress.completes.at(-1)?.message;
-    return paint(term, 32, `\nSync completed${message ? `: ${message}` : ""}.`) + "\n";
+    const line = message && /^sync complete/i.test(message)
+      ? message
+      : `Sync completed${message ? `: ${message}` : ""}`;
+    return paint(term, 32, `\n${line.replace(/\.?$/, ".")}`) + "\n";
   }
   const titles = progress.problems.map((p) => `  - ${p.title}`).join("\n");
   return paint(term, 31, "\nSync FAILED.") + (titles ? `\n${titles}` : "") + "\n";

@@ -464,3 +464,31 @@ Deno.test("sync: the table's seconds run from a stage's start to its end", () =>
   assert.match(resultTable(progress), /devices {8}1 {8}2 {10}3 {8}4 {7}0 {5}2\.50 {2}ok\n/);
   assert.equal(progress.ok, true);
 });
+
+Deno.test("sync: a stage with an error frame stays failed when it completes its run", async () => {
+  await withBackend(
+    () =>
+      sse([
+        { event: "step", data: { step: "ip-addresses", status: "started" } },
+        {
+          event: "error",
+          data: { step: "ip-addresses", status: "failed", error: "Inventory request failed" },
+        },
+        {
+          event: "step",
+          data: { step: "ip-addresses", status: "completed", result: counts(0, 0, 0, 0, 1) },
+        },
+        { event: "complete", data: { ok: true, message: "done" } },
+      ]),
+    async (url) => {
+      const { io, sio } = captureIo();
+      assert.equal(await syncMain(["--url", url], { BRIDGEBOX_API_KEY: KEY }, sio), 1);
+      assert.ok(
+        io.out.includes(
+          "ip-addresses        0        0          0        0       1     0.00  failed",
+        ),
+        io.out,
+      );
+    },
+  );
+});
