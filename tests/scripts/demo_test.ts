@@ -80,26 +80,8 @@ Deno.test("demo: wires the key, the token and both copies against itself", async
   }
 });
 
-/**
- * Until the backend has its sync routes, the demo says so and keeps serving; this test is
- * ignored then (and only then), with the reason printed.
- */
-const syncRoutesMissing = await (async () => {
-  const { io } = captureIo();
-  const demo = await startDemo({ env: { PORT: "0" }, io, logLine: () => {} });
-  await demo.close();
-  if (demo.syncMissing) {
-    console.warn(
-      "demo_test: the full sync test is IGNORED because GET /full-update/stream answers 404 " +
-        "(the backend's sync routes are not in this build yet).",
-    );
-  }
-  return demo.syncMissing;
-})();
-
 Deno.test({
   name: "demo: the first full sync completes ok and fills the inventory",
-  ignore: syncRoutesMissing,
   async fn() {
     const { seen, io } = captureIo();
     const demo = await startDemo({ env: { PORT: "0" }, io, logLine: () => {} });
@@ -109,7 +91,8 @@ Deno.test({
       assert.equal(demo.sync.progress.completes.length, 1);
       assert.equal(demo.sync.progress.completes[0].ok, true);
       assert.equal(demo.sync.progress.rows.length, 13);
-      assert.match(seen.out, /\nSync completed/);
+      assert.match(seen.out, /\nSync complete/);
+      assert.equal(demo.syncMissing, false);
       const count = async (path: string) => {
         const res = await fetch(`http://127.0.0.1:${demo.port}/api/${path}?limit=1`, {
           headers: { authorization: `Token ${demo.inventoryToken}` },
