@@ -15,6 +15,7 @@ import { parseConfig } from "../config.ts";
 import { MemoryLogger } from "../domain/logger.ts";
 import type { AppDeps } from "../routes/_lib/deps.ts";
 import type { HypervisorEngine } from "../mock/engine.ts";
+import { workerLoad } from "./http_load.ts";
 
 const SCHEMA = new URL("../../shared/hypervisor-schema/pve-9.2.json", import.meta.url).pathname;
 const SEED = "nodes=10,vms=10000,cts=0,storages=2";
@@ -81,40 +82,6 @@ async function throughput(
     }),
   );
   return { rps: count / (ms / 1000), bytes: bytes / Math.max(1, count) };
-}
-
-/** Load from a Web Worker over raw keep-alive HTTP/1.1 (bench/http_load_worker.ts). */
-function workerLoad(
-  port: number,
-  path: string,
-  headers: Record<string, string>,
-  durationMs: number,
-) {
-  const worker = new Worker(new URL("./http_load_worker.ts", import.meta.url), { type: "module" });
-  return new Promise<{ rps: number; bytes: number; statuses: Record<string, number> }>(
-    (resolve, reject) => {
-      worker.onmessage = (e) => {
-        worker.terminate();
-        resolve({
-          rps: e.data.count / (durationMs / 1000),
-          bytes: e.data.bytes / Math.max(1, e.data.count),
-          statuses: e.data.statuses,
-        });
-      };
-      worker.onerror = (e) => {
-        worker.terminate();
-        reject(e);
-      };
-      worker.postMessage({
-        hostname: "127.0.0.1",
-        port,
-        path,
-        headers,
-        durationMs,
-        connections: 32,
-      });
-    },
-  );
 }
 
 async function inProcess(app: Hono, path: string, headers: Record<string, string>, n: number) {
