@@ -2,6 +2,7 @@
 import assert from "node:assert/strict";
 import { createApp } from "../../app.ts";
 import { testDeps } from "../_helpers.ts";
+import { refusingListener } from "../_net.ts";
 import {
   HypervisorApiClient,
   type HypervisorApiClient as Client,
@@ -102,10 +103,9 @@ Deno.test("hypervisor client: an unknown path carries status, URL and body excer
 });
 
 Deno.test("hypervisor client: unreachable port names the URL and a hint", async () => {
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = (listener.addr as Deno.NetAddr).port;
-  listener.close();
-  const error = await client(port, { password: "x" }).get("/version").catch((e) => e);
+  const refusing = refusingListener();
+  const error = await client(refusing.port, { password: "x" }).get("/version").catch((e) => e);
+  refusing.close();
   assert.ok(error instanceof HypervisorApiError);
   assert.equal(error.status, null);
   assert.match(error.message, /127\.0\.0\.1/);

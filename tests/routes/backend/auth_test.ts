@@ -36,8 +36,23 @@ Deno.test("auth: exempt routes answer without a key, everything else needs one",
 
 Deno.test("auth: 'no key configured' is not counted as a failure", async () => {
   await using h = await backend();
-  for (let i = 0; i < 8; i++) assert.equal((await h.call("/auth/keys")).status, 401);
-  assert.equal(h.deps.config.surfaces.has("backend"), true);
+  // More than the lockout threshold of attempts, presenting a key, before any key exists.
+  for (let i = 0; i < 8; i++) {
+    const res = await h.call("/auth/keys", { key: `guess-${i}`, ip: "192.0.2.77" });
+    assert.equal(res.status, 401);
+    assert.deepEqual(await res.json(), { detail: NO_KEY });
+  }
+  const registered = await h.call("/auth/register-key", {
+    method: "POST",
+    ip: "192.0.2.77",
+    json: { api_key: KEY },
+  });
+  assert.equal(registered.status, 201);
+  await registered.body?.cancel();
+  // Not locked: the same address authenticates at once.
+  const res = await h.call("/auth/keys", { key: KEY, ip: "192.0.2.77" });
+  assert.equal(res.status, 200);
+  await res.body?.cancel();
 });
 
 Deno.test("auth: register-key rules, exact texts, and it never reopens", async () => {

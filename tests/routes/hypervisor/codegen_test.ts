@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { jsonRequest } from "../../_helpers.ts";
+import { refusingListener } from "../../_net.ts";
 import { countOperations, peer, SHARED_DIR, tooling } from "./_tooling.ts";
 import { keys } from "../../../storage/kv/keys.ts";
 
@@ -325,7 +326,9 @@ Deno.test("codegen: generate from a URL (JS form), with redirects, errors and no
     const html = await generate(`${base}/html.json`, "m3");
     assert.equal(html.status, 422);
     await html.body?.cancel();
-    const down = await generate("http://127.0.0.1:9/apidata.js", "m4");
+    const refusing = refusingListener();
+    const down = await generate(`http://127.0.0.1:${refusing.port}/apidata.js`, "m4");
+    refusing.close();
     assert.equal(down.status, 502);
     await down.body?.cancel();
   } finally {

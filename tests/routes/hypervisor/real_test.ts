@@ -14,6 +14,7 @@ import {
   UPSTREAM_SCHEMA_PATH,
 } from "../../../routes/hypervisor/real.ts";
 import { testDeps } from "../../_helpers.ts";
+import { refusingListener } from "../../_net.ts";
 import type { MemoryLogger } from "../../../domain/logger.ts";
 import { schema92 } from "./_tooling.ts";
 
@@ -460,14 +461,16 @@ Deno.test("real mode: TLS is verified; a private CA file is trusted; the off swi
 });
 
 Deno.test("real mode: timeouts answer 504, an unreachable upstream 503, in both formats", async () => {
+  // An upstream that answers only once the test is done (the proxy's 100 ms timeout fires first).
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => release = resolve);
   const slow = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, async () => {
-    await new Promise((r) => setTimeout(r, 500));
+    await released;
     return Response.json({ data: { version: "9.2" } });
   });
-  // A port with nothing listening: bind, note it, close.
-  const probe = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const deadPort = (probe.addr as Deno.NetAddr).port;
-  probe.close();
+  // An address whose every connection is closed at once (never a port freed for reuse).
+  const dead = refusingListener();
+  const deadPort = dead.port;
   const timeoutProxy = await startProxy(
     {
       HYPERVISOR_URL: `http://127.0.0.1:${slow.addr.port}`,
@@ -496,7 +499,8 @@ Deno.test("real mode: timeouts answer 504, an unreachable upstream 503, in both 
   } finally {
     timeoutProxy.close();
     deadProxy.close();
-    await new Promise((r) => setTimeout(r, 500));
+    dead.close();
+    release();
     await slow.shutdown();
   }
 });

@@ -2,7 +2,8 @@ import assert from "node:assert/strict";
 import { DOMAIN_OR_IP_MESSAGE } from "../../../domain/plugin/validation.ts";
 import { keys } from "../../../storage/kv/keys.ts";
 import { openSecret } from "../../../domain/plugin/secrets.ts";
-import { closedPort, FP, harness, P } from "./_harness.ts";
+import { FP, harness, P } from "./_harness.ts";
+import { refusingListener } from "../../_net.ts";
 
 const KIND_PATHS = ["endpoints/hypervisor/", "endpoints/inventory/", "endpoints/backend/"];
 
@@ -215,12 +216,13 @@ Deno.test("inventory endpoint: v1 needs the token reference, v2 needs key and se
 
 Deno.test("backend endpoint: token generated, read-only and returned; one backend only", async () => {
   const h = await harness();
+  const refusing = refusingListener();
   try {
     const path = P + "endpoints/backend/";
     const r = await h.call("POST", path, {
       name: "backend",
       domain: "127.0.0.1",
-      port: closedPort(),
+      port: refusing.port,
       use_https: false,
       token: "client-chosen",
     });
@@ -242,6 +244,7 @@ Deno.test("backend endpoint: token generated, read-only and returned; one backen
     assert.match(r.body.last_push.error, /unreachable/);
     assert.match(r.body.last_push.at, /^\d{4}-\d{2}-\d{2}T/);
   } finally {
+    refusing.close();
     await h.close();
   }
 });

@@ -3,7 +3,7 @@
  */
 import assert from "node:assert/strict";
 import { NO_BACKEND } from "../../../domain/plugin/service.ts";
-import { addBackendEndpoint, closedPort, harness, P, startBackend } from "./_harness.ts";
+import { addBackendEndpoint, harness, P, startBackend } from "./_harness.ts";
 import { createBackendApp } from "../../../routes/backend/mod.ts";
 import {
   KvHypervisorEndpointStore,
@@ -63,12 +63,13 @@ Deno.test("push: backend endpoint save registers its token only while the backen
 Deno.test("push: inventory endpoint POSTs the copy first, then PUTs the first entry (v1 and v2)", async () => {
   const backend = await startBackend();
   const h = await harness();
+  const refusing = refusingListener();
   try {
     const be = await addBackendEndpoint(h, backend.port);
     const tok = await h.call("POST", "/api/users/tokens/", { version: 1 });
     assert.equal(tok.status, 201);
-    // Nothing listens there: the backend's own look-up of the plugin key fails fast.
-    const inventoryPort = closedPort();
+    // Every connection there is closed: the backend's own look-up of the plugin key fails fast.
+    const inventoryPort = refusing.port;
     const inv = await h.call("POST", P + "endpoints/inventory/", {
       name: "netbox",
       domain: "127.0.0.1",
@@ -105,6 +106,7 @@ Deno.test("push: inventory endpoint POSTs the copy first, then PUTs the first en
     assert.equal(copies.body[0].token_version, "v2");
     assert.equal(copies.body[0].token_key, "k3y");
   } finally {
+    refusing.close();
     await h.close();
     await backend.close();
   }
@@ -192,6 +194,7 @@ Deno.test("push: hypervisor endpoint copy named '<name> (inv:<pk>)', POST then P
 Deno.test("push: unreachable or rejecting backend never fails the save", async () => {
   const backend = await startBackend();
   const h = await harness();
+  const refusing = refusingListener();
   try {
     // Someone else claimed the backend first: our token is not registered, pushes get 401.
     const other = "x".repeat(64);
@@ -236,7 +239,7 @@ Deno.test("push: unreachable or rejecting backend never fails the save", async (
     const retried = await h.call("POST", `${P}endpoints/hypervisor/${hv.body.id}/push/`);
     assert.equal(retried.body.last_push.ok, true, JSON.stringify(retried.body));
 
-    await h.call("PATCH", `${P}endpoints/backend/${be.body.id}/`, { port: closedPort() });
+    await h.call("PATCH", `${P}endpoints/backend/${be.body.id}/`, { port: refusing.port });
     const down = await h.call("PATCH", `${P}endpoints/hypervisor/${hv.body.id}/`, { port: 8010 });
     assert.equal(down.status, 200);
     assert.equal(down.body.port, 8010);
@@ -244,6 +247,7 @@ Deno.test("push: unreachable or rejecting backend never fails the save", async (
     assert.equal(down.body.last_push.status, null);
     assert.match(down.body.last_push.error, /unreachable/);
   } finally {
+    refusing.close();
     await h.close();
     await backend.close();
   }
@@ -315,6 +319,15 @@ Deno.test("push: concurrent saves of one endpoint leave exactly one backend copy
     const copies = (await backendGet(backend, "/hypervisor/endpoints", be.token)).body;
     assert.equal(copies.length, 1);
     assert.equal(copies[0].name, `pve (inv:${hv.body.id})`);
+    // Both edits landed: neither save overwrote the other's field.
+    const stored = (await h.call("GET", `${path}${hv.body.id}/`)).body;
+    assert.deepEqual([stored.port, stored.verify_ssl], [8101, true]);
+    // Each push sends the record as its own save left it, so the two pushes may land in either
+    // order; a re-push sends the stored record, which has both.
+    const repushed = await h.call("POST", `${path}${hv.body.id}/push/`);
+    assert.equal(repushed.body.last_push.ok, true, JSON.stringify(repushed.body));
+    const [copy] = (await backendGet(backend, "/hypervisor/endpoints", be.token)).body;
+    assert.deepEqual([copy.port, copy.verify_ssl], [8101, true], JSON.stringify(copy));
   } finally {
     await h.close();
     await backend.close();

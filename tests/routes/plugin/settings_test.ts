@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
-import { closedPort, FP, harness, P, startBackend, startFakeHypervisor } from "./_harness.ts";
+import { FP, harness, P, startBackend, startFakeHypervisor } from "./_harness.ts";
+import { refusingListener } from "../../_net.ts";
 
 Deno.test("settings singleton: defaults, encryption_key write-only, validation, permissions", async () => {
   const h = await harness();
@@ -67,6 +68,7 @@ Deno.test("settings singleton: defaults, encryption_key write-only, validation, 
 Deno.test("bootstrap-status relay: view_backendendpoint required; status and body relayed; ok false without a backend; 502 when down", async () => {
   const backend = await startBackend();
   const h = await harness();
+  const refusing = refusingListener();
   try {
     const none = await h.call("GET", P + "bootstrap-status/");
     assert.equal(none.status, 200, "no backend endpoint is a bootstrap problem, not an error");
@@ -100,11 +102,12 @@ Deno.test("bootstrap-status relay: view_backendendpoint required; status and bod
       403,
     );
 
-    await h.call("PATCH", `${P}endpoints/backend/${be.body.id}/`, { port: closedPort() });
+    await h.call("PATCH", `${P}endpoints/backend/${be.body.id}/`, { port: refusing.port });
     const down = await h.call("GET", P + "bootstrap-status/");
     assert.equal(down.status, 502);
     assert.match(down.body.detail, /unreachable/);
   } finally {
+    refusing.close();
     await h.close();
     await backend.close();
   }
@@ -113,6 +116,7 @@ Deno.test("bootstrap-status relay: view_backendendpoint required; status and bod
 Deno.test("enabled flag: bulk PATCH toggles; keepalive answers disabled without contacting anything", async () => {
   const pve = startFakeHypervisor({ password: "pw", token: "root@pam!mon=tv" });
   const h = await harness();
+  const refusing = refusingListener();
   try {
     const path = P + "endpoints/hypervisor/";
     const mk = async (name: string, extra: Record<string, unknown>) => {
@@ -161,10 +165,11 @@ Deno.test("enabled flag: bulk PATCH toggles; keepalive answers disabled without 
     assert.equal((await h.call("GET", `${path}${byPassword}/status/`)).body.status, "online");
     assert.equal((await h.call("GET", `${path}4242/status/`)).status, 404);
 
-    await h.call("PATCH", `${path}${byToken}/`, { enabled: true, port: 1 });
+    await h.call("PATCH", `${path}${byToken}/`, { enabled: true, port: refusing.port });
     const offline = await h.call("GET", `${path}${byToken}/status/`);
     assert.equal(offline.body.status, "offline");
   } finally {
+    refusing.close();
     await h.close();
     await pve.close();
   }
