@@ -2,7 +2,9 @@ import type { AppDeps, ServeEnv } from "../_lib/deps.ts";
 import type {
   ApiKeyStore,
   HypervisorEndpointStore,
+  IdempotencyStore,
   InventoryEndpointStore,
+  VerbAuditStore,
 } from "../../storage/ports.ts";
 import type { Lockout } from "../../domain/lockout.ts";
 import type { CredentialVault } from "../../domain/credentials.ts";
@@ -17,6 +19,8 @@ export interface BackendServices {
   lockout: Lockout;
   authCache: AuthCache;
   vault: CredentialVault;
+  verbAudit: VerbAuditStore;
+  idempotency: IdempotencyStore;
 }
 
 export type BackendEnv = {

@@ -8,6 +8,8 @@ import { CredentialVault } from "../../domain/credentials.ts";
 import { fetchPluginEncryptionKey } from "../../clients/inventory.ts";
 import { KvApiKeyStore } from "../../storage/kv/api_keys.ts";
 import { KvHypervisorEndpointStore, KvInventoryEndpointStore } from "../../storage/kv/endpoints.ts";
+import { KvVerbAuditStore } from "../../storage/kv/verb_audit.ts";
+import { KvIdempotencyStore } from "../../storage/kv/idempotency.ts";
 import type { InventoryEndpointStore } from "../../storage/ports.ts";
 import { docsRoutes } from "../_lib/docs.ts";
 import { API_KEY_HEADER, apiKeyAuth } from "./auth.ts";
@@ -16,6 +18,7 @@ import { endpointRoutes } from "./endpoints.ts";
 import { ApiError, backendRouter, errorHandler } from "./errors.ts";
 import { keyRoutes } from "./keys.ts";
 import { syncRoutes } from "./sync.ts";
+import { verbRoutes } from "./verbs.ts";
 import { jsonContent } from "./schemas.ts";
 
 export const MAX_BODY_BYTES = 1024 * 1024;
@@ -63,6 +66,8 @@ export function createBackendServices(deps: AppDeps): BackendServices {
     lockout: new Lockout(deps.now),
     authCache,
     vault,
+    verbAudit: new KvVerbAuditStore(deps.kv),
+    idempotency: new KvIdempotencyStore(deps.kv),
   };
 }
 
@@ -83,6 +88,9 @@ export async function createBackendApp(deps: AppDeps, services = createBackendSe
       },
     }),
   );
+  // Registered before the body check below: a verb's gate (endpoint, allow_writes) answers
+  // before its body is read, and the verb reads and checks its own body after that.
+  app.route("/", verbRoutes(services));
   app.use("*", async (c, next) => {
     const type = c.req.header("content-type") ?? "";
     if (["POST", "PUT", "PATCH"].includes(c.req.method)) {
