@@ -4,7 +4,7 @@
  * copy, and the cluster of this endpoint (plugin cluster record → virtualization cluster →
  * site). Reference objects that already exist are used as they are, never modified.
  */
-import { hvGet, memo, type StageContext } from "./context.ts";
+import { hvGet, memo, memoShared, type StageContext } from "./context.ts";
 import type { InventoryBody, InventoryObject } from "./ports.ts";
 import { refId } from "./reconcile.ts";
 import { slugify } from "./proxmox.ts";
@@ -54,7 +54,7 @@ export async function ensureTags(
 ): Promise<Map<string, number>> {
   const out = new Map<string, number>();
   if (!wanted.length) return out;
-  const known = await memo(ctx, "tags:all", async () => {
+  const known = await memoShared(ctx, "tags:all", async () => {
     const all = await ctx.inv.list(PATHS.tags, {}, ctx.signal);
     return new Map(all.map((t) => [String(t.slug), t.id]));
   });
@@ -109,7 +109,7 @@ export function ensureBySlug(
   slug: string,
   body: InventoryBody,
 ): Promise<InventoryObject> {
-  return memo(ctx, `slug:${path}${slug}`, async () => {
+  return memoShared(ctx, `slug:${path}${slug}`, async () => {
     const [found] = await ctx.inv.list(path, { slug }, ctx.signal);
     if (found && found.slug === slug) return found;
     const tags = await syncTags(ctx);

@@ -39,8 +39,10 @@ export interface StageContext {
   signal: AbortSignal;
   result: StageResult;
   progress: ProgressFn;
-  /** Per endpoint, per run: memoised lookups (see cache.ts). */
+  /** Per endpoint, per run: memoised lookups. */
   cache: Map<string, unknown>;
+  /** Per run, across endpoints: objects every endpoint shares (tags, roles, types). */
+  shared: Map<string, unknown>;
   now: () => number;
   /** Bounded concurrency for hypervisor reads. */
   concurrency: number;
@@ -48,13 +50,22 @@ export interface StageContext {
 
 /** Memoise one value per run and endpoint under `key`. */
 export function memo<T>(ctx: StageContext, key: string, make: () => Promise<T>): Promise<T> {
-  const hit = ctx.cache.get(key) as Promise<T> | undefined;
+  return remember(ctx.cache, key, make);
+}
+
+/** Memoise one value per run for every endpoint (shared reference objects). */
+export function memoShared<T>(ctx: StageContext, key: string, make: () => Promise<T>): Promise<T> {
+  return remember(ctx.shared, key, make);
+}
+
+function remember<T>(cache: Map<string, unknown>, key: string, make: () => Promise<T>): Promise<T> {
+  const hit = cache.get(key) as Promise<T> | undefined;
   if (hit) return hit;
   const made = make();
-  ctx.cache.set(key, made);
+  cache.set(key, made);
   // A failed lookup is not remembered: the next stage tries again.
   made.catch(() => {
-    if (ctx.cache.get(key) === made) ctx.cache.delete(key);
+    if (cache.get(key) === made) cache.delete(key);
   });
   return made;
 }

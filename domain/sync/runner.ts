@@ -206,6 +206,7 @@ export async function runSync(options: RunOptions): Promise<CompleteFrame> {
   const stages: CompleteFrame["stages"] = [];
   const errors: ErrorFrame[] = [];
   const caches = new Map<number, Map<string, unknown>>();
+  const shared = new Map<string, unknown>();
   const readers = new Map<number, HypervisorReader>();
   let cancelled = false;
 
@@ -235,6 +236,7 @@ export async function runSync(options: RunOptions): Promise<CompleteFrame> {
         signal,
         result: emptyResult(),
         cache,
+        shared,
         now,
         concurrency: options.concurrency ?? 8,
         progress: (current, of, message) => {

@@ -194,6 +194,13 @@ export function syncRoutes(services: BackendServices, options: SyncRouteOptions 
             signal: abort.signal,
             now: services.deps.now,
             concurrency: options.concurrency,
+          }).then((complete) => {
+            services.deps.logger.log("info", "sync run ended", {
+              ok: complete.ok,
+              cancelled: abort.signal.aborted,
+              stages: complete.stages.length,
+              result: complete.result,
+            });
           }).catch((error) => {
             services.deps.logger.log("error", "sync run crashed", {
               error: error instanceof Error ? error.message : String(error),

@@ -8,7 +8,7 @@ import { createParser, type EventSourceMessage } from "eventsource-parser";
 import { createApp } from "../../app.ts";
 import { testDeps } from "../_helpers.ts";
 import type { AppDeps } from "../../routes/_lib/deps.ts";
-import type { MemoryLogger } from "../../domain/logger.ts";
+import { type LogLevel, type LogLine, MemoryLogger } from "../../domain/logger.ts";
 
 export const ROOT = "e2esync0123456789abcdef0123456789abcdef";
 export const KEY = "sync-e2e-key-0123456789abcdef0123456789abcdef";
@@ -34,6 +34,8 @@ export interface SyncWorld {
   hypervisor(method: string, path: string, params?: Record<string, string>): Promise<any>;
   /** Runs a stream route to its end (or until `until` says stop, then disconnects). */
   stream(path: string, until?: (frame: SseFrame) => boolean): Promise<SseFrame[]>;
+  /** The raw text of a stream (for checks no secret travels). */
+  streamText(path: string): Promise<string>;
   addHypervisorCopy(name: string, extra?: Record<string, unknown>): Promise<number>;
   close(): Promise<void>;
 }
@@ -41,13 +43,14 @@ export interface SyncWorld {
 export async function syncWorld(
   seed = "nodes=2,vms=6,cts=3,storages=3",
   env: Record<string, string> = {},
+  overrides: Partial<AppDeps> = {},
 ): Promise<SyncWorld> {
   const deps = await testDeps({
     INVENTORY_BOOTSTRAP_TOKEN: ROOT,
     SERVICE_ALLOW_LOOPBACK_TARGETS: "true",
     HYPERVISOR_MOCK_SEED: seed,
     ...env,
-  });
+  }, overrides);
   const app = await createApp(deps);
   const seen: string[] = [];
   const server = Deno.serve(
@@ -160,6 +163,10 @@ export async function syncWorld(
     }
     return frames;
   };
+  const streamText: SyncWorld["streamText"] = async (path) => {
+    const res = await fetch(base + path, { headers: { "x-service-api-key": KEY } });
+    return await res.text();
+  };
   const addHypervisorCopy: SyncWorld["addHypervisorCopy"] = async (name, extra = {}) => {
     const r = await backend("POST", "/hypervisor/endpoints", {
       name,
@@ -186,6 +193,7 @@ export async function syncWorld(
     inventoryCall,
     hypervisor,
     stream,
+    streamText,
     addHypervisorCopy,
     async close() {
       await server.shutdown();
@@ -206,4 +214,24 @@ export async function addInventoryCopy(world: SyncWorld, token = ROOT): Promise<
   });
   if (r.status !== 201) throw new Error(`inventory copy: ${r.status} ${JSON.stringify(r.body)}`);
   return r.body.id;
+}
+
+/** Writes (POST/PUT/PATCH/DELETE) the server saw on the inventory API. */
+export function inventoryWrites(seen: string[]): string[] {
+  return seen.filter((s) => /^(POST|PUT|PATCH|DELETE) \/api\//.test(s));
+}
+
+/** A logger that also resolves waiters when a line with `message` is logged. */
+export class WaitingLogger extends MemoryLogger {
+  #waiters: { message: string; resolve: (line: LogLine) => void }[] = [];
+  override log(level: LogLevel, message: string, fields: Record<string, unknown> = {}): void {
+    super.log(level, message, fields);
+    for (const w of this.#waiters.filter((w) => w.message === message)) {
+      w.resolve({ level, message, ...fields });
+    }
+    this.#waiters = this.#waiters.filter((w) => w.message !== message);
+  }
+  next(message: string): Promise<LogLine> {
+    return new Promise((resolve) => this.#waiters.push({ message, resolve }));
+  }
 }

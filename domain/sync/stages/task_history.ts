@@ -7,7 +7,9 @@ import { hvGet, mapLimit, type StageContext } from "../context.ts";
 import { clusterBase, PATHS } from "../base.ts";
 import { nodeIndex } from "./devices.ts";
 import { vmAnchors } from "../guests.ts";
-import { type Desired, indexBy, reconcile } from "../reconcile.ts";
+import { type Desired, indexBy, reconcile, refId } from "../reconcile.ts";
+
+const UPIDS_PER_QUERY = 100;
 import { epochToIso } from "../proxmox.ts";
 
 interface TaskEntry {
@@ -38,11 +40,21 @@ export async function syncTaskHistory(ctx: StageContext): Promise<void> {
   const tasks = lists.flatMap((l, i) => (l ?? []).map((t) => ({ ...t, node: t.node ?? names[i] })))
     .filter((t) => typeof t.upid === "string" && t.upid);
   ctx.progress(0, tasks.length, `${tasks.length} tasks`);
-  const existing = indexBy(
-    await ctx.inv.list(PATHS.tasks, { endpoint_id: String(base.pluginEndpoint) }, ctx.signal),
-    (t) => String(t.upid),
+  // Looked up by UPID (history only grows: never list it whole). A UPID is unique in the
+  // inventory; one already recorded for another endpoint (two copies of one cluster) stays there.
+  const found = [];
+  const upids = tasks.map((t) => t.upid);
+  for (let i = 0; i < upids.length; i += UPIDS_PER_QUERY) {
+    found.push(
+      ...await ctx.inv.list(PATHS.tasks, { upid: upids.slice(i, i + UPIDS_PER_QUERY) }, ctx.signal),
+    );
+  }
+  const byUpid = indexBy(found, (t) => String(t.upid));
+  const existing = new Map(
+    [...byUpid].filter(([, t]) => refId(t.endpoint) === base.pluginEndpoint),
   );
-  const desired: Desired[] = tasks.map((t) => {
+  const foreign = new Set([...byUpid.keys()].filter((upid) => !existing.has(upid)));
+  const desired: Desired[] = tasks.filter((t) => !foreign.has(t.upid)).map((t) => {
     const vmid = /^\d+$/.test(t.id ?? "") ? Number(t.id) : null;
     const running = t.status === undefined || t.status === "running" || !t.endtime;
     return {

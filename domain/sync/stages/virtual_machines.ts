@@ -30,17 +30,33 @@ export function vmStatus(status: string | undefined): string {
 }
 
 /**
- * Unique names within one cluster: guests in vmid order, each takes its name unless the
- * cluster already has it (case-insensitive, as the inventory's constraint is), then " (2)",
- * " (3)"... `taken` holds the names of VMs that are not these guests.
+ * Unique names within one cluster (the inventory's constraint is case-insensitive). `taken`
+ * holds the names of VMs that are not these guests (hand-made, or ours but gone upstream).
+ * A guest whose VM already carries its name keeps it; the others take theirs in vmid order,
+ * with " (2)", " (3)"... when the name is taken. So a fresh sync suffixes by vmid, and a
+ * later clash renames the newcomer, never the VM that had the name first.
  */
-export function uniqueNames(list: Guest[], taken: Iterable<string>): Map<number, string> {
+export function uniqueNames(
+  list: Guest[],
+  taken: Iterable<string>,
+  current: Map<number, string> = new Map(),
+): Map<number, string> {
   const used = new Set([...taken].map((n) => n.toLowerCase()));
   const out = new Map<number, string>();
-  for (const g of [...list].sort((a, b) => a.vmid - b.vmid)) {
-    const raw = String(g.config.name ?? g.config.hostname ?? g.name ?? "").trim() ||
-      `${g.type}-${g.vmid}`;
-    const base = raw.slice(0, NAME_MAX);
+  const baseOf = (g: Guest) =>
+    (String(g.config.name ?? g.config.hostname ?? g.name ?? "").trim() || `${g.type}-${g.vmid}`)
+      .slice(0, NAME_MAX);
+  const sorted = [...list].sort((a, b) => a.vmid - b.vmid);
+  for (const g of sorted) {
+    const base = baseOf(g);
+    if (current.get(g.vmid) === base && !used.has(base.toLowerCase())) {
+      used.add(base.toLowerCase());
+      out.set(g.vmid, base);
+    }
+  }
+  for (const g of sorted) {
+    if (out.has(g.vmid)) continue;
+    const base = baseOf(g);
     let name = base;
     for (let n = 2; used.has(name.toLowerCase()); n++) {
       const suffix = ` (${n})`;
@@ -89,6 +105,7 @@ export async function syncVirtualMachines(ctx: StageContext): Promise<void> {
   const names = uniqueNames(
     list,
     clusterVms.filter((v) => !ownIds.has(v.id)).map((v) => String(v.name)),
+    new Map([...owned].map(([vmid, vm]) => [vmid, String(vm.name)])),
   );
 
   const existing = new Map<string, InventoryObject>();
@@ -115,13 +132,32 @@ export async function syncVirtualMachines(ctx: StageContext): Promise<void> {
     };
   });
   ctx.progress(0, list.length, `writing ${list.length} virtual machines`);
+  // A VM taking a name another VM of the cluster still holds (it is being renamed in this run)
+  // is written after that rename: the inventory checks names one write at a time.
+  const holders = new Map(clusterVms.map((v) => [String(v.name).toLowerCase(), v.id]));
+  const waits = (d: Desired) => {
+    const holder = holders.get(String(d.body.name).toLowerCase());
+    return holder !== undefined && holder !== existing.get(d.key)?.id;
+  };
+  const firstPass = desired.filter((d) => !waits(d));
+  const secondPass = desired.filter(waits);
   const vms = await reconcile(ctx, {
     path: PATHS.vms,
-    existing,
-    desired,
+    existing: new Map(
+      firstPass.filter((d) => existing.has(d.key)).map((d) => [d.key, existing.get(d.key)!]),
+    ),
+    desired: firstPass,
+    managedTags: managed,
+  });
+  const wanted = new Set(firstPass.map((d) => d.key));
+  const later = await reconcile(ctx, {
+    path: PATHS.vms,
+    existing: new Map([...existing].filter(([key]) => !wanted.has(key))),
+    desired: secondPass,
     managedTags: managed,
     orphan: () => ({ status: "decommissioning", tags: [tags.synced, tags.missing] }),
   });
+  for (const [key, vm] of later.objects) vms.objects.set(key, vm);
 
   // The sidecar: identity and last-seen facts, one per guest ever synced.
   const now = new Date(ctx.now()).toISOString();
