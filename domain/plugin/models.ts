@@ -221,6 +221,9 @@ export function pluginModels(services: PluginServices): ModelDef[] {
       password: secret("Write-only; stored encrypted with the plugin encryption key."),
       token_name: nullStr(),
       token_value: secret("Write-only API token secret."),
+      // Whether a write-only secret is stored, so a form can say "set" / "not set".
+      has_password: { type: "bool", compute: (r) => present(r.password) },
+      has_token_value: { type: "bool", compute: (r) => present(r.token_value) },
       use_https: bool(true),
       verify_ssl: bool(false),
       enabled: bool(true, { index: true }),
@@ -282,6 +285,7 @@ export function pluginModels(services: PluginServices): ModelDef[] {
       }),
       token_key: nullStr({ description: "v2 key id." }),
       token_secret: secret("Write-only v2 secret."),
+      has_token_secret: { type: "bool", compute: (r) => present(r.token_secret) },
       last_push: lastPush,
     },
     validate: async (draft, ctx) => {
