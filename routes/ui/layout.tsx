@@ -4,6 +4,7 @@
  * field errors, messages). Server-rendered; the only script is /ui/static/console.js.
  */
 import type { Child, FC, PropsWithChildren } from "hono/jsx";
+import { raw } from "hono/html";
 import type { AuthInfo } from "../../domain/netbox/types.ts";
 import { can } from "../../domain/netbox/tokens.ts";
 import type { Session } from "./session.ts";
@@ -100,75 +101,80 @@ export interface PageProps {
 export const Layout: FC<PropsWithChildren<PageProps>> = (props) => {
   const { auth, session } = props;
   return (
-    <html lang="en">
-      <head>
-        <meta charset="utf-8" />
-        <meta name="viewport" content="width=device-width, initial-scale=1" />
-        <title>{props.title} · Bridgebox</title>
-        <link rel="icon" href="/ui/favicon.svg" type="image/svg+xml" />
-        <link rel="stylesheet" href={`${STATIC}/console.css`} />
-        <script src={`${STATIC}/console.js`} defer></script>
-      </head>
-      <body {...(props.live ?? {})}>
-        <a class="skip" href="#main">Skip to content</a>
-        <header class="top">
-          <a class="brand" href="/ui/">
-            <img src="/ui/favicon.svg" alt="" width="22" height="22" /> Bridgebox
-          </a>
-          {session && auth && (
-            <div class="who">
-              <span>
-                token #{session.tokenId}
-                {auth.isSuperuser ? " · superuser" : ""}
-                {auth.writeEnabled ? "" : " · read-only"}
-              </span>
-              <form method="post" action="/ui/logout" class="inline">
-                <input type="hidden" name="_csrf" value={session.csrf} />
-                <button type="submit" class="link">Sign out</button>
-              </form>
-            </div>
-          )}
-        </header>
-        <div class="frame">
-          {auth && (
-            <nav class="side" aria-label="Console">
-              {NAV.map((g) => {
-                const items = g.items.filter((i) => !i.perms || i.perms.some((p) => can(auth, p)));
-                if (items.length === 0) return null;
-                return (
-                  <div class="group">
-                    <h2>{g.group}</h2>
-                    <ul>
-                      {items.map((i) => (
-                        <li>
-                          <a
-                            href={i.href}
-                            aria-current={props.active === i.key ? "page" : undefined}
-                          >
-                            {i.label}
-                          </a>
-                        </li>
-                      ))}
-                    </ul>
-                  </div>
-                );
-              })}
-              <div class="group">
-                <h2>API</h2>
-                <ul>
-                  <li>
-                    <a href="/api/docs">Inventory API docs</a>
-                  </li>
-                </ul>
+    <>
+      {raw("<!DOCTYPE html>")}
+      <html lang="en">
+        <head>
+          <meta charset="utf-8" />
+          <meta name="viewport" content="width=device-width, initial-scale=1" />
+          <title>{props.title} · Bridgebox</title>
+          <link rel="icon" href="/ui/favicon.svg" type="image/svg+xml" />
+          <link rel="stylesheet" href={`${STATIC}/console.css`} />
+          <script src={`${STATIC}/console.js`} defer></script>
+        </head>
+        <body {...(props.live ?? {})}>
+          <a class="skip" href="#main">Skip to content</a>
+          <header class="top">
+            <a class="brand" href="/ui/">
+              <img src="/ui/favicon.svg" alt="" width="22" height="22" /> Bridgebox
+            </a>
+            {session && auth && (
+              <div class="who">
+                <span>
+                  token #{session.tokenId}
+                  {auth.isSuperuser ? " · superuser" : ""}
+                  {auth.writeEnabled ? "" : " · read-only"}
+                </span>
+                <form method="post" action="/ui/logout" class="inline">
+                  <input type="hidden" name="_csrf" value={session.csrf} />
+                  <button type="submit" class="link">Sign out</button>
+                </form>
               </div>
-            </nav>
-          )}
-          <main id="main" tabindex={-1}>
-            {props.children}
-          </main>
-        </div>
-      </body>
-    </html>
+            )}
+          </header>
+          <div class="frame">
+            {auth && (
+              <nav class="side" aria-label="Console">
+                {NAV.map((g) => {
+                  const items = g.items.filter((i) =>
+                    !i.perms || i.perms.some((p) => can(auth, p))
+                  );
+                  if (items.length === 0) return null;
+                  return (
+                    <div class="group">
+                      <h2>{g.group}</h2>
+                      <ul>
+                        {items.map((i) => (
+                          <li>
+                            <a
+                              href={i.href}
+                              aria-current={props.active === i.key ? "page" : undefined}
+                            >
+                              {i.label}
+                            </a>
+                          </li>
+                        ))}
+                      </ul>
+                    </div>
+                  );
+                })}
+                <div class="group">
+                  <h2>API</h2>
+                  <ul>
+                    <li>
+                      <a href="/api/docs">Inventory API docs</a>
+                    </li>
+                  </ul>
+                </div>
+              </nav>
+            )}
+            <main id="main" tabindex={-1}>
+              {props.children}
+            </main>
+          </div>
+        </body>
+      </html>
+    </>
   );
 };
 

@@ -31,6 +31,7 @@ export function plainReason(reason: unknown): string {
   if (typeof reason !== "string" || reason === "") return "Something needs attention.";
   const known = REASONS[reason];
   if (known) return known;
+  if (reason.includes(" ")) return reason;
   const words = reason.replaceAll("_", " ");
   return words.charAt(0).toUpperCase() + words.slice(1) + ".";
 }
@@ -90,7 +91,11 @@ function BootstrapCard(
   }
   const body: Json = answer.body ?? {};
   const ok = answer.status === 200 && body.ok === true;
-  const reason = answer.status === 200 ? body.reason : body.reason ?? detailOf(answer);
+  const reason = answer.status === 200
+    ? body.reason
+    : answer.status === 404
+    ? "The backend does not report its bootstrap status (it answered 404)."
+    : body.reason ?? detailOf(answer);
   const warnings: Json[] = Array.isArray(body.warnings) ? body.warnings : [];
   return (
     <section class={`card bootstrap ${ok ? "ok" : "bad"}`} id="bootstrap">
@@ -105,7 +110,9 @@ function BootstrapCard(
         : (
           <>
             <p class="reason">{plainReason(reason)}</p>
-            {answer.status !== 200 && <p class="muted">{detailOf(answer)}</p>}
+            {answer.status !== 200 && answer.status !== 404 && (
+              <p class="muted">{detailOf(answer)}</p>
+            )}
             {warnings.length > 0 && (
               <ul class="warnings">
                 {warnings.map((w) => (
