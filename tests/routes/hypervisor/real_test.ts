@@ -15,6 +15,7 @@ import {
 } from "../../../routes/hypervisor/real.ts";
 import { testDeps } from "../../_helpers.ts";
 import { refusingListener } from "../../_net.ts";
+import { HAS_OPENSSL, openssl } from "../../_tls.ts";
 import type { MemoryLogger } from "../../../domain/logger.ts";
 import { schema92 } from "./_tooling.ts";
 
@@ -36,12 +37,6 @@ interface Certs {
   caFile: string;
   cert: string;
   key: string;
-}
-
-async function openssl(args: string[], cwd: string): Promise<void> {
-  const out = await new Deno.Command("openssl", { args, cwd, stdout: "piped", stderr: "piped" })
-    .output();
-  if (!out.success) throw new Error(`openssl ${args[0]}: ${new TextDecoder().decode(out.stderr)}`);
 }
 
 /** A private CA and a server certificate for 127.0.0.1 signed by it. */
@@ -401,7 +396,10 @@ Deno.test("real mode: API token auth and client-supplied credentials", async () 
   }
 });
 
-Deno.test("real mode: TLS is verified; a private CA file is trusted; the off switch works", async () => {
+Deno.test({
+  name: "real mode: TLS is verified; a private CA file is trusted; the off switch works",
+  ignore: !HAS_OPENSSL,
+}, async () => {
   const certs = await makeCerts();
   const up = await startUpstream(certs);
   try {

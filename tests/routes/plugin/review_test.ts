@@ -2,6 +2,7 @@
 import assert from "node:assert/strict";
 import { createBackendApp } from "../../../routes/backend/mod.ts";
 import { testDeps } from "../../_helpers.ts";
+import { HAS_OPENSSL, selfSigned } from "../../_tls.ts";
 import { addBackendEndpoint, harness, P, startBackend } from "./_harness.ts";
 
 Deno.test("inventory endpoint: a non-superuser cannot hand a more powerful token to the backend", async () => {
@@ -154,46 +155,11 @@ Deno.test("ssh-secrets: a write_enabled=false token never gets the plaintext sec
   }
 });
 
-/** A self-signed certificate for localhost (openssl), or null when openssl is missing. */
-async function selfSigned(): Promise<{ cert: string; key: string } | null> {
-  const dir = await Deno.makeTempDir();
-  try {
-    const out = await new Deno.Command("openssl", {
-      args: [
-        "req",
-        "-x509",
-        "-newkey",
-        "rsa:2048",
-        "-nodes",
-        "-days",
-        "1",
-        "-subj",
-        "/CN=localhost",
-        "-keyout",
-        `${dir}/key.pem`,
-        "-out",
-        `${dir}/cert.pem`,
-      ],
-      stdout: "null",
-      stderr: "null",
-    }).output();
-    if (!out.success) return null;
-    return {
-      cert: await Deno.readTextFile(`${dir}/cert.pem`),
-      key: await Deno.readTextFile(`${dir}/key.pem`),
-    };
-  } catch {
-    return null;
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
-}
-
-const tls = await selfSigned();
+const tls = HAS_OPENSSL ? await selfSigned("localhost") : null;
 
 Deno.test({
   name: "keepalive: verify_ssl=false really accepts a self-signed hypervisor certificate",
-  ignore: tls === null,
+  ignore: !HAS_OPENSSL,
   async fn() {
     const server = Deno.serve(
       { port: 0, hostname: "127.0.0.1", cert: tls!.cert, key: tls!.key, onListen() {} },
@@ -234,7 +200,7 @@ Deno.test({
 
 Deno.test({
   name: "push: a backend endpoint with verify_ssl=false reaches a self-signed https backend",
-  ignore: tls === null,
+  ignore: !HAS_OPENSSL,
   async fn() {
     const backendDeps = await testDeps({ SERVICE_SURFACES: "backend" });
     const backendApp = await createBackendApp(backendDeps);
