@@ -110,7 +110,7 @@ function toggler(index: number) {
   };
 }
 
-async function timed(work: () => Promise<Response>): Promise<number> {
+async function timed(work: () => Response | Promise<Response>): Promise<number> {
   const start = performance.now();
   const res = await work();
   await res.body?.cancel();
