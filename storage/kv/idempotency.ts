@@ -1,6 +1,9 @@
 import type { IdempotencyClaim, IdempotencyEntry, IdempotencyStore } from "../ports.ts";
 import { keys } from "./keys.ts";
 
+/** The entry as kept in KV: with the window it was claimed for. */
+type Stored = IdempotencyEntry & { ttl_ms: number };
+
 /**
  * Idempotency keys in Deno KV. The claim is one atomic checked against the versionstamp read
  * just before, so of two concurrent requests with one key exactly one claims it. Entries carry
@@ -21,7 +24,7 @@ export class KvIdempotencyStore implements IdempotencyStore {
       if (current.value && current.value.expires_at > now) {
         return { claimed: false, entry: current.value };
       }
-      const entry: IdempotencyEntry = { fingerprint, expires_at: now + ttlMs, answer: null };
+      const entry: Stored = { fingerprint, expires_at: now + ttlMs, answer: null, ttl_ms: ttlMs };
       const result = await this.kv.atomic()
         .check(current)
         .set(k, entry, { expireIn: ttlMs * 2 })
@@ -33,10 +36,10 @@ export class KvIdempotencyStore implements IdempotencyStore {
 
   async complete(key: string, answer: { status: number; body: unknown }): Promise<void> {
     const k = keys.verbIdempotency(key);
-    const current = await this.kv.get<IdempotencyEntry>(k);
+    const current = await this.kv.get<Stored>(k);
     if (!current.value) return;
-    const ttl = Math.max(1, current.value.expires_at - Date.now());
-    await this.kv.set(k, { ...current.value, answer }, { expireIn: ttl * 2 });
+    // The clock is the caller's (expires_at); KV's own expiry only needs to come later.
+    await this.kv.set(k, { ...current.value, answer }, { expireIn: current.value.ttl_ms * 2 });
   }
 
   async release(key: string): Promise<void> {
