@@ -205,12 +205,16 @@ export function bodyFromForm(kind: Kind, form: Record<string, unknown>): Json {
   return body;
 }
 
+/** The form's single host field stands for the API's `domain` and `ip_address`. */
+const FIELD_ALIASES: Record<string, string> = { ip_address: "domain" };
+
 function errorsOf(body: Json): Errors {
   if (!body || typeof body !== "object" || Array.isArray(body)) return {};
   const out: Errors = {};
-  for (const [k, v] of Object.entries(body)) {
-    if (Array.isArray(v)) out[k] = v.map(String);
-    else if (typeof v === "string") out[k] = [v];
+  for (const [key, v] of Object.entries(body)) {
+    const k = FIELD_ALIASES[key] ?? key;
+    const messages = Array.isArray(v) ? v.map(String) : typeof v === "string" ? [v] : [];
+    out[k] = [...new Set([...(out[k] ?? []), ...messages])];
   }
   return out;
 }
