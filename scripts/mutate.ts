@@ -28,11 +28,8 @@ const RELATED: Record<string, string[]> = {
     "tests/routes/inventory/rules_test.ts",
     "tests/routes/inventory/crud_test.ts",
   ],
-  "domain/netbox/tokens.ts": [
-    "tests/routes/inventory/auth_test.ts",
-    "tests/routes/inventory/pynetbox_flow_test.ts",
-  ],
-  "domain/plugin/push.ts": ["tests/domain/plugin/push_test.ts", "tests/routes/plugin/push_test.ts"],
+  "domain/netbox/tokens.ts": ["tests/routes/inventory/"],
+  "domain/plugin/push.ts": ["tests/domain/plugin/push_test.ts", "tests/routes/plugin/"],
 };
 
 interface Mutant {
@@ -68,10 +65,14 @@ const REMOVABLE = [
   /^\s*await [\w.#]+\(.*\);\s*$/,
 ];
 
+/** Type-only lines: union members and property declarations (types vanish at run time). */
+const TYPE_ONLY = [/^\|/, /^(readonly\s+)?[\w#]+\??:\s[^=()]*;$/];
+
 function isCode(line: string): boolean {
   const t = line.trim();
   return t !== "" && !t.startsWith("//") && !t.startsWith("*") && !t.startsWith("/*") &&
-    !t.startsWith("import ") && !t.startsWith("export type") && !t.startsWith("type ");
+    !t.startsWith("import ") && !t.startsWith("export type") && !t.startsWith("type ") &&
+    !TYPE_ONLY.some((re) => re.test(t));
 }
 
 export function mutantsOf(source: string): Mutant[] {
@@ -116,7 +117,9 @@ async function copyTree(worktree: boolean): Promise<string> {
   const src = Deno.cwd();
   const pack = worktree
     ? `tar --exclude=.git --exclude=node_modules -cf - . | tar -xf - -C '${dir}'`
-    : `git archive HEAD | tar -xf - -C '${dir}'`;
+    // Committed files, plus new source files not yet committed (a commit may import one).
+    : `git archive HEAD | tar -xf - -C '${dir}' && ` +
+      `git ls-files -z --others --exclude-standard -- . ':(exclude)tests' ':(exclude)bench' | xargs -0 -r cp --parents -t '${dir}'`;
   const r = await run(["bash", "-c", pack], src, 120_000);
   if (r.code !== 0) throw new Error(`could not copy the tree into ${dir}`);
   // Reuse the installed npm packages instead of installing them again.
