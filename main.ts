@@ -1,7 +1,8 @@
 /**
  * The only module with side effects: configuration → KV → deps → Deno.serve, graceful stop.
  */
-import { createApp } from "./app.ts";
+import { type AppDeps, createApp } from "./app.ts";
+import { outboundForConfig } from "./clients/outbound.ts";
 import { APP_NAME, APP_VERSION, ConfigError, parseConfig } from "./config.ts";
 import { jsonLogger } from "./domain/logger.ts";
 
@@ -23,7 +24,11 @@ if (kvPath && kvPath !== ":memory:" && !/^https?:\/\//.test(kvPath)) {
 }
 const kv = await Deno.openKv(kvPath);
 
-const app = await createApp({ config, kv, fetch: globalThis.fetch, now: Date.now, logger });
+const deps: AppDeps = { config, kv, fetch: globalThis.fetch, now: Date.now, logger };
+// Every outbound call goes through the guard; calls to our own port are answered in-process
+// (bound below, once the server listens).
+deps.fetch = outboundForConfig(config, () => deps.self);
+const app = await createApp(deps);
 
 const server = Deno.serve({
   port: config.port,
@@ -35,6 +40,10 @@ const server = Deno.serve({
     });
   },
 }, handle);
+deps.self = {
+  port: server.addr.port,
+  fetch: (request) => app.fetch(request, { internal: true }),
+};
 
 /**
  * Graceful stop: new requests get 503 while the ones in flight finish (bodies still arriving

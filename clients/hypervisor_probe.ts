@@ -5,10 +5,10 @@
  * Never throws; the answer says what happened.
  *
  * `verifySsl: false` (the endpoint default: Proxmox hosts usually carry a self-signed
- * certificate) really skips certificate verification. Deno's fetch cannot, so those HTTPS
- * requests go through node:https with `rejectUnauthorized: false`.
+ * certificate) really skips certificate verification, through the outbound transport
+ * (clients/outbound.ts), which every request here goes through.
  */
-import https from "node:https";
+import { createOutboundFetch, isOutboundFetch, type OutboundInit } from "./outbound.ts";
 
 export const PROBE_TIMEOUT_MS = 10_000;
 
@@ -22,64 +22,18 @@ export interface ProbeTarget {
   verifySsl?: boolean;
 }
 
-type ProbeInit = {
-  method?: string;
-  headers?: Record<string, string>;
-  body?: URLSearchParams | string;
-  signal?: AbortSignal;
-};
-
 /**
- * The part of fetch the plugin's clients use (method, string body, headers, signal), over
- * node:https without certificate verification: for endpoints saved with verify_ssl false.
- */
-export function insecureFetch(url: string, init: ProbeInit = {}): Promise<Response> {
-  return new Promise((resolve, reject) => {
-    const body = init.body === undefined ? undefined : String(init.body);
-    const headers: Record<string, string> = { ...init.headers };
-    if (body !== undefined) {
-      headers["content-length"] = String(new TextEncoder().encode(body).length);
-    }
-    const signal = init.signal;
-    const req = https.request(
-      url,
-      { method: init.method ?? "GET", headers, rejectUnauthorized: false },
-      (res) => {
-        const chunks: Uint8Array[] = [];
-        res.on("data", (c: Uint8Array) => chunks.push(c));
-        res.on("error", reject);
-        res.on("end", () => {
-          const all = new Uint8Array(chunks.reduce((n, c) => n + c.length, 0));
-          let at = 0;
-          for (const c of chunks) {
-            all.set(c, at);
-            at += c.length;
-          }
-          resolve(new Response(all, { status: res.statusCode ?? 502 }));
-        });
-      },
-    );
-    const onAbort = () => {
-      req.destroy();
-      reject(signal?.reason ?? new DOMException("timed out", "TimeoutError"));
-    };
-    if (signal?.aborted) return onAbort();
-    signal?.addEventListener("abort", onAbort, { once: true });
-    req.on("error", (err: Error) => reject(err));
-    req.on("close", () => signal?.removeEventListener("abort", onAbort));
-    req.end(body);
-  });
-}
-
-/**
- * The fetch for `url`: `fetchFn` normally; node:https without certificate checks when the
- * endpoint is saved with verify_ssl false and the URL is https (Deno's fetch cannot skip them
- * per request).
+ * The fetch for `url`: `fetchFn` normally; with verify_ssl false on an https URL, the outbound
+ * transport without certificate checks (Deno's fetch cannot skip them per request). A plain
+ * fetch passed in (a test's in-process router) gets the strict guard for that case, so no
+ * certificate-skipping request ever leaves unguarded.
  */
 export function fetchFor(url: string, verifySsl: boolean, fetchFn: typeof fetch): typeof fetch {
-  return !verifySsl && url.startsWith("https:")
-    ? insecureFetch as unknown as typeof fetch
-    : fetchFn;
+  if (verifySsl || !url.startsWith("https:")) return fetchFn;
+  const guarded = isOutboundFetch(fetchFn)
+    ? fetchFn
+    : createOutboundFetch({ allowLoopbackTargets: false });
+  return (input, init) => guarded(input, { ...init, verifyTls: false } as OutboundInit);
 }
 
 export type ProbeResult =

@@ -81,28 +81,37 @@ export class AuthCache {
   }
 }
 
-/** Decides one authentication attempt and keeps the per-IP lockout in step with it. */
+/**
+ * Decides one authentication attempt and keeps the per-IP lockout in step with it.
+ *
+ * Only a presented key that is wrong, deactivated or deleted counts as a failure: a request
+ * without the header is not a guess (browsers fetch `/favicon.ico` on their own). `ip` null is
+ * the app calling itself in-process: there is no remote address to count or lock.
+ */
 export async function authenticate(
   store: ApiKeyStore,
   lockout: Lockout,
-  ip: string,
+  ip: string | null,
   presented: string | undefined,
   cache?: AuthCache,
 ): Promise<AuthOutcome> {
-  const locked = lockout.secondsLocked(ip);
+  const locked = ip === null ? 0 : lockout.secondsLocked(ip);
   if (locked > 0) return { ok: false, status: 429, detail: texts.lockedOut, retryAfter: locked };
   const cached = presented ? cache?.get(presented) : null;
   if (cached) {
-    lockout.clear(ip);
+    if (ip !== null) lockout.clear(ip);
     return { ok: true, record: cached };
   }
   // The header value is compared exactly: spaces and newlines count (spec 1 Authentication 4).
   const { claimed, record } = await store.lookup(await digestKey(presented ?? ""));
   if (!claimed) return { ok: false, status: 401, detail: texts.noKeyConfigured, counted: false };
   if (presented && record?.is_active) {
-    lockout.clear(ip);
+    if (ip !== null) lockout.clear(ip);
     cache?.set(presented, record);
     return { ok: true, record };
+  }
+  if (!presented || ip === null) {
+    return { ok: false, status: 401, detail: texts.invalidKey, counted: false };
   }
   lockout.recordFailure(ip);
   return { ok: false, status: 401, detail: texts.invalidKey, counted: true };

@@ -29,7 +29,7 @@ export type SourceCheck =
   | { ok: false; message: string };
 
 const FILE_EXTENSIONS = [".json", ".js"];
-const METADATA_HOSTS = new Set([
+export const METADATA_HOSTS: ReadonlySet<string> = new Set([
   "metadata",
   "metadata.google.internal",
   "metadata.goog",
@@ -45,7 +45,7 @@ export async function defaultResolve(host: string): Promise<string[]> {
   return settled.flatMap((r) => r.status === "fulfilled" ? r.value : []);
 }
 
-function parseIpv4(text: string): number[] | null {
+export function parseIpv4(text: string): number[] | null {
   const parts = text.split(".");
   if (parts.length !== 4) return null;
   const nums = parts.map((p) => /^\d{1,3}$/.test(p) ? Number(p) : NaN);
@@ -67,7 +67,7 @@ function ipv4Reason([a, b, c]: number[]): string | null {
 }
 
 /** Expands an IPv6 text form into 8 groups; null when it is not IPv6. */
-function parseIpv6(text: string): number[] | null {
+export function parseIpv6(text: string): number[] | null {
   let s = text.replace(/^\[|\]$/g, "").toLowerCase();
   const zone = s.indexOf("%");
   if (zone >= 0) s = s.slice(0, zone);

@@ -1,6 +1,7 @@
 import type { AppDeps } from "../routes/_lib/deps.ts";
 import { type Config, parseConfig } from "../config.ts";
 import { MemoryLogger } from "../domain/logger.ts";
+import { outboundForConfig } from "../clients/outbound.ts";
 
 /**
  * Deps for a test: in-memory KV, a configuration parsed from `env` (as main.ts would), a
@@ -11,14 +12,17 @@ export async function testDeps(
   overrides: Partial<AppDeps> = {},
 ): Promise<AppDeps & { logger: MemoryLogger }> {
   const config: Config = parseConfig({ SERVICE_KV_PATH: ":memory:", ...env });
-  return {
+  const deps = {
     config,
     kv: await Deno.openKv(":memory:"),
-    fetch: globalThis.fetch,
+    // The production transport: loopback targets need SERVICE_ALLOW_LOOPBACK_TARGETS=true, and
+    // a test that sets `deps.self` (as main.ts does) has its own port answered in-process.
+    fetch: outboundForConfig(config, () => deps.self),
     now: Date.now,
     logger: new MemoryLogger(),
     ...overrides,
   } as AppDeps & { logger: MemoryLogger };
+  return deps;
 }
 
 export function jsonRequest(

@@ -8,8 +8,13 @@ import type { Logger } from "../../domain/logger.ts";
 export interface AppDeps {
   config: Config;
   kv: Deno.Kv;
-  /** Outbound HTTP for clients/*; tests inject one that reaches an in-process app. */
+  /**
+   * Outbound HTTP for clients/*: the guarded transport of clients/outbound.ts (main.ts and
+   * tests/_helpers.ts build it); a test may inject one that reaches an in-process app.
+   */
   fetch: typeof fetch;
+  /** The running app for calls to its own port, bound by main.ts once it listens. */
+  self?: { port: number; fetch: (request: Request) => Response | Promise<Response> };
   /** Epoch milliseconds. */
   now: () => number;
   logger: Logger;
@@ -18,4 +23,9 @@ export interface AppDeps {
 /** Connection facts a surface needs from the server; Deno.serve's handler info fits. */
 export interface ServeEnv {
   remoteAddr?: { hostname: string; port?: number };
+  /**
+   * Set only on requests the app sends to itself in-process (clients/outbound.ts): they never
+   * touched a socket, so there is no remote address to count failed logins against.
+   */
+  internal?: boolean;
 }

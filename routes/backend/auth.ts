@@ -13,6 +13,7 @@ const EXEMPT = new Set([
   "GET /openapi.json",
   "GET /health",
   "GET /meta",
+  "GET /favicon.ico",
   "GET /auth/bootstrap-status",
   "POST /auth/register-key",
 ]);
@@ -29,7 +30,7 @@ export function apiKeyAuth(services: BackendServices): MiddlewareHandler<Backend
   return async (c, next) => {
     c.set("apiKey", null);
     if (isExempt(c.req.method, c.req.path)) return next();
-    const ip = clientIp(c, deps.config.trustedProxies);
+    const ip = c.env?.internal ? null : clientIp(c, deps.config.trustedProxies);
     const outcome = await authenticate(keys, lockout, ip, c.req.header(API_KEY_HEADER), authCache);
     if (outcome.ok) {
       c.set("apiKey", publicRecord(outcome.record));

@@ -12,6 +12,7 @@ import { KvVerbAuditStore } from "../../storage/kv/verb_audit.ts";
 import { KvIdempotencyStore } from "../../storage/kv/idempotency.ts";
 import type { InventoryEndpointStore } from "../../storage/ports.ts";
 import { docsRoutes } from "../_lib/docs.ts";
+import { faviconResponse } from "../_lib/favicon.ts";
 import { API_KEY_HEADER, apiKeyAuth } from "./auth.ts";
 import type { BackendEnv, BackendServices } from "./context.ts";
 import { endpointRoutes } from "./endpoints.ts";
@@ -168,6 +169,8 @@ export async function createBackendApp(deps: AppDeps, services = createBackendSe
         surfaces: [...deps.config.surfaces],
       }, 200),
   );
+
+  app.get("/favicon.ico", () => faviconResponse());
 
   app.route("/", keyRoutes(services));
   app.route("/", endpointRoutes(services));

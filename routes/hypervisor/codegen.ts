@@ -33,7 +33,12 @@ import {
   MAX_STORED_VERSIONS,
   type SchemaVersionStore,
 } from "../../storage/kv/schema_versions.ts";
-import { checkSchemaSource, defaultResolve } from "../../domain/schema_sources.ts";
+import {
+  blockedAddressReason,
+  checkSchemaSource,
+  defaultResolve,
+} from "../../domain/schema_sources.ts";
+import { createOutboundFetch, systemResolve } from "../../clients/outbound.ts";
 import { type ActiveSchema, defaultSchemaDirs, SchemaCatalog, VERSION_LABEL } from "./versions.ts";
 import { hypervisorDocsRoutes, openApiResponse } from "./docs.ts";
 import { BodyTooLarge, readLimitedText } from "./body.ts";
@@ -139,6 +144,15 @@ export function hypervisorCodegenRoutes(deps: AppDeps, options: CodegenOptions):
   const trustedOrigins = [deps.config.hypervisor.schema, deps.config.hypervisor.url]
     .filter((u): u is string => !!u && /^https?:\/\//i.test(u))
     .map((u) => new URL(u).origin);
+  // Schema URLs resolve once per fetch and connect to the address that passed the check (no
+  // second lookup an attacker's DNS could answer differently); private targets are refused too.
+  const allowPrivate = deps.config.allowLoopbackTargets;
+  const schemaFetch = createOutboundFetch({
+    allowLoopbackTargets: allowPrivate,
+    refuse: allowPrivate ? undefined : blockedAddressReason,
+    resolve: options.resolve ?? systemResolve,
+    trustedOrigins,
+  });
 
   /** Counts the request: a 429 Response when over the limit, else the headers to add. */
   async function limited(
@@ -257,7 +271,7 @@ export function hypervisorCodegenRoutes(deps: AppDeps, options: CodegenOptions):
         }
         tree = await loadSchema(check.path);
       } else {
-        tree = await loadSchema(check.url.href, guardedFetch(deps.fetch));
+        tree = await loadSchema(check.url.href, guardedFetch(schemaFetch));
       }
     } catch (err) {
       const message = err instanceof Error ? err.message : String(err);

@@ -16,6 +16,8 @@ Deno.test("e2e: inventory, backend and hypervisor work together on one port", as
     { hostname: "127.0.0.1", port: 0, onListen() {} },
     (r, i) => app.fetch(r, i),
   );
+  // As main.ts does: the app's own port is answered in-process (loopback stays refused).
+  deps.self = { port: server.addr.port, fetch: (r) => app.fetch(r, { internal: true }) };
   const base = `http://127.0.0.1:${server.addr.port}`;
   const inv = async (method: string, path: string, body?: unknown) => {
     const res = await fetch(`${base}/api/plugins/service/${path}`, {

@@ -220,7 +220,7 @@ Deno.test("encryption: a self-signed HTTPS inventory is read when its copy says 
         : Response.json({ detail: "Not found." }, { status: 404 }));
     try {
       const port = server.addr.port;
-      await using h = await registered();
+      await using h = await registered({ SERVICE_ALLOW_LOOPBACK_TARGETS: "true" });
       const copy = { ...inventory, port, use_https: true };
       // Verification on (the default): the self-signed certificate is refused, nothing is stored.
       await h.call("/inventory/endpoint", { method: "POST", key: KEY, json: copy });

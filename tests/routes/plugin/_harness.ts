@@ -43,7 +43,12 @@ export async function harness(
   env: Record<string, string> = {},
   overrides: Partial<AppDeps> = {},
 ): Promise<Harness> {
-  const deps = await testDeps({ INVENTORY_BOOTSTRAP_TOKEN: ROOT_TOKEN, ...env }, overrides);
+  // The backends and hypervisors these tests talk to listen on 127.0.0.1.
+  const deps = await testDeps({
+    INVENTORY_BOOTSTRAP_TOKEN: ROOT_TOKEN,
+    SERVICE_ALLOW_LOOPBACK_TARGETS: "true",
+    ...env,
+  }, overrides);
   const app = await createInventoryApp(deps);
   const call: Harness["call"] = async (method, path, body, options = {}) => {
     const headers: Record<string, string> = { accept: "application/json", ...options.headers };

@@ -18,6 +18,12 @@ Deno.test("e2e: plugin pushes to the backend of the same app; backend seals with
     { port: 0, hostname: "127.0.0.1", onListen() {} },
     (request, info) => app.fetch(request, { remoteAddr: info.remoteAddr }),
   );
+  // As main.ts does: calls to the app's own port are answered in-process (loopback targets
+  // stay refused).
+  deps.self = {
+    port: server.addr.port,
+    fetch: (request) => app.fetch(request, { internal: true }),
+  };
   const base = `http://127.0.0.1:${server.addr.port}`;
   const call = async (
     method: string,
