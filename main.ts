@@ -5,8 +5,19 @@ import { type AppDeps, createApp } from "./app.ts";
 import { outboundForConfig } from "./clients/outbound.ts";
 import { APP_NAME, APP_VERSION, ConfigError, parseConfig } from "./config.ts";
 import { jsonLogger } from "./domain/logger.ts";
+import { watchLauncher } from "./launcher_watch.ts";
 
 const logger = jsonLogger();
+
+/** The docs page of each surface that has one, for the start-up line. */
+function docsPages(surfaces: ReadonlySet<string>): string[] {
+  const pages: Record<string, string> = {
+    backend: "/docs",
+    plugin: "/api/docs",
+    hypervisor: "/pve/docs",
+  };
+  return Object.keys(pages).filter((s) => surfaces.has(s)).map((s) => pages[s]);
+}
 
 let config;
 try {
@@ -30,14 +41,28 @@ const deps: AppDeps = { config, kv, fetch: globalThis.fetch, now: Date.now, logg
 deps.fetch = outboundForConfig(config, () => deps.self);
 const app = await createApp(deps);
 
+// Under `npx deno task start`, a SIGTERM to npx must not leave this server running. Armed
+// before serving, so the launcher is known before anyone can see the server up.
+await watchLauncher((reason) => {
+  logger.log("info", `Stopping: ${reason}`);
+  void stop("launcher exited");
+});
+
 const server = Deno.serve({
   port: config.port,
   onListen: ({ hostname, port }) => {
-    logger.log("info", `${APP_NAME} ${APP_VERSION} listening`, {
-      url: `http://${hostname === "0.0.0.0" ? "localhost" : hostname}:${port}/`,
-      surfaces: [...config.surfaces],
-      storage: kvPath ?? "platform KV",
-    });
+    const url = `http://${hostname === "0.0.0.0" ? "localhost" : hostname}:${port}/`;
+    const docs = docsPages(config.surfaces).map((path) => url + path.slice(1));
+    logger.log(
+      "info",
+      `${APP_NAME} ${APP_VERSION} listening on ${url} (docs: ${docs.join(", ")})`,
+      {
+        url,
+        docs,
+        surfaces: [...config.surfaces],
+        storage: kvPath ?? "platform KV",
+      },
+    );
   },
 }, handle);
 deps.self = {
