@@ -19,6 +19,7 @@ import { endpointRoutes } from "./endpoints.ts";
 import { ApiError, backendRouter, errorHandler } from "./errors.ts";
 import { keyRoutes } from "./keys.ts";
 import { syncRoutes } from "./sync.ts";
+import { provisioningRoutes } from "./provisioning.ts";
 import { verbRoutes } from "./verbs.ts";
 import { jsonContent } from "./schemas.ts";
 
@@ -175,6 +176,7 @@ export async function createBackendApp(deps: AppDeps, services = createBackendSe
   app.route("/", keyRoutes(services));
   app.route("/", endpointRoutes(services));
   app.route("/", syncRoutes(services));
+  app.route("/", provisioningRoutes(deps));
 
   app.openAPIRegistry.registerComponent("securitySchemes", "ApiKey", {
     type: "apiKey",

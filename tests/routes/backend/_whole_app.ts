@@ -1,9 +1,11 @@
 /**
  * The whole app (every surface) for tests that need the backend to reach the app's own mocks
  * (host-agent, hypervisor): outbound calls go to the app in-process, or, with `socket`, over a
- * real socket on 127.0.0.1:0. Loopback targets are allowed (SERVICE_ALLOW_LOOPBACK_TARGETS).
+ * real socket on 127.0.0.1:0 through the guarded outbound transport (clients/outbound.ts).
+ * Loopback targets are allowed (SERVICE_ALLOW_LOOPBACK_TARGETS).
  */
 import { createApp } from "../../../app.ts";
+import { createOutboundFetch } from "../../../clients/outbound.ts";
 import type { AppDeps } from "../../../routes/_lib/deps.ts";
 import { testDeps } from "../../_helpers.ts";
 import { KEY } from "./_setup.ts";
@@ -45,12 +47,14 @@ export async function wholeApp(
       authorization: request.headers.get("authorization"),
     });
     await options.before?.(request.clone());
-    return await (options.socket ? fetch : inProcess)(input, init);
+    return await (options.socket ? guarded! : inProcess)(input, init);
   };
   const deps = await testDeps(
     { SERVICE_ALLOW_LOOPBACK_TARGETS: "true", HYPERVISOR_MOCK_TASK_DELAY_MS: "0", ...options.env },
     { fetch: recording, ...options.deps },
   );
+  // Over a socket, outbound calls take the app's one guarded transport, as in main.ts.
+  const guarded = createOutboundFetch({ allowLoopbackTargets: deps.config.allowLoopbackTargets });
   app = await createApp(deps);
   let base = "http://127.0.0.1:8800";
   if (options.socket) {
