@@ -1,0 +1,240 @@
+/**
+ * The README is a runnable tour, and this test keeps it so: it starts the real main.ts on a free
+ * port (fresh KV file), then runs every ```sh block of README.md in order, in ONE bash session
+ * (`set -euo pipefail`, so variables carry from block to block), with PORT and B set as a reader
+ * sets them once. It fails when a command fails, when a curl call answers 4xx/5xx unexpectedly,
+ * or when an expected-output comment drifts.
+ *
+ * Conventions for README authors (see also the comment at the top of README.md):
+ * - Every ```sh block runs. Put `<!-- not-run: why -->` on the line(s) just above a block that must
+ *   not (it starts a server, runs the test suite, needs a real cluster, ...).
+ * - `# → text` on its own line checks that the output of the commands since the previous check
+ *   in the same block contains `text` (whitespace-trimmed, literal).
+ * - A curl answer of 400 or more fails the tour, unless the check that follows it starts with
+ *   `HTTP <status>` (e.g. `# → HTTP 409 {"detail":"An API key is already configured."}`).
+ * - `npx -y deno@<version> ...` runs the Deno that runs this test (no download).
+ */
+import assert from "node:assert/strict";
+
+const ROOT = new URL("../../", import.meta.url);
+const ROOT_PATH = decodeURIComponent(ROOT.pathname);
+
+export interface ShBlock {
+  /** 1-based README line of the opening fence. */
+  line: number;
+  code: string;
+  skip: string | null;
+}
+
+/** The ```sh blocks of a Markdown text, each with the not-run reason written above it, if any. */
+export function shBlocks(markdown: string): ShBlock[] {
+  const lines = markdown.split("\n");
+  const blocks: ShBlock[] = [];
+  for (let i = 0; i < lines.length; i++) {
+    const fence = lines[i].match(/^(\s*)(`{3,}|~{3,})\s*(\w+)?/);
+    if (!fence) continue;
+    const [, , marks, lang] = fence;
+    let end = i + 1;
+    while (end < lines.length && !lines[end].trim().startsWith(marks)) end++;
+    if (lang === "sh" || lang === "bash" || lang === "shell") {
+      // The marker is the first non-blank line above the fence.
+      let j = i - 1;
+      while (j >= 0 && lines[j].trim() === "") j--;
+      const marker = j >= 0 ? lines[j].match(/<!--\s*not-run\s*(?::\s*(.*?))?\s*-->/) : null;
+      const skip = marker ? marker[1] || "no reason given" : null;
+      blocks.push({ line: i + 1, code: lines.slice(i + 1, end).join("\n"), skip });
+    }
+    i = end;
+  }
+  return blocks;
+}
+
+export interface Segment {
+  block: number;
+  /** README line of the segment's first line. */
+  line: number;
+  code: string;
+  /** What the output must contain (after `# →`), or null for a segment with no check. */
+  expect: string | null;
+}
+
+/** Splits a block at its `# → expected` lines: each check covers the commands above it. */
+export function segments(block: ShBlock, index: number): Segment[] {
+  const out: Segment[] = [];
+  let start = 0;
+  let current: string[] = [];
+  const lines = block.code.split("\n");
+  lines.forEach((text, i) => {
+    const check = text.match(/^\s*#\s*→\s?(.*)$/);
+    if (check) {
+      out.push({
+        block: index,
+        line: block.line + 1 + start,
+        code: current.join("\n"),
+        expect: check[1].trim(),
+      });
+      current = [];
+      start = i + 1;
+    } else {
+      current.push(text);
+    }
+  });
+  if (current.some((l) => l.trim() && !l.trim().startsWith("#"))) {
+    out.push({
+      block: index,
+      line: block.line + 1 + start,
+      code: current.join("\n"),
+      expect: null,
+    });
+  }
+  return out;
+}
+
+const PRELUDE = [
+  "set -euo pipefail",
+  "npx() {",
+  '  if [[ "$#" -ge 2 && "$1" == "-y" && "$2" == deno@* ]]; then shift 2; "$TOUR_DENO" "$@";',
+  '  else command npx "$@"; fi',
+  "}",
+  // Records each answer's status for the checks; the body is printed as curl printed it.
+  "curl() {",
+  "  local out code",
+  "  out=$(command curl -w '\\n%{http_code}' \"$@\") || return $?",
+  "  code=${out##*$'\\n'}",
+  "  printf '%s\\n' \"${out%$'\\n'*}\"",
+  '  echo "$code" >> "$TOUR_DIR/status"',
+  "}",
+].join("\n");
+
+function script(all: Segment[]): string {
+  const parts = [PRELUDE];
+  all.forEach((s, i) => {
+    parts.push(
+      `echo ${i} > "$TOUR_DIR/current"; : > "$TOUR_DIR/status"`,
+      `{\n${s.code}\n} > "$TOUR_DIR/out-${i}" 2> "$TOUR_DIR/err-${i}"`,
+      `mv "$TOUR_DIR/status" "$TOUR_DIR/status-${i}"`,
+    );
+  });
+  parts.push(`echo done > "$TOUR_DIR/current"`);
+  return parts.join("\n");
+}
+
+async function startMain(env: Record<string, string>) {
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", "--allow-net", "--allow-env", "--allow-read", "--allow-write", "--allow-sys"]
+      .concat(["main.ts"]),
+    cwd: ROOT_PATH,
+    env: { ...env, PORT: "0" },
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const log: string[] = [];
+  const port = new Promise<number>((resolve, reject) => {
+    const pump = async (stream: ReadableStream<Uint8Array>) => {
+      let buffer = "";
+      for await (const chunk of stream.pipeThrough(new TextDecoderStream())) {
+        buffer += chunk;
+        const lines = buffer.split("\n");
+        buffer = lines.pop()!;
+        for (const line of lines) {
+          log.push(line);
+          const match = line.match(/https?:\/\/[\w.\[\]:-]+:(\d+)\//);
+          if (match) resolve(Number(match[1]));
+        }
+      }
+      reject(new Error(`main.ts ended before listening:\n${log.join("\n")}`));
+    };
+    void pump(child.stdout);
+    void pump(child.stderr).catch(() => {});
+  });
+  return { child, port: await port, log };
+}
+
+Deno.test("README: the shell blocks parse into a tour with checks", () => {
+  const blocks = shBlocks(
+    "a\n\n<!-- not-run: starts a server -->\n\n```sh\nnpx start\n```\n\n```sh\nX=1\necho $X\n# → 1\necho 2\n```\n",
+  );
+  assert.deepEqual(blocks.map((b) => [b.line, b.skip]), [[5, "starts a server"], [9, null]]);
+  assert.deepEqual(segments(blocks[1], 1).map((s) => [s.line, s.code, s.expect]), [
+    [10, "X=1\necho $X", "1"],
+    [13, "echo 2", null],
+  ]);
+});
+
+Deno.test({
+  name: "README: every sh block runs as written against a started server",
+  sanitizeResources: false,
+  sanitizeOps: false,
+}, async () => {
+  const readme = await Deno.readTextFile(new URL("README.md", ROOT));
+  const blocks = shBlocks(readme);
+  const runnable = blocks.filter((b) => !b.skip);
+  assert.ok(runnable.length >= 2, "the README has a tour");
+  const all = blocks.flatMap((b, i) => b.skip ? [] : segments(b, i));
+
+  const dir = await Deno.makeTempDir({ prefix: "readme-tour-" });
+  const env = {
+    SERVICE_KV_PATH: `${dir}/tour.kv`,
+    HYPERVISOR_MOCK_TASK_DELAY_MS: "200",
+    PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin",
+    HOME: Deno.env.get("HOME") ?? dir,
+    ...(Deno.env.get("DENO_DIR") ? { DENO_DIR: Deno.env.get("DENO_DIR")! } : {}),
+  };
+  const server = await startMain(env);
+  try {
+    const tour = new Deno.Command("bash", {
+      args: ["-c", script(all)],
+      cwd: ROOT_PATH,
+      env: { ...env, PORT: String(server.port), TOUR_DIR: dir, TOUR_DENO: Deno.execPath() },
+      stdout: "piped",
+      stderr: "piped",
+      signal: AbortSignal.timeout(180_000),
+    });
+    const result = await tour.output();
+    const reached = (await Deno.readTextFile(`${dir}/current`)).trim();
+    const read = (name: string) => Deno.readTextFile(`${dir}/${name}`).catch(() => "");
+    const where = (i: number) => {
+      const s = all[i];
+      return `README line ${s.line} (block at line ${blocks[s.block].line})`;
+    };
+    if (reached !== "done") {
+      const i = Number(reached);
+      assert.fail(
+        `the tour stopped at ${where(i)} (exit ${result.code}):\n${all[i].code}\n` +
+          `--- output ---\n${await read(`out-${i}`)}\n--- stderr ---\n${await read(
+            `err-${i}`,
+          )}${new TextDecoder().decode(result.stderr)}\n--- server log (tail) ---\n` +
+          server.log.slice(-15).join("\n"),
+      );
+    }
+    for (let i = 0; i < all.length; i++) {
+      const output = await read(`out-${i}`);
+      const statuses = (await read(`status-${i}`)).split("\n").filter(Boolean).map(Number);
+      const expect = all[i].expect;
+      const allowed = expect?.match(/^HTTP (\d{3})\b/)?.[1];
+      for (const status of statuses) {
+        assert.ok(
+          status < 400 || String(status) === allowed,
+          `${where(i)}: curl got HTTP ${status}:\n${all[i].code}\n--- output ---\n${output}`,
+        );
+      }
+      if (allowed) {
+        assert.ok(statuses.includes(Number(allowed)), `${where(i)}: expected HTTP ${allowed}`);
+      }
+      const text = expect?.replace(/^HTTP \d{3}\s*/, "") ?? "";
+      if (text) {
+        assert.ok(
+          output.includes(text),
+          `${where(i)}: the output no longer contains what the README says.\n` +
+            `expected: ${text}\n--- output ---\n${output}\n--- stderr ---\n${await read(
+              `err-${i}`,
+            )}`,
+        );
+      }
+    }
+  } finally {
+    server.child.kill("SIGTERM");
+    await server.child.status;
+    await Deno.remove(dir, { recursive: true }).catch(() => {});
+  }
+});
