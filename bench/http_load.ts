@@ -33,3 +33,42 @@ export function workerLoad(
     worker.postMessage({ hostname: "127.0.0.1", port, path, headers, durationMs, connections });
   });
 }
+
+/**
+ * The same load from a separate process (`deno run bench/http_load_worker.ts`): nothing of the
+ * load generator runs in the server's process. `rotate` changes one header on every request.
+ */
+export async function processLoad(
+  port: number,
+  path: string,
+  headers: Record<string, string>,
+  durationMs: number,
+  options: { connections?: number; rotate?: { header: string; values: string[] } } = {},
+): Promise<LoadResult> {
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", "--allow-net", new URL("./http_load_worker.ts", import.meta.url).pathname],
+    stdin: "piped",
+    stdout: "piped",
+    stderr: "inherit",
+  }).spawn();
+  const job = {
+    hostname: "127.0.0.1",
+    port,
+    path,
+    headers,
+    durationMs,
+    connections: options.connections ?? 32,
+    rotate: options.rotate,
+  };
+  const writer = child.stdin.getWriter();
+  await writer.write(new TextEncoder().encode(JSON.stringify(job)));
+  await writer.close();
+  const out = await child.output();
+  if (!out.success) throw new Error("load process failed");
+  const result = JSON.parse(new TextDecoder().decode(out.stdout));
+  return {
+    rps: result.count / (durationMs / 1000),
+    bytes: result.bytes / Math.max(1, result.count),
+    statuses: result.statuses,
+  };
+}

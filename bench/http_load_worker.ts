@@ -1,7 +1,9 @@
 /**
- * A minimal HTTP/1.1 keep-alive load generator for bench/hypervisor_bench.ts, run in a Web
- * Worker so the server keeps its own thread. It reads each response's bytes (Content-Length or
- * chunked) without decoding or decompressing them, as wrk or oha would.
+ * A minimal HTTP/1.1 keep-alive load generator, run in a Web Worker (the server keeps its own
+ * thread) or as its own process (`deno run --allow-net bench/http_load_worker.ts` with the job
+ * as JSON on stdin, the result as JSON on stdout: the load shares nothing with the server). It
+ * reads each response's bytes (Content-Length or chunked) without decoding or decompressing
+ * them, as wrk or oha would.
  */
 
 interface Job {
@@ -11,7 +13,12 @@ interface Job {
   headers: Record<string, string>;
   durationMs: number;
   connections: number;
+  /** One header whose value changes on every request, taken from `values` in turn. */
+  rotate?: { header: string; values: string[] };
 }
+
+/** Requests sent so far by this load generator (all connections): picks the rotating value. */
+let sent = 0;
 
 const encoder = new TextEncoder();
 const CRLFCRLF = [13, 10, 13, 10];
@@ -76,13 +83,19 @@ async function connection(
   const reader = new Reader(conn);
   const head = [`GET ${job.path} HTTP/1.1`, `Host: ${job.hostname}:${job.port}`];
   for (const [k, v] of Object.entries(job.headers)) head.push(`${k}: ${v}`);
-  const request = encoder.encode(head.join("\r\n") + "\r\n\r\n");
+  const fixed = encoder.encode(head.join("\r\n") + "\r\n\r\n");
+  const rotate = job.rotate;
+  const next = () => {
+    if (!rotate) return fixed;
+    const value = rotate.values[sent++ % rotate.values.length];
+    return encoder.encode(`${head.join("\r\n")}\r\n${rotate.header}: ${value}\r\n\r\n`);
+  };
   let count = 0;
   let bytes = 0;
   const statuses: Record<string, number> = {};
   try {
     while (performance.now() < end) {
-      await conn.write(request);
+      await conn.write(next());
       const header = new TextDecoder().decode(await reader.until(CRLFCRLF));
       const status = header.slice(9, 12);
       statuses[status] = (statuses[status] ?? 0) + 1;
@@ -106,14 +119,7 @@ async function connection(
   return { count, bytes, statuses };
 }
 
-/** The worker global, typed narrowly (this file is type-checked with the window lib). */
-const worker = self as unknown as {
-  onmessage: (e: MessageEvent<Job>) => void;
-  postMessage: (message: unknown) => void;
-};
-
-worker.onmessage = async (e: MessageEvent<Job>) => {
-  const job = e.data;
+async function run(job: Job) {
   const end = performance.now() + job.durationMs;
   const results = await Promise.all(
     Array.from({ length: job.connections }, () => connection(job, end)),
@@ -122,9 +128,21 @@ worker.onmessage = async (e: MessageEvent<Job>) => {
   for (const r of results) {
     for (const [k, v] of Object.entries(r.statuses)) statuses[k] = (statuses[k] ?? 0) + v;
   }
-  worker.postMessage({
+  return {
     count: results.reduce((a, r) => a + r.count, 0),
     bytes: results.reduce((a, r) => a + r.bytes, 0),
     statuses,
-  });
-};
+  };
+}
+
+if ("WorkerGlobalScope" in globalThis) {
+  /** The worker global, typed narrowly (this file is type-checked with the window lib). */
+  const worker = self as unknown as {
+    onmessage: (e: MessageEvent<Job>) => void;
+    postMessage: (message: unknown) => void;
+  };
+  worker.onmessage = async (e: MessageEvent<Job>) => worker.postMessage(await run(e.data));
+} else if (import.meta.main) {
+  const job = JSON.parse(await new Response(Deno.stdin.readable).text()) as Job;
+  console.log(JSON.stringify(await run(job)));
+}
