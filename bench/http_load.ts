@@ -36,14 +36,19 @@ export function workerLoad(
 
 /**
  * The same load from a separate process (`deno run bench/http_load_worker.ts`): nothing of the
- * load generator runs in the server's process. `rotate` changes one header on every request.
+ * load generator runs in the server's process. `rotate` changes one header on every request, `uniqueQuery` adds a
+ * query parameter with a new value to every request.
  */
 export async function processLoad(
   port: number,
   path: string,
   headers: Record<string, string>,
   durationMs: number,
-  options: { connections?: number; rotate?: { header: string; values: string[] } } = {},
+  options: {
+    connections?: number;
+    rotate?: { header: string; values: string[] };
+    uniqueQuery?: string;
+  } = {},
 ): Promise<LoadResult> {
   const child = new Deno.Command(Deno.execPath(), {
     args: ["run", "--allow-net", new URL("./http_load_worker.ts", import.meta.url).pathname],
@@ -59,6 +64,7 @@ export async function processLoad(
     durationMs,
     connections: options.connections ?? 32,
     rotate: options.rotate,
+    uniqueQuery: options.uniqueQuery,
   };
   const writer = child.stdin.getWriter();
   await writer.write(new TextEncoder().encode(JSON.stringify(job)));

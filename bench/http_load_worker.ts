@@ -15,6 +15,8 @@ interface Job {
   connections: number;
   /** One header whose value changes on every request, taken from `values` in turn. */
   rotate?: { header: string; values: string[] };
+  /** A query parameter with a new value on every request (defeats caches keyed by URL). */
+  uniqueQuery?: string;
 }
 
 /** Requests sent so far by this load generator (all connections): picks the rotating value. */
@@ -84,11 +86,16 @@ async function connection(
   const head = [`GET ${job.path} HTTP/1.1`, `Host: ${job.hostname}:${job.port}`];
   for (const [k, v] of Object.entries(job.headers)) head.push(`${k}: ${v}`);
   const fixed = encoder.encode(head.join("\r\n") + "\r\n\r\n");
-  const rotate = job.rotate;
+  const { rotate, uniqueQuery } = job;
   const next = () => {
-    if (!rotate) return fixed;
-    const value = rotate.values[sent++ % rotate.values.length];
-    return encoder.encode(`${head.join("\r\n")}\r\n${rotate.header}: ${value}\r\n\r\n`);
+    if (!rotate && !uniqueQuery) return fixed;
+    const n = sent++;
+    const lines = [...head];
+    if (uniqueQuery) {
+      lines[0] = `GET ${job.path}${job.path.includes("?") ? "&" : "?"}${uniqueQuery}=${n} HTTP/1.1`;
+    }
+    if (rotate) lines.push(`${rotate.header}: ${rotate.values[n % rotate.values.length]}`);
+    return encoder.encode(lines.join("\r\n") + "\r\n\r\n");
   };
   let count = 0;
   let bytes = 0;
