@@ -125,25 +125,32 @@ function fmt(ms: number) {
 }
 
 export async function report(): Promise<void> {
+  console.log("in-process app.request (no socket), latency:");
   const fixed = await filtered(() => 100, "");
+  const met = fixed.ratio <= 1.5;
   console.log(
     `filtered list, clusters of 100 VMs, default ordering: 1k ${fmt(fixed.small)}, 10k ${
       fmt(fixed.large)
-    }, ratio ${fixed.ratio.toFixed(2)}`,
+    }, ratio ${fixed.ratio.toFixed(2)} (target <= 1.5) ${met ? "met" : "NOT met"}`,
   );
   const growingById = await filtered((n) => n / 10, "&ordering=id");
   console.log(
     `filtered list, 10 clusters (100 vs 1,000 matches), ordering=id: 1k ${
       fmt(growingById.small)
-    }, 10k ${fmt(growingById.large)}, ratio ${growingById.ratio.toFixed(2)}`,
+    }, 10k ${fmt(growingById.large)}, ratio ${growingById.ratio.toFixed(2)} (no target)`,
   );
   const growing = await filtered((n) => n / 10, "");
   console.log(
     `filtered list, 10 clusters (100 vs 1,000 matches), default ordering (name): 1k ${
       fmt(growing.small)
-    }, 10k ${fmt(growing.large)}, ratio ${growing.ratio.toFixed(2)}`,
+    }, 10k ${fmt(growing.large)}, ratio ${growing.ratio.toFixed(2)} (no target)`,
   );
-  console.log(`bulk create of 1,000 VMs in one request: ${fmt(await bulkCreate())} (median of 3)`);
+  console.log(
+    `bulk create of 1,000 VMs in one request: ${fmt(await bulkCreate())} (median of 3, no target)`,
+  );
+  console.log(
+    met ? "inventory bench: all 1 targets met" : "inventory bench: NOT met: filtered list ratio",
+  );
 }
 
 if (import.meta.main) await report();
