@@ -213,7 +213,8 @@ export function buildSeed(opts: SeedOptions): MockState {
     const memory = [1024, 2048, 4096, 8192][Math.floor(rand() * 4)];
     const cores = [1, 2, 4][Math.floor(rand() * 3)];
     const diskGb = [8, 16, 32, 64][Math.floor(rand() * 4)];
-    const ip = `10.0.${2 + Math.floor(k / 250)}.${10 + (k % 250)}`;
+    // Last octet 10-249: every seeded guest address is a valid IPv4 address.
+    const ip = `10.0.${2 + Math.floor(k / 240)}.${10 + (k % 240)}`;
     const vlan = k % 5 === 0 ? 10 : undefined;
     const guest: Guest = {
       vmid,
