@@ -12,16 +12,28 @@
  */
 
 /** Tests that exercise each module (default: test files that import it by name). */
+const AUTH_TESTS = [
+  "tests/routes/backend/auth_test.ts",
+  "tests/routes/backend/keys_test.ts",
+  "tests/routes/backend/lockout_edges_test.ts",
+  "tests/routes/backend/bad_input_test.ts",
+];
 const RELATED: Record<string, string[]> = {
-  "domain/api_keys.ts": ["tests/routes/backend/"],
-  "domain/lockout.ts": ["tests/domain/lockout_test.ts", "tests/routes/backend/"],
+  "domain/api_keys.ts": AUTH_TESTS,
+  "domain/lockout.ts": ["tests/domain/lockout_test.ts", ...AUTH_TESTS],
   "domain/fernet.ts": [
     "tests/domain/fernet_test.ts",
     "tests/domain/plugin/rules_test.ts",
     "tests/routes/backend/encryption_test.ts",
+    "tests/routes/backend/encryption_interop_test.ts",
     "tests/routes/plugin/push_test.ts",
   ],
-  "domain/credentials.ts": ["tests/routes/backend/"],
+  "domain/credentials.ts": [
+    "tests/routes/backend/encryption_test.ts",
+    "tests/routes/backend/encryption_interop_test.ts",
+    "tests/routes/backend/endpoints_test.ts",
+    "tests/storage/durability_test.ts",
+  ],
   "storage/kv/models.ts": [
     "tests/storage/",
     "tests/domain/netbox/engine_test.ts",

@@ -181,4 +181,39 @@ Deno.test("fernet: tokens made by Python's cryptography decrypt to their plainte
 Deno.test("fernet: malformed keys are refused clearly", async () => {
   await assert.rejects(() => importFernetKey("short"), FernetError);
   await assert.rejects(() => importFernetKey("%%%"), FernetError);
+  // 48 bytes would make a valid AES-256 key: still not a Fernet key.
+  const long = new Uint8Array(48).fill(1).toBase64({ alphabet: "base64url" });
+  await assert.rejects(() => importFernetKey(long), /32 bytes/);
+});
+
+Deno.test("fernet: a token whose plaintext is not UTF-8 is refused, not decoded with replacements", async () => {
+  // Python: Fernet(<derived key of "shared">).encrypt(b"\xff\xfe not utf-8")
+  const token =
+    "gAAAAABrBJwvx8dLiexa6r_WLcFQU5RQFdDDwIANZUthmMkBViUAotKWOUcQ-AE11ltCQrBfRtO6aYb4KkJceUA2xxrdBGG13w==";
+  const key = await importFernetKey(await deriveFernetKey("shared"));
+  await assert.rejects(() => fernetDecrypt(key, token));
+});
+
+Deno.test("fernet: an authentic token with another version byte is refused", async () => {
+  const raw = Uint8Array.fromBase64(await deriveFernetKey("shared"), { alphabet: "base64url" });
+  const key = await importFernetKey(await deriveFernetKey("shared"));
+  const good = Uint8Array.fromBase64(await fernetEncrypt(key, "x"), { alphabet: "base64url" });
+  // Same body with version 0x81, signed again with the right signing key: only the version is off.
+  const body = good.slice(0, good.length - 32);
+  body[0] = 0x81;
+  const signing = await crypto.subtle.importKey(
+    "raw",
+    raw.slice(0, 16),
+    { name: "HMAC", hash: "SHA-256" },
+    false,
+    ["sign"],
+  );
+  const mac = new Uint8Array(await crypto.subtle.sign("HMAC", signing, body));
+  const forged = new Uint8Array(body.length + 32);
+  forged.set(body);
+  forged.set(mac, body.length);
+  await assert.rejects(
+    () => fernetDecrypt(key, forged.toBase64({ alphabet: "base64url" })),
+    /version/,
+  );
 });

@@ -62,3 +62,34 @@ Deno.test("lockout: behind a chain of trusted proxies the right-most untrusted h
   assert.equal(neighbour, 200);
   assert.equal(await status(h, { key: KEY, ip: "10.0.0.1" }), 200);
 });
+
+Deno.test("lockout: a success served from the auth cache also clears the failure count", async () => {
+  await using h = await registered();
+  const ip = "192.0.2.71";
+  assert.equal(await status(h, { key: KEY, ip }), 200); // verified once: now cached
+  for (let round = 0; round < 3; round++) {
+    for (let i = 0; i < MAX_FAILURES - 1; i++) {
+      assert.equal(await status(h, { key: "wrong", ip }), 401);
+    }
+    assert.equal(await status(h, { key: KEY, ip }), 200, `round ${round}: the cached key`);
+  }
+});
+
+Deno.test("lockout: requests without a key are never counted", async () => {
+  await using h = await registered();
+  const ip = "192.0.2.72";
+  for (let i = 0; i < MAX_FAILURES * 2; i++) assert.equal(await status(h, { ip }), 401);
+  assert.equal(await status(h, { key: KEY, ip }), 200);
+});
+
+Deno.test("register-key: a key of exactly 32 characters is long enough", async () => {
+  const { backend } = await import("./_setup.ts");
+  await using h = await backend();
+  const res = await h.call("/auth/register-key", {
+    method: "POST",
+    json: { api_key: "k".repeat(32), label: "min" },
+  });
+  assert.equal(res.status, 201);
+  assert.deepEqual(await res.json(), { detail: "API key registered." });
+  assert.equal(await status(h as Harness, { key: "k".repeat(32), ip: "192.0.2.73" }), 200);
+});
