@@ -359,7 +359,11 @@ async function measure(variant: Variant, ceiling: number): Promise<Figure[] | un
     return undefined;
   }
   for (const [name, run] of [["first", first], ["second", second], ["after 1%", third]] as const) {
-    if (!run.ok) console.log(`  ${name} run FAILED: ${run.problems.join("; ")}`);
+    if (!run.ok) console.log(`  ${name} run FAILED: ${run.problems[0]?.slice(0, 400)}`);
+  }
+  const logged = (loop.deps.logger as { lines?: { level: string }[] }).lines ?? [];
+  for (const line of logged.filter((l) => l.level === "error").slice(0, 3)) {
+    console.log(`  app log: ${JSON.stringify(line).slice(0, 400)}`);
   }
   const rate = first.objectsWritten / (first.ms / 1000);
   const figures: Figure[] = [
@@ -436,7 +440,10 @@ export async function report(): Promise<boolean> {
     } objects/s one per commit`,
   );
   const all: Figure[] = [];
-  for (const variant of ["socket", "in-process"] as const) {
+  const variants = (Deno.env.get("BENCH_SYNC_VARIANTS") ?? "socket,in-process").split(
+    ",",
+  ) as Variant[];
+  for (const variant of variants) {
     const figures = await measure(variant, ceiling);
     if (!figures) {
       console.log("\nNOT met: the sync routes are missing.");
