@@ -77,6 +77,57 @@ export class CredentialVault {
     return this.#seal(secrets, "none", undefined);
   }
 
+  /**
+   * Seals stored secrets again under the key a save would use now (a key set after they were
+   * stored, or a rotated one). `changed` is false when they already are, or when no key is
+   * available now: a sealed value is never downgraded to plaintext.
+   */
+  async reseal(
+    kind: "inventory" | "hypervisor",
+    stored: Secrets,
+    source: KeySource,
+    endpoint: string,
+  ): Promise<{ changed: boolean; secrets: Secrets; source: KeySource }> {
+    const unchanged = { changed: false, secrets: stored, source };
+    if (!Object.values(stored).some((v) => v)) return unchanged;
+    let target: KeySource = "none";
+    let configured: string | null = null;
+    if (this.options.envKey) [target, configured] = ["env", this.options.envKey];
+    else if (kind === "hypervisor") {
+      configured = await this.#currentPluginKey();
+      if (configured) target = "plugin";
+    }
+    if (!configured) return unchanged;
+    if (target === source && await this.#allSealedUnder(stored, configured)) return unchanged;
+    const plain: Secrets = {};
+    for (const [name, value] of Object.entries(stored)) {
+      plain[name] = await this.open(value, source, endpoint);
+    }
+    return { changed: true, ...await this.#seal(plain, target, configured) };
+  }
+
+  async #currentPluginKey(): Promise<string | null> {
+    try {
+      return (await this.options.pluginKey({ fresh: true }))?.trim() || null;
+    } catch (error) {
+      throw new KeyUnavailableError(error instanceof Error ? error.message : String(error));
+    }
+  }
+
+  async #allSealedUnder(stored: Secrets, configured: string): Promise<boolean> {
+    const key = await this.#key(configured);
+    for (const value of Object.values(stored)) {
+      if (!value) continue;
+      if (!value.startsWith(ENC_PREFIX)) return false;
+      try {
+        await fernetDecrypt(key, value.slice(ENC_PREFIX.length));
+      } catch {
+        return false;
+      }
+    }
+    return true;
+  }
+
   /** Opens one stored value; `endpoint` names the record in the error a user sees. */
   async open(value: string | null, source: KeySource, endpoint: string): Promise<string | null> {
     if (value === null || !value.startsWith(ENC_PREFIX)) return value;

@@ -7,8 +7,9 @@ import type {
   HypervisorEndpointStore,
   InventoryEndpointRecord,
   InventoryEndpointStore,
+  KeySource,
 } from "../storage/ports.ts";
-import type { CredentialVault } from "./credentials.ts";
+import { CredentialError, type CredentialVault, KeyUnavailableError } from "./credentials.ts";
 
 export const texts = {
   inventorySingleton: "Only one inventory endpoint is allowed",
@@ -88,6 +89,10 @@ export async function saveInventoryEndpoint(
     const sealed = await vault.sealInventory({ token: input.token });
     token = sealed.secrets.token ?? "";
     keySource = sealed.source;
+  } else if (token && current) {
+    const again = await resealKept(vault, "inventory", { token }, keySource, current);
+    token = again.secrets.token ?? token;
+    keySource = again.source;
   }
   const data = {
     name: input.name,
@@ -180,6 +185,10 @@ export async function saveHypervisorEndpoint(
     const sealed = await vault.sealHypervisor(plain);
     secrets = { password: sealed.secrets.password, token_value: sealed.secrets.token_value };
     keySource = sealed.source;
+  } else if ((password || tokenValue) && current) {
+    const again = await resealKept(vault, "hypervisor", secrets, keySource, current);
+    secrets = { password: again.secrets.password, token_value: again.secrets.token_value };
+    keySource = again.source;
   }
 
   const data = {
@@ -202,6 +211,30 @@ export async function saveHypervisorEndpoint(
   return saved.reason === "conflict"
     ? { ok: false, status: 409, detail: texts.hypervisorNameTaken(input.name) }
     : { ok: false, status: 404, detail: texts.hypervisorNotFound };
+}
+
+/**
+ * A save that keeps the stored secrets also re-seals them under the current key (one set since
+ * they were stored, or rotated), so `key_source` does not stay `none` forever. Opportunistic:
+ * secrets that cannot be opened, or a plugin key that cannot be read, leave them as they were
+ * (the credentials check and `POST /credentials/rekey` report those).
+ */
+async function resealKept<S extends Record<string, string | null>>(
+  vault: CredentialVault,
+  kind: "inventory" | "hypervisor",
+  stored: S,
+  source: KeySource,
+  current: { id: number; name: string },
+): Promise<{ secrets: S; source: KeySource }> {
+  try {
+    const again = await vault.reseal(kind, stored, source, `${kind} ${endpointLabel(current)}`);
+    return { secrets: again.secrets as S, source: again.source };
+  } catch (error) {
+    if (error instanceof CredentialError || error instanceof KeyUnavailableError) {
+      return { secrets: stored, source };
+    }
+    throw error;
+  }
 }
 
 export function endpointLabel(record: { id: number; name: string }): string {

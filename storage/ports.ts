@@ -102,6 +102,15 @@ export interface HypervisorEndpointStore {
   delete(id: number): Promise<boolean>;
 }
 
+/**
+ * Compare-and-set on one endpoint record, for re-sealing its secrets: the write lands only if
+ * the record is still the version that was read (an edit in between wins; the caller retries).
+ */
+export interface VersionedRecords<R> {
+  getVersioned(id: number): Promise<{ record: R; version: string } | null>;
+  replaceIfUnchanged(id: number, version: string, record: R): Promise<boolean>;
+}
+
 // ---------------------------------------------------------------- inventory: model objects
 // (added for the inventory model engine, domain/netbox/; implementation in storage/kv/models.ts)
 

@@ -1,10 +1,13 @@
 import type { AppDeps, ServeEnv } from "../_lib/deps.ts";
 import type {
   ApiKeyStore,
+  HypervisorEndpointRecord,
   HypervisorEndpointStore,
   IdempotencyStore,
+  InventoryEndpointRecord,
   InventoryEndpointStore,
   VerbAuditStore,
+  VersionedRecords,
 } from "../../storage/ports.ts";
 import type { Lockout } from "../../domain/lockout.ts";
 import type { CredentialVault } from "../../domain/credentials.ts";
@@ -14,8 +17,8 @@ import type { AuthCache, PublicKeyRecord } from "../../domain/api_keys.ts";
 export interface BackendServices {
   deps: AppDeps;
   keys: ApiKeyStore;
-  inventoryEndpoints: InventoryEndpointStore;
-  hypervisorEndpoints: HypervisorEndpointStore;
+  inventoryEndpoints: InventoryEndpointStore & VersionedRecords<InventoryEndpointRecord>;
+  hypervisorEndpoints: HypervisorEndpointStore & VersionedRecords<HypervisorEndpointRecord>;
   lockout: Lockout;
   authCache: AuthCache;
   vault: CredentialVault;

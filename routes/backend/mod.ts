@@ -18,6 +18,7 @@ import type { BackendEnv, BackendServices } from "./context.ts";
 import { endpointRoutes } from "./endpoints.ts";
 import { ApiError, backendRouter, errorHandler } from "./errors.ts";
 import { keyRoutes } from "./keys.ts";
+import { rekeyRoutes } from "./rekey.ts";
 import { syncRoutes } from "./sync.ts";
 import { provisioningRoutes } from "./provisioning.ts";
 import { verbRoutes } from "./verbs.ts";
@@ -175,6 +176,7 @@ export async function createBackendApp(deps: AppDeps, services = createBackendSe
 
   app.route("/", keyRoutes(services));
   app.route("/", endpointRoutes(services));
+  app.route("/", rekeyRoutes(services));
   app.route("/", syncRoutes(services));
   app.route("/", provisioningRoutes(deps));
 

@@ -4,13 +4,34 @@ import type {
   InventoryEndpointRecord,
   InventoryEndpointStore,
   Saved,
+  VersionedRecords,
 } from "../ports.ts";
 import { keys } from "./keys.ts";
 import { listValues, readSequence, retryAtomic } from "./ids.ts";
 
+/** Compare-and-set on one record key: the write lands only on the version that was read. */
+async function getVersioned<R>(kv: Deno.Kv, key: Deno.KvKey) {
+  const entry = await kv.get<R>(key);
+  return entry.value === null ? null : { record: entry.value, version: entry.versionstamp! };
+}
+
+async function replaceIfUnchanged<R>(kv: Deno.Kv, key: Deno.KvKey, version: string, record: R) {
+  return (await kv.atomic().check({ key, versionstamp: version }).set(key, record).commit()).ok;
+}
+
 /** The inventory endpoint registry holds at most one entry; a singleton key enforces it. */
-export class KvInventoryEndpointStore implements InventoryEndpointStore {
+export class KvInventoryEndpointStore
+  implements InventoryEndpointStore, VersionedRecords<InventoryEndpointRecord> {
   constructor(private readonly kv: Deno.Kv) {}
+
+  getVersioned(id: number) {
+    return getVersioned<InventoryEndpointRecord>(this.kv, keys.inventoryEndpoint(id));
+  }
+
+  /** Secrets and key_source only change here; the name and singleton indexes stay as they are. */
+  replaceIfUnchanged(id: number, version: string, record: InventoryEndpointRecord) {
+    return replaceIfUnchanged(this.kv, keys.inventoryEndpoint(id), version, record);
+  }
 
   list(): Promise<InventoryEndpointRecord[]> {
     return listValues(this.kv, keys.inventoryEndpointPrefix());
@@ -65,8 +86,18 @@ export class KvInventoryEndpointStore implements InventoryEndpointStore {
 }
 
 /** Hypervisor endpoint copies, unique by name through a name index checked in every write. */
-export class KvHypervisorEndpointStore implements HypervisorEndpointStore {
+export class KvHypervisorEndpointStore
+  implements HypervisorEndpointStore, VersionedRecords<HypervisorEndpointRecord> {
   constructor(private readonly kv: Deno.Kv) {}
+
+  getVersioned(id: number) {
+    return getVersioned<HypervisorEndpointRecord>(this.kv, keys.hypervisorEndpoint(id));
+  }
+
+  /** For re-sealing: the caller keeps the name, so the name index needs no change. */
+  replaceIfUnchanged(id: number, version: string, record: HypervisorEndpointRecord) {
+    return replaceIfUnchanged(this.kv, keys.hypervisorEndpoint(id), version, record);
+  }
 
   list(): Promise<HypervisorEndpointRecord[]> {
     return listValues(this.kv, keys.hypervisorEndpointPrefix());
