@@ -2,14 +2,10 @@ import assert from "node:assert/strict";
 import { createBackendApp } from "../../../routes/backend/mod.ts";
 import { parseConfig } from "../../../config.ts";
 import { MemoryLogger } from "../../../domain/logger.ts";
-import {
-  deriveFernetKey,
-  fernetDecrypt,
-  fernetEncrypt,
-  importFernetKey,
-} from "../../../domain/fernet.ts";
+import { deriveFernetKey, fernetDecrypt, importFernetKey } from "../../../domain/fernet.ts";
 import { keys } from "../../../storage/kv/keys.ts";
 import { KEY, registered } from "./_setup.ts";
+import { HAS_OPENSSL, selfSigned } from "../../_tls.ts";
 
 const inventory = {
   name: "nb",
@@ -100,24 +96,6 @@ Deno.test("encryption: no key anywhere stores plaintext with exactly one CRITICA
   assert.equal(h.deps.logger.at("critical").length, 1);
 });
 
-Deno.test("encryption: a value made by any Fernet implementation with the same configured value opens", async () => {
-  await using h = await registered({ SERVICE_ENCRYPTION_KEY: "shared" });
-  await h.call("/hypervisor/endpoints", { method: "POST", key: KEY, json: hypervisor });
-  // Replace the stored secret with a token minted independently (fixed IV and time, as another library might).
-  const foreign = await fernetEncrypt(
-    await importFernetKey(await deriveFernetKey("shared")),
-    "from-python",
-    {
-      now: 0,
-      iv: new Uint8Array(16).fill(7),
-    },
-  );
-  const entry = await h.deps.kv.get<Record<string, unknown>>(keys.hypervisorEndpoint(1));
-  await h.deps.kv.set(entry.key, { ...entry.value, password: `enc:${foreign}` });
-  const check = await h.call("/hypervisor/endpoints/1/credentials/check", { key: KEY });
-  assert.equal(check.status, 200);
-});
-
 Deno.test("encryption: a wrong key or tampered value is a 409 naming the endpoint, never a 500", async () => {
   const path = await Deno.makeTempFile({ suffix: ".kv" });
   try {
@@ -184,34 +162,17 @@ Deno.test("encryption: an unreachable plugin is not 'no key': 502, nothing store
   assert.deepEqual(await (await h.call("/hypervisor/endpoints", { key: KEY })).json(), []);
 });
 
-Deno.test("encryption: a self-signed HTTPS inventory is read when its copy says verify_ssl false", async () => {
-  const dir = await Deno.makeTempDir();
-  try {
-    const gen = await new Deno.Command("openssl", {
-      args: [
-        "req",
-        "-x509",
-        "-newkey",
-        "rsa:2048",
-        "-nodes",
-        "-keyout",
-        `${dir}/key.pem`,
-        "-out",
-        `${dir}/cert.pem`,
-        "-days",
-        "1",
-        "-subj",
-        "/CN=inventory.test",
-      ],
-      stdout: "null",
-      stderr: "null",
-    }).output();
-    assert.ok(gen.success, "openssl made a certificate");
+Deno.test({
+  name: "encryption: a self-signed HTTPS inventory is read when its copy says verify_ssl false",
+  ignore: !HAS_OPENSSL,
+}, async () => {
+  const tls = await selfSigned("inventory.test");
+  {
     const server = Deno.serve({
       hostname: "127.0.0.1",
       port: 0,
-      cert: await Deno.readTextFile(`${dir}/cert.pem`),
-      key: await Deno.readTextFile(`${dir}/key.pem`),
+      cert: tls.cert,
+      key: tls.key,
       onListen() {},
     }, (req) =>
       new URL(req.url).pathname === "/api/plugins/service/settings/runtime/" &&
@@ -249,8 +210,6 @@ Deno.test("encryption: a self-signed HTTPS inventory is read when its copy says 
     } finally {
       await server.shutdown();
     }
-  } finally {
-    await Deno.remove(dir, { recursive: true });
   }
 });
 
