@@ -27,7 +27,7 @@ import { type EngineCore, type RequestCache } from "./engine/core.ts";
 import { ModelRegistry } from "./engine/registry.ts";
 import { find, type ListPage, listPage } from "./engine/paging.ts";
 import { customFieldsFor } from "./engine/custom_fields.ts";
-import { displayOf, render, type RenderOptions, urlOf } from "./engine/render.ts";
+import { displayOf, Renderer, type RenderOptions, urlOf } from "./engine/render.ts";
 import { type IndexState, orderField, stateOf } from "./engine/index_state.ts";
 import { createMany, updateMany, type WriteOptions } from "./engine/write.ts";
 import { patchStored } from "./engine/patch.ts";
@@ -55,6 +55,7 @@ export class ModelEngine implements EngineApi {
   readonly now: () => number;
   readonly #registry = new ModelRegistry();
   readonly #core: EngineCore;
+  readonly #renderer: Renderer;
 
   constructor(deps: EngineDeps) {
     this.store = deps.store;
@@ -67,6 +68,7 @@ export class ModelEngine implements EngineApi {
       now: deps.now,
       api: this,
     };
+    this.#renderer = new Renderer(this.#core);
   }
 
   // ------------------------------------------------------------------ registry
@@ -150,7 +152,7 @@ export class ModelEngine implements EngineApi {
     records: StoredObject[],
     options: RenderOptions,
   ): Promise<Record<string, unknown>[]> {
-    return render(this.#core, model, records, options);
+    return this.#renderer.render(model, records, options);
   }
 
   // ------------------------------------------------------------------ writes

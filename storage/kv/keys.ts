@@ -70,6 +70,8 @@ export const keys = {
   inventoryObject: (model: string, id: number): Key => ["inventory", "obj", model, id],
   inventoryObjectPrefix: (model: string): Key => ["inventory", "obj", model],
   inventoryCount: (model: string): Key => ["inventory", "count", model],
+  /** Bumped by every commit that writes the model: what a cached read was taken at. */
+  inventoryGeneration: (model: string): Key => ["inventory", "gen", model],
   inventorySequence: (model: string): Key => ["inventory", "seq", model],
   /** Per-field value index: one empty entry per (value, id); FK ids and m2m members included. */
   inventoryIndex: (model: string, field: string, value: Deno.KvKeyPart, id: number): Key => [

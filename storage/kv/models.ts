@@ -23,6 +23,31 @@ const MAX_INDEXED_LENGTH = 400;
 /** Stored records must fit one KV value (64 KiB) with room to spare. */
 const MAX_RECORD_BYTES = 60_000;
 
+/** Cached reads kept per model before the cache starts afresh (memory bound). */
+const MAX_CACHED_RECORDS = 20_000;
+const MAX_CACHED_LISTS = 1_000;
+
+/**
+ * What was read of one model at one generation. Valid while the model's generation key
+ * still holds that value: every commit that writes the model bumps it in the same atomic.
+ */
+interface ModelCache {
+  generation: bigint;
+  /** id → record (frozen) or null (absent). */
+  records: Map<number, StoredObject | null>;
+  /** Index reads (ids under a value, pages) by their arguments. */
+  lists: Map<string, readonly number[]>;
+}
+
+/** Freezes a record and everything in it: cached records are shared by every reader. */
+function deepFreeze<T>(value: T): T {
+  if (value !== null && typeof value === "object" && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const v of Object.values(value)) deepFreeze(v);
+  }
+  return value;
+}
+
 /**
  * Sort key of a value, shared by in-memory sorting and the KV ordered index so both agree:
  * strings case-insensitive with digit runs zero-padded (natural order), null/empty first.
@@ -104,10 +129,16 @@ export interface KvModelStoreOptions {
  * (field, value, id) index item, one entry per unique value combination, a KvU64 count per
  * model. Every change is one atomic that also checks the object's versionstamp and that
  * each newly claimed unique entry is free.
+ *
+ * Reads of many records and of index pages are cached in memory per model and generation:
+ * a KvU64 per model that every commit writing the model bumps. A cached read first reads
+ * that one key, and uses the cache only when no commit (from any process) touched the model
+ * since: one key read instead of one per record. Cached records are frozen.
  */
 export class KvModelStore implements ModelStore {
   readonly maxIndexedLength = MAX_INDEXED_LENGTH;
   readonly maxRecordBytes = MAX_RECORD_BYTES;
+  readonly #caches = new Map<string, ModelCache>();
 
   constructor(
     private readonly kv: Deno.Kv,
@@ -143,16 +174,55 @@ export class KvModelStore implements ModelStore {
   }
 
   async getMany(model: string, ids: readonly number[]): Promise<StoredObject[]> {
+    if (ids.length === 0) return [];
+    const cache = await this.#cacheOf(model);
+    const missing = [...new Set(ids.filter((id) => !cache.records.has(id)))];
     const batches: Promise<Deno.KvEntryMaybe<StoredObject>[]>[] = [];
-    for (let i = 0; i < ids.length; i += 10) {
-      const slice = ids.slice(i, i + 10).map((id) => keys.inventoryObject(model, id));
+    for (let i = 0; i < missing.length; i += 10) {
+      const slice = missing.slice(i, i + 10).map((id) => keys.inventoryObject(model, id));
       batches.push(this.kv.getMany<StoredObject[]>(slice));
     }
-    const out: StoredObject[] = [];
+    const fetched = new Map<number, StoredObject | null>();
+    let at = 0;
     for (const batch of await Promise.all(batches)) {
-      for (const entry of batch) if (entry.value !== null) out.push(entry.value);
+      for (const entry of batch) fetched.set(missing[at++], deepFreeze(entry.value));
+    }
+    if (cache.records.size + fetched.size > MAX_CACHED_RECORDS) cache.records.clear();
+    for (const [id, record] of fetched) cache.records.set(id, record);
+    const out: StoredObject[] = [];
+    for (const id of ids) {
+      const record = fetched.has(id) ? fetched.get(id) : cache.records.get(id);
+      if (record) out.push(record);
     }
     return out;
+  }
+
+  /** The cache of `model` at its current generation (read first: see the class comment). */
+  async #cacheOf(model: string): Promise<ModelCache> {
+    const entry = await this.kv.get<Deno.KvU64>(keys.inventoryGeneration(model));
+    const generation = entry.value?.value ?? 0n;
+    const cached = this.#caches.get(model);
+    if (cached && cached.generation === generation) return cached;
+    const fresh: ModelCache = { generation, records: new Map(), lists: new Map() };
+    // A reader that saw an older generation than the cache holds keeps its reads to itself.
+    if (!cached || cached.generation < generation) this.#caches.set(model, fresh);
+    return fresh;
+  }
+
+  /** An index read through the model's cache, keyed by its arguments. */
+  async #cachedList(
+    model: string,
+    args: readonly unknown[],
+    read: () => Promise<number[]>,
+  ): Promise<number[]> {
+    const cache = await this.#cacheOf(model);
+    const key = JSON.stringify(args, (_k, v) => typeof v === "bigint" ? `${v}n` : v);
+    const hit = cache.lists.get(key);
+    if (hit) return [...hit];
+    const ids = await read();
+    if (cache.lists.size >= MAX_CACHED_LISTS) cache.lists.clear();
+    cache.lists.set(key, [...ids]);
+    return ids;
   }
 
   async scan(model: string): Promise<StoredObject[]> {
@@ -193,7 +263,20 @@ export class KvModelStore implements ModelStore {
     return entry.value ? Number(entry.value.value) : 0;
   }
 
-  async idsByIndex(
+  idsByIndex(
+    model: string,
+    field: string,
+    value: IndexValue,
+    limit?: number,
+  ): Promise<number[]> {
+    return this.#cachedList(
+      model,
+      ["ids", field, typeof value, value, limit ?? null],
+      () => this.#idsByIndex(model, field, value, limit),
+    );
+  }
+
+  async #idsByIndex(
     model: string,
     field: string,
     value: IndexValue,
@@ -222,7 +305,20 @@ export class KvModelStore implements ModelStore {
     return entry.value ? Number(entry.value.value) : 0;
   }
 
-  async pageByIndex(
+  pageByIndex(
+    model: string,
+    field: string,
+    value: IndexValue,
+    page: { offset: number; limit: number; reverse: boolean; ordered: boolean },
+  ): Promise<number[]> {
+    return this.#cachedList(
+      model,
+      ["page", field, typeof value, value, page.offset, page.limit, page.reverse, page.ordered],
+      () => this.#pageByIndex(model, field, value, page),
+    );
+  }
+
+  async #pageByIndex(
     model: string,
     field: string,
     value: IndexValue,
@@ -261,9 +357,16 @@ export class KvModelStore implements ModelStore {
   plan(writes: readonly ObjectWrite[]): ObjectWrite[][] {
     const groups: ObjectWrite[][] = [];
     let current: ObjectWrite[] = [];
-    // Room for the per-model count updates of a group.
-    const models = new Set(writes.map((w) => w.model)).size;
-    let total: Cost = { checks: 0, mutations: models, keyBytes: 0, totalBytes: 0 };
+    // Room for the per-model count and generation updates of a group.
+    const models = [...new Set(writes.map((w) => w.model))];
+    const reserved = (): Cost => {
+      let bytes = 0;
+      for (const m of models) {
+        bytes += keyBytes(keys.inventoryCount(m)) + keyBytes(keys.inventoryGeneration(m)) + 16;
+      }
+      return { checks: 0, mutations: models.length * 2, keyBytes: bytes, totalBytes: bytes };
+    };
+    let total: Cost = reserved();
     for (const write of writes) {
       const cost = this.#cost(write);
       const fits = total.checks + cost.checks <= MAX_CHECKS &&
@@ -273,7 +376,7 @@ export class KvModelStore implements ModelStore {
       if (!fits && current.length > 0) {
         groups.push(current);
         current = [];
-        total = { checks: 0, mutations: models, keyBytes: 0, totalBytes: 0 };
+        total = reserved();
       }
       current.push(write);
       total = {
@@ -351,6 +454,10 @@ export class KvModelStore implements ModelStore {
       op.sum(key, amount);
     };
     for (const [model, delta] of counts) sum(keys.inventoryCount(model), delta);
+    // Cached reads of these models (in every process) are stale from this commit on.
+    for (const model of new Set(writes.map((w) => w.model))) {
+      op.sum(keys.inventoryGeneration(model), 1n);
+    }
     for (const { key, delta } of valueCounts.values()) sum(key, delta);
     const result = await op.commit();
     return { ok: result.ok };

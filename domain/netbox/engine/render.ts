@@ -2,13 +2,18 @@
  * Records as the API shows them: full or brief, `fields`/`omit`, related objects nested in
  * their brief form (two levels deep, then id/url/display), choices as {value, label}, custom
  * fields (object ones nested too).
+ *
+ * What keeps a page cheap: the fields of a model are walked once per (model, field list)
+ * into a render plan of small steps; the records a page refers to are loaded in one batch
+ * per model (all models at once) before any row is rendered; and a related object is
+ * rendered once per page and shared by every row that refers to it.
  */
 import type { StoredObject } from "../../../storage/ports.ts";
 import { type CustomFieldDef, renderCustomFields } from "../custom_fields.ts";
-import type { ModelDef } from "../types.ts";
+import type { FieldDef, ModelDef } from "../types.ts";
 import { cachedRecords, type EngineCore, newCache, type RequestCache } from "./core.ts";
 import { customFieldsFor } from "./custom_fields.ts";
-import { TAG_MODEL, TAGS_FIELD } from "./registry.ts";
+import { TAG_MODEL } from "./registry.ts";
 
 export interface RenderOptions {
   /** Scheme + host, e.g. "http://127.0.0.1:8800"; URLs are `${origin}/api/${path}${id}/`. */
@@ -17,6 +22,8 @@ export interface RenderOptions {
   fields?: string[];
   omit?: string[];
 }
+
+type Out = Record<string, unknown>;
 
 export function urlOf(def: ModelDef, id: number, origin: string): string {
   return `${origin}/api/${def.path}${id}/`;
@@ -28,63 +35,212 @@ export function displayOf(def: ModelDef, record: StoredObject): string {
   return `${def.verbose} ${record.id}`;
 }
 
-/** Renders records as the API shows them (full, brief, fields/omit), nested objects resolved. */
-export async function render(
-  core: EngineCore,
-  model: string,
-  records: StoredObject[],
-  options: RenderOptions,
-): Promise<Record<string, unknown>[]> {
-  const def = core.registry.definition(model);
-  const cache = newCache();
-  const names = outputFields(def, options);
-  await preload(core, def, records, names, cache, 0);
-  const cfs = def.customFields !== false && names.includes("custom_fields")
-    ? await customFieldsFor(core, model, cache)
-    : [];
-  const out = records.map((r) => renderOne(core, def, r, names, cache, options.origin, cfs, 0));
-  await renderObjectCustomFields(core, out, cfs, cache, options.origin);
-  return out;
+/** One output key of a plan: writes `out[name]` for a record. */
+type Step = (
+  r: StoredObject,
+  out: Out,
+  page: PageRender,
+  depth: number,
+  cfs: CustomFieldDef[],
+) => void;
+
+/** A relation a plan renders nested: what to batch-load before rendering. */
+interface Reference {
+  /** The target model; for a generic FK, the field holding it. */
+  model?: string;
+  typeField?: string;
+  idField?: string;
+  /** The referenced id(s) of a record. */
+  read: (r: StoredObject) => unknown;
 }
 
-/** Object / multi-object custom fields render as nested objects, as NetBox shows them. */
-async function renderObjectCustomFields(
-  core: EngineCore,
-  out: Record<string, unknown>[],
-  cfs: CustomFieldDef[],
-  cache: RequestCache,
-  origin: string,
-): Promise<void> {
-  for (const cf of cfs) {
-    if (cf.type !== "object" && cf.type !== "multiobject") continue;
-    const target = (cf as CustomFieldDef & { related_object_type?: unknown }).related_object_type;
-    if (typeof target !== "string" || !core.registry.has(target)) continue;
-    const valuesOf = (o: Record<string, unknown>) => {
-      const v = (o.custom_fields as Record<string, unknown> | undefined)?.[cf.name];
-      return Array.isArray(v) ? v : v === null || v === undefined ? [] : [v];
-    };
-    const known = cachedRecords(cache, target);
-    const ids = [...new Set(out.flatMap(valuesOf))].filter(
-      (id): id is number => typeof id === "number" && !known.has(id),
-    );
-    if (ids.length > 0) {
-      for (const id of ids) known.set(id, null);
-      for (const r of await core.store.getMany(target, ids)) known.set(r.id, r);
-      const tdef = core.registry.definition(target);
-      await preload(
-        core,
-        tdef,
-        [...known.values()].filter((r) => r !== null) as StoredObject[],
-        tdef.brief,
-        cache,
-        1,
-      );
+/** The fields of a model walked once: one step per output key, and what they refer to. */
+interface Plan {
+  steps: Step[];
+  references: Reference[];
+}
+
+/** One render call: its origin, the records it loaded, and the nested forms built so far. */
+class PageRender {
+  /** model → depth → id → nested form (only non-null forms are kept). */
+  readonly #nested = new Map<string, Map<number, unknown>[]>();
+
+  constructor(
+    readonly renderer: Renderer,
+    readonly cache: RequestCache,
+    readonly origin: string,
+  ) {}
+
+  /** Forget nested forms (records were loaded since: a form may now resolve further). */
+  forgetNested(): void {
+    this.#nested.clear();
+  }
+
+  nested(model: string, id: unknown, depth: number): unknown {
+    if (typeof id !== "number") return null;
+    let byDepth = this.#nested.get(model);
+    if (!byDepth) this.#nested.set(model, byDepth = []);
+    const known = byDepth[depth] ??= new Map();
+    const hit = known.get(id);
+    if (hit !== undefined) return hit;
+    const form = this.#build(model, id, depth);
+    if (form !== null) known.set(id, form);
+    return form;
+  }
+
+  #build(model: string, id: number, depth: number): unknown {
+    const r = cachedRecords(this.cache, model).get(id);
+    const registry = this.renderer.core.registry;
+    if (!r || !registry.has(model)) return null;
+    const def = registry.definition(model);
+    if (depth >= 2) {
+      return { id: r.id, url: urlOf(def, r.id, this.origin), display: displayOf(def, r) };
     }
-    for (const o of out) {
-      const data = o.custom_fields as Record<string, unknown> | undefined;
-      if (!data || data[cf.name] === null || data[cf.name] === undefined) continue;
-      const nested = valuesOf(o).map((id) => nestedOf(core, target, id, cache, origin, 1));
-      data[cf.name] = cf.type === "object" ? nested[0] ?? null : nested.filter((x) => x !== null);
+    return this.row(this.renderer.briefPlan(def), r, depth + 1, []);
+  }
+
+  nestedList(model: string, ids: unknown, depth: number): unknown[] {
+    if (!Array.isArray(ids)) return [];
+    const out: unknown[] = [];
+    for (const id of ids) {
+      const form = this.nested(model, id, depth);
+      if (form !== null) out.push(form);
+    }
+    return out;
+  }
+
+  row(plan: Plan, r: StoredObject, depth: number, cfs: CustomFieldDef[]): Out {
+    const out: Out = {};
+    for (const step of plan.steps) step(r, out, this, depth, cfs);
+    return out;
+  }
+}
+
+/** Renders records; holds the render plans of the registered models. */
+export class Renderer {
+  /** def → field list (comma-joined) → plan. */
+  readonly #plans = new WeakMap<ModelDef, Map<string, Plan>>();
+
+  constructor(readonly core: EngineCore) {}
+
+  /** Renders records as the API shows them (full, brief, fields/omit), nested objects resolved. */
+  async render(
+    model: string,
+    records: StoredObject[],
+    options: RenderOptions,
+  ): Promise<Record<string, unknown>[]> {
+    const def = this.core.registry.definition(model);
+    const cache = newCache();
+    const plan = this.plan(def, outputFields(def, options));
+    const [cfs] = await Promise.all([
+      def.customFields !== false && plan.steps.includes(CUSTOM_FIELDS_STEP)
+        ? customFieldsFor(this.core, model, cache)
+        : [],
+      this.#preload(plan, records, cache, 0),
+    ]);
+    const page = new PageRender(this, cache, options.origin);
+    const out = records.map((r) => page.row(plan, r, 0, cfs));
+    await this.#renderObjectCustomFields(out, cfs, page);
+    return out;
+  }
+
+  briefPlan(def: ModelDef): Plan {
+    return this.plan(def, ["id", "url", "display", ...def.brief]);
+  }
+
+  plan(def: ModelDef, names: string[]): Plan {
+    let plans = this.#plans.get(def);
+    if (!plans) this.#plans.set(def, plans = new Map());
+    const key = names.join(",");
+    let plan = plans.get(key);
+    if (!plan) plans.set(key, plan = compilePlan(def, names));
+    return plan;
+  }
+
+  /**
+   * Loads what the records refer to, every model in one batch (all models at once), then
+   * what those refer to in their brief form, down to the depth nesting reaches.
+   */
+  async #preload(
+    plan: Plan,
+    records: StoredObject[],
+    cache: RequestCache,
+    depth: number,
+  ): Promise<void> {
+    if (depth > 2) return;
+    const registry = this.core.registry;
+    const wanted = new Map<string, Set<number>>();
+    const want = (model: string, id: unknown) => {
+      if (typeof id !== "number") return;
+      if (cachedRecords(cache, model).has(id)) return;
+      let set = wanted.get(model);
+      if (!set) wanted.set(model, set = new Set());
+      set.add(id);
+    };
+    for (const ref of plan.references) {
+      if (ref.typeField) {
+        for (const r of records) {
+          const t = r[ref.typeField];
+          if (typeof t === "string" && registry.has(t)) want(t, r[ref.idField!]);
+        }
+        continue;
+      }
+      for (const r of records) {
+        const v = ref.read(r);
+        if (Array.isArray(v)) { for (const id of v) want(ref.model!, id); }
+        else want(ref.model!, v);
+      }
+    }
+    await Promise.all([...wanted].map(async ([model, ids]) => {
+      const loaded = await this.core.store.getMany(model, [...ids]);
+      const map = cachedRecords(cache, model);
+      for (const id of ids) map.set(id, null);
+      for (const r of loaded) map.set(r.id, r);
+      if (registry.has(model)) {
+        const target = registry.definition(model);
+        await this.#preload(this.briefPlan(target), loaded, cache, depth + 1);
+      }
+    }));
+  }
+
+  /** Object / multi-object custom fields render as nested objects, as NetBox shows them. */
+  async #renderObjectCustomFields(
+    out: Record<string, unknown>[],
+    cfs: CustomFieldDef[],
+    page: PageRender,
+  ): Promise<void> {
+    const { registry, store } = this.core;
+    for (const cf of cfs) {
+      if (cf.type !== "object" && cf.type !== "multiobject") continue;
+      const target = (cf as CustomFieldDef & { related_object_type?: unknown })
+        .related_object_type;
+      if (typeof target !== "string" || !registry.has(target)) continue;
+      const valuesOf = (o: Record<string, unknown>) => {
+        const v = (o.custom_fields as Record<string, unknown> | undefined)?.[cf.name];
+        return Array.isArray(v) ? v : v === null || v === undefined ? [] : [v];
+      };
+      const known = cachedRecords(page.cache, target);
+      const ids = [...new Set(out.flatMap(valuesOf))].filter(
+        (id): id is number => typeof id === "number" && !known.has(id),
+      );
+      if (ids.length > 0) {
+        for (const id of ids) known.set(id, null);
+        for (const r of await store.getMany(target, ids)) known.set(r.id, r);
+        const tdef = registry.definition(target);
+        await this.#preload(
+          this.briefPlan(tdef),
+          [...known.values()].filter((r) => r !== null) as StoredObject[],
+          page.cache,
+          1,
+        );
+        page.forgetNested();
+      }
+      for (const o of out) {
+        const data = o.custom_fields as Record<string, unknown> | undefined;
+        if (!data || data[cf.name] === null || data[cf.name] === undefined) continue;
+        const nested = valuesOf(o).map((id) => page.nested(target, id, 1));
+        data[cf.name] = cf.type === "object" ? nested[0] ?? null : nested.filter((x) => x !== null);
+      }
     }
   }
 }
@@ -110,149 +266,104 @@ function outputFields(def: ModelDef, options: RenderOptions): string[] {
   return names;
 }
 
-async function preload(
-  core: EngineCore,
-  def: ModelDef,
-  records: StoredObject[],
-  names: string[],
-  cache: RequestCache,
-  depth: number,
-) {
-  if (depth > 2) return;
-  const wanted = new Map<string, Set<number>>();
-  const want = (model: string, id: unknown) => {
-    if (typeof id !== "number") return;
-    const known = cachedRecords(cache, model);
-    if (known.has(id)) return;
-    let set = wanted.get(model);
-    if (!set) wanted.set(model, set = new Set());
-    set.add(id);
-  };
-  for (const name of names) {
-    const f = name === "tags" ? TAGS_FIELD : def.fields[name];
-    if (f?.type === "gfk") {
-      for (const r of records) {
-        const t = r[f.typeField!];
-        if (typeof t === "string" && core.registry.has(t)) want(t, r[f.idField!]);
-      }
-      continue;
-    }
-    if (!f || (f.type !== "fk" && f.type !== "m2m") || !f.model) continue;
-    for (const r of records) {
-      const v = name === "tags" ? r.tags : f.compute ? f.compute(r) : r[name];
-      if (Array.isArray(v)) { for (const id of v) want(f.model, id); }
-      else want(f.model, v);
-    }
-  }
-  for (const [model, ids] of wanted) {
-    const loaded = await core.store.getMany(model, [...ids]);
-    const map = cachedRecords(cache, model);
-    for (const id of ids) map.set(id, null);
-    for (const r of loaded) map.set(r.id, r);
-    if (core.registry.has(model)) {
-      const target = core.registry.definition(model);
-      await preload(core, target, loaded, target.brief, cache, depth + 1);
-    }
-  }
-}
+const CUSTOM_FIELDS_STEP: Step = (r, out, _page, _depth, cfs) => {
+  out.custom_fields = renderCustomFields(
+    cfs,
+    r.custom_fields as Record<string, unknown> | undefined,
+  );
+};
 
-function renderOne(
-  core: EngineCore,
-  def: ModelDef,
-  r: StoredObject,
-  names: string[],
-  cache: RequestCache,
-  origin: string,
-  cfs: CustomFieldDef[],
-  depth: number,
-): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
+/** Walks the fields of `def` once: the step for each output name, and what it refers to. */
+function compilePlan(def: ModelDef, names: string[]): Plan {
+  const steps: Step[] = [];
+  const references: Reference[] = [];
   for (const name of names) {
     switch (name) {
       case "id":
-        out.id = r.id;
+        steps.push((r, out) => out.id = r.id);
         continue;
       case "url":
-        out.url = urlOf(def, r.id, origin);
+        steps.push((r, out, page) => out.url = urlOf(def, r.id, page.origin));
         continue;
       case "display":
-        out.display = displayOf(def, r);
+        steps.push((r, out) => out.display = displayOf(def, r));
         continue;
       case "tags":
-        out.tags = nestedList(core, TAG_MODEL, r.tags, cache, origin, depth);
+        references.push({ model: TAG_MODEL, read: (r) => r.tags });
+        steps.push((r, out, page, depth) => out.tags = page.nestedList(TAG_MODEL, r.tags, depth));
         continue;
       case "custom_fields":
-        out.custom_fields = renderCustomFields(
-          cfs,
-          r.custom_fields as Record<string, unknown> | undefined,
-        );
+        steps.push(CUSTOM_FIELDS_STEP);
         continue;
       case "created":
       case "last_updated":
-        out[name] = r[name] ?? null;
+        steps.push((r, out) => out[name] = r[name] ?? null);
         continue;
     }
     const f = def.fields[name];
     if (!f) continue;
-    if (f.compute) {
-      // A computed FK (e.g. `primary_ip`) renders nested like a stored one.
-      out[name] = f.type === "fk"
-        ? nestedOf(core, f.model!, f.compute(r), cache, origin, depth)
-        : f.compute(r);
-      continue;
+    const reference = referenceOf(name, f);
+    if (reference) references.push(reference);
+    steps.push(fieldStep(name, f));
+  }
+  return { steps, references };
+}
+
+/** What a field refers to (fk, m2m, computed fk, generic fk), for batch-loading. */
+function referenceOf(name: string, f: FieldDef): Reference | null {
+  if (f.type === "gfk") {
+    return { typeField: f.typeField!, idField: f.idField!, read: () => null };
+  }
+  if ((f.type !== "fk" && f.type !== "m2m") || !f.model) return null;
+  const compute = f.compute;
+  return { model: f.model, read: compute ? (r) => compute(r) : (r) => r[name] };
+}
+
+function fieldStep(name: string, f: FieldDef): Step {
+  const compute = f.compute;
+  if (compute) {
+    // A computed FK (e.g. `primary_ip`) renders nested like a stored one.
+    if (f.type === "fk") {
+      const model = f.model!;
+      return (r, out, page, depth) => out[name] = page.nested(model, compute(r), depth);
     }
-    const v = r[name];
-    if (f.type === "gfk") {
-      const t = r[f.typeField!];
-      out[name] = typeof t === "string"
-        ? nestedOf(core, t, r[f.idField!], cache, origin, depth)
-        : null;
-    } else if (f.type === "fk") out[name] = nestedOf(core, f.model!, v, cache, origin, depth);
-    else if (f.type === "m2m") out[name] = nestedList(core, f.model!, v, cache, origin, depth);
-    else if (f.type === "choice") {
-      if (v === null || v === undefined || v === "") {
-        out[name] = f.nullable || v === null ? null : v;
-      } else out[name] = { value: v, label: f.choices?.find(([c]) => c === v)?.[1] ?? String(v) };
-    } else out[name] = v === undefined ? null : v;
+    return (r, out) => out[name] = compute(r);
   }
-  return out;
-}
-
-function nestedOf(
-  core: EngineCore,
-  model: string,
-  id: unknown,
-  cache: RequestCache,
-  origin: string,
-  depth: number,
-): unknown {
-  if (typeof id !== "number") return null;
-  const r = cachedRecords(cache, model).get(id);
-  if (!r || !core.registry.has(model)) return null;
-  const def = core.registry.definition(model);
-  if (depth >= 2) {
-    return { id: r.id, url: urlOf(def, r.id, origin), display: displayOf(def, r) };
+  switch (f.type) {
+    case "gfk": {
+      const typeField = f.typeField!;
+      const idField = f.idField!;
+      return (r, out, page, depth) => {
+        const t = r[typeField];
+        out[name] = typeof t === "string" ? page.nested(t, r[idField], depth) : null;
+      };
+    }
+    case "fk": {
+      const model = f.model!;
+      return (r, out, page, depth) => out[name] = page.nested(model, r[name], depth);
+    }
+    case "m2m": {
+      const model = f.model!;
+      return (r, out, page, depth) => out[name] = page.nestedList(model, r[name], depth);
+    }
+    case "choice": {
+      const labels = new Map<unknown, string>();
+      // The first label of a value wins, as a linear search would find it.
+      for (const [value, label] of f.choices ?? []) {
+        if (!labels.has(value)) labels.set(value, label);
+      }
+      const nullable = f.nullable;
+      return (r, out) => {
+        const v = r[name];
+        if (v === null || v === undefined || v === "") {
+          out[name] = nullable || v === null ? null : v;
+        } else out[name] = { value: v, label: labels.get(v) ?? String(v) };
+      };
+    }
+    default:
+      return (r, out) => {
+        const v = r[name];
+        out[name] = v === undefined ? null : v;
+      };
   }
-  return renderOne(
-    core,
-    def,
-    r,
-    ["id", "url", "display", ...def.brief],
-    cache,
-    origin,
-    [],
-    depth + 1,
-  );
-}
-
-function nestedList(
-  core: EngineCore,
-  model: string,
-  ids: unknown,
-  cache: RequestCache,
-  origin: string,
-  depth: number,
-): unknown[] {
-  if (!Array.isArray(ids)) return [];
-  return ids.map((id) => nestedOf(core, model, id, cache, origin, depth)).filter((x) => x !== null);
 }

@@ -1,0 +1,108 @@
+/**
+ * The model store's read cache: records and index pages are read from KV once per model
+ * generation, and any commit (through any store, any process) that writes the model makes
+ * every cache of it stale at once.
+ */
+import assert from "node:assert/strict";
+import { KvModelStore } from "../../storage/kv/models.ts";
+import type { ObjectWrite, StoredObject } from "../../storage/ports.ts";
+
+const MODEL = "test.widget";
+
+function created(record: StoredObject): ObjectWrite {
+  return {
+    model: MODEL,
+    id: record.id,
+    prev: null,
+    next: { record, indexes: [["colour", String(record.colour)]], uniques: [], ordered: [] },
+  };
+}
+
+async function rename(store: KvModelStore, id: number, name: string): Promise<void> {
+  const current = (await store.get(MODEL, id))!;
+  const indexes = [["colour", String(current.record.colour)] as const];
+  const result = await store.commit([{
+    model: MODEL,
+    id,
+    prev: { record: current.record, indexes, uniques: [], ordered: [], version: current.version },
+    next: { record: { ...current.record, name }, indexes, uniques: [], ordered: [] },
+  }]);
+  assert.ok(result.ok);
+}
+
+/** A Deno.Kv whose record reads (getMany and list) are counted. */
+function counting(kv: Deno.Kv) {
+  const counts = { getMany: 0, list: 0 };
+  const proxy = new Proxy(kv, {
+    get(target, prop) {
+      if (prop === "getMany" || prop === "list") counts[prop]++;
+      const value = Reflect.get(target, prop, target);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+  return { kv: proxy, counts };
+}
+
+Deno.test("model cache: a second read of the same records and page reads no record", async () => {
+  const kv = await Deno.openKv(":memory:");
+  try {
+    const { kv: watched, counts } = counting(kv);
+    const store = new KvModelStore(watched);
+    const records = Array.from(
+      { length: 30 },
+      (_, i) => ({ id: i + 1, name: `w${i}`, colour: "red" }),
+    );
+    assert.ok((await store.commit(records.map(created))).ok);
+    const ids = records.map((r) => r.id);
+    const page = { offset: 0, limit: 20, reverse: false, ordered: false };
+
+    const first = await store.getMany(MODEL, ids);
+    const firstPage = await store.pageByIndex(MODEL, "colour", "red", page);
+    const before = { ...counts };
+    const second = await store.getMany(MODEL, ids);
+    const secondPage = await store.pageByIndex(MODEL, "colour", "red", page);
+    assert.deepEqual(second, first);
+    assert.deepEqual(secondPage, firstPage);
+    assert.deepEqual(secondPage, ids.slice(0, 20));
+    assert.deepEqual(counts, before, "cached reads touched no record or index entry");
+    // Missing ids are skipped, duplicates kept, order followed, as uncached.
+    assert.deepEqual((await store.getMany(MODEL, [3, 999, 1, 3])).map((r) => r.id), [3, 1, 3]);
+    // Shared records are frozen: a reader cannot change what the next one sees.
+    assert.throws(() => {
+      second[0].name = "changed";
+    }, TypeError);
+  } finally {
+    kv.close();
+  }
+});
+
+Deno.test("model cache: a write through another store (another process) is seen at once", async () => {
+  const dir = await Deno.makeTempDir();
+  const path = `${dir}/models.kv`;
+  // Two handles on one file, as two processes sharing a database.
+  const kvA = await Deno.openKv(path);
+  const kvB = await Deno.openKv(path);
+  try {
+    const a = new KvModelStore(kvA);
+    const b = new KvModelStore(kvB);
+    assert.ok((await a.commit([created({ id: 1, name: "before", colour: "red" })])).ok);
+    const page = { offset: 0, limit: 10, reverse: false, ordered: false };
+    assert.equal((await a.getMany(MODEL, [1]))[0].name, "before");
+    assert.deepEqual(await a.pageByIndex(MODEL, "colour", "red", page), [1]);
+    assert.deepEqual(await a.idsByIndex(MODEL, "colour", "red"), [1]);
+
+    await rename(b, 1, "after");
+    assert.ok((await b.commit([created({ id: 2, name: "new", colour: "red" })])).ok);
+
+    assert.equal((await a.getMany(MODEL, [1]))[0].name, "after");
+    assert.deepEqual(await a.pageByIndex(MODEL, "colour", "red", page), [1, 2]);
+    assert.deepEqual(await a.idsByIndex(MODEL, "colour", "red"), [1, 2]);
+    // And a write through the same store, too.
+    await rename(a, 2, "renamed");
+    assert.equal((await a.getMany(MODEL, [2]))[0].name, "renamed");
+  } finally {
+    kvA.close();
+    kvB.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
