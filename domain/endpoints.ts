@@ -53,6 +53,18 @@ export function publicInventoryEndpoint(
   return { ...rest, has_token: Boolean(token) };
 }
 
+/** Whether a write points a stored endpoint somewhere else (its secrets must not follow). */
+function movedFrom(
+  current: { ip: string; port: number; use_https: boolean; token_version?: string },
+  input: { ip: string; port: number; use_https: boolean; token_version?: string },
+  extra: readonly "token_version"[],
+): boolean {
+  const host = (ip: string) => ip.trim().toLowerCase().replace(/\/\d+$/, "");
+  return host(current.ip) !== host(input.ip) || current.port !== input.port ||
+    current.use_https !== input.use_https ||
+    extra.some((field) => current[field] !== input[field]);
+}
+
 export async function saveInventoryEndpoint(
   store: InventoryEndpointStore,
   vault: CredentialVault,
@@ -66,12 +78,17 @@ export async function saveInventoryEndpoint(
   }
   const tokenKey = input.token_version === "v2" ? (input.token_key ?? null) : null;
   const issues: FieldIssue[] = [];
-  const hasToken = Boolean(input.token) || Boolean(current?.token);
+  // A stored token stays with the destination it was saved for: a move must send it again.
+  const moved = current !== null && movedFrom(current, input, ["token_version"]);
+  const hasToken = Boolean(input.token) || (!moved && Boolean(current?.token));
   if (!hasToken) {
     issues.push({
       field: "token",
       type: "missing",
-      message: `token is required when token_version is ${input.token_version}`,
+      message: moved && current?.token
+        ? "token is required again: the endpoint's address, port, scheme or token version " +
+          "changed, and the stored token stays with the old destination"
+        : `token is required when token_version is ${input.token_version}`,
     });
   }
   if (input.token_version === "v2" && !tokenKey) {
@@ -83,7 +100,7 @@ export async function saveInventoryEndpoint(
   }
   if (issues.length) return { ok: false, status: 422, issues };
 
-  let token = current?.token ?? "";
+  let token = moved ? "" : current?.token ?? "";
   let keySource = current?.key_source ?? "none";
   if (input.token) {
     const sealed = await vault.sealInventory({ token: input.token });
@@ -148,21 +165,26 @@ export async function saveHypervisorEndpoint(
   const current = id === null ? null : await store.get(id);
   if (id !== null && !current) return { ok: false, status: 404, detail: texts.hypervisorNotFound };
 
-  // An omitted secret keeps the stored one; an explicit null or "" clears it.
+  // An omitted secret keeps the stored one; an explicit null or "" clears it. A move (address,
+  // port or scheme) clears every secret not sent again: it stays with the old destination.
+  const moved = current !== null && movedFrom(current, input, []);
   const given = (value: string | null | undefined) =>
     value === undefined ? undefined : (value || null);
   const password = given(input.password) === undefined
-    ? (current?.password ?? null)
+    ? (moved ? null : current?.password ?? null)
     : given(input.password)!;
   const tokenValue = given(input.token_value) === undefined
-    ? (current?.token_value ?? null)
+    ? (moved ? null : current?.token_value ?? null)
     : given(input.token_value)!;
   const tokenName = input.token_name === undefined
     ? (current?.token_name ?? null)
     : (input.token_name || null);
   if (!password && !(tokenName && tokenValue)) {
     const issues: FieldIssue[] = [];
-    const message = "either password or both token_name and token_value are required";
+    const message = moved && (current?.password || current?.token_value)
+      ? "either password or both token_name and token_value are required again: the " +
+        "endpoint's address, port or scheme changed, and stored secrets stay with the old one"
+      : "either password or both token_name and token_value are required";
     if (!password) issues.push({ field: "password", type: "missing", message });
     if (!tokenName) issues.push({ field: "token_name", type: "missing", message });
     if (!tokenValue) issues.push({ field: "token_value", type: "missing", message });

@@ -165,6 +165,11 @@ export interface ModelDef {
    * response is read after it returns, so fields it writes (engine.patch) are included.
    */
   afterSave?: (record: StoredObject, ctx: HookContext) => void | Promise<void>;
+  /**
+   * Last change to a rendered record before it is answered to `auth` (fields only some
+   * readers may see). Applied by the REST layer to every record it renders.
+   */
+  redact?: (rendered: Record<string, unknown>, auth: AuthInfo | null) => void;
   /** May `auth` delete this record? (false → 403; checked for API deletes only). */
   canDelete?: (record: StoredObject, auth: AuthInfo) => boolean;
   /** API deletes only: a reason to refuse (answered 409), or null to go ahead. */

@@ -16,6 +16,7 @@ import type {
 import type { PluginServices } from "./service.ts";
 import { checkDomainOrIp, checkInventoryToken, checkSsh, mergeErrors } from "./validation.ts";
 import { generateBackendToken } from "./secrets.ts";
+import { followDestination } from "./destination.ts";
 import { type SshEndpointFacts, sshReadiness } from "./ssh.ts";
 
 export const APP = "service";
@@ -162,6 +163,9 @@ function addressFields(defaultPort: number): Record<string, FieldDef> {
     port: port(defaultPort),
     /** Denormalised host of ip_address (its address without prefix length), for display. */
     _host: { type: "string", hidden: true, nullable: true, allowBlank: true },
+    /** Where the stored secrets were saved for, and (backend) who confirmed the address. */
+    _secrets_for: { type: "string", hidden: true, nullable: true, allowBlank: true },
+    _confirmed_for: { type: "string", hidden: true, nullable: true, allowBlank: true },
   };
 }
 
@@ -191,13 +195,18 @@ export function pluginModels(services: PluginServices): ModelDef[] {
     naturalKey: "name",
   };
 
-  /** Resolves `_host` and seals the secrets sent in this write. */
+  /**
+   * Resolves `_host`, clears the secrets a move did not re-send (domain/plugin/destination.ts)
+   * and seals the secrets sent in this write.
+   */
   async function prepareEndpoint(
+    model: string,
     draft: StoredObject,
     ctx: HookContext,
     secrets: readonly string[],
   ) {
     draft._host = await services.ipHost(ctx.engine, draft.ip_address);
+    followDestination(model, draft, ctx);
     await services.sealInput(draft, ctx, secrets);
   }
 
@@ -263,7 +272,8 @@ export function pluginModels(services: PluginServices): ModelDef[] {
       );
       return Object.keys(errors).length ? errors : null;
     },
-    beforeSave: (draft, ctx) => prepareEndpoint(draft, ctx, SECRET_FIELDS[MODELS.hypervisor]),
+    beforeSave: (draft, ctx) =>
+      prepareEndpoint("hypervisorendpoint", draft, ctx, SECRET_FIELDS[MODELS.hypervisor]),
     afterSave: (record, ctx) => services.afterHypervisorSave(record, ctx),
     afterDelete: (record, ctx) => services.afterHypervisorDelete(record, ctx.engine),
   };
@@ -300,7 +310,7 @@ export function pluginModels(services: PluginServices): ModelDef[] {
     },
     beforeSave: async (draft, ctx) => {
       clearOtherTokenVersion(draft, ctx);
-      await prepareEndpoint(draft, ctx, SECRET_FIELDS[MODELS.inventory]);
+      await prepareEndpoint("inventoryendpoint", draft, ctx, SECRET_FIELDS[MODELS.inventory]);
     },
     afterSave: (record, ctx) => services.afterInventorySave(record, ctx),
   };
@@ -343,10 +353,20 @@ export function pluginModels(services: PluginServices): ModelDef[] {
       const errors = checkDomainOrIp(draft);
       return Object.keys(errors).length ? errors : null;
     },
+    // The token is the backend's master key: only those who may change this endpoint see it.
+    redact: (rendered, auth) => {
+      const mayChange = auth !== null &&
+        (auth.isSuperuser ||
+          (auth.writeEnabled && auth.permissions.has(`${APP}.change_backendendpoint`)));
+      if (mayChange || !("token" in rendered)) return;
+      rendered.has_token = typeof rendered.token === "string" && rendered.token !== "";
+      delete rendered.token;
+    },
     beforeSave: async (draft, ctx) => {
-      if (!present(draft.token)) draft.token = generateBackendToken();
       draft._singleton = true;
-      await prepareEndpoint(draft, ctx, []);
+      await prepareEndpoint("backendendpoint", draft, ctx, []);
+      // After prepareEndpoint: a move clears the old key, and the new address gets a new one.
+      if (!present(draft.token)) draft.token = generateBackendToken();
     },
     afterSave: (record, ctx) => services.afterBackendSave(record, ctx),
   };

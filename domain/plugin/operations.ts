@@ -4,6 +4,7 @@
  * a status and a JSON body; the route only maps it to a Response.
  */
 import { baseUrl } from "../../clients/backend.ts";
+import { moveSinceSaved } from "./destination.ts";
 import { probeHypervisor } from "../../clients/hypervisor_probe.ts";
 import type { ModelEngine } from "../netbox/engine.ts";
 import type { AuthInfo, EngineApi, FieldErrors, StoredObject } from "../netbox/types.ts";
@@ -67,6 +68,10 @@ export async function keepalive(
   const host = await services.hostOf(engine, record);
   if (!host) {
     return { status: 200, body: { ...base, status: "error", detail: "The endpoint has no host." } };
+  }
+  const moved = moveSinceSaved(record, host);
+  if (moved) {
+    return { status: 200, body: { ...base, status: "error", detail: `The endpoint: ${moved}.` } };
   }
   const secrets: Record<string, string | null> = { password: null, token_value: null };
   for (const field of ["password", "token_value"] as const) {

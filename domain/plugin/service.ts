@@ -25,6 +25,7 @@ import {
 import { generateBackendToken, type Opened, openWithKeyring, sealSecret } from "./secrets.ts";
 import { keyring, type PluginSettingsStore } from "./settings.ts";
 import { parseTenantRef, visibleTo } from "./tenants.ts";
+import { backendUnconfirmed, moveSinceSaved } from "./destination.ts";
 
 /** Reads a v1 inventory token's plaintext (the core token model keeps it retrievable). */
 export type TokenPlaintextReader = (engine: EngineApi, tokenId: number) => Promise<string | null>;
@@ -244,11 +245,14 @@ export class PluginServices {
   async backendClient(engine: EngineApi, backend: StoredObject): Promise<BackendClient | null> {
     const host = await this.hostOf(engine, backend);
     if (!host) return null;
+    // The key goes only to the address it was made for (an edited IP address record moves
+    // the endpoint without a save).
+    const keyMayGo = moveSinceSaved(backend, host) === null;
     return new BackendClient(
       this.deps.fetch,
       {
         baseUrl: baseUrl(backend.use_https !== false, host, Number(backend.port ?? 8800)),
-        token: present(backend.token) ? backend.token : null,
+        token: present(backend.token) && keyMayGo ? backend.token : null,
         verifySsl: backend.verify_ssl !== false,
       },
       this.deps.backendTimeouts,
@@ -259,8 +263,25 @@ export class PluginServices {
     await this.pushBackend(ctx.engine, record);
   }
 
+  /**
+   * Why nothing may be pushed to this backend now, or null: its key was saved for another
+   * address, or (`carriesSecrets`) its address was not confirmed by a superuser.
+   */
+  async backendBlocked(
+    engine: EngineApi,
+    backend: StoredObject,
+    carriesSecrets: boolean,
+  ): Promise<string | null> {
+    const host = await this.hostOf(engine, backend);
+    const moved = moveSinceSaved(backend, host);
+    if (moved) return `backend endpoint: ${moved}`;
+    return carriesSecrets ? backendUnconfirmed(backend, host) : null;
+  }
+
   /** Registers the backend endpoint's token when the backend has no key yet. */
   async pushBackend(engine: EngineApi, record: StoredObject): Promise<LastPush> {
+    const blocked = await this.backendBlocked(engine, record, false);
+    if (blocked) return this.#record(engine, MODELS.backend, record.id, failed(blocked));
     const client = await this.backendClient(engine, record);
     if (!client || !present(record.token)) {
       return this.#record(
@@ -293,6 +314,9 @@ export class PluginServices {
   ): Promise<{ client: BackendClient } | { outcome: PushOutcome }> {
     let backend = await this.backendEndpoint(engine);
     if (!backend) return { outcome: failed(NO_BACKEND) };
+    // Every caller pushes secrets (inventory token, hypervisor passwords).
+    const blocked = await this.backendBlocked(engine, backend, true);
+    if (blocked) return { outcome: failed(blocked) };
     if (!present(backend.token)) {
       backend =
         await engine.patchStored(MODELS.backend, backend.id, { token: generateBackendToken() }) ??
@@ -313,10 +337,14 @@ export class PluginServices {
     const save = (o: PushOutcome) => this.#record(engine, MODELS.inventory, record.id, o);
     const backend = await this.backendEndpoint(engine);
     if (!backend) return save(failed(NO_BACKEND));
+    const blocked = await this.backendBlocked(engine, backend, true);
+    if (blocked) return save(failed(blocked));
     const client = await this.backendClient(engine, backend);
     if (!client) return save(failed("backend endpoint has no host"));
     const host = await this.hostOf(engine, record);
     if (!host) return save(failed("inventory endpoint has no host"));
+    const moved = moveSinceSaved(record, host);
+    if (moved) return save(failed(`inventory endpoint: ${moved}`));
     let token: string | null;
     if (record.token_version === "v2") {
       const opened = present(record.token_secret) ? await this.open(record.token_secret) : null;
@@ -388,6 +416,8 @@ export class PluginServices {
     const save = (o: PushOutcome) => this.#record(engine, MODELS.hypervisor, record.id, o);
     const host = await this.hostOf(engine, record);
     if (!host) return save(failed("hypervisor endpoint has no host"));
+    const moved = moveSinceSaved(record, host);
+    if (moved) return save(failed(`hypervisor endpoint: ${moved}`));
     const ready = await this.#readyBackend(engine);
     if ("outcome" in ready) return save(ready.outcome);
     const secrets: Record<string, string | null> = {};

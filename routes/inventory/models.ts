@@ -118,9 +118,24 @@ async function respondRecords(
   extras?: Record<string, unknown>,
   many = false,
 ): Promise<Response> {
-  const rendered = await ctx.engine.render(model, records, renderOptions(c));
+  const rendered = redacted(
+    ctx,
+    c,
+    model,
+    await ctx.engine.render(model, records, renderOptions(c)),
+  );
   if (!many && extras) Object.assign(rendered[0], extras);
   return c.json(many ? rendered : rendered[0], status);
+}
+
+/** Applies the model's per-reader redaction (e.g. the backend key) to rendered records. */
+function redacted<T>(ctx: InventoryContext, c: Context, model: string, rendered: T[]): T[] {
+  const redact = ctx.engine.definition(model).redact;
+  if (redact) {
+    const auth = c.get("auth") ?? null;
+    for (const r of rendered) redact(r as Record<string, unknown>, auth);
+  }
+  return rendered;
 }
 
 function listItems(body: unknown, requireId: boolean): Array<{ id: number; data: unknown }> {
@@ -261,7 +276,12 @@ export async function handleModelRequest(
       if (error instanceof QueryError) throw new ApiError(400, error.errors);
       throw error;
     }
-    const results = await ctx.engine.render(model, page.records, renderOptions(c));
+    const results = redacted(
+      ctx,
+      c,
+      model,
+      await ctx.engine.render(model, page.records, renderOptions(c)),
+    );
     const next = page.offset + page.limit < page.count
       ? pageUrl(c, page.limit, page.offset + page.limit)
       : null;

@@ -170,6 +170,8 @@ export function createPlugin(deps: AppDeps, options: PluginOptions): Plugin {
     }
     const origin = new URL(request.url).origin;
     const rendered = await engine.render(model, result.records, { origin });
+    const redact = engine.definition(model).redact;
+    if (redact) { for (const r of rendered) redact(r as Record<string, unknown>, auth); }
     if (many) return json(rendered, 201);
     return json(rendered[0], result.updated[0] ? 200 : 201);
   }

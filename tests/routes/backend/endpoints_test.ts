@@ -54,23 +54,23 @@ Deno.test("inventory endpoint: CRUD, defaults, singleton 409, secrets never retu
   assert.match(stored.token, /^enc:gAAAAA/);
   assert.ok(!stored.token.includes(inventory.token));
 
-  // PUT without token keeps the stored one; switching to v2 needs token_key.
+  // PUT without token keeps the stored one while the destination stays (a move must send it
+  // again: SECURITY.md); switching to v2 needs token_key.
   const put = await h.call("/inventory/endpoint/1", {
     method: "PUT",
     key: KEY,
     json: {
       name: "nb2",
-      ip: "nb.example.org",
-      port: 8443,
-      use_https: false,
+      ip: "10.1.2.3",
+      port: 443,
       verify_ssl: false,
       token_version: "v1",
     },
   });
   assert.equal(put.status, 200);
   const updated = await put.json();
-  assert.equal(updated.ip, "nb.example.org");
-  assert.equal(updated.use_https, false);
+  assert.equal(updated.name, "nb2");
+  assert.equal(updated.verify_ssl, false);
   assert.equal(updated.has_token, true);
   assert.equal(
     (await h.deps.kv.get<{ token: string }>(keys.inventoryEndpoint(1))).value!.token,
@@ -254,7 +254,7 @@ Deno.test("hypervisor endpoints: PUT without secrets keeps them; clearing the on
   const put = await h.call("/hypervisor/endpoints/1", {
     method: "PUT",
     key: KEY,
-    json: { name: hypervisor.name, ip: "10.9.9.10", enabled: false },
+    json: { name: hypervisor.name, ip: hypervisor.ip, enabled: false },
   });
   assert.equal(put.status, 200);
   const body = await put.json();

@@ -165,7 +165,11 @@ Deno.test("enabled flag: bulk PATCH toggles; keepalive answers disabled without 
     assert.equal((await h.call("GET", `${path}${byPassword}/status/`)).body.status, "online");
     assert.equal((await h.call("GET", `${path}4242/status/`)).status, 404);
 
-    await h.call("PATCH", `${path}${byToken}/`, { enabled: true, port: refusing.port });
+    await h.call("PATCH", `${path}${byToken}/`, {
+      enabled: true,
+      port: refusing.port,
+      token_value: "tv",
+    });
     const offline = await h.call("GET", `${path}${byToken}/status/`);
     assert.equal(offline.body.status, "offline");
   } finally {
