@@ -13,6 +13,7 @@ import {
   type ProvisionEvent,
   type ProvisionOutcome,
   type ProvisionRequest,
+  STEP_LABELS,
 } from "../../domain/provisioning/types.ts";
 import type { AppDeps } from "../_lib/deps.ts";
 import { actorOf } from "./actor.ts";
@@ -148,12 +149,14 @@ export function provisioningRoutes(deps: AppDeps, options: ProvisioningOptions =
     const { agent, unresolved } = prepared;
     if (unresolved) {
       const failure = { ok: false as const, step: "host_agent_health" as const, error: unresolved };
-      await emit?.({
-        type: "provision_step",
-        step: failure.step,
-        label: "Checking host-agent health",
-        status: "failed",
-      });
+      for (const status of ["started", "failed"] as const) {
+        await emit?.({
+          type: "provision_step",
+          step: failure.step,
+          label: STEP_LABELS.host_agent_health,
+          status,
+        });
+      }
       return failure;
     }
     const outcome = await provisionMicrovm(request, agent, { actor, emit, signal });

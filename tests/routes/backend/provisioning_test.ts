@@ -425,3 +425,24 @@ Deno.test("provision (SSE): a client that disconnects stops the run before the n
   assert.deepEqual(calls, ["/host-agent/health"]);
   assert.equal((await agent(h, "/microvms")).body.microvms.length, 0);
 });
+
+Deno.test("provision: a host name that does not resolve fails the health step, nothing is sent", async () => {
+  await using h = await wholeApp({ env: { ...env, SERVICE_ALLOW_LOOPBACK_TARGETS: "false" } });
+  const json = provisionBody(h.base, { host_agent_base_url: "http://agent.invalid:8080" });
+  const res = await h.call("/cloud/microvm/provision", { method: "POST", json });
+  assert.equal(res.status, 502);
+  assert.deepEqual(await res.json(), {
+    ok: false,
+    step: "host_agent_health",
+    error: 'host "agent.invalid" does not resolve',
+  });
+  const events = await frames(
+    await h.call("/cloud/microvm/provision/stream", { method: "POST", json }),
+  );
+  assert.deepEqual(events.map((f) => `${f.event}:${f.data.status ?? f.data.ok}`), [
+    "provision_step:started",
+    "provision_step:failed",
+    "complete:false",
+  ]);
+  assert.deepEqual(h.outbound, []);
+});
