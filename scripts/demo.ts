@@ -7,12 +7,14 @@
  * with live progress (the `deno task sync` module) and keeps serving until Ctrl-C.
  */
 import { createApp } from "../app.ts";
+import { outboundForConfig } from "../clients/outbound.ts";
 import { type Config, parseConfig } from "../config.ts";
 import { jsonLogger, type Logger } from "../domain/logger.ts";
 import { createInventoryCore, createSuperuserToken } from "../routes/inventory/mod.ts";
 import type { AppDeps } from "../routes/_lib/deps.ts";
 import { runSync, type SyncIo, type SyncOutcome } from "./sync/run.ts";
 import { interruptSignal, processIo } from "./sync/terminal.ts";
+import { watchLauncher } from "../launcher_watch.ts";
 
 export interface DemoOptions {
   /** The process environment; the demo overrides the KV path, the mode and the surfaces. */
@@ -83,6 +85,9 @@ export async function startDemo(options: DemoOptions): Promise<Demo> {
   const kv = await Deno.openKv(":memory:");
   const logs = holdingLogger(options.logLine ?? ((line) => console.error(line)));
   const deps: AppDeps = { config, kv, fetch: globalThis.fetch, now: Date.now, logger: logs.logger };
+  // As main.ts: every outbound call goes through the guard, and the copies, which point at this
+  // app's own port, are answered in-process (bound once the server listens).
+  deps.fetch = outboundForConfig(config, () => deps.self);
   let server: Deno.HttpServer<Deno.NetAddr>;
   try {
     const app = await createApp(deps);
@@ -90,6 +95,10 @@ export async function startDemo(options: DemoOptions): Promise<Demo> {
       { port: config.port, onListen() {} },
       (request, info) => app.fetch(request, info),
     );
+    deps.self = {
+      port: server.addr.port,
+      fetch: (request) => app.fetch(request, { internal: true }),
+    };
   } catch (error) {
     kv.close();
     if (error instanceof Deno.errors.AddrInUse) {
@@ -251,6 +260,14 @@ async function whereToLook(url: string, port: number): Promise<string> {
 
 if (import.meta.main) {
   const stop = interruptSignal();
+  // Under `npx deno task demo`, a SIGTERM to npx must not leave the demo serving.
+  const launcherGone = new AbortController();
+  await watchLauncher(() => launcherGone.abort());
+  try {
+    Deno.addSignalListener("SIGTERM", () => launcherGone.abort());
+  } catch {
+    // No signals on this platform.
+  }
   let demo: Demo;
   try {
     demo = await startDemo({ env: Deno.env.toObject(), io: processIo(stop) });
@@ -258,8 +275,9 @@ if (import.meta.main) {
     console.error(`deno task demo: ${(error as Error).message}`);
     Deno.exit(1);
   }
-  if (!stop.aborted) {
-    await new Promise<void>((resolve) => stop.addEventListener("abort", () => resolve()));
+  const ended = AbortSignal.any([stop, launcherGone.signal]);
+  if (!ended.aborted) {
+    await new Promise<void>((resolve) => ended.addEventListener("abort", () => resolve()));
   }
   await demo.close();
   Deno.exit(0);
