@@ -1,0 +1,119 @@
+/**
+ * A process killed in the middle of a verb: the real main.ts is started, a verb is sent to a
+ * hypervisor that takes the call and never answers, the process is killed (SIGKILL, no chance
+ * to clean up), and a second start on the same KV file lists the verb as unfinished.
+ */
+import assert from "node:assert/strict";
+
+const ROOT_PATH = decodeURIComponent(new URL("../../", import.meta.url).pathname);
+const KEY = "k".repeat(48);
+
+async function startMain(env: Record<string, string>) {
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", "--allow-net", "--allow-env", "--allow-read", "--allow-write", "--allow-sys"]
+      .concat(["main.ts"]),
+    cwd: ROOT_PATH,
+    env: { ...env, PORT: "0" },
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const port = new Promise<number>((resolve, reject) => {
+    const pump = async (stream: ReadableStream<Uint8Array>) => {
+      let buffer = "";
+      for await (const chunk of stream.pipeThrough(new TextDecoderStream())) {
+        buffer += chunk;
+        const lines = buffer.split("\n");
+        buffer = lines.pop()!;
+        for (const line of lines) {
+          const match = line.match(/https?:\/\/[\w.\[\]:-]+:(\d+)\//);
+          if (match) resolve(Number(match[1]));
+        }
+      }
+      reject(new Error("main.ts ended before listening"));
+    };
+    void pump(child.stdout).catch(() => {});
+    void pump(child.stderr).catch(() => {});
+  });
+  return { child, port: await port };
+}
+
+Deno.test("e2e: a verb cut short by a killed process stays in_progress in the audit trail", async () => {
+  // A hypervisor that logs in, knows guest 100, and never answers the start itself.
+  const reached = Promise.withResolvers<void>();
+  const never = Promise.withResolvers<Response>();
+  const hypervisor = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, (req) => {
+    const path = new URL(req.url).pathname;
+    if (path === "/api2/json/access/ticket") {
+      return Response.json({ data: { ticket: "PVE:t", CSRFPreventionToken: "c" } });
+    }
+    if (path === "/api2/json/cluster/resources") {
+      return Response.json({
+        data: [{ vmid: 100, node: "pve1", type: "qemu", status: "stopped" }],
+      });
+    }
+    reached.resolve();
+    return never.promise;
+  });
+  const dir = await Deno.makeTempDir({ prefix: "verb-kill-" });
+  const env = {
+    SERVICE_KV_PATH: `${dir}/kv`,
+    SERVICE_ALLOW_LOOPBACK_TARGETS: "true",
+    SERVICE_SURFACES: "backend",
+    PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin",
+    HOME: Deno.env.get("HOME") ?? dir,
+    ...(Deno.env.get("DENO_DIR") ? { DENO_DIR: Deno.env.get("DENO_DIR")! } : {}),
+  };
+  const call = (port: number, path: string, init: RequestInit = {}) =>
+    fetch(`http://127.0.0.1:${port}${path}`, {
+      ...init,
+      headers: { "X-Service-API-Key": KEY, "content-type": "application/json", ...init.headers },
+    });
+  try {
+    const first = await startMain(env);
+    await (await call(first.port, "/auth/register-key", {
+      method: "POST",
+      body: JSON.stringify({ api_key: KEY }),
+    })).body?.cancel();
+    const created = await call(first.port, "/hypervisor/endpoints", {
+      method: "POST",
+      body: JSON.stringify({
+        name: "hangs",
+        ip: "127.0.0.1",
+        port: hypervisor.addr.port,
+        use_https: false,
+        username: "root@pam",
+        password: "secret-password",
+        allow_writes: true,
+      }),
+    });
+    const { id } = await created.json();
+    const pending = call(first.port, `/hypervisor/qemu/100/start?endpoint_id=${id}`, {
+      method: "POST",
+      headers: { "X-Service-Actor": "night-shift" },
+    }).catch((error) => error);
+    await reached.promise;
+    first.child.kill("SIGKILL");
+    await first.child.status;
+    await pending;
+
+    const second = await startMain(env);
+    try {
+      const listed = await (await call(second.port, "/hypervisor/actions")).json();
+      assert.equal(listed.count, 1);
+      const record = listed.results[0];
+      assert.equal(record.status, "in_progress");
+      assert.equal(record.result, null);
+      assert.equal(record.finished_at, null);
+      assert.equal(record.actor, "night-shift");
+      assert.equal(record.verb, "start");
+      assert.equal(record.vmid, 100);
+    } finally {
+      second.child.kill("SIGTERM");
+      await second.child.status;
+    }
+  } finally {
+    never.resolve(new Response(null, { status: 503 }));
+    await hypervisor.shutdown();
+    await Deno.remove(dir, { recursive: true }).catch(() => {});
+  }
+});
