@@ -182,10 +182,18 @@ export function bodyFromForm(kind: Kind, form: Record<string, unknown>): Json {
   for (const group of FORMS[kind]) {
     for (const f of group.fields) {
       const raw = form[f.name];
+      // A field the form did not carry is left alone (a checkbox always carries its hidden
+      // "off", so an unchecked box still counts as sent).
+      if (raw === undefined && form[`clear_${f.name}`] === undefined) continue;
       const text = typeof raw === "string" ? raw : "";
       switch (f.type) {
-        case "checkbox":
-          body[f.name] = raw === "on" || raw === "true";
+        case "checkbox": {
+          const values = Array.isArray(raw) ? raw : [raw];
+          body[f.name] = values.includes("on") || values.includes("true");
+          break;
+        }
+        case "select":
+          if (text !== "") body[f.name] = text;
           break;
         case "secret":
         case "secret-area":
@@ -229,6 +237,7 @@ function Input(props: { f: Field; value: unknown; record: Json; errors?: string[
   if (f.type === "checkbox") {
     return (
       <div class={`field check ${errors ? "invalid" : ""}`}>
+        <input type="hidden" name={f.name} value="off" />
         <input
           id={id}
           type="checkbox"
@@ -444,7 +453,13 @@ export function endpointFormRoutes(_ctx: ConsoleServices): Hono<ConsoleEnv> {
       ? errorsOf(answer.body)
       : { non_field_errors: [detailOf(answer)] };
     return c.html(
-      <EndpointForm c={c} kind={kind} record={null} values={body} errors={errors} />,
+      <EndpointForm
+        c={c}
+        kind={kind}
+        record={null}
+        values={{ ...DEFAULTS[kind], ...body }}
+        errors={errors}
+      />,
       answer.status === 400 ? 400 : answer.status as 403,
     );
   });

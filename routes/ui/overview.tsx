@@ -193,6 +193,14 @@ export function overviewRoutes(ctx: ConsoleServices): Hono<ConsoleEnv> {
           {COUNTS.map((k, i) => {
             const a = counts[i];
             const n = a && a.status === 200 ? a.body.count : null;
+            if (!can(auth, k.perm)) {
+              return (
+                <div class="card count">
+                  <span class="n">—</span>
+                  <span class="label">{k.label}</span>
+                </div>
+              );
+            }
             return (
               <a class="card count" href={k.href}>
                 <span class="n">{n === null ? "—" : n.toLocaleString("en")}</span>
