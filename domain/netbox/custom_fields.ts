@@ -3,6 +3,7 @@
  * `object_types` ("virtualization.virtualmachine"); objects of those models carry a
  * `custom_fields` object with one key per definition (null when unset).
  */
+import { userPattern } from "./user_patterns.ts";
 import { parseDate, parseDatetime } from "./fields.ts";
 
 export const CUSTOM_FIELD_TYPES = [
@@ -55,13 +56,8 @@ export function checkCustomValue(cf: CustomFieldDef, value: unknown): Checked {
         return { ok: false, error: "Enter a valid URL." };
       }
       if (cf.validation_regex) {
-        let re: RegExp | null = null;
-        try {
-          re = new RegExp(cf.validation_regex);
-        } catch {
-          re = null;
-        }
-        if (re && !re.test(value)) {
+        const pattern = userPattern(cf.validation_regex);
+        if (pattern.ok && !pattern.test(value)) {
           return { ok: false, error: `Value must match regex '${cf.validation_regex}'` };
         }
       }

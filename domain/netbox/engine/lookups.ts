@@ -4,6 +4,7 @@
  */
 import type { StoredObject } from "../../../storage/ports.ts";
 import { parseBool } from "../fields.ts";
+import { userPattern } from "../user_patterns.ts";
 import type { FieldDef } from "../types.ts";
 import { type Condition, splitList } from "./query.ts";
 
@@ -111,11 +112,8 @@ export function matchScalar(
     case "regex":
     case "iregex":
       return any((v, f) => {
-        try {
-          return new RegExp(f, lookup === "iregex" ? "i" : "").test(String(v ?? ""));
-        } catch {
-          return false;
-        }
+        const pattern = userPattern(f, lookup === "iregex");
+        return pattern.ok && pattern.test(String(v ?? ""));
       });
     case "gt":
     case "gte":

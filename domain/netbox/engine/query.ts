@@ -3,6 +3,7 @@
  * `cf_owner=x`, custom filters) become conditions; bad values are a QueryError listing every
  * offending parameter. Matching the conditions is lookups.ts; choosing records, paging.ts.
  */
+import { userPatternProblem } from "../user_patterns.ts";
 import type { IndexValue, StoredObject } from "../../../storage/ports.ts";
 import { parseBool } from "../fields.ts";
 import type { FieldDef, FieldErrors, ModelDef } from "../types.ts";
@@ -107,6 +108,13 @@ export async function parseConditions(
     }
     // "allowed_tenants__id" is the same as "allowed_tenants_id".
     if (name.endsWith("__id")) name = name.slice(0, -4) + "_id";
+    if (lookup === "regex" || lookup === "iregex") {
+      const problems = values.map(userPatternProblem).filter((p): p is string => p !== null);
+      if (problems.length) {
+        errors[param] = problems;
+        continue;
+      }
+    }
     try {
       const cond = await condition(core, def, name, lookup, values, param, cache);
       if (cond) conditions.push(cond);

@@ -2,6 +2,7 @@
  * The NetBox core models the sync stages write (NetBox 4.2 paths and field names):
  * tenancy, dcim, virtualization, ipam, extras, core jobs and users tokens.
  */
+import { userPatternProblem } from "../user_patterns.ts";
 import { checkCustomValue, CUSTOM_FIELD_TYPES } from "../custom_fields.ts";
 import { QueryError } from "../engine.ts";
 import {
@@ -1206,13 +1207,8 @@ export const CUSTOM_FIELD: ModelDef = {
       return { object_types: ["This list may not be empty."] };
     }
     if (typeof draft.validation_regex === "string" && draft.validation_regex !== "") {
-      try {
-        new RegExp(draft.validation_regex);
-      } catch (error) {
-        return {
-          validation_regex: [`Invalid regular expression: ${(error as Error).message}`],
-        };
-      }
+      const problem = userPatternProblem(draft.validation_regex);
+      if (problem) return { validation_regex: [problem] };
     }
     if (draft.type === "object" || draft.type === "multiobject") {
       const target = draft.related_object_type;
