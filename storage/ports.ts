@@ -243,6 +243,7 @@ export interface VerbAuditFilter {
   vmid?: number;
   actor?: string;
   verb?: VerbName;
+  status?: VerbAuditRecord["status"];
 }
 
 export interface VerbAuditStore {

@@ -108,6 +108,9 @@ const ActionsQuery = z.object({
   vmid: z.coerce.number().int().min(1).max(999_999_999).optional(),
   actor: z.string().min(1).max(200).optional(),
   verb: z.enum(VERBS).optional(),
+  status: z.enum(["in_progress", "finalized"]).optional().openapi({
+    description: "in_progress: verbs whose outcome is not (or not yet) known",
+  }),
   limit: z.coerce.number().int().min(1).max(1000).default(50),
   offset: z.coerce.number().int().min(0).max(1_000_000).default(0),
 });

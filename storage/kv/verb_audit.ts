@@ -55,7 +55,8 @@ export class KvVerbAuditStore implements VerbAuditStore {
       ? keys.verbAuditIndexPrefix(field, filter[field] as string | number)
       : keys.verbAuditPrefix();
     const matches = (r: VerbAuditRecord) =>
-      INDEXED.every((f) => filter[f] === undefined || r[f] === filter[f]);
+      INDEXED.every((f) => filter[f] === undefined || r[f] === filter[f]) &&
+      (filter.status === undefined || r.status === filter.status);
     let count = 0;
     const results: VerbAuditRecord[] = [];
     for await (const entry of this.kv.list<VerbAuditRecord>({ prefix }, { reverse: true })) {

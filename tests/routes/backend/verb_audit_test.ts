@@ -59,8 +59,13 @@ Deno.test("audit: in_progress while the hypervisor works, finalised with the out
     detail: null,
   });
 
+  const unfinished = async () =>
+    (await (await h.call("/hypervisor/actions?status=in_progress")).json()).count;
+  assert.equal(await unfinished(), 1);
+
   hold.release();
   const answer = await (await pending).json();
+  assert.equal(await unfinished(), 0);
   const after = (await (await h.call("/hypervisor/actions")).json()).results[0];
   assert.equal(after.status, "finalized");
   assert.equal(after.result, "ok");
