@@ -6,6 +6,8 @@
 import assert from "node:assert/strict";
 import { type WholeApp, wholeApp } from "./_whole_app.ts";
 import { endpoint, guest, mock } from "./_verbs.ts";
+import { createBackendApp } from "../../../routes/backend/mod.ts";
+import { KEY } from "./_setup.ts";
 
 async function verb(
   h: WholeApp,
@@ -324,4 +326,25 @@ Deno.test("verbs: every verb path is in the backend's OpenAPI document", async (
   }
   assert.ok(doc.paths["/hypervisor/qemu/{vmid}/migrate"].post.responses["202"]);
   assert.ok(doc.paths["/hypervisor/actions"].get);
+});
+
+Deno.test("verbs: stored secrets that no longer open are a 409 naming the endpoint, nothing sent", async () => {
+  await using h = await wholeApp({ env: { SERVICE_ENCRYPTION_KEY: "the key it was sealed with" } });
+  const id = await endpoint(h);
+  // The same store, restarted without the key the secrets were sealed under.
+  const deps = { ...h.deps, config: { ...h.deps.config, encryptionKey: undefined } };
+  const backend = await createBackendApp(deps);
+  const res = await backend.request(`/hypervisor/qemu/100/start?endpoint_id=${id}`, {
+    method: "POST",
+    headers: { "X-Service-API-Key": KEY },
+  }, { remoteAddr: { hostname: "192.0.2.10" } });
+  const body = await res.json();
+  assert.equal(res.status, 409);
+  assert.equal(body.reason, "credential_undecryptable");
+  assert.equal(body.result, "failed");
+  assert.match(body.detail, /cannot be decrypted/);
+  assert.deepEqual(h.outbound, []);
+  const trail = await (await h.call("/hypervisor/actions")).json();
+  assert.equal(trail.results[0].result, "failed");
+  assert.equal(trail.results[0].status, "finalized");
 });
