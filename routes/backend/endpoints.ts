@@ -24,19 +24,37 @@ import {
   ErrorResponses,
   jsonBody,
   jsonContent,
+  pathId,
 } from "./schemas.ts";
 
+function validIpv6(host: string): boolean {
+  try {
+    return new URL(`http://[${host.replace(/^\[|\]$/g, "")}]/`).hostname.length > 2;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * `ip` is where the endpoint is reached: an IP address, or a DNS name (the plugin pushes an
+ * endpoint's domain here when it has one). Anything else (a URL, a port, spaces, an
+ * all-numeric name that is not a valid IPv4 address) is refused with the field named.
+ */
 const Host = z.string().min(1).max(253).regex(
   /^(\[[0-9A-Fa-f:.]+\]|[0-9A-Fa-f:]*:[0-9A-Fa-f:.]+|[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?)$/,
-  "must be a host name or an IP address (no scheme, port or path)",
-);
+  "must be an IP address or a DNS host name (no scheme, port or path)",
+).refine(
+  (host) =>
+    !/^[0-9.]+$/.test(host) ||
+    /^((25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)$/.test(host),
+  "is not a valid IPv4 address",
+).refine((host) => !host.includes(":") || validIpv6(host), "is not a valid IPv6 address").openapi({
+  description: "IP address or DNS host name",
+  example: "192.0.2.10",
+});
 const Port = z.number().int().min(1).max(65535);
 const Secret = z.string().max(4096);
-const Id = z.object({
-  id: z.coerce.number().int().min(1).max(Number.MAX_SAFE_INTEGER).openapi({
-    param: { name: "id", in: "path" },
-  }),
-});
+const Id = z.object({ id: pathId() });
 
 const InventoryInput = z.object({
   name: z.string().min(1).max(200),

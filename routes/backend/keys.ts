@@ -9,14 +9,10 @@ import {
   jsonContent,
   KeyRecord,
   LastActiveConflict,
+  pathId,
 } from "./schemas.ts";
 
-const KeyId = z.object({
-  id: z.coerce.number().int().min(1).max(Number.MAX_SAFE_INTEGER).openapi({
-    param: { name: "id", in: "path" },
-    example: 1,
-  }),
-});
+const KeyId = z.object({ id: pathId() });
 
 const KeyChangeResponses = {
   200: jsonContent(KeyRecord, "The key record"),

@@ -11,6 +11,7 @@ import { KvHypervisorEndpointStore, KvInventoryEndpointStore } from "../../stora
 import { KvVerbAuditStore } from "../../storage/kv/verb_audit.ts";
 import { KvIdempotencyStore } from "../../storage/kv/idempotency.ts";
 import type { InventoryEndpointStore } from "../../storage/ports.ts";
+import { allowedMethods } from "../_lib/allowed_methods.ts";
 import { docsRoutes } from "../_lib/docs.ts";
 import { faviconResponse } from "../_lib/favicon.ts";
 import { API_KEY_HEADER, apiKeyAuth } from "./auth.ts";
@@ -79,7 +80,14 @@ export function createBackendServices(deps: AppDeps): BackendServices {
 export async function createBackendApp(deps: AppDeps, services = createBackendServices(deps)) {
   const app = backendRouter<BackendEnv>();
   app.onError(errorHandler(deps.logger));
-  app.notFound((c) => c.json({ detail: "Not Found" }, 404));
+  app.notFound((c) => {
+    // A known path asked with a method it does not serve is a 405 that says which ones it does.
+    const allow = allowedMethods(app.routes, c.req.path);
+    if (allow.length) {
+      return c.json({ detail: "Method Not Allowed" }, 405, { Allow: allow.join(", ") });
+    }
+    return c.json({ detail: "Not Found" }, 404);
+  });
 
   app.use("*", apiKeyAuth(services));
   app.use(

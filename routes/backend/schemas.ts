@@ -31,6 +31,14 @@ export const EncryptionKeyUnavailable = z.object({
   detail: z.string(),
 }).openapi("EncryptionKeyUnavailable");
 
+/** A positive integer id in the path; a bad one is a 422 that names the parameter. */
+export function pathId(name = "id") {
+  const message = `path parameter ${name} must be a positive integer`;
+  return z.coerce.number({ error: message }).int({ error: message }).min(1, { error: message })
+    .max(Number.MAX_SAFE_INTEGER, { error: `path parameter ${name} is too large` })
+    .openapi({ param: { name, in: "path" }, example: 1 });
+}
+
 export function jsonContent<T extends z.ZodType>(schema: T, description: string) {
   return { content: { "application/json": { schema } }, description };
 }

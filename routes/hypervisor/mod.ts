@@ -158,6 +158,17 @@ export async function createHypervisorApp(
     });
   }
 
+  // Proxmox answers a refused login or a write without its CSRF token with a bare 401 (clients
+  // expect exactly that), so the reason is said here, in the server log, instead.
+  app.use("/api2/json/*", async (c, next) => {
+    await next();
+    if (c.res.status !== 401) return;
+    deps.logger.log("warning", "hypervisor API: authentication refused (401)", {
+      method: c.req.method,
+      path: c.req.path,
+      reason: c.res.statusText || c.res.headers.get("x-reason") || "not given",
+    });
+  });
   app.all("/api2/json/*", serve("api2"));
   app.all("/api2/json", serve("api2"));
   app.all("/pve/*", serve("pve"));
