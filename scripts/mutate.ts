@@ -32,6 +32,7 @@ const RELATED: Record<string, string[]> = {
     "tests/routes/backend/encryption_test.ts",
     "tests/routes/backend/encryption_interop_test.ts",
     "tests/routes/backend/endpoints_test.ts",
+    "tests/routes/backend/rekey_test.ts",
     "tests/storage/durability_test.ts",
   ],
   "storage/kv/models.ts": [
