@@ -3,6 +3,7 @@
  */
 import { type AppDeps, createApp } from "./app.ts";
 import { outboundForConfig } from "./clients/outbound.ts";
+import { prepareKvFile } from "./storage/kv/kv_file.ts";
 import { APP_NAME, APP_VERSION, ConfigError, parseConfig } from "./config.ts";
 import { jsonLogger } from "./domain/logger.ts";
 import { watchLauncher } from "./launcher_watch.ts";
@@ -29,10 +30,8 @@ try {
 }
 
 const kvPath = config.kvPath;
-if (kvPath && kvPath !== ":memory:" && !/^https?:\/\//.test(kvPath)) {
-  const dir = kvPath.replace(/[\\/][^\\/]*$/, "");
-  if (dir && dir !== kvPath) await Deno.mkdir(dir, { recursive: true });
-}
+// Owner-only: the file holds every stored secret (storage/kv/kv_file.ts).
+await prepareKvFile(kvPath);
 const kv = await Deno.openKv(kvPath);
 
 const deps: AppDeps = { config, kv, fetch: globalThis.fetch, now: Date.now, logger };

@@ -169,7 +169,7 @@ export interface ModelDef {
    * Last change to a rendered record before it is answered to `auth` (fields only some
    * readers may see). Applied by the REST layer to every record it renders.
    */
-  redact?: (rendered: Record<string, unknown>, auth: AuthInfo | null) => void;
+  redact?: (rendered: Record<string, unknown>, auth: AuthInfo | null) => void | Promise<void>;
   /** May `auth` delete this record? (false → 403; checked for API deletes only). */
   canDelete?: (record: StoredObject, auth: AuthInfo) => boolean;
   /** API deletes only: a reason to refuse (answered 409), or null to go ahead. */

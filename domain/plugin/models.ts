@@ -354,11 +354,16 @@ export function pluginModels(services: PluginServices): ModelDef[] {
       return Object.keys(errors).length ? errors : null;
     },
     // The token is the backend's master key: only those who may change this endpoint see it.
-    redact: (rendered, auth) => {
+    redact: async (rendered, auth) => {
+      if (!("token" in rendered)) return;
       const mayChange = auth !== null &&
         (auth.isSuperuser ||
           (auth.writeEnabled && auth.permissions.has(`${APP}.change_backendendpoint`)));
-      if (mayChange || !("token" in rendered)) return;
+      if (mayChange) {
+        // Stored sealed with SERVICE_ENCRYPTION_KEY; shown in plaintext to those allowed.
+        rendered.token = await services.backendKey(rendered as StoredObject);
+        return;
+      }
       rendered.has_token = typeof rendered.token === "string" && rendered.token !== "";
       delete rendered.token;
     },
@@ -367,6 +372,7 @@ export function pluginModels(services: PluginServices): ModelDef[] {
       await prepareEndpoint("backendendpoint", draft, ctx, []);
       // After prepareEndpoint: a move clears the old key, and the new address gets a new one.
       if (!present(draft.token)) draft.token = generateBackendToken();
+      draft.token = await services.sealBackendKey(draft.token as string);
     },
     afterSave: (record, ctx) => services.afterBackendSave(record, ctx),
   };

@@ -26,6 +26,7 @@ import { generateBackendToken, type Opened, openWithKeyring, sealSecret } from "
 import { keyring, type PluginSettingsStore } from "./settings.ts";
 import { parseTenantRef, visibleTo } from "./tenants.ts";
 import { backendUnconfirmed, moveSinceSaved } from "./destination.ts";
+import { openAtRest, sealAtRest } from "./at_rest.ts";
 
 /** Reads a v1 inventory token's plaintext (the core token model keeps it retrievable). */
 export type TokenPlaintextReader = (engine: EngineApi, tokenId: number) => Promise<string | null>;
@@ -38,6 +39,8 @@ export interface PluginServiceDeps {
   tokenPlaintext: TokenPlaintextReader;
   /** Shorter timeouts for tests; defaults are spec 2's 10 s / 15 s. */
   backendTimeouts?: BackendClientOptions;
+  /** SERVICE_ENCRYPTION_KEY: seals the backend endpoint's key at rest (domain/plugin/at_rest.ts). */
+  atRestKey?: string;
 }
 
 export const NO_BACKEND =
@@ -242,6 +245,16 @@ export class PluginServices {
     return present(record._host) ? record._host : null;
   }
 
+  /** The backend endpoint's key in plaintext (stored sealed with the at-rest key). */
+  async backendKey(backend: StoredObject): Promise<string | null> {
+    return present(backend.token) ? await openAtRest(backend.token, this.deps.atRestKey) : null;
+  }
+
+  /** A backend key as it is stored. */
+  sealBackendKey(token: string): Promise<string> {
+    return sealAtRest(token, this.deps.atRestKey);
+  }
+
   async backendClient(engine: EngineApi, backend: StoredObject): Promise<BackendClient | null> {
     const host = await this.hostOf(engine, backend);
     if (!host) return null;
@@ -252,7 +265,7 @@ export class PluginServices {
       this.deps.fetch,
       {
         baseUrl: baseUrl(backend.use_https !== false, host, Number(backend.port ?? 8800)),
-        token: present(backend.token) && keyMayGo ? backend.token : null,
+        token: keyMayGo ? await this.backendKey(backend) : null,
         verifySsl: backend.verify_ssl !== false,
       },
       this.deps.backendTimeouts,
@@ -295,7 +308,7 @@ export class PluginServices {
       engine,
       MODELS.backend,
       record.id,
-      await registerBackendKey(client, record.token, { verify: true }),
+      await registerBackendKey(client, (await this.backendKey(record))!, { verify: true }),
     );
   }
 
@@ -304,7 +317,9 @@ export class PluginServices {
    * POST /auth/keys, for a backend whose registry was claimed by someone else), then pushes.
    */
   async setBackendToken(engine: EngineApi, id: number, token: string): Promise<LastPush | null> {
-    const record = await engine.patchStored(MODELS.backend, id, { token });
+    const record = await engine.patchStored(MODELS.backend, id, {
+      token: await this.sealBackendKey(token),
+    });
     return record ? await this.pushBackend(engine, record) : null;
   }
 
@@ -318,13 +333,13 @@ export class PluginServices {
     const blocked = await this.backendBlocked(engine, backend, true);
     if (blocked) return { outcome: failed(blocked) };
     if (!present(backend.token)) {
-      backend =
-        await engine.patchStored(MODELS.backend, backend.id, { token: generateBackendToken() }) ??
-          backend;
+      backend = await engine.patchStored(MODELS.backend, backend.id, {
+        token: await this.sealBackendKey(generateBackendToken()),
+      }) ?? backend;
     }
     const client = await this.backendClient(engine, backend);
     if (!client) return { outcome: failed("backend endpoint has no host") };
-    const registered = await registerBackendKey(client, backend.token as string);
+    const registered = await registerBackendKey(client, (await this.backendKey(backend))!);
     if (!registered.ok) return { outcome: registered };
     return { client };
   }

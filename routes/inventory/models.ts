@@ -118,7 +118,7 @@ async function respondRecords(
   extras?: Record<string, unknown>,
   many = false,
 ): Promise<Response> {
-  const rendered = redacted(
+  const rendered = await redacted(
     ctx,
     c,
     model,
@@ -129,11 +129,16 @@ async function respondRecords(
 }
 
 /** Applies the model's per-reader redaction (e.g. the backend key) to rendered records. */
-function redacted<T>(ctx: InventoryContext, c: Context, model: string, rendered: T[]): T[] {
+async function redacted<T>(
+  ctx: InventoryContext,
+  c: Context,
+  model: string,
+  rendered: T[],
+): Promise<T[]> {
   const redact = ctx.engine.definition(model).redact;
   if (redact) {
     const auth = c.get("auth") ?? null;
-    for (const r of rendered) redact(r as Record<string, unknown>, auth);
+    for (const r of rendered) await redact(r as Record<string, unknown>, auth);
   }
   return rendered;
 }
@@ -276,7 +281,7 @@ export async function handleModelRequest(
       if (error instanceof QueryError) throw new ApiError(400, error.errors);
       throw error;
     }
-    const results = redacted(
+    const results = await redacted(
       ctx,
       c,
       model,

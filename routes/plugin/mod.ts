@@ -134,9 +134,11 @@ const UPSERTS: Array<{ route: RegExp; model: string; key: NaturalKey }> = [
 ];
 
 export function createPlugin(deps: AppDeps, options: PluginOptions): Plugin {
-  const settings = options.settings ?? new KvPluginSettingsStore(deps.kv);
+  const settings = options.settings ??
+    new KvPluginSettingsStore(deps.kv, deps.config.encryptionKey);
   const services = new PluginServices({
     settings,
+    atRestKey: deps.config.encryptionKey,
     fetch: deps.fetch,
     now: deps.now,
     logger: deps.logger,
@@ -171,7 +173,7 @@ export function createPlugin(deps: AppDeps, options: PluginOptions): Plugin {
     const origin = new URL(request.url).origin;
     const rendered = await engine.render(model, result.records, { origin });
     const redact = engine.definition(model).redact;
-    if (redact) { for (const r of rendered) redact(r as Record<string, unknown>, auth); }
+    if (redact) { for (const r of rendered) await redact(r as Record<string, unknown>, auth); }
     if (many) return json(rendered, 201);
     return json(rendered[0], result.updated[0] ? 200 : 201);
   }
