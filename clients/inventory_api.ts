@@ -30,6 +30,8 @@ export interface InventoryApiOptions {
 
 export class InventoryApiError extends Error {
   itemIndex?: number;
+  /** A bulk write NetBox refused item by item: one error object per item (`{}` = fine). */
+  itemErrors?: Record<string, unknown>[];
   object?: string;
   constructor(
     readonly operation: string,
@@ -148,6 +150,7 @@ export class InventoryApiClient implements InventoryApi {
         if (Array.isArray(parsed)) {
           const at = parsed.findIndex((e) => e && Object.keys(e).length > 0);
           if (at >= 0) error.itemIndex = at;
+          if (Array.isArray(body) && parsed.length === body.length) error.itemErrors = parsed;
         }
       } catch { /* not JSON: the excerpt says what it was */ }
       throw error;

@@ -46,6 +46,11 @@ export interface StageContext {
   now: () => number;
   /** Bounded concurrency for hypervisor reads. */
   concurrency: number;
+  /**
+   * One object the inventory refused while the rest of its batch was written: counted as
+   * failed and reported (an error frame naming the object), the stage goes on.
+   */
+  itemFailed: (object: string, error: unknown) => void;
 }
 
 /** Memoise one value per run and endpoint under `key`. */

@@ -58,8 +58,11 @@ export interface GuestDisk {
 /** The guest's disks (no CD-ROMs, no unused volumes), in key order. */
 export function guestDisks(type: GuestType, config: GuestConfig): GuestDisk[] {
   const out: GuestDisk[] = [];
-  for (const key of Object.keys(config).sort(naturalOrder)) {
-    if (!(type === "qemu" ? QEMU_DISK : LXC_DISK).test(key)) continue;
+  const pattern = type === "qemu" ? QEMU_DISK : LXC_DISK;
+  const keys = Object.keys(config).filter((k) => pattern.test(k)).sort(naturalOrder);
+  // A container's root disk first, then its mount points.
+  keys.sort((a, b) => Number(b === "rootfs") - Number(a === "rootfs"));
+  for (const key of keys) {
     const props = propertyString(config[key]);
     const volume = props[""] ?? props.volume ?? "";
     if (props.media === "cdrom" || volume === "none" || volume === "cdrom") continue;
@@ -97,8 +100,12 @@ export interface GuestNic {
   addresses: string[];
 }
 
+/** `net2` before `net10`: letters, then the trailing number (localeCompare is far slower). */
 export function naturalOrder(a: string, b: string): number {
-  return a.localeCompare(b, "en", { numeric: true });
+  const ma = /^(.*?)(\d*)$/.exec(a)!;
+  const mb = /^(.*?)(\d*)$/.exec(b)!;
+  if (ma[1] !== mb[1]) return ma[1] < mb[1] ? -1 : 1;
+  return (Number(ma[2]) || 0) - (Number(mb[2]) || 0);
 }
 
 function staticAddress(value: string | undefined): string | null {

@@ -125,20 +125,57 @@ function nameObject(error: unknown, labels: string[]): never {
   throw error;
 }
 
+function itemErrorsOf(error: unknown, count: number): Record<string, unknown>[] | null {
+  const list = (error as { itemErrors?: unknown } | null)?.itemErrors;
+  return Array.isArray(list) && list.length === count ? list : null;
+}
+
+/**
+ * Writes in chunks. When the inventory refuses some items of a chunk (one error per item, as
+ * NetBox answers a bulk write), those are reported one by one and the rest is written again:
+ * one bad object never holds back the others. The answer is aligned with `items` (null for
+ * a refused item).
+ */
 async function inChunks<T, R>(
+  ctx: StageContext,
   items: T[],
   labels: string[],
   write: (chunk: T[]) => Promise<R[]>,
-): Promise<R[]> {
-  const out: R[] = [];
+): Promise<(R | null)[]> {
+  const out: (R | null)[] = [];
   for (let i = 0; i < items.length; i += CHUNK) {
     const chunk = items.slice(i, i + CHUNK);
     try {
       out.push(...await write(chunk));
+      continue;
     } catch (error) {
-      const failure = error as { itemIndex?: number };
-      if (typeof failure?.itemIndex === "number") failure.itemIndex += i;
-      nameObject(error, labels);
+      const perItem = itemErrorsOf(error, chunk.length);
+      if (!perItem || ctx.signal.aborted) {
+        const failure = error as { itemIndex?: number };
+        if (typeof failure?.itemIndex === "number") failure.itemIndex += i;
+        nameObject(error, labels);
+      }
+      const bad = new Set<number>();
+      perItem.forEach((e, at) => {
+        if (e && Object.keys(e).length) bad.add(at);
+      });
+      if (bad.size === 0) nameObject(error, labels);
+      for (const at of bad) {
+        const refused = Object.assign(
+          Object.create(Object.getPrototypeOf(error)),
+          error,
+          { object: labels[i + at], bodyExcerpt: JSON.stringify(perItem[at]).slice(0, 300) },
+        );
+        refused.message = `${(error as Error).message.split(": HTTP")[0]}: HTTP ${
+          (error as CallFailure).status
+        }, the inventory answered ${JSON.stringify(perItem[at]).slice(0, 300)}`;
+        ctx.itemFailed(labels[i + at], refused);
+      }
+      const good = chunk.map((_, at) => at).filter((at) => !bad.has(at));
+      const written = good.length ? await write(good.map((at) => chunk[at])) : [];
+      const results: (R | null)[] = chunk.map(() => null);
+      good.forEach((at, k) => results[at] = written[k] ?? null);
+      out.push(...results);
     }
   }
   return out;
@@ -177,24 +214,33 @@ export async function reconcile(ctx: StageContext, options: ReconcileOptions): P
   ctx.signal.throwIfAborted();
   if (creates.length) {
     const made = await inChunks(
+      ctx,
       creates.map((d) => ({ ...d.body, ...options.touch })),
       creates.map((d) => d.label),
       (chunk) => ctx.inv.create(options.path, chunk, ctx.signal),
     );
-    made.forEach((object, i) => objects.set(creates[i].key, object));
-    ctx.result.created += creates.length;
+    made.forEach((object, i) => {
+      if (!object) return;
+      objects.set(creates[i].key, object);
+      ctx.result.created++;
+    });
   }
   if (updates.length) {
     const done = await inChunks(
+      ctx,
       updates.map((u) => u.patch),
       updates.map((u) => u.desired.label),
       (chunk) => ctx.inv.update(options.path, chunk, ctx.signal),
     );
-    done.forEach((object, i) => objects.set(updates[i].desired.key, object));
-    ctx.result.updated += updates.length;
+    done.forEach((object, i) => {
+      // A refused update leaves the object as it was: later stages still anchor on it.
+      objects.set(updates[i].desired.key, object ?? options.existing.get(updates[i].desired.key)!);
+      if (object) ctx.result.updated++;
+    });
   }
   if (marks.length) {
     await inChunks(
+      ctx,
       marks.map((m) => m.patch),
       marks.map((m) => `${options.path}${m.object.id}`),
       (chunk) => ctx.inv.update(options.path, chunk, ctx.signal),

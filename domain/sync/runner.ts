@@ -20,6 +20,9 @@ import { syncSdn } from "./stages/sdn.ts";
 import { syncReplications } from "./stages/replications.ts";
 import { syncBackupRoutines } from "./stages/backup_routines.ts";
 
+/** Error frames for refused objects per stage and endpoint; more are only counted. */
+const MAX_ITEM_FRAMES = 20;
+
 export interface StageDef {
   /** The sync type: the `step` of its frames. */
   type: string;
@@ -116,6 +119,8 @@ export interface StepFrame {
   message: string;
   progress?: { current: number; total: number };
   result?: StageResult;
+  /** Completed frames: how long the stage took, all endpoints together. */
+  elapsed_ms?: number;
 }
 
 export interface ErrorFrame {
@@ -221,6 +226,7 @@ export async function runSync(options: RunOptions): Promise<CompleteFrame> {
       data: { step: stage.type, status: "started", message: `${stage.summary}: ${names}` },
     });
     const result = emptyResult();
+    const startedAt = now();
     for (const endpoint of options.endpoints) {
       if (signal.aborted) break;
       let cache = caches.get(endpoint.id);
@@ -228,6 +234,7 @@ export async function runSync(options: RunOptions): Promise<CompleteFrame> {
       let hv = readers.get(endpoint.id);
       if (!hv) readers.set(endpoint.id, hv = options.hypervisor(endpoint));
       let last = 0;
+      let refused = 0;
       const pending: Promise<unknown>[] = [];
       const ctx: StageContext = {
         endpoint,
@@ -239,6 +246,17 @@ export async function runSync(options: RunOptions): Promise<CompleteFrame> {
         shared,
         now,
         concurrency: options.concurrency ?? 8,
+        itemFailed: (object, error) => {
+          ctx.result.failed++;
+          if (++refused > MAX_ITEM_FRAMES) return;
+          const frame = describeFailure(stage.type, endpoint, error);
+          frame.object = object;
+          if (refused === MAX_ITEM_FRAMES) {
+            frame.detail += ` (further refused objects of this stage are only counted)`;
+          }
+          errors.push(frame);
+          pending.push(Promise.resolve(options.emit({ event: "error", data: frame })));
+        },
         progress: (current, of, message) => {
           const t = now();
           if (current !== 0 && current !== of && t - last < every) return;
@@ -285,6 +303,7 @@ export async function runSync(options: RunOptions): Promise<CompleteFrame> {
           ? `${stage.summary}: failed for ${result.failed} endpoint(s)`
           : `${stage.summary}: done`,
         result,
+        elapsed_ms: Math.round(now() - startedAt),
       },
     });
   }

@@ -1,0 +1,152 @@
+/** In-memory fakes of the two sync ports, with a log of every write. */
+import type {
+  HypervisorReader,
+  InventoryApi,
+  InventoryBody,
+  InventoryObject,
+} from "../../../domain/sync/ports.ts";
+
+export class FakeInventory implements InventoryApi {
+  readonly tables = new Map<string, Map<number, InventoryObject>>();
+  readonly writes: string[] = [];
+  #next = 1;
+  /** Bodies matching this are refused, item by item, as NetBox answers a bulk write. */
+  refuse: ((path: string, body: InventoryBody) => Record<string, string[]> | null) | null = null;
+
+  table(path: string): Map<number, InventoryObject> {
+    let t = this.tables.get(path);
+    if (!t) this.tables.set(path, t = new Map());
+    return t;
+  }
+
+  all(path: string): InventoryObject[] {
+    return [...this.table(path).values()];
+  }
+
+  #tagId(slug: string): number | undefined {
+    return this.all("extras/tags/").find((t) => t.slug === slug)?.id;
+  }
+
+  list(path: string, filters: Record<string, string | string[]>) {
+    const rows = this.all(path).filter((o) =>
+      Object.entries(filters).every(([k, v]) => {
+        const values = (Array.isArray(v) ? v : [v]).map(String);
+        if (k === "tag") {
+          const id = this.#tagId(values[0]);
+          return Array.isArray(o.tags) && o.tags.includes(id);
+        }
+        if (k.endsWith("_id") && !(k in o)) {
+          const ref = o[k.slice(0, -3)];
+          return values.includes(String(typeof ref === "object" && ref ? (ref as { id: unknown }).id : ref));
+        }
+        return values.includes(String(o[k]));
+      })
+    );
+    return Promise.resolve(structuredClone(rows));
+  }
+
+  #refused(path: string, bodies: InventoryBody[]) {
+    if (!this.refuse) return;
+    const errors = bodies.map((b) => this.refuse!(path, b) ?? {});
+    if (errors.some((e) => Object.keys(e).length)) {
+      const error = Object.assign(new Error(`bulk write on ${path}: HTTP 400`), {
+        operation: "bulk write on",
+        url: `http://inventory.test/api/${path}`,
+        status: 400,
+        itemErrors: errors,
+        itemIndex: errors.findIndex((e) => Object.keys(e).length),
+      });
+      throw error;
+    }
+  }
+
+  create(path: string, bodies: InventoryBody[]) {
+    this.#refused(path, bodies);
+    const made = bodies.map((b) => {
+      const o = { ...structuredClone(b), id: this.#next++ } as InventoryObject;
+      this.table(path).set(o.id, o);
+      return o;
+    });
+    this.writes.push(...bodies.map(() => `POST ${path}`));
+    return Promise.resolve(structuredClone(made));
+  }
+
+  update(path: string, bodies: (InventoryBody & { id: number })[]) {
+    this.#refused(path, bodies);
+    const done = bodies.map((b) => {
+      const o = { ...this.table(path).get(b.id)!, ...structuredClone(b) };
+      this.table(path).set(o.id, o);
+      return o;
+    });
+    this.writes.push(...bodies.map((b) => `PATCH ${path}${b.id}`));
+    return Promise.resolve(structuredClone(done));
+  }
+
+  delete(path: string, ids: number[]) {
+    for (const id of ids) this.table(path).delete(id);
+    this.writes.push(...ids.map((id) => `DELETE ${path}${id}`));
+    return Promise.resolve();
+  }
+}
+
+/** A hypervisor answering from a table of paths (query strings ignored). */
+export class FakeHypervisor implements HypervisorReader {
+  readonly reads: string[] = [];
+  constructor(readonly data: Record<string, unknown>) {}
+  get<T>(path: string): Promise<T> {
+    this.reads.push(path);
+    if (!(path in this.data)) {
+      return Promise.reject(
+        Object.assign(new Error(`GET ${path}: HTTP 404`), {
+          operation: "GET",
+          url: `https://pve.test:8006/api2/json${path}`,
+          status: 404,
+          hint: "The path does not exist on this hypervisor.",
+        }),
+      );
+    }
+    return Promise.resolve(structuredClone(this.data[path]) as T);
+  }
+}
+
+/** A two-node cluster with three guests, enough for the first three stages. */
+export function smallCluster(): Record<string, unknown> {
+  return {
+    "/cluster/status": [
+      { type: "cluster", name: "lab", quorate: 1, nodes: 2, version: 3 },
+      { type: "node", name: "n1", nodeid: 1, online: 1, ip: "10.0.0.1", local: 1 },
+      { type: "node", name: "n2", nodeid: 2, online: 1, ip: "10.0.0.2", local: 0 },
+    ],
+    "/nodes": [
+      { node: "n1", status: "online", maxcpu: 8, maxmem: 1024 ** 3 },
+      { node: "n2", status: "online", maxcpu: 8, maxmem: 1024 ** 3 },
+    ],
+    "/version": { version: "9.2.0" },
+    "/storage": [{ storage: "local", type: "dir", content: "images,backup", shared: 0 }],
+    "/nodes/n1/storage": [{ storage: "local", total: 100, used: 10, avail: 90 }],
+    "/nodes/n2/storage": [{ storage: "local", total: 100, used: 20, avail: 80 }],
+    "/cluster/resources": [
+      { vmid: 101, name: "web", node: "n1", type: "qemu", status: "running" },
+      { vmid: 102, name: "web", node: "n2", type: "qemu", status: "stopped" },
+      { vmid: 200, name: "ct", node: "n1", type: "lxc", status: "running" },
+    ],
+    "/nodes/n1/qemu/101/config": {
+      name: "web",
+      memory: 2048,
+      cores: 2,
+      sockets: 2,
+      scsi0: "local:vm-101-disk-0,size=32G",
+      ide2: "none,media=cdrom",
+      net0: "virtio=BC:24:11:00:65:00,bridge=vmbr0,tag=10",
+      tags: "prod;web",
+    },
+    "/nodes/n2/qemu/102/config": { name: "web", memory: 1024, cores: 1 },
+    "/nodes/n1/lxc/200/config": {
+      hostname: "ct",
+      memory: 512,
+      cores: 1,
+      rootfs: "local:vm-200-disk-0,size=8G",
+      net0: "name=eth0,bridge=vmbr0,hwaddr=BC:24:11:00:C8:00,ip=10.0.0.50/24",
+    },
+  };
+}

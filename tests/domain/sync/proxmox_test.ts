@@ -1,0 +1,109 @@
+import assert from "node:assert/strict";
+import {
+  guestDisks,
+  guestNics,
+  guestTags,
+  guestVcpus,
+  naturalOrder,
+  sizeInMb,
+} from "../../../domain/sync/proxmox.ts";
+import { uniqueNames } from "../../../domain/sync/stages/virtual_machines.ts";
+import { changes } from "../../../domain/sync/reconcile.ts";
+
+Deno.test("proxmox: sizes in MiB, disks without CD-ROMs, in natural order", () => {
+  assert.equal(sizeInMb("32G"), 32768);
+  assert.equal(sizeInMb("512M"), 512);
+  assert.equal(sizeInMb("1T"), 1048576);
+  assert.equal(sizeInMb("1048576"), 1);
+  const disks = guestDisks("qemu", {
+    scsi10: "local:vm-1-disk-2,size=1G",
+    scsi2: "local:vm-1-disk-1,size=2G",
+    ide2: "none,media=cdrom",
+    ide0: "local:iso/x.iso,media=cdrom",
+    efidisk0: "local:vm-1-disk-0,size=4M",
+    net0: "virtio=AA:BB:CC:DD:EE:FF",
+  });
+  assert.deepEqual(disks.map((d) => [d.name, d.sizeMb]), [
+    ["efidisk0", 4],
+    ["scsi2", 2048],
+    ["scsi10", 1024],
+  ]);
+  assert.deepEqual(
+    guestDisks("lxc", { rootfs: "local:8,size=8G", mp0: "local:x,mp=/a,size=1G" }).map((d) =>
+      d.name
+    ),
+    ["rootfs", "mp0"],
+  );
+  assert.ok(naturalOrder("net2", "net10") < 0);
+});
+
+Deno.test("proxmox: NICs with MAC, VLAN tag and static addresses", () => {
+  const qemu = guestNics("qemu", {
+    net0: "virtio=bc:24:11:00:00:01,bridge=vmbr0,tag=10,firewall=1",
+    net1: "e1000=BC:24:11:00:00:02,bridge=vmbr1",
+    ipconfig0: "ip=10.0.0.5/24,gw=10.0.0.1,ip6=2001:db8::5/64",
+    ipconfig1: "ip=dhcp",
+  });
+  assert.deepEqual(qemu.map((n) => [n.name, n.mac, n.vlan, n.addresses]), [
+    ["net0", "BC:24:11:00:00:01", 10, ["10.0.0.5/24", "2001:db8::5/64"]],
+    ["net1", "BC:24:11:00:00:02", null, []],
+  ]);
+  const lxc = guestNics("lxc", {
+    net0: "name=eth0,bridge=vmbr0,hwaddr=BC:24:11:00:00:03,ip=10.0.0.6/24,tag=4095",
+  });
+  assert.deepEqual(lxc.map((n) => [n.name, n.mac, n.vlan, n.addresses]), [
+    ["eth0", "BC:24:11:00:00:03", null, ["10.0.0.6/24"]],
+  ]);
+  assert.deepEqual(guestTags({ tags: "web;prod;web" }), ["prod", "web"]);
+  assert.equal(guestVcpus("qemu", { cores: 2, sockets: 2 }), 4);
+  assert.equal(guestVcpus("qemu", { cores: 4, vcpus: 3 }), 3);
+  assert.equal(guestVcpus("lxc", {}, 8), 8);
+});
+
+Deno.test("names: same-name guests get (2), (3) by vmid; a VM keeps the name it already has", () => {
+  const g = (vmid: number, name: string) => ({
+    vmid,
+    node: "n",
+    type: "qemu" as const,
+    config: { name },
+  });
+  assert.deepEqual(
+    [...uniqueNames([g(103, "a"), g(101, "a"), g(102, "A")], []).entries()].sort(),
+    [[101, "a"], [102, "A (2)"], [103, "a (3)"]],
+  );
+  // Hand-made "a" exists: every guest is suffixed, still in vmid order.
+  assert.deepEqual(
+    [...uniqueNames([g(101, "a"), g(102, "a")], ["a"]).entries()].sort(),
+    [[101, "a (2)"], [102, "a (3)"]],
+  );
+  // 105 had "b" first; 104 renamed to "b" later does not take it away.
+  assert.deepEqual(
+    [...uniqueNames([g(104, "b"), g(105, "b")], [], new Map([[105, "b"]])).entries()].sort(),
+    [[104, "b (2)"], [105, "b"]],
+  );
+});
+
+Deno.test("diff: nested objects and choices compare as their ids and values", () => {
+  const current = {
+    id: 1,
+    status: { value: "active", label: "Active" },
+    cluster: { id: 4, url: "x", display: "c" },
+    tags: [{ id: 1, url: "t", display: "synced" }, { id: 9, url: "t", display: "hand" }],
+    memory: 2048,
+    last: "2026-01-01T00:00:00Z",
+  };
+  assert.equal(
+    changes(current, {
+      status: "active",
+      cluster: 4,
+      memory: 2048,
+      tags: [1],
+      last: "2026-01-01T00:00:00.000Z",
+    }, new Set([1, 2])),
+    null,
+  );
+  assert.deepEqual(
+    changes(current, { status: "offline", tags: [1, 2] }, new Set([1, 2])),
+    { status: "offline", tags: [9, 1, 2] },
+  );
+});

@@ -1,0 +1,183 @@
+/** Sync stages and the runner over in-memory fakes of the two ports (no sockets). */
+// deno-lint-ignore-file no-explicit-any
+import assert from "node:assert/strict";
+import { FakeHypervisor, FakeInventory, smallCluster } from "./_fakes.ts";
+import { runSync, STAGES, type SyncEvent } from "../../../domain/sync/runner.ts";
+import type { SyncEndpoint } from "../../../domain/sync/ports.ts";
+
+const LAB: SyncEndpoint = {
+  id: 1,
+  name: "lab (inv:7)",
+  ip: "10.0.0.1",
+  port: 8006,
+  use_https: true,
+  verify_ssl: false,
+  username: "root@pam",
+};
+
+const FIRST_THREE = STAGES.slice(0, 3);
+
+async function run(
+  inv: FakeInventory,
+  hv: FakeHypervisor,
+  options: { endpoints?: SyncEndpoint[]; signal?: AbortSignal; stages?: typeof STAGES } = {},
+) {
+  const events: SyncEvent[] = [];
+  const complete = await runSync({
+    stages: options.stages ?? FIRST_THREE,
+    endpoints: options.endpoints ?? [LAB],
+    hypervisor: () => hv,
+    inventory: inv,
+    emit: (e) => {
+      events.push(e);
+    },
+    signal: options.signal ?? new AbortController().signal,
+    now: () => Date.UTC(2026, 0, 1),
+  });
+  return { events, complete };
+}
+
+function seedPluginEndpoint(inv: FakeInventory) {
+  inv.table("plugins/service/endpoints/hypervisor/").set(7, { id: 7, name: "lab" });
+}
+
+Deno.test("stages: guests become VMs with sidecars; a pushed copy uses its (inv:<pk>) record", async () => {
+  const inv = new FakeInventory();
+  seedPluginEndpoint(inv);
+  const { complete } = await run(inv, new FakeHypervisor(smallCluster()));
+  assert.equal(complete.ok, true, JSON.stringify(complete.errors));
+  const vms = inv.all("virtualization/virtual-machines/");
+  assert.deepEqual(vms.map((v) => v.name).sort(), ["ct", "web", "web (2)"]);
+  const web = vms.find((v) => v.name === "web")!;
+  assert.equal(web.vcpus, 4);
+  assert.equal(web.memory, 2048);
+  assert.equal(web.disk, 32 * 1024);
+  assert.equal(web.status, "active");
+  const states = inv.all("plugins/service/vm-sync-state/");
+  assert.equal(states.length, 3);
+  assert.ok(states.every((s) => s.endpoint === 7), "no second plugin endpoint record");
+  assert.equal(inv.all("plugins/service/endpoints/hypervisor/").length, 1);
+  assert.equal(
+    states.find((s) => s.vmid === 102)!.virtual_machine,
+    vms.find((v) => v.name === "web (2)")!.id,
+  );
+});
+
+Deno.test("stages: a second run with nothing changed writes nothing", async () => {
+  const inv = new FakeInventory();
+  seedPluginEndpoint(inv);
+  const hv = new FakeHypervisor(smallCluster());
+  await run(inv, hv);
+  const before = inv.writes.length;
+  const { complete } = await run(inv, hv);
+  assert.deepEqual(inv.writes.slice(before), []);
+  assert.equal(complete.result.created + complete.result.updated, 0);
+});
+
+Deno.test("stages: a change upstream patches only the changed fields; hand-set tags stay", async () => {
+  const inv = new FakeInventory();
+  seedPluginEndpoint(inv);
+  const data = smallCluster();
+  const hv = new FakeHypervisor(data);
+  await run(inv, hv);
+  const web = inv.all("virtualization/virtual-machines/").find((v) => v.name === "web")!;
+  const handTag = 999;
+  inv.table("virtualization/virtual-machines/").set(web.id, {
+    ...web,
+    tags: [...(web.tags as number[]), handTag],
+  });
+  (data["/nodes/n1/qemu/101/config"] as Record<string, unknown>).memory = 4096;
+  const before = inv.writes.length;
+  await run(inv, hv);
+  assert.deepEqual(inv.writes.slice(before), [
+    `PATCH virtualization/virtual-machines/${web.id}`,
+    `PATCH plugins/service/vm-sync-state/${
+      inv.all("plugins/service/vm-sync-state/").find((s) => s.vmid === 101)!.id
+    }`,
+  ]);
+  const after = inv.table("virtualization/virtual-machines/").get(web.id)!;
+  assert.equal(after.memory, 4096);
+  assert.ok((after.tags as number[]).includes(handTag));
+});
+
+Deno.test("stages: a guest gone upstream is marked, never deleted", async () => {
+  const inv = new FakeInventory();
+  seedPluginEndpoint(inv);
+  const data = smallCluster();
+  const hv = new FakeHypervisor(data);
+  await run(inv, hv);
+  data["/cluster/resources"] = (data["/cluster/resources"] as { vmid: number }[])
+    .filter((r) => r.vmid !== 200);
+  await run(inv, hv);
+  const state = inv.all("plugins/service/vm-sync-state/").find((s) => s.vmid === 200)!;
+  assert.equal(state.status, "missing");
+  const vm = inv.table("virtualization/virtual-machines/").get(state.virtual_machine as number)!;
+  assert.equal(vm.status, "decommissioning");
+  const missing = inv.all("extras/tags/").find((t) => t.slug === "bridgebox-missing")!.id;
+  assert.ok((vm.tags as number[]).includes(missing));
+  assert.equal(inv.all("virtualization/virtual-machines/").length, 3);
+});
+
+Deno.test("stages: one object the inventory refuses is reported by name; the others are written", async () => {
+  const inv = new FakeInventory();
+  seedPluginEndpoint(inv);
+  inv.refuse = (path, body) =>
+    path === "virtualization/virtual-machines/" && body.name === "ct"
+      ? { name: ["refused for the test"] }
+      : null;
+  const { complete, events } = await run(inv, new FakeHypervisor(smallCluster()));
+  assert.equal(complete.ok, false);
+  const errors = events.filter((e) => e.event === "error").map((e) => e.data as any);
+  assert.equal(errors.length, 1);
+  assert.match(errors[0].object, /vmid 200/);
+  assert.match(errors[0].detail, /refused for the test/);
+  assert.deepEqual(
+    inv.all("virtualization/virtual-machines/").map((v) => v.name).sort(),
+    ["web", "web (2)"],
+  );
+  const vmStage = complete.stages.find((s) => s.step === "virtual-machines")!.result;
+  assert.equal(vmStage.failed, 1);
+});
+
+Deno.test("runner: a failing endpoint is reported and does not hide the other's results; complete once, last", async () => {
+  const inv = new FakeInventory();
+  const good = new FakeHypervisor(smallCluster());
+  const broken = new FakeHypervisor({});
+  const other: SyncEndpoint = { ...LAB, id: 2, name: "broken" };
+  const events: SyncEvent[] = [];
+  const complete = await runSync({
+    stages: FIRST_THREE,
+    endpoints: [other, LAB],
+    hypervisor: (e) => (e.id === 2 ? broken : good),
+    inventory: inv,
+    emit: (e) => {
+      events.push(e);
+    },
+    signal: new AbortController().signal,
+  });
+  assert.equal(complete.ok, false);
+  assert.equal(events.filter((e) => e.event === "complete").length, 1);
+  assert.equal(events.at(-1)!.event, "complete");
+  const errors = events.filter((e) => e.event === "error").map((e) => e.data as any);
+  assert.equal(errors.length, 3, "one per stage for the broken endpoint");
+  assert.ok(errors.every((e) => e.endpoint_id === 2 && e.upstream_status === 404));
+  assert.match(errors[0].url, /api2\/json\/cluster\/status/);
+  assert.match(errors[0].detail, /endpoint 2 \("broken"\)/);
+  assert.equal(inv.all("virtualization/virtual-machines/").length, 3);
+});
+
+Deno.test("runner: an abort stops before the next write and completes as cancelled", async () => {
+  const inv = new FakeInventory();
+  const controller = new AbortController();
+  const hv = new FakeHypervisor(smallCluster());
+  const original = hv.get.bind(hv);
+  hv.get = <T>(path: string) => {
+    if (path === "/cluster/resources") controller.abort();
+    return original<T>(path);
+  };
+  const { complete, events } = await run(inv, hv, { signal: controller.signal });
+  assert.equal(complete.ok, false);
+  assert.equal(complete.message, "Sync cancelled");
+  assert.equal(events.filter((e) => e.event === "complete").length, 1);
+  assert.equal(inv.all("virtualization/virtual-machines/").length, 0);
+});
