@@ -1,5 +1,5 @@
 /**
- * Credential encryption at rest (spec 1, decisions §1.2).
+ * Credential encryption at rest (README: "Which key protects which secret").
  *
  * Which key protects which secret, and why the order cannot go round in a circle:
  * - the inventory endpoint token: SERVICE_ENCRYPTION_KEY, else plaintext. It never uses the

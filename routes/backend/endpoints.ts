@@ -139,7 +139,7 @@ function issuesError(issues: FieldIssue[]): ApiError {
   );
 }
 
-/** Secrets that cannot be opened are a 409 naming the endpoint (decisions §1.2), never a crash. */
+/** Secrets that cannot be opened are a 409 naming the endpoint, never a crash. */
 async function guardCredentials<T>(work: () => Promise<T>): Promise<T> {
   try {
     return await work();

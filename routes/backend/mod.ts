@@ -75,7 +75,7 @@ export function createBackendServices(deps: AppDeps): BackendServices {
   };
 }
 
-/** The backend service (spec 1). Served at "/", it owns every path no other surface claims. */
+/** The backend service. Served at "/", it owns every path no other surface claims. */
 // deno-lint-ignore require-await
 export async function createBackendApp(deps: AppDeps, services = createBackendServices(deps)) {
   const app = backendRouter<BackendEnv>();
