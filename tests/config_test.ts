@@ -69,3 +69,9 @@ Deno.test("config: bad values name the variable", () => {
     }, JSON.stringify(env));
   }
 });
+
+Deno.test("config: HOST_AGENT_MOCK_TOKEN turns on the host-agent mock's bearer auth", () => {
+  assert.equal(parseConfig({}).hostAgentMock.token, undefined);
+  assert.equal(parseConfig({ HOST_AGENT_MOCK_TOKEN: "  " }).hostAgentMock.token, undefined);
+  assert.equal(parseConfig({ HOST_AGENT_MOCK_TOKEN: " s3cret " }).hostAgentMock.token, "s3cret");
+});
