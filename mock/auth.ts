@@ -93,7 +93,7 @@ export function checkLogin(
     if (s && s.userid === userid) return userid;
     throw new AuthError("authentication failure");
   }
-  if (user.password === undefined || user.password !== password) {
+  if (user.password === undefined || !timingSafeEqual(user.password, password)) {
     throw new AuthError("authentication failure");
   }
   return userid;
@@ -144,10 +144,11 @@ export function authenticate(
   return { userid: session.userid, via: "ticket" };
 }
 
+/** Compares in time that depends on the lengths only, never on where the texts differ. */
 function timingSafeEqual(a: string, b: string): boolean {
-  if (a.length !== b.length) return false;
-  let diff = 0;
-  for (let i = 0; i < a.length; i++) diff |= a.charCodeAt(i) ^ b.charCodeAt(i);
+  const n = Math.max(a.length, b.length);
+  let diff = a.length ^ b.length;
+  for (let i = 0; i < n; i++) diff |= (a.charCodeAt(i) | 0) ^ (b.charCodeAt(i) | 0);
   return diff === 0;
 }
 

@@ -69,7 +69,11 @@ export interface EngineOptions {
 }
 
 /** Operations that need no authentication besides the schema's `user: "world"` ones. */
-const PUBLIC_OPERATIONS = new Set(["GET /version", "POST /access/ticket", "GET /access/ticket"]);
+/**
+ * The login itself is public (`user: "world"` in Proxmox's schema; named here for schemas that
+ * lack permissions). Everything else, `GET /version` included, needs a ticket or a token.
+ */
+const PUBLIC_OPERATIONS = new Set(["POST /access/ticket", "GET /access/ticket"]);
 
 export class HypervisorEngine {
   readonly schema: SchemaTree;

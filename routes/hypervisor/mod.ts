@@ -17,6 +17,7 @@
  * - Docs, OpenAPI, codegen and versions: routes/hypervisor/docs.ts and codegen.ts, mounted
  *   before the engine's catch-all.
  */
+import { LoginThrottle } from "./login_throttle.ts";
 import { Hono, type MiddlewareHandler } from "hono";
 import type { AppDeps, ServeEnv } from "../_lib/deps.ts";
 import { HypervisorEngine } from "../../mock/engine.ts";
@@ -145,8 +146,9 @@ export async function createHypervisorApp(
   });
 
   const cache = new ReplyCache();
+  const logins = new LoginThrottle(deps.now, deps.config.trustedProxies);
   const serve = (mount: Mount) => (c: Parameters<typeof handleRequest>[2]) =>
-    handleRequest(engine, mount, c, cache);
+    handleRequest(engine, mount, c, cache, logins);
   // OPTIONS says which methods a path has (RFC 9110), from the schema; no login needed.
   for (const mount of ["api2", "pve"] as const) {
     app.options(`${MOUNT_PREFIX[mount]}/*`, (c) => {

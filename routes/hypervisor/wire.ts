@@ -10,6 +10,7 @@
  * - Both: HEAD is GET without a body; writes are routed and authenticated before their body is
  *   read; bodies are bounded (413) and multipart uploads streamed (routes/hypervisor/body.ts).
  */
+import type { LoginThrottle } from "./login_throttle.ts";
 import type { Context } from "hono";
 import type {
   Credentials,
@@ -285,6 +286,7 @@ export async function handleRequest(
   mount: Mount,
   c: Context,
   cache?: ReplyCache,
+  logins?: LoginThrottle,
 ): Promise<Response> {
   const req = c.req.raw;
   // HEAD is GET without a body (Hono drops the body of the answer).
@@ -293,6 +295,18 @@ export async function handleRequest(
   const pathname = c.req.path;
   const path = pathname.length > prefix.length ? pathname.slice(prefix.length) : "/";
   const creds = credentials(req);
+  const login = logins && method === "POST" && path.replace(/\/+$/, "") === "/access/ticket"
+    ? logins
+    : undefined;
+  const wait = login?.secondsLocked(c) ?? 0;
+  if (wait > 0) {
+    await req.body?.cancel().catch(() => {});
+    const message = "Too many failed login attempts";
+    return Response.json(
+      mount === "api2" ? { data: null, message: `${message}\n` } : { detail: message, errors: [] },
+      { status: 429, headers: { "retry-after": String(wait) } },
+    );
+  }
   let cacheKey: string | undefined;
   if (cache && method === "GET") {
     const pre = engine.authorize({ method: "GET", path, params: {}, credentials: creds });
@@ -324,6 +338,7 @@ export async function handleRequest(
   }
   const request: EngineRequest = { method, path, params, files, credentials: creds };
   const result = engine.handle(request);
+  login?.record(c, result.status);
   const reply = formatReply(mount, method, result, params);
   if (cacheKey && result.ok) {
     return cachedResponse(cache!.set(cacheKey, engine.cacheToken(), reply), acceptsGzip(req));
