@@ -110,7 +110,12 @@ export function vmRoutes(_ctx: ConsoleServices): Hono<ConsoleEnv> {
         </PageHead>
         {notice && (
           <Notice kind="ok">
-            Sent: {notice.slice(0, 40)}. See the Actions page for the audit entry.
+            Sent: {notice.slice(0, 40)}. {c.req.query("task") && (
+              <>
+                Task <code class="small">{c.req.query("task")!.slice(0, 200)}</code>.{" "}
+              </>
+            )}
+            <a href="/ui/actions">See the audit entry</a>.
           </Notice>
         )}
         <div class="two">
@@ -344,10 +349,9 @@ export function vmRoutes(_ctx: ConsoleServices): Hono<ConsoleEnv> {
         answer.reason ?? detailOf(answer),
       );
     }
-    return c.redirect(
-      `/ui/vms/${id}?done=${encodeURIComponent(`${verb}: ${answer.body?.result ?? "ok"}`)}`,
-      303,
-    );
+    const done = new URLSearchParams({ done: `${verb}: ${answer.body?.result ?? "ok"}` });
+    if (typeof answer.body?.task_upid === "string") done.set("task", answer.body.task_upid);
+    return c.redirect(`/ui/vms/${id}?${done}`, 303);
   });
 
   return app;

@@ -169,10 +169,21 @@ Deno.test({
       if (durable) {
         await submit(page, "form.form button[type=submit]");
         assert.match(new URL(page.url()).pathname, /^\/ui\/jobs\/\d+$/);
+        // The job page follows the stream, then reloads to show the stored results.
         await page.waitForFunction(
           () => /completed|errored|failed/.test(document.querySelector(".sub")?.textContent ?? ""),
           { timeout: 120_000 },
         );
+        await page.waitForFunction(() => document.body.dataset.jobStream === undefined, {
+          timeout: 30_000,
+        });
+        const outcome = await page.$eval(".sub", (e) => e.textContent ?? "");
+        assert.match(outcome, /completed/, outcome);
+        const stages = await page.$$eval(
+          "[data-stage-table] tr[data-stage]",
+          (rows) => rows.map((r) => r.getAttribute("data-stage")),
+        );
+        assert.ok(new Set(stages).size >= 13, stages.join(", "));
         await shot(page, "job");
       } else {
         skipped.push("durable sync job: POST /api/plugins/service/sync/ answered 404; ran live");

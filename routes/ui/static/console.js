@@ -147,6 +147,8 @@ function follow(url, table, log, onEnd) {
   source.addEventListener("unavailable", (e) => {
     view.line(data(e).detail);
     source.close();
+    // No live stream: a job page refreshes itself from the stored job instead.
+    if (onEnd) setTimeout(() => onEnd({ ok: false, unavailable: true }), 3000);
   });
   source.addEventListener("complete", (e) => {
     const c = data(e);
