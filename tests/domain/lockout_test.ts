@@ -37,3 +37,29 @@ Deno.test("lockout: a locked IP survives eviction pressure from counting-only IP
   for (let i = 0; i < 50; i++) lockout.recordFailure(`new-${i}`);
   assert.ok(lockout.secondsLocked("attacker") > 0);
 });
+
+Deno.test("lockout: a full table drops only the oldest counting entries; a recent guesser keeps its count", () => {
+  const now = 0;
+  const lockout = new Lockout(() => now, 100);
+  for (let i = 0; i < 100; i++) lockout.recordFailure(`old-${i}`);
+  for (let i = 0; i < MAX_FAILURES - 1; i++) lockout.recordFailure("guesser"); // overflows
+  assert.equal(lockout.size, 90, "trimmed to 90%, not emptied");
+  assert.equal(lockout.secondsLocked("guesser"), 0);
+  lockout.recordFailure("guesser");
+  assert.equal(lockout.secondsLocked("guesser"), LOCKOUT_SECONDS, "its earlier failures counted");
+});
+
+Deno.test("lockout: when only locks are left, the oldest goes first and the others stay locked", () => {
+  let now = 0;
+  const lockout = new Lockout(() => now, 10);
+  // Ten addresses fill the table, then each reaches its fifth failure there: ten locks.
+  for (let n = 0; n < 10; n++) {
+    now += 1;
+    for (let i = 0; i < MAX_FAILURES - 1; i++) lockout.recordFailure(`locked-${n}`);
+  }
+  for (let n = 0; n < 10; n++) lockout.recordFailure(`locked-${n}`);
+  lockout.recordFailure("newcomer"); // over capacity with nothing but locks to drop
+  assert.equal(lockout.size, 9);
+  assert.equal(lockout.secondsLocked("locked-0"), 0, "the oldest lock made room");
+  for (let n = 1; n < 10; n++) assert.ok(lockout.secondsLocked(`locked-${n}`) > 0, `locked-${n}`);
+});
