@@ -49,6 +49,11 @@ export interface Config {
     taskDelayMs: number;
   };
   inventoryBootstrapToken: string | undefined;
+  /**
+   * HTTPS on PORT: PEM certificate (chain) and private key files. Both or neither; main.ts reads
+   * them (a file it cannot read is a configuration error too).
+   */
+  tls?: { certFile: string; keyFile: string };
   hostAgentMock: {
     /** When set, the host-agent mock wants `Authorization: Bearer <token>` on every call. */
     token: string | undefined;
@@ -143,6 +148,19 @@ export function parseSeed(value: string | undefined): MockSeedSize {
   return seed;
 }
 
+function tls(env: Env): Config["tls"] {
+  const certFile = text(env, "SERVICE_TLS_CERT_FILE");
+  const keyFile = text(env, "SERVICE_TLS_KEY_FILE");
+  if (certFile && keyFile) return { certFile, keyFile };
+  if (certFile) {
+    throw new ConfigError("SERVICE_TLS_KEY_FILE", "required when SERVICE_TLS_CERT_FILE is set");
+  }
+  if (keyFile) {
+    throw new ConfigError("SERVICE_TLS_CERT_FILE", "required when SERVICE_TLS_KEY_FILE is set");
+  }
+  return undefined;
+}
+
 export function parseConfig(env: Env): Config {
   const mode = text(env, "HYPERVISOR_MODE") ?? "mock";
   if (mode !== "mock" && mode !== "real") {
@@ -183,6 +201,7 @@ export function parseConfig(env: Env): Config {
       taskDelayMs: millis(env, "HYPERVISOR_MOCK_TASK_DELAY_MS", 1_000),
     },
     inventoryBootstrapToken: text(env, "INVENTORY_BOOTSTRAP_TOKEN"),
+    tls: tls(env),
     hostAgentMock: { token: text(env, "HOST_AGENT_MOCK_TOKEN") },
   };
 }

@@ -29,6 +29,35 @@ try {
   Deno.exit(2);
 }
 
+/** The PEM files of SERVICE_TLS_CERT_FILE / SERVICE_TLS_KEY_FILE, read before anything starts. */
+async function readTls(files: { certFile: string; keyFile: string }) {
+  const read = async (variable: string, path: string) => {
+    try {
+      return await Deno.readTextFile(path);
+    } catch (error) {
+      throw new ConfigError(variable, `cannot read "${path}": ${(error as Error).message}`);
+    }
+  };
+  const cert = await read("SERVICE_TLS_CERT_FILE", files.certFile);
+  const key = await read("SERVICE_TLS_KEY_FILE", files.keyFile);
+  if (!cert.includes("-----BEGIN CERTIFICATE-----")) {
+    throw new ConfigError("SERVICE_TLS_CERT_FILE", `"${files.certFile}" holds no PEM certificate`);
+  }
+  if (!/-----BEGIN [A-Z ]*PRIVATE KEY-----/.test(key)) {
+    throw new ConfigError("SERVICE_TLS_KEY_FILE", `"${files.keyFile}" holds no PEM private key`);
+  }
+  return { cert, key };
+}
+
+let tls: { cert: string; key: string } | undefined;
+try {
+  tls = config.tls ? await readTls(config.tls) : undefined;
+} catch (error) {
+  if (!(error instanceof ConfigError)) throw error;
+  console.error(`Configuration error: ${error.message}`);
+  Deno.exit(2);
+}
+
 const kvPath = config.kvPath;
 // Owner-only: the file holds every stored secret (storage/kv/kv_file.ts).
 await prepareKvFile(kvPath);
@@ -47,23 +76,35 @@ await watchLauncher((reason) => {
   void stop("launcher exited");
 });
 
-const server = Deno.serve({
-  port: config.port,
-  onListen: ({ hostname, port }) => {
-    const url = `http://${hostname === "0.0.0.0" ? "localhost" : hostname}:${port}/`;
-    const docs = docsPages(config.surfaces).map((path) => url + path.slice(1));
-    logger.log(
-      "info",
-      `${APP_NAME} ${APP_VERSION} listening on ${url} (docs: ${docs.join(", ")})`,
-      {
-        url,
-        docs,
-        surfaces: [...config.surfaces],
-        storage: kvPath ?? "platform KV",
-      },
-    );
-  },
-}, handle);
+let server: Deno.HttpServer<Deno.NetAddr>;
+try {
+  server = Deno.serve({
+    port: config.port,
+    ...(tls ?? {}),
+    onListen: ({ hostname, port }) => {
+      const url = `${tls ? "https" : "http"}://${
+        hostname === "0.0.0.0" ? "localhost" : hostname
+      }:${port}/`;
+      const docs = docsPages(config.surfaces).map((path) => url + path.slice(1));
+      logger.log(
+        "info",
+        `${APP_NAME} ${APP_VERSION} listening on ${url} (docs: ${docs.join(", ")})`,
+        {
+          url,
+          docs,
+          surfaces: [...config.surfaces],
+          storage: kvPath ?? "platform KV",
+        },
+      );
+    },
+  }, handle);
+} catch (error) {
+  // A certificate and key that do not match (or a key Deno cannot use) fail here.
+  if (!tls || error instanceof Deno.errors.AddrInUse) throw error;
+  console.error(`Configuration error: SERVICE_TLS_CERT_FILE / SERVICE_TLS_KEY_FILE: ${error}`);
+  kv.close();
+  Deno.exit(2);
+}
 deps.self = {
   port: server.addr.port,
   fetch: (request) => app.fetch(request, { internal: true }),

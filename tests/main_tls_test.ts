@@ -1,0 +1,174 @@
+import assert from "node:assert/strict";
+import { ConfigError, parseConfig } from "../config.ts";
+import { HAS_OPENSSL, openssl, selfSigned } from "./_tls.ts";
+
+/** Starts main.ts; resolves with its logged URL, or with its exit code and stderr if it stops. */
+async function runMain(env: Record<string, string>) {
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", "main.ts"],
+    cwd: new URL("..", import.meta.url).pathname,
+    env: { PORT: "0", SERVICE_KV_PATH: ":memory:", ...env },
+    stdout: "null",
+    stderr: "piped",
+  }).spawn();
+  const reader = child.stderr.pipeThrough(new TextDecoderStream()).getReader();
+  let text = "";
+  while (true) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    text += value;
+    const match = text.match(/"url":"(https?:\/\/[^"]+)"/);
+    if (match) {
+      void reader.cancel().catch(() => {});
+      return { child, url: match[1].replace("localhost", "127.0.0.1"), text };
+    }
+  }
+  return { child, url: null, text, code: (await child.status).code };
+}
+
+/** A private CA and a server certificate for localhost / 127.0.0.1 signed by it, in `dir`. */
+async function serverCertificate(dir: string): Promise<{ ca: string; cert: string; key: string }> {
+  const ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"];
+  const subject = (cn: string) => ["-days", "2", "-subj", `/CN=${cn}`];
+  await openssl(
+    ["req", "-x509", ...ec, "-keyout", "ca.key", "-out", "ca.pem", ...subject("CA")],
+    dir,
+  );
+  await openssl([
+    "req",
+    ...ec,
+    "-keyout",
+    "key.pem",
+    "-out",
+    "server.csr",
+    "-subj",
+    "/CN=localhost",
+  ], dir);
+  await Deno.writeTextFile(
+    `${dir}/ext.cnf`,
+    "subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\n" +
+      "keyUsage=digitalSignature\nextendedKeyUsage=serverAuth\n",
+  );
+  await openssl([
+    "x509",
+    "-req",
+    "-in",
+    "server.csr",
+    "-CA",
+    "ca.pem",
+    "-CAkey",
+    "ca.key",
+    "-CAcreateserial",
+    "-out",
+    "cert.pem",
+    "-days",
+    "2",
+    "-extfile",
+    "ext.cnf",
+  ], dir);
+  const read = (name: string) => Deno.readTextFile(`${dir}/${name}`);
+  return { ca: await read("ca.pem"), cert: await read("cert.pem"), key: await read("key.pem") };
+}
+
+Deno.test("config: SERVICE_TLS_CERT_FILE and SERVICE_TLS_KEY_FILE go together", () => {
+  assert.equal(parseConfig({}).tls, undefined);
+  assert.deepEqual(
+    parseConfig({ SERVICE_TLS_CERT_FILE: "/c.pem", SERVICE_TLS_KEY_FILE: "/k.pem" }).tls,
+    { certFile: "/c.pem", keyFile: "/k.pem" },
+  );
+  assert.throws(
+    () => parseConfig({ SERVICE_TLS_CERT_FILE: "/c.pem" }),
+    (e) => e instanceof ConfigError && e.variable === "SERVICE_TLS_KEY_FILE",
+  );
+  assert.throws(
+    () => parseConfig({ SERVICE_TLS_KEY_FILE: "/k.pem" }),
+    (e) => e instanceof ConfigError && e.variable === "SERVICE_TLS_CERT_FILE",
+  );
+});
+
+Deno.test({
+  name:
+    "main: with a certificate and key it serves HTTPS on PORT; a Proxmox client logs in over it",
+  ignore: !HAS_OPENSSL,
+  async fn() {
+    const dir = await Deno.makeTempDir();
+    const { ca } = await serverCertificate(dir);
+    const started = await runMain({
+      SERVICE_TLS_CERT_FILE: `${dir}/cert.pem`,
+      SERVICE_TLS_KEY_FILE: `${dir}/key.pem`,
+      SERVICE_SURFACES: "hypervisor",
+    });
+    const client = Deno.createHttpClient({ caCerts: [ca] });
+    try {
+      assert.ok(started.url?.startsWith("https://"), started.text);
+      const base = started.url!;
+      // The way proxmoxer and Ansible start: a ticket, then a call with cookie + CSRF token.
+      const login = await fetch(`${base}api2/json/access/ticket`, {
+        client,
+        method: "POST",
+        headers: { "content-type": "application/x-www-form-urlencoded" },
+        body: "username=root%40pam&password=bridgebox",
+      });
+      assert.equal(login.status, 200);
+      const { data } = await login.json();
+      assert.match(data.ticket, /^PVE:root@pam:/);
+      const version = await fetch(`${base}api2/json/version`, {
+        client,
+        headers: { cookie: `PVEAuthCookie=${encodeURIComponent(data.ticket)}` },
+      });
+      assert.equal(version.status, 200);
+      assert.ok((await version.json()).data.version);
+      // Plain HTTP on the same port is not answered as HTTP.
+      await assert.rejects(fetch(`${base.replace("https", "http")}api2/json/version`));
+    } finally {
+      client.close();
+      started.child.kill("SIGTERM");
+      await started.child.status;
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "main: a TLS file that is missing, not PEM, or a key that does not match the certificate stops it with exit code 2",
+  ignore: !HAS_OPENSSL,
+  async fn() {
+    const dir = await Deno.makeTempDir();
+    const a = await selfSigned("a.test");
+    const b = await selfSigned("b.test");
+    await Deno.writeTextFile(`${dir}/a.pem`, a.cert);
+    await Deno.writeTextFile(`${dir}/b.key`, b.key);
+    await Deno.writeTextFile(`${dir}/junk.pem`, "not a certificate");
+    try {
+      for (
+        const [env, expected] of [
+          [{ SERVICE_TLS_CERT_FILE: `${dir}/a.pem` }, "SERVICE_TLS_KEY_FILE: required"],
+          [
+            { SERVICE_TLS_CERT_FILE: `${dir}/nope.pem`, SERVICE_TLS_KEY_FILE: `${dir}/b.key` },
+            "SERVICE_TLS_CERT_FILE: cannot read",
+          ],
+          [
+            { SERVICE_TLS_CERT_FILE: `${dir}/junk.pem`, SERVICE_TLS_KEY_FILE: `${dir}/b.key` },
+            "holds no PEM certificate",
+          ],
+          [
+            { SERVICE_TLS_CERT_FILE: `${dir}/a.pem`, SERVICE_TLS_KEY_FILE: `${dir}/b.key` },
+            "Configuration error: SERVICE_TLS_CERT_FILE / SERVICE_TLS_KEY_FILE",
+          ],
+        ] as const
+      ) {
+        const run = await runMain(env);
+        if (run.url) {
+          run.child.kill("SIGTERM");
+          await run.child.status;
+          assert.fail(`started with ${JSON.stringify(env)}`);
+        }
+        assert.equal(run.code, 2, run.text);
+        assert.ok(run.text.includes(expected), run.text);
+      }
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+});
