@@ -281,3 +281,20 @@ export interface IdempotencyStore {
   /** Resolves with the entry once it has an answer or is gone (null), or on abort. */
   settled(key: string, signal: AbortSignal): Promise<IdempotencyEntry | null>;
 }
+
+/** A web console session as stored: the token's Authorization value sealed (see domain/). */
+export interface ConsoleSessionRecord {
+  sealed: string;
+  iv: string;
+  csrf: string;
+  token_id: number;
+  created: number;
+  expires: number;
+}
+
+export interface ConsoleSessionStore {
+  /** Stores a new session; the entry disappears by itself after `ttlMs`. */
+  put(id: string, record: ConsoleSessionRecord, ttlMs: number): Promise<void>;
+  get(id: string): Promise<ConsoleSessionRecord | null>;
+  delete(id: string): Promise<void>;
+}

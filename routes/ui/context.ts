@@ -4,7 +4,7 @@ import type { AppDeps, ServeEnv } from "../_lib/deps.ts";
 import type { AuthInfo } from "../../domain/netbox/types.ts";
 import type { TokenService } from "../../domain/netbox/tokens.ts";
 import type { ConsoleApi } from "./api.ts";
-import type { Session, SessionStore } from "./session.ts";
+import type { ConsoleSessions, Session } from "../../domain/console_sessions.ts";
 
 export type ConsoleEnv = {
   Bindings: ServeEnv;
@@ -14,6 +14,6 @@ export type Ctx = Context<ConsoleEnv>;
 
 export interface ConsoleServices {
   deps: AppDeps;
-  sessions: SessionStore;
+  sessions: ConsoleSessions;
   tokens: TokenService;
 }

@@ -11,7 +11,9 @@ import { TokenService } from "../../domain/netbox/tokens.ts";
 import { KvModelStore } from "../../storage/kv/models.ts";
 import { ConsoleApi, type SurfaceFetch } from "./api.ts";
 import type { ConsoleEnv, ConsoleServices } from "./context.ts";
-import { constantTimeEqual, SESSION_COOKIE, SessionStore } from "./session.ts";
+import { ConsoleSessions } from "../../domain/console_sessions.ts";
+import { KvConsoleSessionStore } from "../../storage/kv/console_sessions.ts";
+import { constantTimeEqual, SESSION_COOKIE } from "./session.ts";
 import { loginRoutes, logoutRoutes } from "./login.tsx";
 import { overviewRoutes } from "./overview.tsx";
 import { endpointRoutes } from "./endpoints.tsx";
@@ -47,7 +49,7 @@ export function createConsoleApp(
 ): Hono<{ Bindings: ServeEnv }> {
   const ctx: ConsoleServices = {
     deps,
-    sessions: new SessionStore(deps.kv, deps.now),
+    sessions: new ConsoleSessions(new KvConsoleSessionStore(deps.kv), deps.now),
     tokens: new TokenService({
       store: new KvModelStore(deps.kv),
       encryptionKey: deps.config.encryptionKey,

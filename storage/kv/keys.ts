@@ -63,6 +63,7 @@ export const keys = {
 
   // inventory plugin (plugin models themselves live in the inventory model engine's keys)
   pluginSettings: (): Key => ["plugin", "settings"],
+  consoleSession: (id: string): Key => ["ui", "session", id],
 
   // inventory surface (models, indexes, tokens, jobs): see domain/netbox and routes/inventory
   // Objects of every model live under ["inventory", "obj", <model>, <id>]; the model name is
