@@ -129,6 +129,8 @@ interface RunFigures {
   writeRequests: number;
   /** What the stream reported, summed over the stages. */
   reported: { created: number; updated: number; unchanged: number; deleted: number };
+  /** The slowest stages, "name seconds", slowest first. */
+  slowest: string[];
 }
 
 interface Loop {
@@ -160,15 +162,13 @@ async function startLoop(variant: Variant): Promise<Loop> {
   const port = server.addr.port;
   if (variant === "in-process") {
     // As main.ts binds it: calls to the app's own port are answered without a socket.
-    Object.assign(deps, {
-      self: {
-        port,
-        fetch: (request: Request) => {
-          traffic.see(request);
-          return app.fetch(request, { internal: true } as never);
-        },
+    deps.self = {
+      port,
+      fetch: (request: Request) => {
+        traffic.see(request);
+        return app.fetch(request, { internal: true });
       },
-    });
+    };
   }
   const base = `http://127.0.0.1:${port}`;
   const json = async (path: string, init: RequestInit & { body?: string } = {}) => {
@@ -270,6 +270,11 @@ async function fullUpdate(loop: Loop): Promise<RunFigures> {
       unchanged: sum("unchanged"),
       deleted: sum("deleted"),
     },
+    slowest: progress.rows
+      .map((r) => ({ step: r.step, ms: (r.endedAt ?? r.startedAt) - r.startedAt }))
+      .sort((a, b) => b.ms - a.ms)
+      .slice(0, 4)
+      .map((r) => `${r.step} ${(r.ms / 1000).toFixed(1)} s`),
   };
 }
 
@@ -284,6 +289,7 @@ function emptyRun(ms: number): RunFigures {
     objectsWritten: 0,
     writeRequests: 0,
     reported: { created: 0, updated: 0, unchanged: 0, deleted: 0 },
+    slowest: [],
   };
 }
 
@@ -374,6 +380,12 @@ async function measure(variant: Variant, ceiling: number): Promise<Figure[] | un
       met: first.ok && first.ms < 60_000,
     },
     {
+      label: "  slowest stages",
+      value: "",
+      target: first.slowest.join(", "),
+      met: undefined,
+    },
+    {
       label: "  objects written (stream: created)",
       value: `${first.objectsWritten} (${first.reported.created})`,
       target: "",
@@ -407,6 +419,12 @@ async function measure(variant: Variant, ceiling: number): Promise<Figure[] | un
       label: "  HTTP requests per guest",
       value: (second.requests / loop.guests).toFixed(2),
       target: "",
+      met: undefined,
+    },
+    {
+      label: "  slowest stages",
+      value: "",
+      target: second.slowest.join(", "),
       met: undefined,
     },
     {
