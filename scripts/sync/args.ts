@@ -102,6 +102,14 @@ export function parseSyncArgs(
     };
   }
 
+  if (!/^[\x21-\x7e]+$/.test(key)) {
+    // Never echoed: it is a secret, and a pasted one may be nearly right.
+    return {
+      kind: "usage-error",
+      message: "the API key holds spaces, line breaks or other characters a header cannot carry",
+    };
+  }
+
   let stages: StageRoute[] = [];
   if (values.stages !== undefined) {
     const selection = selectStages(values.stages.split(","));

@@ -218,7 +218,10 @@ export async function openStageStream(options: OpenOptions): Promise<OpenResult>
       ok: false,
       failure: {
         status: 0,
-        detail: `cannot reach ${new URL(url).origin}: ${(error as Error).message}`,
+        // The message of a refused header may quote it: the key never reaches the output.
+        detail: `cannot reach ${new URL(url).origin}: ${
+          (error as Error).message.replaceAll(options.key, "<key>")
+        }`,
         hint: "Is the server running? Start it with `deno task start` (or `deno task demo`), " +
           "or point --url / BRIDGEBOX_URL at it.",
       },

@@ -437,11 +437,14 @@ Deno.test("sync: usage errors exit 2 and name the problem", async () => {
     [["--endpoints", "1,x"], { BRIDGEBOX_API_KEY: KEY }, /--endpoints: expected endpoint ids/],
     [["--url", "ftp://h"], { BRIDGEBOX_API_KEY: KEY }, /expected http:\/\/ or https:\/\//],
     [["--bogus"], { BRIDGEBOX_API_KEY: KEY }, /Unknown option '--bogus'/],
+    [[], { BRIDGEBOX_API_KEY: `${KEY}\nsecond line` }, /characters a header cannot carry/],
+    [["--key", `${KEY} x`], {}, /characters a header cannot carry/],
   ];
   for (const [args, env, message] of cases) {
     const { io, sio } = captureIo();
     assert.equal(await syncMain(args, env, sio), 2, args.join(" "));
     assert.match(io.err, message);
+    assert.ok(!io.err.includes(KEY), "the key is never echoed");
   }
   const { io, sio } = captureIo();
   assert.equal(await syncMain(["--list"], {}, sio), 0);
