@@ -181,7 +181,10 @@ export function resultTable(progress: SyncProgress): string {
 
 function summary(progress: SyncProgress, term: Terminal): string {
   if (progress.ok) {
-    const message = progress.completes.at(-1)?.message;
+    // One stream per chosen stage: the last stream's message would speak for one stage only.
+    const message = progress.completes.length === 1
+      ? progress.completes[0].message
+      : `${progress.completes.length} stages, one stream each`;
     const line = message && /^sync complete/i.test(message)
       ? message
       : `Sync completed${message ? `: ${message}` : ""}`;

@@ -290,6 +290,7 @@ Deno.test("sync: --stages run in pipeline order, --endpoints scopes each", async
         "/virtualization/virtual-machines/storage/create/stream?hypervisor_endpoint_ids=2,1",
       ]);
       assert.match(io.out, /^Running stages devices, storage on .*, hypervisor endpoints 2,1\n/);
+      assert.match(io.out, /\nSync completed: 2 stages, one stream each\.\n$/);
       assert.ok(io.out.includes("\ntotal          2        0 "));
     },
   );
