@@ -161,18 +161,96 @@ Deno.test("README: the shell blocks parse into a tour with checks", () => {
   ]);
 });
 
+/**
+ * Runs a tour's segments in one bash session. Returns the first problem found, in words that
+ * point at the README line, or null when every command ran and every check held.
+ */
+export async function runTour(
+  markdown: string,
+  env: Record<string, string>,
+  extra: (dir: string) => string = () => "",
+): Promise<string | null> {
+  const blocks = shBlocks(markdown);
+  const all = blocks.flatMap((b, i) => b.skip ? [] : segments(b, i));
+  const dir = await Deno.makeTempDir({ prefix: "readme-tour-" });
+  try {
+    const result = await new Deno.Command("bash", {
+      args: ["-c", script(all)],
+      cwd: ROOT_PATH,
+      env: { ...env, TOUR_DIR: dir, TOUR_DENO: Deno.execPath() },
+      stdout: "piped",
+      stderr: "piped",
+      signal: AbortSignal.timeout(180_000),
+    }).output();
+    const read = (name: string) => Deno.readTextFile(`${dir}/${name}`).catch(() => "");
+    const where = (i: number) =>
+      `README line ${all[i].line} (block at line ${blocks[all[i].block].line})`;
+    const reached = (await read("current")).trim();
+    if (reached !== "done") {
+      const i = Number(reached);
+      return `the tour stopped at ${where(i)} (exit ${result.code}):\n${all[i].code}\n` +
+        `--- output ---\n${await read(`out-${i}`)}\n--- stderr ---\n${await read(`err-${i}`)}` +
+        `${new TextDecoder().decode(result.stderr)}${extra(dir)}`;
+    }
+    for (let i = 0; i < all.length; i++) {
+      const output = await read(`out-${i}`);
+      const statuses = (await read(`status-${i}`)).split("\n").filter(Boolean).map(Number);
+      const expect = all[i].expect;
+      const allowed = expect?.match(/^HTTP (\d{3})\b/)?.[1];
+      const bad = statuses.find((status) => status >= 400 && String(status) !== allowed);
+      if (bad) {
+        return `${where(i)}: curl got HTTP ${bad}:\n${all[i].code}\n--- output ---\n${output}`;
+      }
+      if (allowed && !statuses.includes(Number(allowed))) {
+        return `${where(i)}: expected HTTP ${allowed}, got ${statuses.join(", ") || "no answer"}`;
+      }
+      const text = expect?.replace(/^HTTP \d{3}\s*/, "") ?? "";
+      if (text && !output.includes(text)) {
+        return `${where(i)}: the output no longer contains what the README says.\n` +
+          `expected: ${text}\n--- output ---\n${output}\n--- stderr ---\n${await read(`err-${i}`)}`;
+      }
+    }
+    return null;
+  } finally {
+    await Deno.remove(dir, { recursive: true }).catch(() => {});
+  }
+}
+
+Deno.test("README tour runner: a failed command, an unexpected 4xx, a missing status and drift all fail", async () => {
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, (req) => {
+    const path = new URL(req.url).pathname;
+    return path === "/ok"
+      ? Response.json({ detail: "fine" })
+      : Response.json({ detail: "Invalid token" }, { status: 403 });
+  });
+  const env = { PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin", PORT: String(server.addr.port) };
+  const tour = (body: string) =>
+    runTour("```sh\nB=http://127.0.0.1:$PORT\n" + body + "\n```\n", env);
+  try {
+    assert.equal(await tour("curl -s $B/ok\n# → fine\nV=1\necho $V\n# → 1"), null);
+    assert.match((await tour("curl -s $B/ok\nfalse\necho never"))!, /stopped at README line 2/);
+    assert.match((await tour("echo $UNSET_VARIABLE"))!, /stopped at/);
+    assert.match((await tour("X=$(curl -s $B/forbidden)\necho $X"))!, /curl got HTTP 403/);
+    assert.equal(await tour("curl -s $B/forbidden\n# → HTTP 403 Invalid token"), null);
+    assert.match((await tour("curl -s $B/ok\n# → HTTP 403"))!, /expected HTTP 403, got 200/);
+    assert.match((await tour("curl -s $B/ok\n# → not fine"))!, /no longer contains[\s\S]*not fine/);
+    assert.equal(
+      await runTour("<!-- not-run: would fail -->\n```sh\nfalse\n```\n```sh\ntrue\n```\n", env),
+      null,
+    );
+  } finally {
+    await server.shutdown();
+  }
+});
+
 Deno.test({
   name: "README: every sh block runs as written against a started server",
   sanitizeResources: false,
   sanitizeOps: false,
 }, async () => {
   const readme = await Deno.readTextFile(new URL("README.md", ROOT));
-  const blocks = shBlocks(readme);
-  const runnable = blocks.filter((b) => !b.skip);
-  assert.ok(runnable.length >= 2, "the README has a tour");
-  const all = blocks.flatMap((b, i) => b.skip ? [] : segments(b, i));
-
-  const dir = await Deno.makeTempDir({ prefix: "readme-tour-" });
+  assert.ok(shBlocks(readme).filter((b) => !b.skip).length >= 2, "the README has a tour");
+  const dir = await Deno.makeTempDir({ prefix: "readme-server-" });
   const env = {
     SERVICE_KV_PATH: `${dir}/tour.kv`,
     HYPERVISOR_MOCK_TASK_DELAY_MS: "200",
@@ -182,56 +260,12 @@ Deno.test({
   };
   const server = await startMain(env);
   try {
-    const tour = new Deno.Command("bash", {
-      args: ["-c", script(all)],
-      cwd: ROOT_PATH,
-      env: { ...env, PORT: String(server.port), TOUR_DIR: dir, TOUR_DENO: Deno.execPath() },
-      stdout: "piped",
-      stderr: "piped",
-      signal: AbortSignal.timeout(180_000),
-    });
-    const result = await tour.output();
-    const reached = (await Deno.readTextFile(`${dir}/current`)).trim();
-    const read = (name: string) => Deno.readTextFile(`${dir}/${name}`).catch(() => "");
-    const where = (i: number) => {
-      const s = all[i];
-      return `README line ${s.line} (block at line ${blocks[s.block].line})`;
-    };
-    if (reached !== "done") {
-      const i = Number(reached);
-      assert.fail(
-        `the tour stopped at ${where(i)} (exit ${result.code}):\n${all[i].code}\n` +
-          `--- output ---\n${await read(`out-${i}`)}\n--- stderr ---\n${await read(
-            `err-${i}`,
-          )}${new TextDecoder().decode(result.stderr)}\n--- server log (tail) ---\n` +
-          server.log.slice(-15).join("\n"),
-      );
-    }
-    for (let i = 0; i < all.length; i++) {
-      const output = await read(`out-${i}`);
-      const statuses = (await read(`status-${i}`)).split("\n").filter(Boolean).map(Number);
-      const expect = all[i].expect;
-      const allowed = expect?.match(/^HTTP (\d{3})\b/)?.[1];
-      for (const status of statuses) {
-        assert.ok(
-          status < 400 || String(status) === allowed,
-          `${where(i)}: curl got HTTP ${status}:\n${all[i].code}\n--- output ---\n${output}`,
-        );
-      }
-      if (allowed) {
-        assert.ok(statuses.includes(Number(allowed)), `${where(i)}: expected HTTP ${allowed}`);
-      }
-      const text = expect?.replace(/^HTTP \d{3}\s*/, "") ?? "";
-      if (text) {
-        assert.ok(
-          output.includes(text),
-          `${where(i)}: the output no longer contains what the README says.\n` +
-            `expected: ${text}\n--- output ---\n${output}\n--- stderr ---\n${await read(
-              `err-${i}`,
-            )}`,
-        );
-      }
-    }
+    const problem = await runTour(
+      readme,
+      { ...env, PORT: String(server.port) },
+      () => `\n--- server log (tail) ---\n${server.log.slice(-15).join("\n")}`,
+    );
+    assert.equal(problem, null, problem ?? "");
   } finally {
     server.child.kill("SIGTERM");
     await server.child.status;
