@@ -75,6 +75,13 @@ Deno.test({
   const reader = launcher.stderr.pipeThrough(new TextDecoderStream());
   try {
     assert.ok(await seen(/listening on http/), lines.join("\n"));
+    // A start says one thing: where it listens and where the docs are (after deno's task line).
+    const said = lines.filter((l) => l.trim());
+    assert.equal(said.length, 2, said.join("\n"));
+    assert.match(
+      said[1],
+      /listening on http:\/\/localhost:\d+\/ \(docs: http:\/\/localhost:\d+\/docs\)/,
+    );
     const url = lines.join("\n").match(/"url":"(http:[^"]+)"/)![1].replace(
       "localhost",
       "127.0.0.1",
