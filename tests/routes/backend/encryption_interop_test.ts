@@ -4,7 +4,12 @@
  */
 import assert from "node:assert/strict";
 import { createBackendServices } from "../../../routes/backend/mod.ts";
-import { deriveFernetKey, fernetEncrypt, importFernetKey } from "../../../domain/fernet.ts";
+import {
+  deriveFernetKey,
+  fernetDecrypt,
+  fernetEncrypt,
+  importFernetKey,
+} from "../../../domain/fernet.ts";
 import { keys } from "../../../storage/kv/keys.ts";
 import { KEY, registered } from "./_setup.ts";
 
@@ -128,4 +133,44 @@ Deno.test("encryption: restarted without SERVICE_ENCRYPTION_KEY, sealed secrets 
   } finally {
     await Deno.remove(path).catch(() => {});
   }
+});
+
+Deno.test("encryption: a plugin key set after hypervisor secrets were stored in plaintext seals them on rekey (none → plugin)", async () => {
+  let pluginKey: string | null = null;
+  const plugin: typeof fetch = () =>
+    Promise.resolve(Response.json({ custom_fields_enabled: false, encryption_key: pluginKey }));
+  await using h = await registered({}, { fetch: plugin });
+  const inventory = {
+    name: "nb",
+    ip: "192.0.2.20", // nothing is sent there: `plugin` answers every read
+    port: 8800,
+    use_https: false,
+    token_version: "v1",
+    token: "inv-token-1",
+  };
+  for (
+    const [path, json] of [["/inventory/endpoint", inventory], [
+      "/hypervisor/endpoints",
+      hypervisor,
+    ]]
+  ) {
+    const res = await h.call(path as string, { method: "POST", key: KEY, json });
+    assert.equal(res.status, 201);
+    await res.body?.cancel();
+  }
+  const before = (await h.deps.kv.get<Record<string, string>>(keys.hypervisorEndpoint(1))).value!;
+  assert.deepEqual([before.key_source, before.password], ["none", "pve-password"]);
+
+  pluginKey = "the plugin key, set later";
+  const rekey = await h.call("/credentials/rekey", { method: "POST", key: KEY });
+  assert.equal(rekey.status, 200);
+  assert.equal(
+    (await rekey.json()).resealed,
+    1,
+    "the hypervisor secret (the inventory token stays)",
+  );
+  const after = (await h.deps.kv.get<Record<string, string>>(keys.hypervisorEndpoint(1))).value!;
+  assert.equal(after.key_source, "plugin");
+  const key = await importFernetKey(await deriveFernetKey(pluginKey));
+  assert.equal(await fernetDecrypt(key, after.password.slice(4)), "pve-password");
 });
