@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { BackendClient, baseUrl, type HypervisorCopy } from "../../../clients/backend.ts";
 import {
+  FOREIGN_KEY_HINT,
   hypervisorCopyName,
   pushHypervisorCopy,
   pushInventoryCopy,
@@ -194,5 +195,84 @@ Deno.test("push: a copy created concurrently (409 on POST) is updated instead", 
     "POST /hypervisor/endpoints",
     "GET /hypervisor/endpoints",
     "PUT /hypervisor/endpoints/8",
+  ]);
+});
+
+Deno.test("register: a 409 from register-key (claimed meanwhile) says how to recover; other failures pass through", async () => {
+  const answer = (status: number) =>
+    scripted((_m, path) =>
+      path === "/auth/bootstrap-status"
+        ? [200, { needs_bootstrap: true, has_db_keys: false }]
+        : [status, { detail: status === 409 ? "API key already configured." : "boom" }]
+    );
+  const raced = answer(409);
+  const c1 = new BackendClient(raced.fetchFn, { baseUrl: "http://b:1", token: "t" });
+  const conflict = await registerBackendKey(c1, "t");
+  assert.deepEqual([conflict.ok, conflict.status], [false, 409]);
+  assert.ok(conflict.error!.includes(FOREIGN_KEY_HINT), conflict.error!);
+  const broken = answer(500);
+  const c2 = new BackendClient(broken.fetchFn, { baseUrl: "http://b:1", token: "t" });
+  const failure = await registerBackendKey(c2, "t");
+  assert.deepEqual([failure.ok, failure.status], [false, 500]);
+  assert.ok(!failure.error!.includes(FOREIGN_KEY_HINT), failure.error!);
+});
+
+Deno.test("inventory push: a failing list is the outcome (nothing else is sent)", async () => {
+  const b = scripted(() => [503, { detail: "starting" }]);
+  const client = new BackendClient(b.fetchFn, { baseUrl: "http://b:1", token: "key" });
+  const out = await pushInventoryCopy(client, {
+    name: "nb",
+    ip: "nb.local",
+    port: 443,
+    use_https: true,
+    verify_ssl: true,
+    token_version: "v1",
+    token: "abc",
+    token_key: null,
+  });
+  assert.deepEqual([out.ok, out.status], [false, 503]);
+  assert.deepEqual(b.calls.map((c) => c.method), ["GET"]);
+});
+
+Deno.test("push: after a 409 on POST, a failing or empty second list is reported, nothing is PUT", async () => {
+  for (const second of [[500, { detail: "down" }], [200, []]] as Array<[number, unknown]>) {
+    let listed = 0;
+    const b = scripted((method) => {
+      if (method === "GET") return listed++ === 0 ? [200, []] : second;
+      return [409, { detail: "name taken" }];
+    });
+    const client = new BackendClient(b.fetchFn, { baseUrl: "http://b:1", token: "key" });
+    const inv = {
+      name: "nb",
+      ip: "nb.local",
+      port: 443,
+      use_https: true,
+      verify_ssl: true,
+      token_version: "v1" as const,
+      token: "abc",
+      token_key: null,
+    };
+    for (
+      const push of [() => pushHypervisorCopy(client, copy), () => pushInventoryCopy(client, inv)]
+    ) {
+      listed = 0;
+      b.calls.length = 0;
+      const out = await push();
+      assert.equal(out.ok, false);
+      assert.equal(out.status, second[0] === 500 ? 500 : 409, JSON.stringify(out));
+      assert.ok(!b.calls.some((c) => c.method === "PUT"), JSON.stringify(b.calls));
+    }
+  }
+});
+
+Deno.test("hypervisor push: a new endpoint never takes over another endpoint's copy", async () => {
+  const b = scripted((method) =>
+    method === "GET" ? [200, [{ id: 4, name: "other (inv:1)" }]] : [201, { id: 5 }]
+  );
+  const client = new BackendClient(b.fetchFn, { baseUrl: "http://b:1", token: "key" });
+  assert.equal((await pushHypervisorCopy(client, copy)).ok, true);
+  assert.deepEqual(b.calls.map((c) => `${c.method} ${c.path}`), [
+    "GET /hypervisor/endpoints",
+    "POST /hypervisor/endpoints",
   ]);
 });
