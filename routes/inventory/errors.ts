@@ -8,6 +8,12 @@ import { AUTH_MESSAGES, can } from "../../domain/netbox/tokens.ts";
 import type { AuthInfo } from "../../domain/netbox/types.ts";
 
 export const MAX_BODY_BYTES = 1024 * 1024;
+/** Objects one bulk request (a JSON list) may hold: the work and the error list stay bounded. */
+export const MAX_BULK_ITEMS = 1000;
+
+export function bulkTooLarge(count: number): { detail: string } {
+  return { detail: `A bulk request may hold at most ${MAX_BULK_ITEMS} objects (got ${count}).` };
+}
 
 export class ApiError extends Error {
   constructor(readonly status: number, readonly body: unknown) {

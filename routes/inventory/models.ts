@@ -13,7 +13,15 @@ import type {
   WriteResult,
 } from "../../domain/netbox/types.ts";
 import type { InventoryContext, InventoryEnv } from "./context.ts";
-import { ApiError, methodNotAllowed, notFound, readJson, requirePermission } from "./errors.ts";
+import {
+  ApiError,
+  bulkTooLarge,
+  MAX_BULK_ITEMS,
+  methodNotAllowed,
+  notFound,
+  readJson,
+  requirePermission,
+} from "./errors.ts";
 
 const WRITE_METHODS = new Set(["POST", "PUT", "PATCH", "DELETE"]);
 
@@ -302,6 +310,9 @@ export async function handleModelRequest(
   }
 
   const body = await readJson(c);
+  if (Array.isArray(body) && body.length > MAX_BULK_ITEMS) {
+    throw new ApiError(400, bulkTooLarge(body.length));
+  }
   if (method === "POST") {
     if (Array.isArray(body)) {
       const { value } = unwrap(await ctx.engine.createMany(model, body, auth));

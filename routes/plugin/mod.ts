@@ -44,7 +44,7 @@ import {
   publicSettings,
 } from "../../domain/plugin/settings.ts";
 import { KvPluginSettingsStore } from "../../storage/kv/plugin_settings.ts";
-import { ApiError, readJsonBody } from "../inventory/errors.ts";
+import { ApiError, bulkTooLarge, MAX_BULK_ITEMS, readJsonBody } from "../inventory/errors.ts";
 
 export { pluginOpenApiPaths } from "./openapi.ts";
 
@@ -160,6 +160,7 @@ export function createPlugin(deps: AppDeps, options: PluginOptions): Plugin {
     const body = await readJson(request);
     if (body instanceof Response) return body;
     const many = Array.isArray(body);
+    if (many && body.length > MAX_BULK_ITEMS) return json(bulkTooLarge(body.length), 400);
     const result = await upsertMany(engine, auth, model, key, many ? body as unknown[] : [body], {
       mayUpdate: canWrite(auth, `${app}.change_${name}`),
     });
