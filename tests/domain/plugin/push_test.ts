@@ -276,3 +276,18 @@ Deno.test("hypervisor push: a new endpoint never takes over another endpoint's c
     "POST /hypervisor/endpoints",
   ]);
 });
+
+Deno.test("hypervisor push: after a rename the old copy (same ' (inv:<pk>)' suffix) is renamed, not duplicated", async () => {
+  const b = scripted((method) =>
+    method === "GET"
+      ? [200, [{ id: 4, name: "other (inv:1)" }, { id: 6, name: "old-name (inv:3)" }]]
+      : [200, {}]
+  );
+  const client = new BackendClient(b.fetchFn, { baseUrl: "http://b:1", token: "key" });
+  assert.equal((await pushHypervisorCopy(client, copy)).ok, true);
+  assert.deepEqual(b.calls.map((c) => `${c.method} ${c.path}`), [
+    "GET /hypervisor/endpoints",
+    "PUT /hypervisor/endpoints/6",
+  ]);
+  assert.equal((b.calls[1].body as { name: string }).name, "pve (inv:3)");
+});
