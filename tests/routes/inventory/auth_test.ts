@@ -301,3 +301,28 @@ Deno.test("the bootstrap token constant used by the other tests works", async ()
     inv.close();
   }
 });
+
+Deno.test("permissions: a view-only, read-only token may GET, HEAD and OPTIONS, never write", async () => {
+  const inv = await setup();
+  try {
+    const t = await inv.call("POST", "/api/users/tokens/", {
+      version: 1,
+      permissions: ["dcim.view_site"],
+      write_enabled: false,
+    });
+    const auth = `Token ${t.body.token}`;
+    for (const method of ["GET", "HEAD", "OPTIONS"]) {
+      assert.equal(
+        (await inv.call(method, "/api/dcim/sites/", undefined, auth)).status,
+        200,
+        method,
+      );
+    }
+    const post = await inv.call("POST", "/api/dcim/sites/", { name: "x", slug: "x" }, auth);
+    assert.deepEqual([post.status, post.body], [403, {
+      detail: "You do not have permission to perform this action.",
+    }]);
+  } finally {
+    inv.close();
+  }
+});
