@@ -134,9 +134,16 @@ export function pluginEndpoint(ctx: StageContext): Promise<number> {
       const [found] = await ctx.inv.list(PATHS.pluginEndpoints, { id: String(pk) }, ctx.signal);
       if (found?.id === pk) return pk;
     }
+    // A record of the same name is this copy's only when it names the same host and port:
+    // a name alone never decides identity.
     const name = ctx.endpoint.name.slice(0, 180);
+    const sameHost = (e: InventoryObject) => {
+      const address = (e.ip_address as { address?: string } | null)?.address?.split("/")[0];
+      return Number(e.port) === ctx.endpoint.port &&
+        (e.domain === ctx.endpoint.ip || address === ctx.endpoint.ip);
+    };
     const found = (await ctx.inv.list(PATHS.pluginEndpoints, { name }, ctx.signal))
-      .find((e) => e.name === name);
+      .filter((e) => e.name === name && sameHost(e)).sort((a, b) => a.id - b.id)[0];
     if (found) return found.id;
     const [made] = await ctx.inv.create(PATHS.pluginEndpoints, [{
       name,

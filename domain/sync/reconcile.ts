@@ -35,7 +35,27 @@ export interface Reconciled {
   objects: Map<string, InventoryObject>;
 }
 
+/** Items per bulk write, and bytes: NetBox-style APIs cap both (this app: 1,000 and 1 MiB). */
 const CHUNK = 500;
+const CHUNK_BYTES = 512 * 1024;
+
+/** Splits `items` into runs of at most CHUNK items and about CHUNK_BYTES of JSON. */
+function chunked<T>(items: T[]): { start: number; items: T[] }[] {
+  const out: { start: number; items: T[] }[] = [];
+  let start = 0;
+  let bytes = 0;
+  for (let i = 0; i < items.length; i++) {
+    const size = JSON.stringify(items[i]).length + 1;
+    if (i > start && (i - start >= CHUNK || bytes + size > CHUNK_BYTES)) {
+      out.push({ start, items: items.slice(start, i) });
+      start = i;
+      bytes = 0;
+    }
+    bytes += size;
+  }
+  if (start < items.length) out.push({ start, items: items.slice(start) });
+  return out;
+}
 
 function isRecord(v: unknown): v is Record<string, unknown> {
   return typeof v === "object" && v !== null && !Array.isArray(v);
@@ -143,8 +163,7 @@ async function inChunks<T, R>(
   write: (chunk: T[]) => Promise<R[]>,
 ): Promise<(R | null)[]> {
   const out: (R | null)[] = [];
-  for (let i = 0; i < items.length; i += CHUNK) {
-    const chunk = items.slice(i, i + CHUNK);
+  for (const { start: i, items: chunk } of chunked(items)) {
     try {
       out.push(...await write(chunk));
       continue;
