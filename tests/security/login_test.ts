@@ -52,6 +52,12 @@ Deno.test("lockout: the app's in-process calls to itself are never counted, even
       assert.equal(res.status, 401);
       await res.body?.cancel();
     }
+    // The app's own calls are not locked out either.
+    const own = await app.request("/auth/keys", { headers: { "x-service-api-key": KEY } }, {
+      internal: true,
+    });
+    assert.equal(own.status, 200);
+    await own.body?.cancel();
     // The browser on the same machine (127.0.0.1) is not locked by the app's own calls.
     const browser = await app.request("/auth/keys", { headers: { "x-service-api-key": KEY } }, {
       remoteAddr: { hostname: "127.0.0.1" },
@@ -76,6 +82,53 @@ Deno.test("static assets: inherited names (constructor, toString, valueOf) are 4
     }
     assert.equal(deps.logger.lines.filter((l) => l.level === "error").length, 0);
   } finally {
+    deps.kv.close();
+  }
+});
+
+Deno.test("lockout: wrong keys sent through the plugin's own relay never lock the machine out", async () => {
+  const { ROOT_TOKEN, P } = await import("../routes/plugin/_harness.ts");
+  const deps = await testDeps({
+    SERVICE_SURFACES: "backend,plugin",
+    INVENTORY_BOOTSTRAP_TOKEN: ROOT_TOKEN,
+  });
+  const app = await createApp(deps);
+  const server = Deno.serve(
+    { port: 0, hostname: "127.0.0.1", onListen() {} },
+    (request, info) => app.fetch(request, info),
+  );
+  // As main.ts: calls to the app's own port are answered in-process.
+  deps.self = { port: server.addr.port, fetch: (r) => app.fetch(r, { internal: true }) };
+  const base = `http://127.0.0.1:${server.addr.port}`;
+  const inv = async (method: string, path: string, body?: unknown) => {
+    const res = await fetch(base + path, {
+      method,
+      headers: { authorization: `Token ${ROOT_TOKEN}`, "content-type": "application/json" },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    return { status: res.status, body: await res.json() };
+  };
+  try {
+    const be = await inv("POST", P + "endpoints/backend/", {
+      name: "self",
+      domain: "127.0.0.1",
+      port: server.addr.port,
+      use_https: false,
+    });
+    assert.equal(be.body.last_push.ok, true, JSON.stringify(be.body.last_push));
+    const goodKey = be.body.token;
+    // The plugin now holds a key the backend does not know.
+    await inv("POST", `${P}endpoints/backend/${be.body.id}/token/`, { token: "w".repeat(64) });
+    for (let i = 0; i < 7; i++) {
+      const relayed = await inv("GET", P + "bootstrap-status/");
+      assert.equal(relayed.status, 401, JSON.stringify(relayed.body));
+    }
+    // A browser on the same machine, with the right key, is not locked out.
+    const browser = await fetch(`${base}/auth/keys`, { headers: { "x-service-api-key": goodKey } });
+    assert.equal(browser.status, 200);
+    await browser.body?.cancel();
+  } finally {
+    await server.shutdown();
     deps.kv.close();
   }
 });
