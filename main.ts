@@ -1,9 +1,11 @@
 /**
- * The only module with side effects: configuration → KV → deps → Deno.serve, graceful stop.
+ * The only module with side effects: configuration → KV → storage → deps → Deno.serve, graceful
+ * stop.
  */
 import { type AppDeps, createApp } from "./app.ts";
 import { outboundForConfig } from "./clients/outbound.ts";
 import { prepareKvFile } from "./storage/kv/kv_file.ts";
+import { createKvStorage } from "./storage/kv/mod.ts";
 import { APP_NAME, APP_VERSION, ConfigError, parseConfig } from "./config.ts";
 import { jsonLogger } from "./domain/logger.ts";
 import { watchLauncher } from "./launcher_watch.ts";
@@ -63,7 +65,9 @@ const kvPath = config.kvPath;
 await prepareKvFile(kvPath);
 const kv = await Deno.openKv(kvPath);
 
-const deps: AppDeps = { config, kv, fetch: globalThis.fetch, now: Date.now, logger };
+// Every store is built here, once; surfaces receive ports, never the KV handle.
+const storage = createKvStorage(kv, { atRestKey: config.encryptionKey, now: Date.now });
+const deps: AppDeps = { config, storage, fetch: globalThis.fetch, now: Date.now, logger };
 // Every outbound call goes through the guard; calls to our own port are answered in-process
 // (bound below, once the server listens).
 deps.fetch = outboundForConfig(config, () => deps.self);

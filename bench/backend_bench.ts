@@ -16,6 +16,7 @@ import { MemoryLogger } from "../domain/logger.ts";
 import { KvApiKeyStore } from "../storage/kv/api_keys.ts";
 import { digestKey } from "../domain/api_keys.ts";
 import { processLoad } from "./http_load.ts";
+import { createKvStorage } from "../storage/kv/mod.ts";
 
 const KEY = "b".repeat(64);
 const ROUNDS = 5;
@@ -30,7 +31,7 @@ async function server(extraKeys: number) {
   const store = await seededStore(kv, extraKeys);
   const app = await createBackendApp({
     config: parseConfig({ SERVICE_SURFACES: "backend", SERVICE_KV_PATH: ":memory:" }),
-    kv,
+    storage: createKvStorage(kv, { now: Date.now }),
     fetch,
     now: Date.now,
     logger: new MemoryLogger(),

@@ -21,6 +21,7 @@ import { MemoryLogger } from "../domain/logger.ts";
 import type { AppDeps } from "../routes/_lib/deps.ts";
 import type { HypervisorEngine } from "../mock/engine.ts";
 import { processLoad } from "./http_load.ts";
+import { createKvStorage } from "../storage/kv/mod.ts";
 
 const SCHEMA = new URL("../../shared/hypervisor-schema/pve-9.2.json", import.meta.url).pathname;
 const SEED = "nodes=10,vms=10000,cts=0,storages=2";
@@ -29,7 +30,7 @@ async function setup() {
   const kv = await Deno.openKv(":memory:");
   const deps: AppDeps = {
     config: parseConfig({ SERVICE_KV_PATH: ":memory:", HYPERVISOR_MOCK_SEED: SEED }),
-    kv,
+    storage: createKvStorage(kv, { now: Date.now }),
     fetch: globalThis.fetch,
     now: Date.now,
     logger: new MemoryLogger(),

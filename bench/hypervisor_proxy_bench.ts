@@ -10,6 +10,7 @@ import { loadSchema } from "../domain/hypervisor_schema/schema.ts";
 import { parseConfig } from "../config.ts";
 import { MemoryLogger } from "../domain/logger.ts";
 import type { AppDeps } from "../routes/_lib/deps.ts";
+import { createKvStorage } from "../storage/kv/mod.ts";
 
 const schema = await loadSchema(
   new URL("../../shared/hypervisor-schema/pve-9.2.json", import.meta.url).pathname,
@@ -17,7 +18,7 @@ const schema = await loadSchema(
 const kv = await Deno.openKv(":memory:");
 const deps = (env: Record<string, string>): AppDeps => ({
   config: parseConfig({ SERVICE_KV_PATH: ":memory:", ...env }),
-  kv,
+  storage: createKvStorage(kv, { now: Date.now }),
   fetch: globalThis.fetch,
   now: Date.now,
   logger: new MemoryLogger(),

@@ -11,14 +11,18 @@ import { createInventoryApp } from "../routes/inventory/mod.ts";
 import { createBackendApp } from "../routes/backend/mod.ts";
 import { parseConfig } from "../config.ts";
 import { MemoryLogger } from "../domain/logger.ts";
+import { createKvStorage } from "../storage/kv/mod.ts";
 
 const ROOT = "bench-root-token-0123456789abcdef01234567";
 const P = "/api/plugins/service/";
 
 async function deps(env: Record<string, string>) {
+  const kv = await Deno.openKv(":memory:");
+  const config = parseConfig({ SERVICE_KV_PATH: ":memory:", ...env });
   return {
-    config: parseConfig({ SERVICE_KV_PATH: ":memory:", ...env }),
-    kv: await Deno.openKv(":memory:"),
+    config,
+    kv,
+    storage: createKvStorage(kv, { atRestKey: config.encryptionKey, now: Date.now }),
     fetch,
     now: Date.now,
     logger: new MemoryLogger(),

@@ -15,6 +15,7 @@ import { MemoryLogger } from "../domain/logger.ts";
 import type { AppDeps } from "../routes/_lib/deps.ts";
 import { createBackendApp, createBackendServices } from "../routes/backend/mod.ts";
 import type { VerbAuditRecord, VerbAuditStore } from "../storage/ports.ts";
+import { createKvStorage } from "../storage/kv/mod.ts";
 
 const SAMPLES = 600;
 const WARMUP = 50;
@@ -30,7 +31,7 @@ const deps: AppDeps = {
     SERVICE_ALLOW_LOOPBACK_TARGETS: "true",
     HYPERVISOR_MOCK_TASK_DELAY_MS: "0",
   }),
-  kv,
+  storage: createKvStorage(kv, { now: Date.now }),
   fetch: (input, init) => Promise.resolve(whole!.fetch(new Request(input, init), ADDR)),
   now: Date.now,
   logger: new MemoryLogger(),

@@ -12,6 +12,7 @@ import { type Config, parseConfig } from "../config.ts";
 import { jsonLogger, type Logger } from "../domain/logger.ts";
 import { createInventoryCore, createSuperuserToken } from "../routes/inventory/mod.ts";
 import type { AppDeps } from "../routes/_lib/deps.ts";
+import { createKvStorage } from "../storage/kv/mod.ts";
 import { runSync, type SyncIo, type SyncOutcome } from "./sync/run.ts";
 import { interruptSignal, processIo } from "./sync/terminal.ts";
 import { watchLauncher } from "../launcher_watch.ts";
@@ -84,7 +85,13 @@ export async function startDemo(options: DemoOptions): Promise<Demo> {
   const config = demoConfig(options.env);
   const kv = await Deno.openKv(":memory:");
   const logs = holdingLogger(options.logLine ?? ((line) => console.error(line)));
-  const deps: AppDeps = { config, kv, fetch: globalThis.fetch, now: Date.now, logger: logs.logger };
+  const deps: AppDeps = {
+    config,
+    storage: createKvStorage(kv, { atRestKey: config.encryptionKey, now: Date.now }),
+    fetch: globalThis.fetch,
+    now: Date.now,
+    logger: logs.logger,
+  };
   // As main.ts: every outbound call goes through the guard, and the copies, which point at this
   // app's own port, are answered in-process (bound once the server listens).
   deps.fetch = outboundForConfig(config, () => deps.self);

@@ -10,6 +10,7 @@
 import { ConfigError, parseConfig } from "../config.ts";
 import { jsonLogger } from "../domain/logger.ts";
 import { createInventoryCore, createSuperuserToken } from "../routes/inventory/mod.ts";
+import { createKvStorage } from "../storage/kv/mod.ts";
 
 /** Where a KV path points, in words a user can compare with the server's start-up line. */
 export function describeStore(kvPath: string | undefined, cwd = Deno.cwd()): string {
@@ -38,7 +39,7 @@ if (import.meta.main) {
   try {
     const ctx = createInventoryCore({
       config,
-      kv,
+      storage: createKvStorage(kv, { atRestKey: config.encryptionKey, now: Date.now }),
       fetch: globalThis.fetch,
       now: Date.now,
       logger: jsonLogger(),

@@ -298,3 +298,102 @@ export interface ConsoleSessionStore {
   get(id: string): Promise<ConsoleSessionRecord | null>;
   delete(id: string): Promise<void>;
 }
+
+// ---------------------------------------------------------------- inventory plugin: settings
+
+/** The plugin settings singleton (docs/api-behaviour.md, "Plugin settings"). */
+export interface PluginSettings {
+  /** Plaintext; the inventory database is the key's home (docs/api-behaviour.md, "Secrets"). */
+  encryption_key: string | null;
+  custom_fields_enabled: boolean;
+  /** Keys replaced by rotations (newest first, at most 5), still tried when decrypting. */
+  previous_keys: string[];
+  /** ISO 8601 UTC, null until first changed. */
+  last_updated: string | null;
+}
+
+export interface PluginSettingsStore {
+  get(): Promise<PluginSettings>;
+  /**
+   * Applies `change` to the current settings atomically. `change` may be async (it runs
+   * between the read and the checked write and may run again on contention).
+   */
+  update(change: (current: PluginSettings) => PluginSettings): Promise<PluginSettings>;
+}
+
+// ---------------------------------------------------------------- hypervisor: schema versions
+
+export interface StoredSchemaVersion {
+  /** Version label, e.g. `9.3-beta`. */
+  version: string;
+  /** Where it was loaded from (file path or URL). */
+  source: string;
+  /** Hex SHA-256 of the stored (uncompressed) JSON text. */
+  sha256: string;
+  /** Uncompressed JSON text size in bytes. */
+  bytes: number;
+  /** Compressed size in bytes. */
+  stored_bytes: number;
+  chunks: number;
+  blob: string;
+  operations: number;
+  paths: number;
+  /** ISO 8601. */
+  created_at: string;
+}
+
+export type SaveResult =
+  | { ok: true; record: StoredSchemaVersion }
+  | { ok: false; reason: "conflict" | "limit" };
+
+/** How many generated versions a store keeps before `save` answers `limit`. */
+export const MAX_STORED_VERSIONS = 50;
+
+export interface SchemaVersionStore {
+  list(): Promise<StoredSchemaVersion[]>;
+  get(version: string): Promise<StoredSchemaVersion | null>;
+  /** Stores the text under a new label; fails when the label exists or the store is full. */
+  save(
+    meta: Omit<StoredSchemaVersion, "sha256" | "bytes" | "stored_bytes" | "chunks" | "blob">,
+    text: string,
+  ): Promise<SaveResult>;
+  /** The stored JSON text, verified against its digest; null when the version is unknown. */
+  loadText(version: string): Promise<string | null>;
+  delete(version: string): Promise<boolean>;
+}
+
+// ---------------------------------------------------------------- hypervisor: request limits
+
+export interface RateDecision {
+  allowed: boolean;
+  limit: number;
+  remaining: number;
+  /** Epoch milliseconds when the window closes. */
+  resetAt: number;
+  /** Whole seconds until the window closes (at least 1); for `Retry-After`. */
+  retryAfter: number;
+}
+
+/** A fixed window per (route, client) opened by the client's first request; never over-admits. */
+export interface RateLimiter {
+  hit(route: string, client: string, limit: number, windowMs: number): Promise<RateDecision>;
+}
+
+// ---------------------------------------------------------------- everything, wired once
+
+/**
+ * Every store the app uses, built once (main.ts: `createKvStorage(kv)`) and carried in
+ * `AppDeps.storage`. A second backend implements this and passes tests/storage/contract/.
+ */
+export interface Storage {
+  apiKeys: ApiKeyStore;
+  inventoryEndpoints: InventoryEndpointStore & VersionedRecords<InventoryEndpointRecord>;
+  hypervisorEndpoints: HypervisorEndpointStore & VersionedRecords<HypervisorEndpointRecord>;
+  models: ModelStore;
+  verbAudit: VerbAuditStore;
+  idempotency: IdempotencyStore;
+  consoleSessions: ConsoleSessionStore;
+  pluginSettings: PluginSettingsStore;
+  schemaVersions: SchemaVersionStore;
+  rateLimits: RateLimiter;
+}

@@ -2,26 +2,40 @@ import type { AppDeps } from "../routes/_lib/deps.ts";
 import { type Config, parseConfig } from "../config.ts";
 import { MemoryLogger } from "../domain/logger.ts";
 import { outboundForConfig } from "../clients/outbound.ts";
+import { createKvStorage } from "../storage/kv/mod.ts";
+
+/** What a test may override: any dep, or the KV handle the stores are built on. */
+export type TestOverrides = Partial<AppDeps> & { kv?: Deno.Kv };
+
+/** Test deps: the app's deps plus the raw KV handle (to close it, or to inspect stored bytes). */
+export type TestDeps = AppDeps & { kv: Deno.Kv; logger: MemoryLogger };
 
 /**
- * Deps for a test: in-memory KV, a configuration parsed from `env` (as main.ts would), a
- * logger whose lines can be read back. Close `deps.kv` at the end of the test.
+ * Deps for a test: in-memory KV (or `overrides.kv`) wrapped in every store as main.ts does, a
+ * configuration parsed from `env` (as main.ts would), a logger whose lines can be read back.
+ * Close `deps.kv` at the end of the test.
  */
 export async function testDeps(
   env: Record<string, string> = {},
-  overrides: Partial<AppDeps> = {},
-): Promise<AppDeps & { logger: MemoryLogger }> {
+  overrides: TestOverrides = {},
+): Promise<TestDeps> {
   const config: Config = parseConfig({ SERVICE_KV_PATH: ":memory:", ...env });
+  const kv = overrides.kv ?? await Deno.openKv(":memory:");
   const deps = {
     config,
-    kv: await Deno.openKv(":memory:"),
+    kv,
+    // Built from the test's config; `now` reads deps.now so a test's clock reaches the stores.
+    storage: createKvStorage(kv, {
+      atRestKey: (overrides.config ?? config).encryptionKey,
+      now: () => deps.now(),
+    }),
     // The production transport: loopback targets need SERVICE_ALLOW_LOOPBACK_TARGETS=true, and
     // a test that sets `deps.self` (as main.ts does) has its own port answered in-process.
     fetch: outboundForConfig(config, () => deps.self),
     now: Date.now,
     logger: new MemoryLogger(),
     ...overrides,
-  } as AppDeps & { logger: MemoryLogger };
+  } as TestDeps;
   return deps;
 }
 

@@ -1,17 +1,11 @@
 /**
  * The plugin settings singleton (spec 0 §2): `encryption_key` (write-only) and
- * `custom_fields_enabled` (default false). Stored through the port below.
+ * `custom_fields_enabled` (default false). Stored through `PluginSettingsStore` (storage/ports.ts).
  */
 
-export interface PluginSettings {
-  /** Plaintext; the inventory database is the key's home (spec 0 §1.2 resolution step 2). */
-  encryption_key: string | null;
-  custom_fields_enabled: boolean;
-  /** Keys replaced by rotations (newest first, at most 5), still tried when decrypting. */
-  previous_keys: string[];
-  /** ISO 8601 UTC, null until first changed. */
-  last_updated: string | null;
-}
+import type { PluginSettings, PluginSettingsStore } from "../../storage/ports.ts";
+
+export type { PluginSettings, PluginSettingsStore };
 
 export const DEFAULT_SETTINGS: PluginSettings = {
   encryption_key: null,
@@ -19,15 +13,6 @@ export const DEFAULT_SETTINGS: PluginSettings = {
   previous_keys: [],
   last_updated: null,
 };
-
-export interface PluginSettingsStore {
-  get(): Promise<PluginSettings>;
-  /**
-   * Applies `change` to the current settings atomically. `change` may be async (it runs
-   * between the read and the checked write and may run again on contention).
-   */
-  update(change: (current: PluginSettings) => PluginSettings): Promise<PluginSettings>;
-}
 
 export const MAX_PREVIOUS_KEYS = 5;
 

@@ -1,5 +1,6 @@
 import type { Config } from "../../config.ts";
 import type { Logger } from "../../domain/logger.ts";
+import type { Storage } from "../../storage/ports.ts";
 
 /**
  * Everything a surface may use. Built once in main.ts (or a test) and passed down. It lives
@@ -7,7 +8,12 @@ import type { Logger } from "../../domain/logger.ts";
  */
 export interface AppDeps {
   config: Config;
-  kv: Deno.Kv;
+  /**
+   * Every store, behind its port (storage/ports.ts); main.ts builds it once with
+   * `createKvStorage(kv)`. No surface holds the raw KV handle: watches and expiries are port
+   * methods.
+   */
+  storage: Storage;
   /**
    * Outbound HTTP for clients/*: the guarded transport of clients/outbound.ts (main.ts and
    * tests/_helpers.ts build it); a test may inject one that reaches an in-process app.

@@ -6,10 +6,6 @@ import { Lockout } from "../../domain/lockout.ts";
 import { AuthCache } from "../../domain/api_keys.ts";
 import { CredentialVault } from "../../domain/credentials.ts";
 import { fetchPluginEncryptionKey } from "../../clients/inventory.ts";
-import { KvApiKeyStore } from "../../storage/kv/api_keys.ts";
-import { KvHypervisorEndpointStore, KvInventoryEndpointStore } from "../../storage/kv/endpoints.ts";
-import { KvVerbAuditStore } from "../../storage/kv/verb_audit.ts";
-import { KvIdempotencyStore } from "../../storage/kv/idempotency.ts";
 import type { InventoryEndpointStore } from "../../storage/ports.ts";
 import { allowedMethods } from "../_lib/allowed_methods.ts";
 import { docsRoutes } from "../_lib/docs.ts";
@@ -52,13 +48,13 @@ function pluginKeyReader(
 }
 
 export function createBackendServices(deps: AppDeps): BackendServices {
-  const inventoryEndpoints = new KvInventoryEndpointStore(deps.kv);
+  const { inventoryEndpoints } = deps.storage;
   const vault: CredentialVault = new CredentialVault({
     envKey: deps.config.encryptionKey,
     pluginKey: pluginKeyReader(deps, inventoryEndpoints, () => vault),
     logger: deps.logger,
   });
-  const keys = new KvApiKeyStore(deps.kv);
+  const keys = deps.storage.apiKeys;
   const authCache = new AuthCache(deps.now);
   // Another process retiring a key must not leave it working here: drop the cache on any change.
   void keys.watch(() => authCache.clear());
@@ -66,12 +62,12 @@ export function createBackendServices(deps: AppDeps): BackendServices {
     deps,
     keys,
     inventoryEndpoints,
-    hypervisorEndpoints: new KvHypervisorEndpointStore(deps.kv),
+    hypervisorEndpoints: deps.storage.hypervisorEndpoints,
     lockout: new Lockout(deps.now),
     authCache,
     vault,
-    verbAudit: new KvVerbAuditStore(deps.kv),
-    idempotency: new KvIdempotencyStore(deps.kv),
+    verbAudit: deps.storage.verbAudit,
+    idempotency: deps.storage.idempotency,
   };
 }
 

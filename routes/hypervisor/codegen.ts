@@ -24,15 +24,11 @@ import {
   type SchemaTree,
 } from "../../domain/hypervisor_schema/schema.ts";
 import {
-  KvRateLimiter,
+  MAX_STORED_VERSIONS,
   type RateDecision,
   type RateLimiter,
-} from "../../storage/kv/rate_limits.ts";
-import {
-  KvSchemaVersionStore,
-  MAX_STORED_VERSIONS,
   type SchemaVersionStore,
-} from "../../storage/kv/schema_versions.ts";
+} from "../../storage/ports.ts";
 import {
   blockedAddressReason,
   checkSchemaSource,
@@ -126,7 +122,7 @@ function guardedFetch(base: typeof fetch): typeof fetch {
 export function createSchemaCatalog(deps: AppDeps, options: CodegenOptions): SchemaCatalog {
   return options.catalog ?? new SchemaCatalog(
     options.active,
-    options.store ?? new KvSchemaVersionStore(deps.kv),
+    options.store ?? deps.storage.schemaVersions,
     options.schemaDirs ?? defaultSchemaDirs(deps.config),
   );
 }
@@ -136,7 +132,7 @@ export function hypervisorCodegenRoutes(deps: AppDeps, options: CodegenOptions):
   const app = new Hono<Env>();
   const catalog = createSchemaCatalog(deps, options);
   const store = catalog.store;
-  const limiter = options.limiter ?? new KvRateLimiter(deps.kv, deps.now);
+  const limiter = options.limiter ?? deps.storage.rateLimits;
   const limits = { ...CODEGEN_LIMITS, ...options.limits };
   const openApiCache = options.openApiCache ?? new OpenApiCache();
   const tsCache = options.typeScriptCache ?? new TypeScriptCache();

@@ -12,7 +12,7 @@ import {
   parseSchemaText,
   type SchemaTree,
 } from "../../domain/hypervisor_schema/schema.ts";
-import type { SchemaVersionStore, StoredSchemaVersion } from "../../storage/kv/schema_versions.ts";
+import type { SchemaVersionStore, StoredSchemaVersion } from "../../storage/ports.ts";
 import { existingDirs } from "../../domain/schema_sources.ts";
 
 /** The schema the server currently runs on. */

@@ -2,9 +2,9 @@ import { Hono } from "hono";
 import type { Context } from "hono";
 import type { AppDeps, ServeEnv } from "../_lib/deps.ts";
 import { ModelEngine } from "../../domain/netbox/engine.ts";
-import { CORE_MODELS, tokenModel } from "../../domain/netbox/models/core.ts";
+import { tokenModel } from "../../domain/netbox/models/core.ts";
+import { INVENTORY_MODELS } from "../../domain/netbox/models/mod.ts";
 import { AUTH_MESSAGES, TOKEN_MODEL, TokenService } from "../../domain/netbox/tokens.ts";
-import { KvModelStore } from "../../storage/kv/models.ts";
 import { createPlugin, pluginOpenApiPaths, type PluginOptions } from "../plugin/mod.ts";
 import { docsRoutes } from "../_lib/docs.ts";
 import {
@@ -22,14 +22,14 @@ export type { InventoryContext, InventoryEnv };
 
 /** Builds the engine with every core model registered (plugin models are added by the caller). */
 export function createInventoryCore(deps: AppDeps): InventoryContext {
-  const store = new KvModelStore(deps.kv);
+  const store = deps.storage.models;
   const engine = new ModelEngine({ store, logger: deps.logger, now: deps.now });
   const tokens = new TokenService({
     store,
     encryptionKey: deps.config.encryptionKey,
     now: deps.now,
   });
-  engine.register(...CORE_MODELS, tokenModel(tokens.hooks()));
+  engine.register(...INVENTORY_MODELS, tokenModel(tokens.hooks()));
   return { deps, engine, tokens };
 }
 

@@ -43,7 +43,6 @@ import {
   type PluginSettingsStore,
   publicSettings,
 } from "../../domain/plugin/settings.ts";
-import { KvPluginSettingsStore } from "../../storage/kv/plugin_settings.ts";
 import { ApiError, bulkTooLarge, MAX_BULK_ITEMS, readJsonBody } from "../inventory/errors.ts";
 
 export { pluginOpenApiPaths } from "./openapi.ts";
@@ -134,8 +133,7 @@ const UPSERTS: Array<{ route: RegExp; model: string; key: NaturalKey }> = [
 ];
 
 export function createPlugin(deps: AppDeps, options: PluginOptions): Plugin {
-  const settings = options.settings ??
-    new KvPluginSettingsStore(deps.kv, deps.config.encryptionKey);
+  const settings = options.settings ?? deps.storage.pluginSettings;
   const services = new PluginServices({
     settings,
     atRestKey: deps.config.encryptionKey,

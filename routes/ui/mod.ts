@@ -8,11 +8,9 @@ import { bodyLimit } from "hono/body-limit";
 import { deleteCookie, getCookie } from "hono/cookie";
 import type { AppDeps, ServeEnv } from "../_lib/deps.ts";
 import { TokenService } from "../../domain/netbox/tokens.ts";
-import { KvModelStore } from "../../storage/kv/models.ts";
 import { ConsoleApi, type SurfaceFetch } from "./api.ts";
 import type { ConsoleEnv, ConsoleServices } from "./context.ts";
 import { ConsoleSessions } from "../../domain/console_sessions.ts";
-import { KvConsoleSessionStore } from "../../storage/kv/console_sessions.ts";
 import { constantTimeEqual, SESSION_COOKIE } from "./session.ts";
 import { loginRoutes, logoutRoutes } from "./login.tsx";
 import { overviewRoutes } from "./overview.tsx";
@@ -49,9 +47,9 @@ export function createConsoleApp(
 ): Hono<{ Bindings: ServeEnv }> {
   const ctx: ConsoleServices = {
     deps,
-    sessions: new ConsoleSessions(new KvConsoleSessionStore(deps.kv), deps.now),
+    sessions: new ConsoleSessions(deps.storage.consoleSessions, deps.now),
     tokens: new TokenService({
-      store: new KvModelStore(deps.kv),
+      store: deps.storage.models,
       encryptionKey: deps.config.encryptionKey,
       now: deps.now,
     }),

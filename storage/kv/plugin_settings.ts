@@ -1,4 +1,4 @@
-import type { PluginSettings, PluginSettingsStore } from "../../domain/plugin/settings.ts";
+import type { PluginSettings, PluginSettingsStore } from "../ports.ts";
 import { DEFAULT_SETTINGS } from "../../domain/plugin/settings.ts";
 import { openAtRest, sealAtRest } from "../../domain/plugin/at_rest.ts";
 import { keys } from "./keys.ts";

@@ -5,21 +5,10 @@
  * entry holds `{count, resetAt}` and expires (`expireIn`) when the window closes. Increments are
  * compare-and-set on the entry's versionstamp, so concurrent requests never over-admit.
  */
+import type { RateDecision, RateLimiter } from "../ports.ts";
 import { keys } from "./keys.ts";
 
-export interface RateDecision {
-  allowed: boolean;
-  limit: number;
-  remaining: number;
-  /** Epoch milliseconds when the window closes. */
-  resetAt: number;
-  /** Whole seconds until the window closes (at least 1); for `Retry-After`. */
-  retryAfter: number;
-}
-
-export interface RateLimiter {
-  hit(route: string, client: string, limit: number, windowMs: number): Promise<RateDecision>;
-}
+export type { RateDecision, RateLimiter };
 
 interface WindowEntry {
   count: number;

@@ -7,49 +7,21 @@
  * so a reader never sees a manifest whose chunks are incomplete. A failed or lost race deletes
  * the chunks it wrote.
  */
+import {
+  MAX_STORED_VERSIONS,
+  type SaveResult,
+  type SchemaVersionStore,
+  type StoredSchemaVersion,
+} from "../ports.ts";
 import { keys } from "./keys.ts";
 
-export interface StoredSchemaVersion {
-  /** Version label, e.g. `9.3-beta`. */
-  version: string;
-  /** Where it was loaded from (file path or URL). */
-  source: string;
-  /** Hex SHA-256 of the stored (uncompressed) JSON text. */
-  sha256: string;
-  /** Uncompressed JSON text size in bytes. */
-  bytes: number;
-  /** Compressed size in bytes. */
-  stored_bytes: number;
-  chunks: number;
-  blob: string;
-  operations: number;
-  paths: number;
-  /** ISO 8601. */
-  created_at: string;
-}
-
-export type SaveResult =
-  | { ok: true; record: StoredSchemaVersion }
-  | { ok: false; reason: "conflict" | "limit" };
-
-export interface SchemaVersionStore {
-  list(): Promise<StoredSchemaVersion[]>;
-  get(version: string): Promise<StoredSchemaVersion | null>;
-  /** Stores the text under a new label; fails when the label exists or the store is full. */
-  save(
-    meta: Omit<StoredSchemaVersion, "sha256" | "bytes" | "stored_bytes" | "chunks" | "blob">,
-    text: string,
-  ): Promise<SaveResult>;
-  /** The stored JSON text, verified against its digest; null when the version is unknown. */
-  loadText(version: string): Promise<string | null>;
-  delete(version: string): Promise<boolean>;
-}
+export { MAX_STORED_VERSIONS };
+export type { SaveResult, SchemaVersionStore, StoredSchemaVersion };
 
 /** Under KV's 64 KiB value limit with room to spare. */
 export const CHUNK_BYTES = 60 * 1024;
 /** Chunks per atomic commit: 10 × 60 KiB stays under the 800 KiB total mutation size. */
 const CHUNKS_PER_COMMIT = 10;
-export const MAX_STORED_VERSIONS = 50;
 
 export class SchemaIntegrityError extends Error {
   constructor(version: string, why: string) {

@@ -5,15 +5,14 @@
  */
 import { createApp } from "../../app.ts";
 import { createInventoryCore, createSuperuserToken } from "../../routes/inventory/mod.ts";
-import { testDeps } from "../_helpers.ts";
-import type { AppDeps } from "../../routes/_lib/deps.ts";
+import { type TestDeps, testDeps } from "../_helpers.ts";
 
 export interface Wired {
   base: string;
   port: number;
   token: string;
   tokenId: number;
-  deps: AppDeps;
+  deps: TestDeps;
   /** An inventory API call with the superuser token. */
   // deno-lint-ignore no-explicit-any
   api(method: string, path: string, body?: unknown): Promise<{ status: number; body: any }>;

@@ -6,8 +6,7 @@
  */
 import { createParser, type EventSourceMessage } from "eventsource-parser";
 import { createApp } from "../../app.ts";
-import { testDeps } from "../_helpers.ts";
-import type { AppDeps } from "../../routes/_lib/deps.ts";
+import { type TestDeps, testDeps, type TestOverrides } from "../_helpers.ts";
 import { type LogLevel, type LogLine, MemoryLogger } from "../../domain/logger.ts";
 
 export const ROOT = "e2esync0123456789abcdef0123456789abcdef";
@@ -21,7 +20,7 @@ export interface SseFrame {
 export interface SyncWorld {
   base: string;
   port: number;
-  deps: AppDeps & { logger: MemoryLogger };
+  deps: TestDeps;
   /** Requests seen by the server, "METHOD /path" (query stripped), in order. */
   seen: string[];
   backend(method: string, path: string, body?: unknown): Promise<{ status: number; body: any }>;
@@ -43,7 +42,7 @@ export interface SyncWorld {
 export async function syncWorld(
   seed = "nodes=2,vms=6,cts=3,storages=3",
   env: Record<string, string> = {},
-  overrides: Partial<AppDeps> = {},
+  overrides: TestOverrides = {},
 ): Promise<SyncWorld> {
   const deps = await testDeps({
     INVENTORY_BOOTSTRAP_TOKEN: ROOT,

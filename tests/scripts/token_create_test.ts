@@ -3,6 +3,7 @@ import { createApp } from "../../app.ts";
 import { parseConfig } from "../../config.ts";
 import { MemoryLogger } from "../../domain/logger.ts";
 import { describeStore } from "../../scripts/token_create.ts";
+import { createKvStorage } from "../../storage/kv/mod.ts";
 
 const ROOT = new URL("../../", import.meta.url).pathname;
 
@@ -35,7 +36,7 @@ Deno.test("token:create: stdout is the token alone, stderr names the store, and 
       const config = parseConfig({ SERVICE_KV_PATH: kvPath, SERVICE_SURFACES: "plugin" });
       const app = await createApp({
         config,
-        kv,
+        storage: createKvStorage(kv, { now: Date.now }),
         fetch: globalThis.fetch,
         now: Date.now,
         logger: new MemoryLogger(),

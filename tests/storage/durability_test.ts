@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { createBackendApp } from "../../routes/backend/mod.ts";
 import { parseConfig } from "../../config.ts";
 import { MemoryLogger } from "../../domain/logger.ts";
+import { createKvStorage } from "../../storage/kv/mod.ts";
 
 const KEY = "d".repeat(48);
 
@@ -13,7 +14,7 @@ Deno.test("durability: keys and endpoint copies survive a restart on the same KV
     const kv = await Deno.openKv(path);
     const app = await createBackendApp({
       config: parseConfig(env),
-      kv,
+      storage: createKvStorage(kv, { atRestKey: env.SERVICE_ENCRYPTION_KEY, now: Date.now }),
       fetch: globalThis.fetch,
       now: Date.now,
       logger: new MemoryLogger(),

@@ -1,6 +1,5 @@
 import { createBackendApp } from "../../../routes/backend/mod.ts";
-import { testDeps } from "../../_helpers.ts";
-import type { AppDeps } from "../../../routes/_lib/deps.ts";
+import { testDeps, type TestOverrides } from "../../_helpers.ts";
 
 export const KEY = "k".repeat(40);
 
@@ -16,7 +15,7 @@ export interface BackendHarness {
 
 export async function backend(
   env: Record<string, string> = {},
-  overrides: Partial<AppDeps> = {},
+  overrides: TestOverrides = {},
 ): Promise<BackendHarness> {
   const deps = await testDeps({ SERVICE_SURFACES: "backend", ...env }, overrides);
   const app = await createBackendApp(deps);
@@ -43,7 +42,7 @@ export async function backend(
 /** A harness whose first key is registered; `KEY` authenticates. */
 export async function registered(
   env: Record<string, string> = {},
-  overrides: Partial<AppDeps> = {},
+  overrides: TestOverrides = {},
 ) {
   const h = await backend(env, overrides);
   const res = await h.call("/auth/register-key", {

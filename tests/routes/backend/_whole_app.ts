@@ -6,8 +6,7 @@
  */
 import { createApp } from "../../../app.ts";
 import { createOutboundFetch } from "../../../clients/outbound.ts";
-import type { AppDeps } from "../../../routes/_lib/deps.ts";
-import { testDeps } from "../../_helpers.ts";
+import { testDeps, type TestOverrides } from "../../_helpers.ts";
 import { KEY } from "./_setup.ts";
 
 export interface WholeApp {
@@ -27,7 +26,7 @@ export async function wholeApp(
   options: {
     env?: Record<string, string>;
     socket?: boolean;
-    deps?: Partial<AppDeps>;
+    deps?: TestOverrides;
     /** Runs before each outbound request is sent (to hold it back, or to count it). */
     before?: (request: Request) => void | Promise<void>;
   } = {},

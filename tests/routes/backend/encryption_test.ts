@@ -6,6 +6,7 @@ import { deriveFernetKey, fernetDecrypt, importFernetKey } from "../../../domain
 import { keys } from "../../../storage/kv/keys.ts";
 import { KEY, registered } from "./_setup.ts";
 import { HAS_OPENSSL, selfSigned } from "../../_tls.ts";
+import { createKvStorage } from "../../../storage/kv/mod.ts";
 
 const inventory = {
   name: "nb",
@@ -103,7 +104,7 @@ Deno.test("encryption: a wrong key or tampered value is a 409 naming the endpoin
     const logger = new MemoryLogger();
     const deps = (env: Record<string, string>, kv: Deno.Kv) => ({
       config: parseConfig({ SERVICE_SURFACES: "backend", ...env }),
-      kv,
+      storage: createKvStorage(kv, { atRestKey: env.SERVICE_ENCRYPTION_KEY, now: Date.now }),
       fetch: pluginSettings(null),
       now: Date.now,
       logger,

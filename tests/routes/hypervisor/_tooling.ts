@@ -1,12 +1,12 @@
 /** Shared setup for the hypervisor docs/codegen route tests. */
 import { Hono } from "hono";
-import type { AppDeps, ServeEnv } from "../../../routes/_lib/deps.ts";
+import type { ServeEnv } from "../../../routes/_lib/deps.ts";
 import { loadSchema, type SchemaTree } from "../../../domain/hypervisor_schema/schema.ts";
 import {
   type CodegenOptions,
   hypervisorToolingRoutes,
 } from "../../../routes/hypervisor/codegen.ts";
-import { testDeps } from "../../_helpers.ts";
+import { type TestDeps, testDeps } from "../../_helpers.ts";
 
 export const SHARED_DIR = new URL("../../../../shared/hypervisor-schema/", import.meta.url).pathname
   .replace(/\/$/, "");
@@ -24,7 +24,7 @@ export function fakeDns(table: Record<string, string[]>) {
 }
 
 export interface Tooling {
-  deps: AppDeps;
+  deps: TestDeps;
   app: Hono<{ Bindings: ServeEnv }>;
   /** Builds another app over the same KV (a restart or another isolate). */
   again(overrides?: Partial<CodegenOptions>): Hono<{ Bindings: ServeEnv }>;

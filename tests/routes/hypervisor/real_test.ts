@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { Hono } from "hono";
-import type { AppDeps, ServeEnv } from "../../../routes/_lib/deps.ts";
+import type { ServeEnv } from "../../../routes/_lib/deps.ts";
 import { createHypervisorApp } from "../../../routes/hypervisor/mod.ts";
 import {
   hypervisorRealRoutes,
@@ -13,7 +13,7 @@ import {
   type RealModeOptions,
   UPSTREAM_SCHEMA_PATH,
 } from "../../../routes/hypervisor/real.ts";
-import { testDeps } from "../../_helpers.ts";
+import { type TestDeps, testDeps } from "../../_helpers.ts";
 import { refusingListener } from "../../_net.ts";
 import { HAS_OPENSSL, openssl } from "../../_tls.ts";
 import type { MemoryLogger } from "../../../domain/logger.ts";
@@ -24,7 +24,7 @@ const MOCK_PASSWORD = "bridgebox";
 
 interface Upstream {
   url: string;
-  deps: AppDeps;
+  deps: TestDeps;
   /** Requests the upstream received, as "METHOD /path". */
   seen: string[];
   /** Replaces the upstream app by a fresh one on the same port (its sessions are gone). */
@@ -129,7 +129,7 @@ async function startUpstream(tls?: Certs): Promise<Upstream> {
 
 interface Proxy {
   app: Hono<{ Bindings: ServeEnv }>;
-  deps: AppDeps;
+  deps: TestDeps;
   clock: { now: number };
   logins(): number;
   close(): void;

@@ -3,11 +3,9 @@
  * with a bootstrap superuser token, plus helpers to create the core objects plugin records
  * reference, a real backend surface over a socket, and a fake hypervisor API.
  */
-import type { AppDeps } from "../../../routes/_lib/deps.ts";
 import { createInventoryApp } from "../../../routes/inventory/mod.ts";
 import { createBackendApp } from "../../../routes/backend/mod.ts";
-import { testDeps } from "../../_helpers.ts";
-import type { MemoryLogger } from "../../../domain/logger.ts";
+import { type TestDeps, testDeps, type TestOverrides } from "../../_helpers.ts";
 
 export const ROOT_TOKEN = "0123456789abcdef0123456789abcdef01234567";
 export const P = "/api/plugins/service/";
@@ -21,7 +19,7 @@ export interface Answer {
 }
 
 export interface Harness {
-  deps: AppDeps & { logger: MemoryLogger };
+  deps: TestDeps;
   call(
     method: string,
     path: string,
@@ -41,7 +39,7 @@ export interface Harness {
 
 export async function harness(
   env: Record<string, string> = {},
-  overrides: Partial<AppDeps> = {},
+  overrides: TestOverrides = {},
 ): Promise<Harness> {
   // The backends and hypervisors these tests talk to listen on 127.0.0.1.
   const deps = await testDeps({

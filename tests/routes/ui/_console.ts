@@ -5,8 +5,7 @@
  * pushes) reach the same app in process.
  */
 import { createApp } from "../../../app.ts";
-import { testDeps } from "../../_helpers.ts";
-import type { AppDeps } from "../../../routes/_lib/deps.ts";
+import { type TestDeps, testDeps } from "../../_helpers.ts";
 
 export const ROOT = "ui0123456789abcdef0123456789abcdef012345";
 export const ORIGIN = "http://console.test";
@@ -87,7 +86,7 @@ export function textOf(html: string): string {
 }
 
 export interface Harness {
-  deps: AppDeps;
+  deps: TestDeps;
   app: Awaited<ReturnType<typeof createApp>>;
   /** The inventory API with the superuser token. */
   // deno-lint-ignore no-explicit-any

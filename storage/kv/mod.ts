@@ -1,0 +1,43 @@
+/**
+ * Every Deno KV store behind its port, built once from one `Deno.Kv` handle.
+ *
+ * @module
+ * @example
+ * ```ts
+ * const kv = await Deno.openKv(":memory:");
+ * const storage = createKvStorage(kv, { atRestKey: undefined, now: Date.now });
+ * await storage.apiKeys.isClaimed(); // false
+ * ```
+ */
+import type { Storage } from "../ports.ts";
+import { KvApiKeyStore } from "./api_keys.ts";
+import { KvConsoleSessionStore } from "./console_sessions.ts";
+import { KvHypervisorEndpointStore, KvInventoryEndpointStore } from "./endpoints.ts";
+import { KvIdempotencyStore } from "./idempotency.ts";
+import { KvModelStore } from "./models.ts";
+import { KvPluginSettingsStore } from "./plugin_settings.ts";
+import { KvRateLimiter } from "./rate_limits.ts";
+import { KvSchemaVersionStore } from "./schema_versions.ts";
+import { KvVerbAuditStore } from "./verb_audit.ts";
+
+export interface KvStorageOptions {
+  /** SERVICE_ENCRYPTION_KEY: seals the plugin's encryption key at rest when set. */
+  atRestKey?: string;
+  /** Epoch milliseconds (request-limit windows). */
+  now: () => number;
+}
+
+export function createKvStorage(kv: Deno.Kv, options: KvStorageOptions): Storage {
+  return {
+    apiKeys: new KvApiKeyStore(kv),
+    inventoryEndpoints: new KvInventoryEndpointStore(kv),
+    hypervisorEndpoints: new KvHypervisorEndpointStore(kv),
+    models: new KvModelStore(kv),
+    verbAudit: new KvVerbAuditStore(kv),
+    idempotency: new KvIdempotencyStore(kv),
+    consoleSessions: new KvConsoleSessionStore(kv),
+    pluginSettings: new KvPluginSettingsStore(kv, options.atRestKey),
+    schemaVersions: new KvSchemaVersionStore(kv),
+    rateLimits: new KvRateLimiter(kv, options.now),
+  };
+}
