@@ -77,6 +77,15 @@ export interface FieldDef {
   filter?: boolean;
   /** OpenAPI description. */
   description?: string;
+  /**
+   * A read-only related-object count (NetBox's `device_count`, `count_ipaddresses`...): the
+   * records of `model` whose FK, or generic FK, `field` points at this record; model "*" counts
+   * `field` over every registered model (a tag's `tagged_items`). Rendered for the records a
+   * request asks for, not inside nested forms.
+   */
+  count?: { model: string; field: string };
+  /** A choice holding a content type ("app.model"): rendered as the plain string, as NetBox. */
+  contentType?: boolean;
 }
 
 export interface UniqueDef {

@@ -35,6 +35,9 @@ function readSchema(f: FieldDef): Schema {
     case "date":
       return nullable({ type: "string", format: "date" });
     case "choice":
+      if (f.contentType) {
+        return nullable({ type: "string", enum: f.choices?.map(([v]) => v) });
+      }
       return nullable({
         type: "object",
         properties: {

@@ -58,6 +58,8 @@ interface Reference {
 interface Plan {
   steps: Step[];
   references: Reference[];
+  /** Related-object counts, filled in after the rows are built. */
+  counts: Array<{ name: string; model: string; field: string }>;
 }
 
 /** One render call: its origin, the records it loaded, and the nested forms built so far. */
@@ -140,8 +142,39 @@ export class Renderer {
     ]);
     const page = new PageRender(this, cache, options.origin);
     const out = records.map((r) => page.row(plan, r, 0, cfs));
-    await this.#renderObjectCustomFields(out, cfs, page);
+    await Promise.all([
+      this.#renderObjectCustomFields(out, cfs, page),
+      this.#renderCounts(def, plan, records, out),
+    ]);
     return out;
+  }
+
+  /** Related-object counts, from the store's per-value index counters (one read each). */
+  async #renderCounts(
+    def: ModelDef,
+    plan: Plan,
+    records: StoredObject[],
+    out: Out[],
+  ): Promise<void> {
+    if (plan.counts.length === 0) return;
+    const { registry, store } = this.core;
+    const self = registry.nameOf(def);
+    const countOne = (model: string, field: string, id: number): Promise<number> => {
+      if (!registry.has(model)) return Promise.resolve(0);
+      const f = model === "*" ? undefined : registry.definition(model).fields[field];
+      return store.countByIndex(model, field, f?.type === "gfk" ? `${self}:${id}` : id);
+    };
+    await Promise.all(records.flatMap((r, i) =>
+      plan.counts.map(async ({ name, model, field }) => {
+        if (model === "*") {
+          const models = registry.models().filter((m) => m.tags !== false);
+          const counts = await Promise.all(
+            models.map((m) => store.countByIndex(registry.nameOf(m), field, r.id)),
+          );
+          out[i][name] = counts.reduce((a, b) => a + b, 0);
+        } else out[i][name] = await countOne(model, field, r.id);
+      })
+    ));
   }
 
   briefPlan(def: ModelDef): Plan {
@@ -249,7 +282,7 @@ function outputFields(def: ModelDef, options: RenderOptions): string[] {
   let names: string[];
   if (options.brief) names = ["id", "url", "display", ...def.brief];
   else {
-    names = ["id", "url", "display"];
+    names = ["id", "url", "display_url", "display"];
     for (const [k, f] of Object.entries(def.fields)) if (!f.writeOnly && !f.hidden) names.push(k);
     if (def.tags !== false) names.push("tags");
     if (def.customFields !== false) names.push("custom_fields");
@@ -277,6 +310,7 @@ const CUSTOM_FIELDS_STEP: Step = (r, out, _page, _depth, cfs) => {
 function compilePlan(def: ModelDef, names: string[]): Plan {
   const steps: Step[] = [];
   const references: Reference[] = [];
+  const counts: Plan["counts"] = [];
   for (const name of names) {
     switch (name) {
       case "id":
@@ -284,6 +318,10 @@ function compilePlan(def: ModelDef, names: string[]): Plan {
         continue;
       case "url":
         steps.push((r, out, page) => out.url = urlOf(def, r.id, page.origin));
+        continue;
+      case "display_url":
+        // The record's page in NetBox's web UI: the API path without /api.
+        steps.push((r, out, page) => out.display_url = `${page.origin}/${def.path}${r.id}/`);
         continue;
       case "display":
         steps.push((r, out) => out.display = displayOf(def, r));
@@ -302,11 +340,19 @@ function compilePlan(def: ModelDef, names: string[]): Plan {
     }
     const f = def.fields[name];
     if (!f) continue;
+    if (f.count) {
+      counts.push({ name, ...f.count });
+      // The key keeps its place; nested forms (depth > 0) leave counts out.
+      steps.push((_r, out, _page, depth) => {
+        if (depth === 0) out[name] = 0;
+      });
+      continue;
+    }
     const reference = referenceOf(name, f);
     if (reference) references.push(reference);
     steps.push(fieldStep(name, f));
   }
-  return { steps, references };
+  return { steps, references, counts };
 }
 
 /** What a field refers to (fk, m2m, computed fk, generic fk), for batch-loading. */
@@ -326,6 +372,10 @@ function fieldStep(name: string, f: FieldDef): Step {
     if (f.type === "fk") {
       const model = f.model!;
       return (r, out, page, depth) => out[name] = page.nested(model, compute(r), depth);
+    }
+    if (f.type === "m2m") {
+      const model = f.model!;
+      return (r, out, page, depth) => out[name] = page.nestedList(model, compute(r), depth);
     }
     return (r, out) => out[name] = compute(r);
   }
@@ -353,6 +403,9 @@ function fieldStep(name: string, f: FieldDef): Step {
         if (!labels.has(value)) labels.set(value, label);
       }
       const nullable = f.nullable;
+      if (f.contentType) {
+        return (r, out) => out[name] = r[name] === undefined || r[name] === "" ? null : r[name];
+      }
       return (r, out) => {
         const v = r[name];
         if (v === null || v === undefined || v === "") {

@@ -14,6 +14,16 @@ import {
   parseCidr,
   within,
 } from "../ip.ts";
+import {
+  AIRFLOW,
+  always,
+  alwaysEmpty,
+  alwaysNull,
+  contentType,
+  countOf,
+  optionalChoice,
+  WEIGHT_UNITS,
+} from "./shapes.ts";
 import type {
   CustomFilter,
   EngineApi,
@@ -30,46 +40,50 @@ const SLUG_RE = /^[-a-zA-Z0-9_]+$/;
 const SLUG_MESSAGE = "Enter a valid “slug” consisting of letters, numbers, underscores or hyphens.";
 const COLOR_RE = /^[0-9a-f]{6}$/i;
 
-const str = (maxLength = 100, extra: Partial<FieldDef> = {}): FieldDef => ({
+export const str = (maxLength = 100, extra: Partial<FieldDef> = {}): FieldDef => ({
   type: "string",
   maxLength,
   ...extra,
 });
-const name = (maxLength = 100, extra: Partial<FieldDef> = {}): FieldDef => ({
+export const name = (maxLength = 100, extra: Partial<FieldDef> = {}): FieldDef => ({
   type: "string",
   required: true,
   maxLength,
   index: true,
   ...extra,
 });
-const slug = (): FieldDef => ({
+export const slug = (): FieldDef => ({
   type: "string",
   required: true,
   maxLength: 100,
   pattern: SLUG_RE,
   patternMessage: SLUG_MESSAGE,
 });
-const description = (): FieldDef => str(200);
-const comments = (): FieldDef => ({ type: "string" });
-const fk = (model: string, extra: Partial<FieldDef> = {}): FieldDef => ({
+export const description = (): FieldDef => str(200);
+export const comments = (): FieldDef => ({ type: "string" });
+export const fk = (model: string, extra: Partial<FieldDef> = {}): FieldDef => ({
   type: "fk",
   model,
   nullable: true,
   onDelete: "set_null",
   ...extra,
 });
-const reqFk = (model: string, onDelete: FieldDef["onDelete"] = "protect"): FieldDef => ({
+export const reqFk = (model: string, onDelete: FieldDef["onDelete"] = "protect"): FieldDef => ({
   type: "fk",
   model,
   required: true,
   onDelete,
 });
-const choice = (
+export const choice = (
   choices: ReadonlyArray<readonly [string, string]>,
   extra: Partial<FieldDef> = {},
 ): FieldDef => ({ type: "choice", choices, index: true, ...extra });
-const bool = (fallback: boolean): FieldDef => ({ type: "bool", default: fallback, index: true });
-const color = (): FieldDef => ({
+export const bool = (fallback: boolean): FieldDef => ({
+  type: "bool",
+  default: fallback,
+  index: true,
+});
+export const color = (): FieldDef => ({
   type: "string",
   maxLength: 6,
   default: "9e9e9e",
@@ -77,18 +91,18 @@ const color = (): FieldDef => ({
   patternMessage: "Enter a valid hexadecimal RGB color code.",
 });
 
-function withNameSlug(): Record<string, FieldDef> {
+export function withNameSlug(): Record<string, FieldDef> {
   return { name: name(100), slug: slug() };
 }
 
-const NAME_SLUG_UNIQUE = [
+export const NAME_SLUG_UNIQUE = [
   { fields: ["name"], ci: true },
   { fields: ["slug"], ci: true },
 ];
 
 // ------------------------------------------------------------------ choices
 
-const SITE_STATUS = [
+export const SITE_STATUS = [
   ["planned", "Planned"],
   ["staging", "Staging"],
   ["active", "Active"],
@@ -185,7 +199,12 @@ const INTERFACE_OWNERS = [["dcim.interface", "DCIM > Interface"], [
   "virtualization.vminterface",
   "Virtualization > Interface",
 ]] as const;
-const SCOPE_TYPES = [["dcim.site", "DCIM > Site"]] as const;
+export const SCOPE_TYPES = [
+  ["dcim.region", "DCIM > Region"],
+  ["dcim.sitegroup", "DCIM > Site Group"],
+  ["dcim.site", "DCIM > Site"],
+  ["dcim.location", "DCIM > Location"],
+] as const;
 
 // ------------------------------------------------------------------ address checks
 
@@ -235,7 +254,7 @@ const hasPrimaryIp: CustomFilter = (values) => {
 };
 
 /** NetBox's ConfigContextModel rule: local context data is a JSON object. */
-function contextDataRule(draft: StoredObject): FieldErrors | null {
+export function contextDataRule(draft: StoredObject): FieldErrors | null {
   const v = draft.local_context_data;
   if (v === null || v === undefined || (typeof v === "object" && !Array.isArray(v))) return null;
   return {
@@ -540,7 +559,22 @@ export const TENANT: ModelDef = {
   model: "tenant",
   verbose: "tenant",
   path: "tenancy/tenants/",
-  fields: { ...withNameSlug(), description: description(), comments: comments() },
+  fields: {
+    ...withNameSlug(),
+    group: fk("tenancy.tenantgroup", { onDelete: "protect" }),
+    description: description(),
+    comments: comments(),
+    circuit_count: countOf("circuits.circuit", "tenant"),
+    cluster_count: countOf("virtualization.cluster", "tenant"),
+    device_count: countOf("dcim.device", "tenant"),
+    ipaddress_count: countOf("ipam.ipaddress", "tenant"),
+    prefix_count: countOf("ipam.prefix", "tenant"),
+    rack_count: countOf("dcim.rack", "tenant"),
+    site_count: countOf("dcim.site", "tenant"),
+    virtualmachine_count: countOf("virtualization.virtualmachine", "tenant"),
+    vlan_count: countOf("ipam.vlan", "tenant"),
+    vrf_count: countOf("ipam.vrf", "tenant"),
+  },
   brief: ["name", "slug", "description"],
   unique: NAME_SLUG_UNIQUE,
   search: ["name", "slug", "description", "comments"],
@@ -555,6 +589,8 @@ export const SITE: ModelDef = {
   fields: {
     ...withNameSlug(),
     status: choice(SITE_STATUS, { default: "active" }),
+    region: fk("dcim.region", { onDelete: "set_null" }),
+    group: fk("dcim.sitegroup", { onDelete: "set_null" }),
     tenant: fk("tenancy.tenant", { onDelete: "protect" }),
     facility: str(50),
     time_zone: str(63, { nullable: true, default: null }),
@@ -564,6 +600,13 @@ export const SITE: ModelDef = {
     latitude: { type: "float", nullable: true, min: -90, max: 90 },
     longitude: { type: "float", nullable: true, min: -180, max: 180 },
     comments: comments(),
+    asns: alwaysEmpty(),
+    circuit_count: countOf("circuits.circuittermination", "site"),
+    device_count: countOf("dcim.device", "site"),
+    prefix_count: countOf("ipam.prefix", "scope"),
+    rack_count: countOf("dcim.rack", "site"),
+    virtualmachine_count: countOf("virtualization.virtualmachine", "site"),
+    vlan_count: countOf("ipam.vlan", "site"),
   },
   brief: ["name", "slug", "description"],
   unique: NAME_SLUG_UNIQUE,
@@ -572,7 +615,12 @@ export const SITE: ModelDef = {
 };
 
 /** NetBox's "organizational" models: a unique name and slug plus a description, nothing else. */
-function organizational(app: string, model: string, verbose: string, path: string): ModelDef {
+export function organizational(
+  app: string,
+  model: string,
+  verbose: string,
+  path: string,
+): ModelDef {
   return {
     app,
     model,
@@ -586,12 +634,21 @@ function organizational(app: string, model: string, verbose: string, path: strin
   };
 }
 
-export const MANUFACTURER = organizational(
+const MANUFACTURER_BASE = organizational(
   "dcim",
   "manufacturer",
   "manufacturer",
   "dcim/manufacturers/",
 );
+export const MANUFACTURER: ModelDef = {
+  ...MANUFACTURER_BASE,
+  fields: {
+    ...MANUFACTURER_BASE.fields,
+    devicetype_count: countOf("dcim.devicetype", "manufacturer"),
+    inventoryitem_count: countOf("dcim.inventoryitem", "manufacturer"),
+    platform_count: countOf("dcim.platform", "manufacturer"),
+  },
+};
 
 export const DEVICE_TYPE: ModelDef = {
   app: "dcim",
@@ -600,13 +657,32 @@ export const DEVICE_TYPE: ModelDef = {
   path: "dcim/device-types/",
   fields: {
     manufacturer: reqFk("dcim.manufacturer"),
+    default_platform: fk("dcim.platform"),
     model: name(100),
     slug: slug(),
     part_number: str(50),
     u_height: { type: "float", default: 1, min: 0, max: 1000 },
+    exclude_from_utilization: bool(false),
     is_full_depth: bool(true),
+    subdevice_role: optionalChoice([["parent", "Parent"], ["child", "Child"]]),
+    airflow: optionalChoice(AIRFLOW),
+    weight: { type: "float", nullable: true, min: 0 },
+    weight_unit: optionalChoice(WEIGHT_UNITS),
+    front_image: alwaysNull(),
+    rear_image: alwaysNull(),
     description: description(),
     comments: comments(),
+    device_count: countOf("dcim.device", "device_type"),
+    console_port_template_count: always(0),
+    console_server_port_template_count: always(0),
+    power_port_template_count: always(0),
+    power_outlet_template_count: always(0),
+    interface_template_count: always(0),
+    front_port_template_count: always(0),
+    rear_port_template_count: always(0),
+    device_bay_template_count: always(0),
+    module_bay_template_count: always(0),
+    inventory_item_template_count: always(0),
   },
   brief: ["manufacturer", "model", "slug", "description"],
   display: (r) => String(r.model),
@@ -632,7 +708,15 @@ export const DEVICE_ROLE: ModelDef = {
   model: "devicerole",
   verbose: "device role",
   path: "dcim/device-roles/",
-  fields: { ...withNameSlug(), color: color(), vm_role: bool(true), description: description() },
+  fields: {
+    ...withNameSlug(),
+    color: color(),
+    vm_role: bool(true),
+    config_template: alwaysNull(),
+    description: description(),
+    device_count: countOf("dcim.device", "role"),
+    virtualmachine_count: countOf("virtualization.virtualmachine", "role"),
+  },
   brief: ["name", "slug", "description"],
   unique: NAME_SLUG_UNIQUE,
   search: ["name", "slug", "description"],
@@ -649,17 +733,42 @@ export const DEVICE: ModelDef = {
     device_type: reqFk("dcim.devicetype"),
     role: reqFk("dcim.devicerole"),
     tenant: fk("tenancy.tenant", { onDelete: "protect" }),
+    platform: fk("dcim.platform"),
     serial: str(50, { index: true }),
     asset_tag: str(50, { nullable: true, default: null }),
     site: reqFk("dcim.site"),
+    location: fk("dcim.location", { onDelete: "set_null" }),
+    rack: fk("dcim.rack", { onDelete: "set_null" }),
+    position: { type: "float", nullable: true, min: 0.5, max: 1000 },
+    face: optionalChoice([["front", "Front"], ["rear", "Rear"]]),
+    latitude: { type: "float", nullable: true, min: -90, max: 90 },
+    longitude: { type: "float", nullable: true, min: -180, max: 180 },
+    parent_device: alwaysNull(),
     status: choice(DEVICE_STATUS, { default: "active" }),
-    cluster: fk("virtualization.cluster"),
+    airflow: optionalChoice(AIRFLOW),
     primary_ip: primaryIp(),
     primary_ip4: fk("ipam.ipaddress"),
     primary_ip6: fk("ipam.ipaddress"),
+    oob_ip: fk("ipam.ipaddress"),
+    cluster: fk("virtualization.cluster"),
+    virtual_chassis: fk("dcim.virtualchassis", { onDelete: "set_null" }),
+    vc_position: { type: "int", nullable: true, min: 0, max: 255 },
+    vc_priority: { type: "int", nullable: true, min: 0, max: 255 },
     description: description(),
     comments: comments(),
+    config_template: alwaysNull(),
+    config_context: { type: "json", compute: (r) => r.local_context_data ?? {} },
     local_context_data: { type: "json", nullable: true, default: null },
+    console_port_count: always(0),
+    console_server_port_count: always(0),
+    power_port_count: always(0),
+    power_outlet_count: always(0),
+    interface_count: countOf("dcim.interface", "device"),
+    front_port_count: always(0),
+    rear_port_count: always(0),
+    device_bay_count: always(0),
+    module_bay_count: always(0),
+    inventory_item_count: always(0),
   },
   brief: ["name", "description"],
   display: (r) => (r.name ? String(r.name) : `Unnamed device (${r.id})`),
@@ -701,7 +810,48 @@ function interfaceFields(owner: "device" | "virtual_machine"): Record<string, Fi
     mode: choice(INTERFACE_MODES, { nullable: true, default: null }),
     untagged_vlan: fk("ipam.vlan"),
     tagged_vlans: { type: "m2m", model: "ipam.vlan" },
+    /** The MACs of the interface as far as it shows them: its primary MAC. */
+    mac_addresses: {
+      type: "m2m",
+      model: "dcim.macaddress",
+      compute: (r: StoredObject) =>
+        typeof r.primary_mac_address === "number" ? [r.primary_mac_address] : [],
+    },
+    qinq_svlan: alwaysNull(),
+    vlan_translation_policy: alwaysNull(),
+    vrf: fk("ipam.vrf"),
+    l2vpn_termination: alwaysNull(),
+    count_ipaddresses: countOf("ipam.ipaddress", "assigned_object"),
+    count_fhrp_groups: always(0),
   });
+  if (owner === "device") {
+    Object.assign(fields, {
+      vdcs: alwaysEmpty(),
+      module: alwaysNull(),
+      lag: fk(self),
+      speed: { type: "int", nullable: true, min: 0 },
+      duplex: optionalChoice([["half", "Half"], ["full", "Full"], ["auto", "Auto"]]),
+      wwn: str(23, { nullable: true, default: null }),
+      rf_role: alwaysNull(),
+      rf_channel: alwaysNull(),
+      poe_mode: alwaysNull(),
+      poe_type: alwaysNull(),
+      rf_channel_frequency: alwaysNull(),
+      rf_channel_width: alwaysNull(),
+      tx_power: alwaysNull(),
+      mark_connected: bool(false),
+      cable: alwaysNull(),
+      cable_end: always(""),
+      wireless_link: alwaysNull(),
+      link_peers: alwaysEmpty(),
+      link_peers_type: alwaysNull(),
+      wireless_lans: alwaysEmpty(),
+      connected_endpoints: alwaysNull(),
+      connected_endpoints_type: alwaysNull(),
+      connected_endpoints_reachable: alwaysNull(),
+      _occupied: always(false),
+    });
+  }
   return fields;
 }
 
@@ -734,7 +884,7 @@ export const MAC_ADDRESS: ModelDef = {
       normalize: MAC_NORMALIZE,
       index: true,
     },
-    assigned_object_type: choice(INTERFACE_OWNERS, { nullable: true, default: null }),
+    assigned_object_type: contentType(INTERFACE_OWNERS, { nullable: true, default: null }),
     assigned_object_id: { type: "int", nullable: true, min: 1, index: true },
     assigned_object: {
       type: "gfk",
@@ -760,12 +910,19 @@ export const MAC_ADDRESS: ModelDef = {
   ordering: ["mac_address", "id"],
 };
 
-export const CLUSTER_TYPE = organizational(
+const CLUSTER_TYPE_BASE = organizational(
   "virtualization",
   "clustertype",
   "cluster type",
   "virtualization/cluster-types/",
 );
+export const CLUSTER_TYPE: ModelDef = {
+  ...CLUSTER_TYPE_BASE,
+  fields: {
+    ...CLUSTER_TYPE_BASE.fields,
+    cluster_count: countOf("virtualization.cluster", "type"),
+  },
+};
 
 export const CLUSTER: ModelDef = {
   app: "virtualization",
@@ -775,19 +932,22 @@ export const CLUSTER: ModelDef = {
   fields: {
     name: name(100),
     type: reqFk("virtualization.clustertype"),
+    group: fk("virtualization.clustergroup"),
     status: choice(CLUSTER_STATUS, { default: "active" }),
     tenant: fk("tenancy.tenant", { onDelete: "protect" }),
-    scope_type: choice(SCOPE_TYPES, { nullable: true, default: null }),
+    scope_type: contentType(SCOPE_TYPES, { nullable: true, default: null }),
     scope_id: { type: "int", nullable: true, min: 1 },
     scope: {
       type: "gfk",
-      models: ["dcim.site"],
+      models: SCOPE_TYPES.map(([t]) => t),
       typeField: "scope_type",
       idField: "scope_id",
       onDelete: "set_null",
     },
     description: description(),
     comments: comments(),
+    device_count: countOf("dcim.device", "cluster"),
+    virtualmachine_count: countOf("virtualization.virtualmachine", "cluster"),
   },
   brief: ["name", "description"],
   unique: [{
@@ -819,6 +979,7 @@ export const VIRTUAL_MACHINE: ModelDef = {
     serial: str(50, { index: true }),
     role: fk("dcim.devicerole", { onDelete: "protect" }),
     tenant: fk("tenancy.tenant", { onDelete: "protect" }),
+    platform: fk("dcim.platform"),
     primary_ip: primaryIp(),
     primary_ip4: fk("ipam.ipaddress"),
     primary_ip6: fk("ipam.ipaddress"),
@@ -827,7 +988,11 @@ export const VIRTUAL_MACHINE: ModelDef = {
     disk: { type: "int", nullable: true, min: 0 },
     description: description(),
     comments: comments(),
+    config_template: alwaysNull(),
+    config_context: { type: "json", compute: (r) => r.local_context_data ?? {} },
     local_context_data: { type: "json", nullable: true, default: null },
+    interface_count: countOf("virtualization.vminterface", "virtual_machine"),
+    virtual_disk_count: countOf("virtualization.virtualdisk", "virtual_machine"),
   },
   brief: ["name", "description"],
   unique: [{
@@ -960,10 +1125,11 @@ export const IP_ADDRESS: ModelDef = {
     /** The canonical host part, indexed for `?address=<ip>` without a length. */
     host: { type: "string", hidden: true, index: true, filter: true },
     family: { type: "json", compute: family("address") },
+    vrf: fk("ipam.vrf", { onDelete: "protect" }),
     status: choice(IP_STATUS, { default: "active" }),
     role: choice(IP_ROLES, { nullable: true, default: null }),
     tenant: fk("tenancy.tenant", { onDelete: "protect" }),
-    assigned_object_type: choice(INTERFACE_OWNERS, { nullable: true, default: null }),
+    assigned_object_type: contentType(INTERFACE_OWNERS, { nullable: true, default: null }),
     assigned_object_id: { type: "int", nullable: true, min: 1, index: true },
     assigned_object: {
       type: "gfk",
@@ -972,6 +1138,8 @@ export const IP_ADDRESS: ModelDef = {
       idField: "assigned_object_id",
       onDelete: "cascade", // NetBox: GenericRelation on the interface deletes its IPs
     },
+    nat_inside: fk("ipam.ipaddress"),
+    nat_outside: alwaysEmpty(),
     dns_name: str(255),
     description: description(),
     comments: comments(),
@@ -1002,12 +1170,18 @@ export const VLAN: ModelDef = {
   path: "ipam/vlans/",
   fields: {
     site: fk("dcim.site", { onDelete: "protect" }),
+    group: fk("ipam.vlangroup", { onDelete: "protect" }),
     vid: { type: "int", required: true, min: 1, max: 4094, index: true },
     name: name(64),
     tenant: fk("tenancy.tenant", { onDelete: "protect" }),
     status: choice(VLAN_STATUS, { default: "active" }),
+    role: fk("ipam.role"),
     description: description(),
+    qinq_role: optionalChoice([["svlan", "Service"], ["cvlan", "Customer"]]),
+    qinq_svlan: alwaysNull(),
     comments: comments(),
+    l2vpn_termination: alwaysNull(),
+    prefix_count: countOf("ipam.prefix", "vlan"),
   },
   brief: ["vid", "name", "description"],
   search: ["name", "description", "comments"],
@@ -1030,14 +1204,16 @@ export const PREFIX: ModelDef = {
       normalize: CIDR_NORMALIZE,
     },
     family: { type: "json", compute: family("prefix") },
+    vrf: fk("ipam.vrf", { onDelete: "protect" }),
     status: choice(PREFIX_STATUS, { default: "active" }),
+    role: fk("ipam.role"),
     vlan: fk("ipam.vlan"),
     tenant: fk("tenancy.tenant", { onDelete: "protect" }),
-    scope_type: choice(SCOPE_TYPES, { nullable: true, default: null }),
+    scope_type: contentType(SCOPE_TYPES, { nullable: true, default: null }),
     scope_id: { type: "int", nullable: true, min: 1 },
     scope: {
       type: "gfk",
-      models: ["dcim.site"],
+      models: SCOPE_TYPES.map(([t]) => t),
       typeField: "scope_type",
       idField: "scope_id",
       onDelete: "set_null",
@@ -1046,6 +1222,8 @@ export const PREFIX: ModelDef = {
     mark_utilized: bool(false),
     description: description(),
     comments: comments(),
+    children: always(0),
+    _depth: always(0),
   },
   brief: ["family", "prefix", "description"],
   display: (r) => String(r.prefix),
@@ -1083,11 +1261,13 @@ export const TAG: ModelDef = {
     color: color(),
     description: description(),
     object_types: { type: "list", of: "string", index: true },
+    tagged_items: countOf("*", "tags"),
   },
   brief: ["name", "slug", "color"],
   unique: NAME_SLUG_UNIQUE,
   naturalKey: "slug",
   tags: false,
+  customFields: false,
   search: ["name", "slug", "description"],
   ordering: ["name"],
 };
@@ -1251,6 +1431,7 @@ export const JOURNAL_ENTRY: ModelDef = {
       idField: "assigned_object_id",
       onDelete: "cascade",
     },
+    created_by: alwaysNull(),
     kind: choice(JOURNAL_KINDS, { default: "info" }),
     comments: { type: "string", required: true },
   },

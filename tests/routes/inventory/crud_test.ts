@@ -286,7 +286,7 @@ Deno.test("records carry NetBox's common fields and nested brief objects", async
   try {
     const p = await parents(inv);
     const vm = await inv.call("GET", `/api/virtualization/virtual-machines/${p.vm}/`);
-    assert.deepEqual(Object.keys(vm.body).slice(0, 3), ["id", "url", "display"]);
+    assert.deepEqual(Object.keys(vm.body).slice(0, 4), ["id", "url", "display_url", "display"]);
     for (const key of ["tags", "custom_fields", "created", "last_updated"]) {
       assert.ok(key in vm.body, key);
     }

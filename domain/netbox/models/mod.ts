@@ -1,0 +1,13 @@
+/** Every NetBox model the inventory serves (tokens aside: they need the TokenService hooks). */
+import type { ModelDef } from "../types.ts";
+import { CORE_MODELS } from "./core.ts";
+import { DCIM_EXTRA_MODELS } from "./dcim_extra.ts";
+import { IPAM_EXTRA_MODELS } from "./ipam_extra.ts";
+import { ORG_EXTRA_MODELS } from "./org_extra.ts";
+
+export const INVENTORY_MODELS: ModelDef[] = [
+  ...CORE_MODELS,
+  ...DCIM_EXTRA_MODELS,
+  ...IPAM_EXTRA_MODELS,
+  ...ORG_EXTRA_MODELS,
+];
