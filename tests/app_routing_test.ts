@@ -26,6 +26,9 @@ async function answeredBy(res: Response): Promise<string> {
     return "hypervisor";
   }
   if (res.status === 200 && "release" in body) return "hypervisor";
+  // The hypervisor wants a login for everything but the login itself (/version included).
+  if (res.status === 401 && text === '{"data":null}') return "hypervisor";
+  if (res.status === 401 && body.detail === "No ticket" && "errors" in body) return "hypervisor";
   if (res.status === 404 && body.detail === "Not Found") return "none";
   return `unknown ${res.status} ${text.slice(0, 80)}`;
 }
