@@ -7,7 +7,8 @@
 import { Hono } from "hono";
 import { detailOf, type Json } from "./api.ts";
 import type { ConsoleEnv, ConsoleServices } from "./context.ts";
-import { ApiProblem, Layout, PageHead, Pager, Status, Table, When } from "./layout.tsx";
+import { can } from "../../domain/netbox/tokens.ts";
+import { ApiProblem, Layout, Notice, PageHead, Pager, Status, Table, When } from "./layout.tsx";
 import { PAGE_SIZE } from "./inventory.tsx";
 
 const JOBS = "/api/core/jobs/";
@@ -27,13 +28,25 @@ function stagesOf(job: Json): Json[] {
   return [];
 }
 
+/** Who asked for the job: the job service writes it into the first log line. */
 function startedBy(job: Json): string {
-  const d = job.data;
-  const who = d && !Array.isArray(d) ? d.requested_by ?? d.user ?? d.actor : null;
-  return who ? String(who) : job.object_type ? String(job.object_type) : "—";
+  const first = Array.isArray(job.log) ? job.log[0]?.message : null;
+  const by = typeof first === "string" ? /\bby ([^:]+):/.exec(first)?.[1] : null;
+  return by ?? "—";
 }
 
+const statusOf = (job: Json): string => String(job.status?.value ?? job.status ?? "");
+
+const NOTICES: Record<string, [("ok" | "error"), string]> = {
+  cancelled: ["ok", "The job is cancelled."],
+  running: ["error", "A running job cannot be cancelled; wait for it to finish."],
+  denied: ["error", "Your token may not cancel jobs (it needs core.delete_job)."],
+  unavailable: ["error", "Cancelling jobs is not available on this server yet."],
+  gone: ["error", "That job no longer exists."],
+};
+
 const FINISHED = new Set(["completed", "errored", "failed"]);
+const CANCELLABLE = new Set(["scheduled", "pending"]);
 
 export function jobRoutes(_ctx: ConsoleServices): Hono<ConsoleEnv> {
   const app = new Hono<ConsoleEnv>();
@@ -46,11 +59,15 @@ export function jobRoutes(_ctx: ConsoleServices): Hono<ConsoleEnv> {
     if (offset) params.set("offset", String(offset));
     if (status) params.set("status", status.slice(0, 20));
     const answer = await c.get("api").get(`${JOBS}?${params}`);
+    const session = c.get("session");
+    const mayCancel = can(c.get("auth"), "core.delete_job");
+    const notice = NOTICES[c.req.query("notice") ?? ""];
     return c.html(
       <Layout title="Jobs" active="jobs" auth={c.get("auth")} session={c.get("session")}>
         <PageHead title="Jobs" sub="Sync and repair runs, newest first.">
           <a class="button primary" href="/ui/sync">Start a sync</a>
         </PageHead>
+        {notice && <Notice kind={notice[0]}>{notice[1]}</Notice>}
         {answer.status !== 200
           ? <ApiProblem status={answer.status} detail={detailOf(answer)} what="view jobs" />
           : (
@@ -68,6 +85,27 @@ export function jobRoutes(_ctx: ConsoleServices): Hono<ConsoleEnv> {
                   { label: "Created", cell: (j: Json) => <When at={j.created} /> },
                   { label: "Duration", cell: (j: Json) => duration(j) },
                   { label: "Started by", cell: (j: Json) => startedBy(j) },
+                  {
+                    label: "Schedule",
+                    cell: (j: Json) => (
+                      <>
+                        {j.scheduled ? <When at={j.scheduled} /> : "—"}
+                        {j.interval ? ` · every ${j.interval} min` : ""}
+                      </>
+                    ),
+                  },
+                  {
+                    label: "",
+                    cell: (j: Json) =>
+                      mayCancel && CANCELLABLE.has(statusOf(j))
+                        ? (
+                          <form method="post" action={`/ui/jobs/${j.id}/cancel`} class="inline">
+                            <input type="hidden" name="_csrf" value={session.csrf} />
+                            <button type="submit" class="danger">Cancel</button>
+                          </form>
+                        )
+                        : null,
+                  },
                 ]}
               />
               <Pager url={url} count={answer.body.count} limit={PAGE_SIZE} offset={offset} />
@@ -76,6 +114,20 @@ export function jobRoutes(_ctx: ConsoleServices): Hono<ConsoleEnv> {
       </Layout>,
       answer.status === 200 ? 200 : answer.status as 403,
     );
+  });
+
+  app.post("/ui/jobs/:id{[0-9]+}/cancel", async (c) => {
+    const answer = await c.get("api").call("DELETE", `${JOBS}${c.req.param("id")}/`);
+    const code = answer.status === 204
+      ? "cancelled"
+      : answer.status === 409
+      ? "running"
+      : answer.status === 403
+      ? "denied"
+      : answer.status === 404
+      ? "gone"
+      : "unavailable";
+    return c.redirect(`/ui/jobs?notice=${code}`, 303);
   });
 
   app.get("/ui/jobs/:id{[0-9]+}", async (c) => {
@@ -148,7 +200,7 @@ export function jobRoutes(_ctx: ConsoleServices): Hono<ConsoleEnv> {
               {stagesOf(job).map((s) => {
                 const r = s.result_summary ?? s.result ?? {};
                 return (
-                  <tr data-stage={s.sync_type}>
+                  <tr data-stage={`${s.sync_type}@${s.endpoint_id ?? ""}`}>
                     <td>{s.sync_type}</td>
                     <td>{s.endpoint_id ?? "—"}</td>
                     <td>

@@ -10,7 +10,7 @@ import { can } from "../../domain/netbox/tokens.ts";
 import { SYNC_STAGES } from "../../scripts/sync/stages.ts";
 import { detailOf, type Json } from "./api.ts";
 import type { ConsoleEnv, ConsoleServices, Ctx } from "./context.ts";
-import { CsrfField, Layout, Notice, PageHead } from "./layout.tsx";
+import { CsrfField, FieldErrors, Layout, Notice, PageHead } from "./layout.tsx";
 
 export const SYNC_API = "/api/plugins/service/sync/";
 
@@ -42,8 +42,20 @@ function SyncForm(
     jobs: boolean;
     live: { ok: boolean; reason: string } | null;
     error?: string;
+    errors?: Record<string, string[]>;
+    values?: Record<string, string>;
   },
 ) {
+  const errors = props.errors ?? {};
+  const values = props.values ?? {};
+  const field = (name: string, label: string, input: unknown, help?: string) => (
+    <div class={`field ${errors[name] ? "invalid" : ""}`}>
+      <label for={`f-${name}`}>{label}</label>
+      {input}
+      {help && <small>{help}</small>}
+      <FieldErrors errors={errors[name]} id={`f-${name}-errors`} />
+    </div>
+  );
   const { c } = props;
   const session = c.get("session");
   const mayStart = can(c.get("auth"), "core.add_job");
@@ -109,6 +121,50 @@ function SyncForm(
             )}
           <small>Leave all unchecked to sync every enabled endpoint.</small>
         </fieldset>
+        {props.jobs && (
+          <fieldset disabled={!mayStart}>
+            <legend>When</legend>
+            <div class="grid">
+              {field(
+                "job_name",
+                "Job name",
+                <input id="f-job_name" name="job_name" value={values.job_name ?? ""} />,
+                "Optional; default: the stages it runs.",
+              )}
+              {field(
+                "schedule_at",
+                "Start at (UTC)",
+                <input
+                  id="f-schedule_at"
+                  name="schedule_at"
+                  type="datetime-local"
+                  value={values.schedule_at ?? ""}
+                />,
+                "Empty: now.",
+              )}
+              {field(
+                "interval_value",
+                "Repeat every",
+                <input
+                  id="f-interval_value"
+                  name="interval_value"
+                  inputmode="numeric"
+                  value={values.interval_value ?? ""}
+                />,
+                "Empty: once.",
+              )}
+              {field(
+                "interval_unit",
+                "Unit",
+                <select id="f-interval_unit" name="interval_unit">
+                  {["minutes", "hours", "days"].map((u) => (
+                    <option key={u} value={u} selected={values.interval_unit === u}>{u}</option>
+                  ))}
+                </select>,
+              )}
+            </div>
+          </fieldset>
+        )}
         {mayStart && props.jobs && (
           <div class="form-actions">
             <button type="submit" class="primary">Start sync</button>
@@ -155,7 +211,12 @@ function chosen(form: Record<string, unknown>, key: string): string[] {
 export function syncRoutes(_ctx: ConsoleServices): Hono<ConsoleEnv> {
   const app = new Hono<ConsoleEnv>();
 
-  const page = async (c: Ctx, error?: string, status = 200) => {
+  const page = async (
+    c: Ctx,
+    error?: string,
+    status = 200,
+    extra: { errors?: Record<string, string[]>; values?: Record<string, string> } = {},
+  ) => {
     const [jobs, endpoints] = await Promise.all([
       jobApiAvailable(c),
       c.get("api").get("/api/plugins/service/endpoints/hypervisor/?limit=1000&brief=0"),
@@ -168,6 +229,8 @@ export function syncRoutes(_ctx: ConsoleServices): Hono<ConsoleEnv> {
         jobs={jobs}
         live={live}
         error={error}
+        errors={extra.errors}
+        values={extra.values}
       />,
       status as 200,
     );
@@ -183,6 +246,25 @@ export function syncRoutes(_ctx: ConsoleServices): Hono<ConsoleEnv> {
       sync_types: types.length === 0 || types.includes("all") ? ["all"] : types,
     };
     if (ids.length > 0) body.hypervisor_endpoint_ids = ids;
+    const values: Record<string, string> = {};
+    for (const key of ["job_name", "schedule_at", "interval_value", "interval_unit"]) {
+      const v = form[key];
+      if (typeof v === "string" && v.trim() !== "") values[key] = v.trim();
+    }
+    if (values.job_name) body.job_name = values.job_name;
+    // datetime-local has no zone: the form says UTC.
+    if (values.schedule_at) {
+      const v = values.schedule_at;
+      body.schedule_at = /T\d\d:\d\d$/.test(v)
+        ? `${v}:00Z`
+        : /T\d\d:\d\d:\d\d$/.test(v)
+        ? `${v}Z`
+        : v;
+    }
+    if (values.interval_value) {
+      body.interval_value = values.interval_value;
+      body.interval_unit = values.interval_unit ?? "minutes";
+    }
     const answer = await c.get("api").call("POST", SYNC_API, body);
     if (answer.status === 201 || answer.status === 200 || answer.status === 202) {
       return c.redirect(`/ui/jobs/${answer.body.job_id}`, 303);
@@ -199,10 +281,21 @@ export function syncRoutes(_ctx: ConsoleServices): Hono<ConsoleEnv> {
       );
     }
     if (answer.status === 400) {
-      const messages = Object.entries(answer.body ?? {}).map(([k, v]) =>
-        `${k}: ${Array.isArray(v) ? v.join(" ") : String(v)}`
+      const errors: Record<string, string[]> = {};
+      for (const [k, v] of Object.entries(answer.body ?? {})) {
+        errors[k] = Array.isArray(v) ? v.map(String) : [String(v)];
+      }
+      const elsewhere = Object.entries(errors).filter(([k]) =>
+        !["job_name", "schedule_at", "interval_value", "interval_unit"].includes(k)
+      ).map(([k, v]) => `${k === "non_field_errors" ? "" : `${k}: `}${v.join(" ")}`);
+      return page(
+        c,
+        `The sync was not started${
+          elsewhere.length ? `: ${elsewhere.join("; ")}` : "; see below."
+        }`,
+        400,
+        { errors, values },
       );
-      return page(c, `The sync was not started: ${messages.join("; ")}`, 400);
     }
     return page(c, `The sync was not started: ${detailOf(answer)}`, answer.status);
   });

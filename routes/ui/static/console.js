@@ -75,22 +75,26 @@ function stageView(table, log) {
     log.textContent += text + "\n";
     log.scrollTop = log.scrollHeight;
   };
-  function rowFor(step) {
-    let row = rows.get(step) || body.querySelector(`tr[data-stage="${CSS.escape(step)}"]`);
+  // One row per stage and endpoint (a job runs each stage once per endpoint).
+  function rowFor(step, endpoint) {
+    const key = endpoint === undefined || endpoint === null ? step : `${step}@${endpoint}`;
+    let row = rows.get(key) || body.querySelector(`tr[data-stage="${CSS.escape(key)}"]`);
     if (!row) {
-      row = el("tr", { "data-stage": step });
+      row = el("tr", { "data-stage": key });
       for (const _ of columns) row.append(el("td"));
       row.cells[0].textContent = step;
+      const where = columns.indexOf("Endpoint");
+      if (where >= 0) row.cells[where].textContent = endpoint ?? "—";
       body.append(row);
     }
-    rows.set(step, row);
+    rows.set(key, row);
     return row;
   }
   const cell = (row, name) => row.cells[columns.indexOf(name)];
   return {
     line,
     step(frame) {
-      const row = rowFor(frame.step);
+      const row = rowFor(frame.step, frame.endpoint_id);
       row.dataset.state = frame.status;
       const state = cell(row, "State");
       if (state) state.replaceChildren(badge(frame.status, TONES[frame.status]));
@@ -113,7 +117,7 @@ function stageView(table, log) {
       if (frame.message) line(`[${frame.step}] ${frame.message}`);
     },
     error(frame) {
-      const row = rowFor(frame.step || "sync");
+      const row = rowFor(frame.step || "sync", frame.endpoint_id);
       row.dataset.state = "failed";
       const state = cell(row, "State");
       const text = [frame.error, detailText(frame.detail), frame.hint].filter(Boolean).join(" — ");
