@@ -58,6 +58,13 @@ export interface Config {
     /** When set, the host-agent mock wants `Authorization: Bearer <token>` on every call. */
     token: string | undefined;
   };
+  /** Sync jobs (docs/jobs.md). */
+  jobs: {
+    /** SERVICE_JOB_LEASE_MS: how long a run's ownership lasts without renewal. */
+    leaseMs: number;
+    /** SERVICE_JOB_RETENTION: finished jobs kept per kind (sync, repair). */
+    retention: number;
+  };
 }
 
 export const DEFAULT_PORT = 8800;
@@ -86,6 +93,15 @@ function bool(env: Env, name: string, fallback: boolean): boolean {
   if (["1", "true", "yes", "on"].includes(value)) return true;
   if (["0", "false", "no", "off"].includes(value)) return false;
   throw new ConfigError(name, `expected true or false, got "${env[name]}"`);
+}
+
+function jobRetention(env: Env): number {
+  const value = text(env, "SERVICE_JOB_RETENTION");
+  if (value === undefined) return 100;
+  if (!/^\d+$/.test(value) || Number(value) < 1 || Number(value) > 100_000) {
+    throw new ConfigError("SERVICE_JOB_RETENTION", `expected 1-100000, got "${value}"`);
+  }
+  return Number(value);
 }
 
 function millis(env: Env, name: string, fallback: number): number {
@@ -203,6 +219,10 @@ export function parseConfig(env: Env): Config {
     inventoryBootstrapToken: text(env, "INVENTORY_BOOTSTRAP_TOKEN"),
     tls: tls(env),
     hostAgentMock: { token: text(env, "HOST_AGENT_MOCK_TOKEN") },
+    jobs: {
+      leaseMs: Math.max(100, millis(env, "SERVICE_JOB_LEASE_MS", 30_000)),
+      retention: jobRetention(env),
+    },
   };
 }
 

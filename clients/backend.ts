@@ -8,6 +8,7 @@
  * Secrets never appear in the messages.
  */
 
+import { EventSourceParserStream } from "eventsource-parser/stream";
 import { fetchFor } from "./hypervisor_probe.ts";
 
 export const INVENTORY_PUSH_TIMEOUT_MS = 10_000;
@@ -67,6 +68,20 @@ export interface HypervisorCopy {
   /** Seconds per hypervisor request; omitted to keep the backend default. */
   timeout?: number;
 }
+
+/** One Server-Sent Event of a backend stream, `data` parsed as JSON (text when it is not). */
+export interface StreamEvent {
+  event: string;
+  data: unknown;
+}
+
+/** An opened stream, or why it could not be opened (the backend's status and body). */
+export type StreamOpen =
+  | { ok: true; status: number; events: AsyncIterable<StreamEvent> }
+  | { ok: false; status: number | null; error: string; body?: unknown };
+
+/** Silence (no frame, no keepalive comment) after which a stream counts as broken. */
+export const STREAM_IDLE_TIMEOUT_MS = 60_000;
 
 export interface BootstrapStatus {
   needs_bootstrap: boolean;
@@ -280,6 +295,115 @@ export class BackendClient {
       timeoutMs: this.#timeouts.hypervisorTimeoutMs,
       expect: [200, 204, 404],
     });
+  }
+
+  // ------------------------------------------------------------------ sync jobs
+
+  /** `GET /health` (no key needed): ok when the backend answers `{status:"ready"}`. */
+  health(timeoutMs = this.#timeouts.defaultTimeoutMs): Promise<CallOutcome> {
+    return this.call("GET", "/health", { timeoutMs, auth: false });
+  }
+
+  /** `POST /extras/custom-fields/reconcile`: the backend writes the inventory's definitions. */
+  reconcileCustomFields(timeoutMs = 60_000): Promise<CallOutcome> {
+    return this.call("POST", "/extras/custom-fields/reconcile", { timeoutMs });
+  }
+
+  /**
+   * Opens a Server-Sent Events stream (a sync stage). Opening has `connectTimeoutMs`; once
+   * open, a stream silent for `idleTimeoutMs` (the backend sends a keepalive every 15 s) is
+   * cut and iterating it throws, as does a broken connection.
+   */
+  async openStream(
+    path: string,
+    options: { signal?: AbortSignal; connectTimeoutMs?: number; idleTimeoutMs?: number } = {},
+  ): Promise<StreamOpen> {
+    const url = `${this.#target.baseUrl}${path}`;
+    const headers: Record<string, string> = { accept: "text/event-stream" };
+    if (this.#target.token) headers["x-service-api-key"] = this.#target.token;
+    const abort = new AbortController();
+    const stop = () => abort.abort(options.signal?.reason);
+    options.signal?.addEventListener("abort", stop, { once: true });
+    const connectMs = options.connectTimeoutMs ?? this.#timeouts.defaultTimeoutMs;
+    const idleMs = options.idleTimeoutMs ?? STREAM_IDLE_TIMEOUT_MS;
+    let timedOut = false;
+    let timer = setTimeout(() => {
+      timedOut = true;
+      abort.abort(new DOMException("timed out", "TimeoutError"));
+    }, connectMs);
+    const done = () => {
+      clearTimeout(timer);
+      options.signal?.removeEventListener("abort", stop);
+    };
+    let response: Response;
+    try {
+      response = await this.#send(url)(url, { headers, signal: abort.signal });
+    } catch (error) {
+      done();
+      const why = timedOut ? `timed out after ${connectMs / 1000} s` : describe(error);
+      return { ok: false, status: null, error: `GET ${url}: backend ${why}` };
+    }
+    if (response.status !== 200 || !response.body) {
+      done();
+      const text = await response.text().catch(() => "");
+      let body: unknown = undefined;
+      try {
+        body = text ? JSON.parse(text) : undefined;
+      } catch {
+        body = undefined;
+      }
+      return {
+        ok: false,
+        status: response.status,
+        error: `GET ${url}: HTTP ${response.status}: ${
+          detailOf(body, text) || response.statusText
+        }`,
+        body,
+      };
+    }
+    const arm = () => {
+      clearTimeout(timer);
+      timer = setTimeout(() => {
+        timedOut = true;
+        abort.abort(new DOMException("idle", "TimeoutError"));
+      }, idleMs);
+    };
+    arm();
+    const source = response.body;
+    const events = async function* () {
+      // Every chunk (frames and keepalive comments alike) proves the stream alive.
+      const watched = source.pipeThrough(
+        new TransformStream<Uint8Array, Uint8Array>({
+          transform(chunk, controller) {
+            arm();
+            controller.enqueue(chunk);
+          },
+        }),
+      );
+      const parsed = watched.pipeThrough(new TextDecoderStream()).pipeThrough(
+        new EventSourceParserStream(),
+      );
+      try {
+        for await (const message of parsed) {
+          let data: unknown = message.data;
+          try {
+            data = JSON.parse(message.data);
+          } catch {
+            // a frame that is not JSON is passed on as text
+          }
+          yield { event: message.event ?? "message", data };
+        }
+      } catch (error) {
+        if (timedOut) {
+          throw new Error(`GET ${url}: the stream was silent for ${idleMs / 1000} s`);
+        }
+        throw new Error(`GET ${url}: the stream broke (${describe(error)})`);
+      } finally {
+        done();
+        abort.abort();
+      }
+    };
+    return { ok: true, status: 200, events: events() };
   }
 
   // ------------------------------------------------------------------ relays

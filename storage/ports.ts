@@ -3,6 +3,8 @@
  * directly; storage/kv/ holds the Deno KV implementations.
  */
 
+import type { JobStore } from "../domain/jobs/ports.ts";
+
 // ---------------------------------------------------------------- backend: API keys
 
 export interface ApiKeyRecord {
@@ -396,4 +398,6 @@ export interface Storage {
   pluginSettings: PluginSettingsStore;
   schemaVersions: SchemaVersionStore;
   rateLimits: RateLimiter;
+  /** Sync jobs: requests, admission slots, the run lease, the queue (domain/jobs/ports.ts). */
+  jobs: JobStore;
 }

@@ -112,6 +112,13 @@ const lastPush: FieldDef = {
   filter: false,
   description: "Outcome of the last push to the backend: {ok, error, status, at}.",
 };
+const lastSync: FieldDef = {
+  type: "json",
+  readOnly: true,
+  nullable: true,
+  filter: false,
+  description: "The last sync job that covered this endpoint: {at, ok, job_id, status}.",
+};
 const raw: FieldDef = { type: "json", default: () => ({}), filter: false };
 const datetime = (extra: Partial<FieldDef> = {}): FieldDef => ({
   type: "datetime",
@@ -261,6 +268,7 @@ export function pluginModels(services: PluginServices): ModelDef[] {
         compute: (r) => sshReadiness(sshFacts(r)).has_ssh_terminal_credentials,
       },
       last_push: lastPush,
+      last_sync: lastSync,
     },
     filters: { ...services.endpointFilters, ...services.hypervisorFilters },
     validate: async (draft, ctx) => {

@@ -6,6 +6,7 @@ import { tokenModel } from "../../domain/netbox/models/core.ts";
 import { INVENTORY_MODELS } from "../../domain/netbox/models/mod.ts";
 import { AUTH_MESSAGES, TOKEN_MODEL, TokenService } from "../../domain/netbox/tokens.ts";
 import { createPlugin, pluginOpenApiPaths, type PluginOptions } from "../plugin/mod.ts";
+import { createJobRoutes, type JobOptions } from "../plugin/jobs.ts";
 import { docsRoutes } from "../_lib/docs.ts";
 import {
   API_VERSION,
@@ -93,6 +94,8 @@ function statusBody(_ctx: InventoryContext): Record<string, unknown> {
 export interface InventoryAppOptions {
   /** Passed to the plugin (test hooks such as shorter timeouts). */
   plugin?: Partial<PluginOptions>;
+  /** Sync job tuning (shorter leases and backoffs in tests). */
+  jobs?: JobOptions;
 }
 
 /** The inventory surface: NetBox-compatible core objects and the plugin REST API under /api. */
@@ -107,6 +110,11 @@ export async function createInventoryApp(
   });
   ctx.engine.register(...plugin.models);
   await ensureBootstrapToken(ctx);
+  const jobs = createJobRoutes(deps, ctx.engine, plugin.services, {
+    leaseMs: deps.config.jobs.leaseMs,
+    retention: deps.config.jobs.retention,
+    ...options.jobs,
+  });
 
   const app = new Hono<InventoryEnv>({ strict: false });
 
@@ -181,6 +189,8 @@ export async function createInventoryApp(
 
   app.all("/api/*", async (c) => {
     let request = c.req.raw;
+    const job = await jobs.handle(request, c.get("auth"));
+    if (job) return job;
     const handled = await plugin.handle(request, c.get("auth"), ctx.engine);
     if (handled instanceof Response) return handled;
     if (handled instanceof Request) request = handled;

@@ -14,6 +14,7 @@ import { KvApiKeyStore } from "./api_keys.ts";
 import { KvConsoleSessionStore } from "./console_sessions.ts";
 import { KvHypervisorEndpointStore, KvInventoryEndpointStore } from "./endpoints.ts";
 import { KvIdempotencyStore } from "./idempotency.ts";
+import { KvJobStore } from "./jobs.ts";
 import { KvModelStore } from "./models.ts";
 import { KvPluginSettingsStore } from "./plugin_settings.ts";
 import { KvRateLimiter } from "./rate_limits.ts";
@@ -39,5 +40,6 @@ export function createKvStorage(kv: Deno.Kv, options: KvStorageOptions): Storage
     pluginSettings: new KvPluginSettingsStore(kv, options.atRestKey),
     schemaVersions: new KvSchemaVersionStore(kv),
     rateLimits: new KvRateLimiter(kv, options.now),
+    jobs: new KvJobStore(kv, options.now),
   };
 }

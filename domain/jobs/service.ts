@@ -1,0 +1,478 @@
+/**
+ * Durable sync jobs (docs/jobs.md): NetBox `core.job` records moved by a Deno KV queue.
+ *
+ * - Admission: an immediate sync is refused (409) while another immediate sync or a repair
+ *   is pending or running; a repair is refused while a repair is. Slots are claimed with
+ *   atomic checks, so two concurrent requests never both win, in one process or many.
+ * - Ownership: a run holds the lease (one KV key, taken and renewed with atomic checks,
+ *   expiring after `leaseMs`). Runs never overlap; a due job that finds the lease taken waits
+ *   (status pending) and is woken when the holder finishes.
+ * - Recovery: a job left `running` by a process that died (its lease expired) is marked
+ *   `errored` with the reason, at start-up, by the periodic check of any process sharing the
+ *   KV, and when the queue redelivers its message.
+ * - Scheduling: `scheduled` jobs are queued with a delay; an interval job queues its next
+ *   run (a new `scheduled` job) when it finishes. Deleting a scheduled job cancels it.
+ * - Retention: the last `retention` finished jobs per kind are kept, older ones deleted.
+ */
+import type { EngineApi, StoredObject } from "../netbox/types.ts";
+import type { Logger } from "../logger.ts";
+import {
+  appendJobLog,
+  createJob,
+  JOB_MODEL,
+  type JobLogLevel,
+  type JobStatus,
+  updateJob,
+} from "../netbox/jobs.ts";
+import type { JobKind, JobSpec, JobStore, PluginSide } from "./ports.ts";
+import {
+  type Journal,
+  type RunOutcome,
+  runSyncJob,
+  type RunTiming,
+  type StageRecord,
+} from "./runner.ts";
+import type { SyncRequest } from "./request.ts";
+
+export const FINISHED: ReadonlySet<string> = new Set(["completed", "errored", "failed"]);
+export const DEFAULT_LEASE_MS = 30_000;
+export const DEFAULT_RETENTION = 100;
+/** A waiting job re-checks the lease this often (besides being woken by the holder). */
+const WAIT_RECHECK_MS = 15_000;
+/** Bytes of `data` (stage records) kept per job; the log has its own budget. */
+const MAX_DATA_BYTES = 24_000;
+
+export interface JobServiceDeps {
+  engine: EngineApi;
+  store: JobStore;
+  plugin: PluginSide;
+  logger: Logger;
+  now: () => number;
+  /** This process (lease owner); a random id per app instance. */
+  owner: string;
+  leaseMs?: number;
+  retention?: number;
+  timing: Omit<RunTiming, "now">;
+  progressEveryMs?: number;
+}
+
+export type Admission =
+  | { ok: true; job: StoredObject }
+  | { ok: false; reason: "busy"; holder: number };
+
+function statusOf(job: StoredObject | null): string | null {
+  const s = job?.status;
+  if (s && typeof s === "object") return String((s as { value?: unknown }).value);
+  return typeof s === "string" ? s : null;
+}
+
+/** Replaces every known secret in a message (a job log never holds one). */
+export function scrub(message: string, secrets: readonly string[]): string {
+  let out = message;
+  for (const secret of secrets) {
+    if (secret.length >= 6 && out.includes(secret)) out = out.split(secret).join("[redacted]");
+  }
+  return out;
+}
+
+export class JobService {
+  readonly leaseMs: number;
+  readonly retention: number;
+  #running = new Set<number>();
+  /** Runs in flight in this process (tests and graceful stops wait on them). */
+  readonly inFlight = new Set<Promise<void>>();
+
+  constructor(readonly deps: JobServiceDeps) {
+    this.leaseMs = deps.leaseMs ?? DEFAULT_LEASE_MS;
+    this.retention = deps.retention ?? DEFAULT_RETENTION;
+  }
+
+  #iso(ms = this.deps.now()): string {
+    return new Date(ms).toISOString();
+  }
+
+  async isActive(jobId: number): Promise<boolean> {
+    const status = statusOf(await this.deps.engine.get(JOB_MODEL, jobId));
+    return status === "pending" || status === "running";
+  }
+
+  async log(jobId: number, level: JobLogLevel, message: string, secrets: string[] = []) {
+    await appendJobLog(this.deps.engine, jobId, level, scrub(message, secrets), this.deps.now);
+  }
+
+  // ------------------------------------------------------------------ admission
+
+  async submit(
+    request: SyncRequest,
+    requestedBy: string,
+    kind: JobKind = "sync",
+  ): Promise<Admission> {
+    const { engine, store } = this.deps;
+    const scheduled = request.schedule_at !== null;
+    const all = request.sync_types.length === 13;
+    const name = request.job_name ??
+      (kind === "repair"
+        ? "Repair: reconcile custom fields and full sync"
+        : `Sync ${all ? "all" : request.sync_types.join(", ")}`.slice(0, 200));
+    const job = await createJob(engine, {
+      name,
+      status: scheduled ? "scheduled" : "pending",
+      scheduled: scheduled ? this.#iso(request.schedule_at!) : null,
+      data: [],
+    });
+    if (request.interval_minutes) {
+      await engine.patchStored(JOB_MODEL, job.id, { interval: request.interval_minutes });
+    }
+    const spec: JobSpec = {
+      kind,
+      sync_types: request.sync_types,
+      endpoint_ids: request.endpoint_ids,
+      interval_minutes: request.interval_minutes,
+      requested_by: requestedBy,
+    };
+    await store.saveSpec(job.id, spec);
+    if (!scheduled) {
+      const blocking: JobKind[] = kind === "repair" ? ["repair"] : ["sync", "repair"];
+      const claim = await store.claimSlot(kind, job.id, blocking, (id) => this.isActive(id));
+      if (!claim.ok) {
+        await engine.remove(JOB_MODEL, job.id);
+        await store.deleteSpec(job.id);
+        return { ok: false, reason: "busy", holder: claim.holder };
+      }
+    }
+    await this.log(
+      job.id,
+      "info",
+      `${scheduled ? `Scheduled for ${this.#iso(request.schedule_at!)}` : "Queued"} by ` +
+        `${requestedBy}: ${all ? "all stages" : request.sync_types.join(", ")}` +
+        `${request.endpoint_ids ? ` for endpoint(s) ${request.endpoint_ids.join(", ")}` : ""}` +
+        `${request.interval_minutes ? `, every ${request.interval_minutes} min` : ""}.`,
+    );
+    await store.enqueue(
+      job.id,
+      scheduled ? Math.max(0, request.schedule_at! - this.deps.now()) : 0,
+    );
+    return { ok: true, job: (await engine.get(JOB_MODEL, job.id)) ?? job };
+  }
+
+  // ------------------------------------------------------------------ the queue handler
+
+  /** One queue message: run the job, wait for the lease, or settle what a dead owner left. */
+  async handle(jobId: number): Promise<void> {
+    try {
+      await this.#handle(jobId);
+    } catch (error) {
+      this.deps.logger.log("error", "sync job handler failed", {
+        job_id: jobId,
+        error: error instanceof Error ? error.message : String(error),
+      });
+    }
+  }
+
+  async #handle(jobId: number): Promise<void> {
+    const { engine, store } = this.deps;
+    const job = await engine.get(JOB_MODEL, jobId);
+    const status = statusOf(job);
+    if (!job || status === null || FINISHED.has(status)) return; // deleted (cancelled) or done
+    if (this.#running.has(jobId)) return; // a duplicate delivery while we run it
+    const spec = await store.spec(jobId);
+    if (!spec) {
+      await this.#settle(job, null, {
+        status: "errored",
+        error: "The job's request is missing.",
+        endpoints: [],
+      });
+      return;
+    }
+    const now = this.deps.now();
+    if (status === "scheduled") {
+      const due = Date.parse(String(job.scheduled ?? "")) || now;
+      if (due > now + 1_000) {
+        await store.enqueue(jobId, due - now);
+        return;
+      }
+    }
+    if (status === "running") {
+      const lease = await store.lease();
+      if (lease && lease.job_id === jobId && lease.expires_at > now) return; // alive elsewhere
+      await this.#abandon(job, spec, lease?.job_id === jobId ? lease.expires_at : null);
+      return;
+    }
+    const took = await store.takeLease(jobId, this.deps.owner, this.leaseMs);
+    if (!took.ok) {
+      if (status !== "pending") {
+        await updateJob(engine, jobId, { status: "pending" }, this.deps.now);
+      }
+      const holder = took.lease.job_id;
+      const already = ((job.log_entries as { message: string }[] | undefined) ?? [])
+        .some((l) => l.message.startsWith("Waiting for job"));
+      if (!already) {
+        await this.log(jobId, "info", `Waiting for job ${holder} to finish (runs never overlap).`);
+      }
+      await store.enqueue(
+        jobId,
+        Math.min(WAIT_RECHECK_MS, Math.max(50, took.lease.expires_at - now)),
+      );
+      return;
+    }
+    const run = this.#run(job, spec);
+    this.inFlight.add(run);
+    try {
+      await run;
+    } finally {
+      this.inFlight.delete(run);
+    }
+  }
+
+  async #run(job: StoredObject, spec: JobSpec): Promise<void> {
+    const { engine, store, plugin } = this.deps;
+    const jobId = job.id;
+    this.#running.add(jobId);
+    const abort = new AbortController();
+    const renewEvery = Math.max(20, Math.floor(this.leaseMs / 3));
+    const renewal = setInterval(async () => {
+      try {
+        if (!(await store.renewLease(jobId, this.deps.owner, this.leaseMs))) {
+          abort.abort(new Error("this process lost the run lease (it expired and was taken)"));
+        }
+      } catch (error) {
+        this.deps.logger.log("warning", "renewing the sync job lease failed", {
+          job_id: jobId,
+          error: String(error),
+        });
+      }
+    }, renewEvery);
+    let outcome: RunOutcome;
+    let secrets: string[] = [];
+    try {
+      await updateJob(engine, jobId, { status: "running" }, this.deps.now);
+      secrets = await plugin.secrets().catch(() => []);
+      await this.log(jobId, "info", `Started (${spec.kind === "repair" ? "repair" : "sync"}).`);
+      const journal = this.#journal(jobId, secrets);
+      if (spec.kind === "repair") await this.#reconcile(jobId, secrets);
+      outcome = await runSyncJob({
+        jobId,
+        spec,
+        plugin,
+        journal,
+        signal: abort.signal,
+        timing: { ...this.deps.timing, now: this.deps.now },
+      });
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error);
+      this.deps.logger.log("error", "sync job crashed", { job_id: jobId, error: message });
+      outcome = { status: "errored", error: `Internal error: ${message}`, endpoints: [] };
+    } finally {
+      clearInterval(renewal);
+    }
+    try {
+      await this.#settle(job, spec, outcome, secrets);
+    } finally {
+      this.#running.delete(jobId);
+      await store.releaseLease(jobId, this.deps.owner);
+      await this.#wakeWaiting();
+    }
+  }
+
+  /** Repair's first step: the backend reconciles the custom fields; a failure is a warning. */
+  async #reconcile(jobId: number, secrets: string[]): Promise<void> {
+    const link = await this.deps.plugin.backend();
+    if ("error" in link) return; // the preflight reports it
+    const answer = await link.reconcile();
+    if (answer.ok) {
+      const b = (answer.body ?? {}) as Record<string, unknown>;
+      await this.log(
+        jobId,
+        "info",
+        `Custom fields reconciled: ${b.created ?? 0} created, ${b.updated ?? 0} updated, ` +
+          `${b.unchanged ?? 0} unchanged.`,
+        secrets,
+      );
+    } else {
+      await this.log(jobId, "warning", `Custom-field reconcile failed: ${answer.error}`, secrets);
+    }
+  }
+
+  #journal(jobId: number, secrets: string[]): Journal {
+    const { engine, store } = this.deps;
+    const every = this.deps.progressEveryMs ?? 250;
+    let last = 0;
+    return {
+      log: (level, message) => this.log(jobId, level, message, secrets),
+      record: async (record: StageRecord) => {
+        await engine.patchStored(JOB_MODEL, jobId, (current) => {
+          const data = Array.isArray(current.data) ? [...current.data] : [];
+          data.push(record);
+          // Many endpoints: older records lose their detail before the record outgrows KV.
+          for (let i = 0; i < data.length && engine.recordSize(data) > MAX_DATA_BYTES; i++) {
+            const r = data[i] as StageRecord;
+            if (r.result_summary?.error) {
+              data[i] = { ...r, result_summary: { ...r.result_summary, error: undefined } };
+            }
+          }
+          return { data };
+        });
+      },
+      progress: async (frame) => {
+        const t = this.deps.now();
+        if (frame.status === "progress" && t - last < every) return;
+        last = t;
+        await store.setProgress(jobId, JSON.parse(scrub(JSON.stringify(frame), secrets)));
+      },
+    };
+  }
+
+  /** The end of a job: status, error, last_sync, lease and slot, retention, next run. */
+  async #settle(
+    job: StoredObject,
+    spec: JobSpec | null,
+    outcome: RunOutcome,
+    secrets: string[] = [],
+  ): Promise<boolean> {
+    const { engine, store, plugin } = this.deps;
+    const jobId = job.id;
+    let won = false;
+    const at = this.#iso();
+    await engine.patchStored(JOB_MODEL, jobId, (current) => {
+      won = !FINISHED.has(String(current.status));
+      if (!won) return {};
+      return {
+        status: outcome.status,
+        completed: at,
+        error: scrub(outcome.error, secrets).slice(0, 1000),
+        ...(current.started ? {} : { started: at }),
+      };
+    });
+    if (!won) return false;
+    await this.log(
+      jobId,
+      outcome.status === "completed" ? "info" : "error",
+      outcome.status === "completed"
+        ? "Completed."
+        : `Finished ${outcome.status}: ${outcome.error}`,
+      secrets,
+    );
+    for (const e of outcome.endpoints) {
+      await plugin.recordLastSync(e.id, {
+        at,
+        ok: e.ok && outcome.status === "completed",
+        job_id: jobId,
+        status: outcome.status,
+      }).catch(() => {});
+    }
+    await store.clearProgress(jobId);
+    if (spec) {
+      await store.releaseSlot(spec.kind, jobId);
+      await store.markFinished(spec.kind, jobId);
+      await this.#prune(spec.kind);
+      if (spec.interval_minutes) await this.#next(job, spec);
+    }
+    return true;
+  }
+
+  /** An interval job's next run: a new scheduled job one interval after this one was due. */
+  async #next(job: StoredObject, spec: JobSpec): Promise<void> {
+    const current = await this.deps.engine.get(JOB_MODEL, job.id);
+    const base = Date.parse(String(current?.scheduled ?? current?.started ?? "")) ||
+      this.deps.now();
+    let due = base + spec.interval_minutes! * 60_000;
+    if (due <= this.deps.now()) due = this.deps.now() + spec.interval_minutes! * 60_000;
+    const next = await createJob(this.deps.engine, {
+      name: String(job.name),
+      status: "scheduled",
+      scheduled: this.#iso(due),
+      data: [],
+    });
+    await this.deps.engine.patchStored(JOB_MODEL, next.id, { interval: spec.interval_minutes });
+    await this.deps.store.saveSpec(next.id, spec);
+    await this.log(
+      next.id,
+      "info",
+      `Scheduled for ${this.#iso(due)} (every ${spec.interval_minutes} min, after job ${job.id}).`,
+    );
+    await this.deps.store.enqueue(next.id, due - this.deps.now());
+  }
+
+  async #prune(kind: JobKind): Promise<void> {
+    const ids = await this.deps.store.finished(kind);
+    const excess = ids.length - this.retention;
+    if (excess <= 0) return;
+    const old = ids.slice(0, excess);
+    for (const id of old) {
+      await this.deps.engine.remove(JOB_MODEL, id);
+      await this.deps.store.deleteSpec(id);
+    }
+    await this.deps.store.forgetFinished(kind, old);
+  }
+
+  async #wakeWaiting(): Promise<void> {
+    const waiting = await this.deps.engine.find(JOB_MODEL, { status: ["pending"] });
+    for (const job of waiting.sort((a, b) => a.id - b.id)) {
+      await this.deps.store.enqueue(job.id, 0);
+    }
+  }
+
+  /** A job its owner left `running`: errored with the reason (never `running` forever). */
+  async #abandon(job: StoredObject, spec: JobSpec | null, expiredAt: number | null): Promise<void> {
+    const reason = "The process running this job stopped before it finished" +
+      (expiredAt
+        ? ` (its run lease expired at ${this.#iso(expiredAt)})`
+        : " (it holds no run lease)") +
+      "; the stages it did are recorded, start a new sync to finish.";
+    const settled = await this.#settle(job, spec, {
+      status: "errored",
+      error: reason,
+      endpoints: [],
+    });
+    if (settled) {
+      this.deps.logger.log("warning", "sync job recovered after its owner stopped", {
+        job_id: job.id,
+      });
+      await this.#wakeWaiting();
+    }
+  }
+
+  /** Marks running jobs whose owner is gone (lease expired or not theirs) errored. */
+  async reap(): Promise<number> {
+    const running = await this.deps.engine.find(JOB_MODEL, { status: ["running"] });
+    if (running.length === 0) return 0;
+    const lease = await this.deps.store.lease();
+    const now = this.deps.now();
+    let n = 0;
+    for (const job of running) {
+      if (this.#running.has(job.id)) continue;
+      if (lease && lease.job_id === job.id && lease.expires_at > now) continue;
+      await this.#abandon(
+        job,
+        await this.deps.store.spec(job.id),
+        lease?.job_id === job.id ? lease.expires_at : null,
+      );
+      n++;
+    }
+    return n;
+  }
+
+  /** Deleting a job: a running one is refused; a scheduled or waiting one is cancelled. */
+  async cancel(jobId: number): Promise<"deleted" | "running" | "missing"> {
+    const { engine, store } = this.deps;
+    const job = await engine.get(JOB_MODEL, jobId);
+    if (!job) return "missing";
+    if (statusOf(job) === "running") return "running";
+    const spec = await store.spec(jobId);
+    await engine.remove(JOB_MODEL, jobId);
+    await store.deleteSpec(jobId);
+    await store.clearProgress(jobId);
+    if (spec) {
+      await store.releaseSlot(spec.kind, jobId);
+      await store.forgetFinished(spec.kind, [jobId]);
+    }
+    return "deleted";
+  }
+
+  /** Waits for this process's runs in flight (tests, graceful stop). */
+  async idle(): Promise<void> {
+    while (this.inFlight.size) await Promise.allSettled([...this.inFlight]);
+  }
+}
+
+export type { JobStatus };

@@ -1,0 +1,192 @@
+/**
+ * Deno KV side of the sync jobs (domain/jobs): the job requests, admission slots, the run
+ * lease, live progress, finished-job index for retention, and the queue (`enqueue` /
+ * `listenQueue`, so the same code runs on Deno Deploy). Keys live under `["plugin_jobs"]`;
+ * the job record itself is the inventory's `core.job` object (watched for the live stream).
+ */
+import { keys } from "./keys.ts";
+import { retryAtomic } from "./ids.ts";
+import type { JobKind, JobSpec, JobStore, Lease } from "../../domain/jobs/ports.ts";
+
+const P = "plugin_jobs";
+const jobKeys = {
+  spec: (id: number): Deno.KvKey => [P, "spec", id],
+  slot: (kind: JobKind): Deno.KvKey => [P, "slot", kind],
+  lease: (): Deno.KvKey => [P, "lease"],
+  progress: (id: number): Deno.KvKey => [P, "progress", id],
+  finished: (kind: JobKind, id: number): Deno.KvKey => [P, "finished", kind, id],
+  finishedPrefix: (kind: JobKind): Deno.KvKey => [P, "finished", kind],
+};
+
+/** The queue message of a job run. */
+export interface JobMessage {
+  type: "bridgebox.sync-job";
+  job_id: number;
+}
+
+export function isJobMessage(value: unknown): value is JobMessage {
+  return typeof value === "object" && value !== null &&
+    (value as JobMessage).type === "bridgebox.sync-job" &&
+    Number.isInteger((value as JobMessage).job_id);
+}
+
+/** Deno KV delays are capped at 30 days. */
+const MAX_DELAY_MS = 30 * 24 * 3600 * 1000;
+
+export class KvJobStore implements JobStore {
+  constructor(readonly kv: Deno.Kv, readonly now: () => number = Date.now) {}
+
+  async saveSpec(jobId: number, spec: JobSpec): Promise<void> {
+    await this.kv.set(jobKeys.spec(jobId), spec);
+  }
+
+  async spec(jobId: number): Promise<JobSpec | null> {
+    return (await this.kv.get<JobSpec>(jobKeys.spec(jobId))).value;
+  }
+
+  async deleteSpec(jobId: number): Promise<void> {
+    await this.kv.delete(jobKeys.spec(jobId));
+  }
+
+  async claimSlot(
+    kind: JobKind,
+    jobId: number,
+    blocking: readonly JobKind[],
+    isActive: (jobId: number) => Promise<boolean>,
+  ): Promise<{ ok: true } | { ok: false; holder: number }> {
+    const kinds = [...new Set([kind, ...blocking])];
+    return await retryAtomic(async () => {
+      const entries = await this.kv.getMany<number[]>(kinds.map((k) => jobKeys.slot(k)));
+      for (const entry of entries) {
+        const holder = entry.value;
+        if (typeof holder === "number" && holder !== jobId && await isActive(holder)) {
+          return { ok: false as const, holder };
+        }
+      }
+      // Every slot read is checked: a claim or release in between makes us read again.
+      const op = this.kv.atomic();
+      for (const entry of entries) op.check(entry);
+      op.set(jobKeys.slot(kind), jobId);
+      return (await op.commit()).ok ? { ok: true as const } : undefined;
+    });
+  }
+
+  async releaseSlot(kind: JobKind, jobId: number): Promise<void> {
+    await retryAtomic(async () => {
+      const entry = await this.kv.get<number>(jobKeys.slot(kind));
+      if (entry.value !== jobId) return true;
+      return (await this.kv.atomic().check(entry).delete(entry.key).commit()).ok ? true : undefined;
+    });
+  }
+
+  async slotHolder(kind: JobKind): Promise<number | null> {
+    return (await this.kv.get<number>(jobKeys.slot(kind))).value;
+  }
+
+  async takeLease(
+    jobId: number,
+    owner: string,
+    ttlMs: number,
+  ): Promise<{ ok: true } | { ok: false; lease: Lease }> {
+    return await retryAtomic(async () => {
+      const entry = await this.kv.get<Lease>(jobKeys.lease());
+      const held = entry.value;
+      const now = this.now();
+      if (held && held.expires_at > now && !(held.job_id === jobId && held.owner === owner)) {
+        return { ok: false as const, lease: held };
+      }
+      const lease: Lease = { job_id: jobId, owner, expires_at: now + ttlMs };
+      const done = await this.kv.atomic().check(entry).set(jobKeys.lease(), lease).commit();
+      return done.ok ? { ok: true as const } : undefined;
+    });
+  }
+
+  async renewLease(jobId: number, owner: string, ttlMs: number): Promise<boolean> {
+    return await retryAtomic(async () => {
+      const entry = await this.kv.get<Lease>(jobKeys.lease());
+      const held = entry.value;
+      if (!held || held.job_id !== jobId || held.owner !== owner) return false;
+      const lease: Lease = { ...held, expires_at: this.now() + ttlMs };
+      const done = await this.kv.atomic().check(entry).set(jobKeys.lease(), lease).commit();
+      return done.ok ? true : undefined;
+    });
+  }
+
+  async releaseLease(jobId: number, owner: string): Promise<void> {
+    await retryAtomic(async () => {
+      const entry = await this.kv.get<Lease>(jobKeys.lease());
+      const held = entry.value;
+      if (!held || held.job_id !== jobId || held.owner !== owner) return true;
+      return (await this.kv.atomic().check(entry).delete(entry.key).commit()).ok ? true : undefined;
+    });
+  }
+
+  async lease(): Promise<Lease | null> {
+    return (await this.kv.get<Lease>(jobKeys.lease())).value;
+  }
+
+  async enqueue(jobId: number, delayMs: number): Promise<void> {
+    const message: JobMessage = { type: "bridgebox.sync-job", job_id: jobId };
+    const delay = Math.max(0, Math.min(MAX_DELAY_MS, Math.round(delayMs)));
+    await this.kv.enqueue(message, delay ? { delay } : undefined);
+  }
+
+  listen(handler: (jobId: number) => Promise<void>): Promise<void> {
+    return this.kv.listenQueue(async (message: unknown) => {
+      if (isJobMessage(message)) await handler(message.job_id);
+    });
+  }
+
+  async setProgress(jobId: number, frame: unknown): Promise<void> {
+    // Progress is transient: it expires on its own if the job's owner dies.
+    await this.kv.set(jobKeys.progress(jobId), frame, { expireIn: 3_600_000 });
+  }
+
+  async progress(jobId: number): Promise<unknown> {
+    return (await this.kv.get(jobKeys.progress(jobId))).value;
+  }
+
+  async clearProgress(jobId: number): Promise<void> {
+    await this.kv.delete(jobKeys.progress(jobId));
+  }
+
+  async markFinished(kind: JobKind, jobId: number): Promise<void> {
+    await this.kv.set(jobKeys.finished(kind, jobId), this.now());
+  }
+
+  async finished(kind: JobKind): Promise<number[]> {
+    const out: number[] = [];
+    for await (const entry of this.kv.list({ prefix: jobKeys.finishedPrefix(kind) })) {
+      out.push(entry.key[entry.key.length - 1] as number);
+    }
+    return out;
+  }
+
+  async forgetFinished(kind: JobKind, jobIds: number[]): Promise<void> {
+    for (let i = 0; i < jobIds.length; i += 500) {
+      const op = this.kv.atomic();
+      for (const id of jobIds.slice(i, i + 500)) op.delete(jobKeys.finished(kind, id));
+      await op.commit();
+    }
+  }
+
+  async *watch(jobId: number, signal: AbortSignal): AsyncIterable<void> {
+    const stream = this.kv.watch([
+      keys.inventoryObject("core.job", jobId),
+      jobKeys.progress(jobId),
+    ]);
+    const reader = stream.getReader();
+    const stop = () => reader.cancel().catch(() => {});
+    signal.addEventListener("abort", stop, { once: true });
+    try {
+      while (!signal.aborted) {
+        const { done } = await reader.read();
+        if (done) return;
+        yield;
+      }
+    } finally {
+      signal.removeEventListener("abort", stop);
+      await reader.cancel().catch(() => {});
+    }
+  }
+}
