@@ -9,8 +9,8 @@ export type SurfaceApp = {
 };
 
 /**
- * Where each surface answers when they share one port (spec 0 §0). The backend owns
- * everything no other surface claims, so unknown paths are authenticated, never leaked.
+ * Where each surface answers when they share one port (docs/api-behaviour.md, Mounts). The backend
+ * owns everything no other surface claims, so unknown paths are authenticated, never leaked.
  */
 /** A mounted sub-app: one of the configured surfaces, or the web console over the inventory. */
 type Mount = Surface | "console";

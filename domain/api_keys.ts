@@ -1,6 +1,7 @@
 /**
- * API key rules (spec 1, decisions §1.1). Keys are kept only as SHA-256 digests; the store is
- * indexed by digest so authenticating costs the same whatever the number of keys.
+ * API key rules (docs/api-behaviour.md, Backend: authentication). Keys are kept only as SHA-256
+ * digests; the store is indexed by digest so authenticating costs the same whatever the number of
+ * keys.
  */
 import type { ApiKeyRecord, ApiKeyStore, KeyChange } from "../storage/ports.ts";
 import type { Lockout } from "./lockout.ts";
@@ -102,7 +103,8 @@ export async function authenticate(
     if (ip !== null) lockout.clear(ip);
     return { ok: true, record: cached };
   }
-  // The header value is compared exactly: spaces and newlines count (spec 1 Authentication 4).
+  // The header value is compared exactly: spaces and newlines count (docs/api-behaviour.md,
+  // Backend: authentication).
   const { claimed, record } = await store.lookup(await digestKey(presented ?? ""));
   if (!claimed) return { ok: false, status: 401, detail: texts.noKeyConfigured, counted: false };
   if (presented && record?.is_active) {

@@ -1,5 +1,6 @@
 /**
- * The backend's copies of the inventory and hypervisor endpoint settings (decisions §1.2):
+ * The backend's copies of the inventory and hypervisor endpoint settings (docs/api-behaviour.md,
+ * Backend: endpoint copies):
  * field rules, secret sealing, and the public view that never carries a secret.
  */
 import type {

@@ -47,7 +47,10 @@ export async function importFernetKey(key: string): Promise<FernetKey> {
   return { signing, encryption };
 }
 
-/** The service's key derivation (spec 0 §1.2): urlsafe_base64(SHA-256(utf8(trimmed value))). */
+/**
+ * The service's key derivation (docs/api-behaviour.md, Secrets):
+ * urlsafe_base64(SHA-256(utf8(trimmed value))).
+ */
 export async function deriveFernetKey(configuredValue: string): Promise<string> {
   const digest = await crypto.subtle.digest("SHA-256", encoder.encode(configuredValue.trim()));
   return new Uint8Array(digest).toBase64({ alphabet: "base64url" });

@@ -1,6 +1,6 @@
 /**
- * Per-client-IP authentication lockout (spec 1 Limits, spec 0 §1.1). In memory by design:
- * a restart clears it. Memory is bounded: stale entries are dropped, and when the table is
+ * Per-client-IP authentication lockout (docs/api-behaviour.md, Backend: lockout). In memory by
+ * design: a restart clears it. Memory is bounded: stale entries are dropped, and when the table is
  * full the oldest entry goes first (Map keeps insertion order, and every touch re-inserts).
  */
 

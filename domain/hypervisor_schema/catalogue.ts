@@ -1,8 +1,8 @@
 /**
- * The built-in catalogue: a compact API tree in the API-viewer format, written for this
- * project (not taken from Proxmox's files). It covers the endpoints spec 3 lists and everything
- * the sync stages read; it is used when HYPERVISOR_SCHEMA is not set. Load a full Proxmox
- * schema (a host serves it at /pve-docs/api-viewer/apidata.js) for the whole API.
+ * The built-in catalogue: a compact API tree in the API-viewer format, written for this project
+ * (not taken from Proxmox's files). It covers the endpoints docs/api-behaviour.md (Hypervisor)
+ * lists and everything the sync stages read; it is used when HYPERVISOR_SCHEMA is not set. Load a
+ * full Proxmox schema (a host serves it at /pve-docs/api-viewer/apidata.js) for the whole API.
  */
 import type { HttpMethod, Operation, ParamSchema, SchemaNode, SchemaTree } from "./schema.ts";
 

@@ -274,7 +274,10 @@ function summaryOf(op: Operation, method: HttpMethod, path: string): string {
   return first.length > 120 ? `${first.slice(0, 117)}...` : first;
 }
 
-/** The mock and the proxy page every list with `limit` and `start` (spec 3). */
+/**
+ * The mock and the proxy page every list with `limit` and `start` (docs/api-behaviour.md,
+ * Hypervisor: schema and mock).
+ */
 export const PAGING: Readonly<Record<"limit" | "start", ParamSchema>> = {
   limit: { type: "integer", minimum: 0, optional: 1, description: "Maximum number of results." },
   start: {
@@ -354,7 +357,8 @@ function buildOperation(
   if (parameters.length) out.parameters = parameters;
   let payload = mapSchema(op.returns, "response");
   if (flavour === "pve" && method !== "GET" && op.returns?.type === "string") {
-    // On /pve an action that starts a task answers {success, task} (spec 3), others the string.
+    // On /pve an action that starts a task answers {success, task}, others the string
+    // (docs/api-behaviour.md, Hypervisor).
     payload = { oneOf: [payload, { $ref: "#/components/schemas/TaskStarted" }] };
   }
   const body = flavour === "api2"

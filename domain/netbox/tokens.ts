@@ -1,5 +1,5 @@
 /**
- * Inventory API tokens (spec 0 §2), NetBox style.
+ * Inventory API tokens, NetBox style (docs/api-behaviour.md, Inventory: authentication).
  *
  * - v1: `Authorization: Token <plaintext>`. Looked up by SHA-256 digest; the plaintext is also
  *   kept Fernet-encrypted so a plugin inventory endpoint can reference it (`token: {id}`).
@@ -7,7 +7,7 @@
  *   is stored.
  *
  * Encryption key of v1 plaintexts: SERVICE_ENCRYPTION_KEY (config.encryptionKey, derived as
- * spec 0 §1.2) when set, else a random Fernet key generated once and kept in KV
+ * docs/api-behaviour.md, Secrets) when set, else a random Fernet key generated once and kept in KV
  * (["inventory","meta","local_secret_key"]). Each token records which one sealed it
  * (`enc_source`), so setting the variable later does not strand older tokens.
  *

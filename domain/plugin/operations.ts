@@ -222,7 +222,8 @@ export async function bootstrapStatus(
   engine: EngineApi,
 ): Promise<OpResult> {
   // No backend is itself a bootstrap problem: answered in the backend's own shape, 200 with
-  // ok false (spec 1 §1.5), so the repair card shows it instead of an error page.
+  // ok false (docs/api-behaviour.md, Plugin: endpoints and validation rules), so the repair card
+  // shows it instead of an error page.
   const notConfigured = (detail: string): OpResult => ({
     status: 200,
     body: {

@@ -1,7 +1,7 @@
 /**
- * Push-on-save (spec 2, "Push on save"): the plugin copies its endpoint records into the
- * backend service. Best-effort: every function answers the (ok, error, status) triple and
- * never throws; the caller records it as `last_push` and the save itself never fails.
+ * Push-on-save (docs/api-behaviour.md, Push on save): the plugin copies its endpoint records into
+ * the backend service. Best-effort: every function answers the (ok, error, status) triple and never
+ * throws; the caller records it as `last_push` and the save itself never fails.
  */
 import type {
   BackendClient,

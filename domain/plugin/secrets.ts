@@ -4,11 +4,13 @@
  *
  * With the plugin setting `encryption_key` set, a secret is stored as `enc:<fernet token>`
  * under `urlsafe_base64(SHA-256(utf8(trimmed key)))`, the same derivation the backend uses
- * (spec 0 §1.2), so both sides and Python's `cryptography.fernet` read each other's values.
+ * (docs/api-behaviour.md, Secrets), so both sides and Python's `cryptography.fernet` read each
+ * other's values.
  *
  * Without the key, connection secrets (the ones pushed to the backend) are kept in plaintext
  * and one CRITICAL line is logged per write, mirroring the backend's own rule; the dedicated
- * SSH secrets are refused (spec 2: "Dedicated mode ... requires the plugin encryption key").
+ * SSH secrets are refused (docs/api-behaviour.md, SSH secrets: dedicated mode needs the plugin
+ * encryption key).
  */
 import { deriveFernetKey, fernetDecrypt, fernetEncrypt, importFernetKey } from "../fernet.ts";
 
@@ -66,7 +68,10 @@ export async function openWithKeyring(stored: string, keyring: readonly string[]
   return last;
 }
 
-/** 48 random bytes as URL-safe base64: 64 characters (spec 2, Authentication 2). */
+/**
+ * 48 random bytes as URL-safe base64: 64 characters (docs/api-behaviour.md, Plugin: endpoints and
+ * validation rules).
+ */
 export function generateBackendToken(): string {
   return crypto.getRandomValues(new Uint8Array(48)).toBase64({ alphabet: "base64url" });
 }

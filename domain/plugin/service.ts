@@ -37,7 +37,7 @@ export interface PluginServiceDeps {
   now: () => number;
   logger: Logger;
   tokenPlaintext: TokenPlaintextReader;
-  /** Shorter timeouts for tests; defaults are spec 2's 10 s / 15 s. */
+  /** Shorter timeouts for tests; defaults are 10 s / 15 s (docs/api-behaviour.md, Push on save). */
   backendTimeouts?: BackendClientOptions;
   /** SERVICE_ENCRYPTION_KEY: seals the backend endpoint's key at rest (domain/plugin/at_rest.ts). */
   atRestKey?: string;
@@ -228,7 +228,7 @@ export class PluginServices {
     return lastPush;
   }
 
-  /** The single backend endpoint (spec 2: "resolve the single backend endpoint"). */
+  /** The single backend endpoint (docs/api-behaviour.md, Push on save). */
   async backendEndpoint(engine: EngineApi): Promise<StoredObject | null> {
     const all = await engine.find(MODELS.backend);
     return all[0] ?? null;
@@ -419,7 +419,8 @@ export class PluginServices {
   }
 
   async afterHypervisorSave(record: StoredObject, ctx: HookContext): Promise<void> {
-    // Toggling `enabled` (the bulk Enable/Disable actions) only changes the flag (spec 2).
+    // Toggling `enabled` (the bulk Enable/Disable actions) only changes the flag
+    // (docs/api-behaviour.md, Plugin: endpoints and validation rules).
     const fields = touched(ctx);
     if (ctx.op === "update" && fields.length > 0 && fields.every((f) => f === "enabled")) return;
     await this.pushHypervisor(ctx.engine, record);

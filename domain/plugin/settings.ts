@@ -1,6 +1,7 @@
 /**
- * The plugin settings singleton (spec 0 §2): `encryption_key` (write-only) and
- * `custom_fields_enabled` (default false). Stored through `PluginSettingsStore` (storage/ports.ts).
+ * The plugin settings singleton (docs/api-behaviour.md, Plugin settings): `encryption_key`
+ * (write-only) and `custom_fields_enabled` (default false). Stored through `PluginSettingsStore`
+ * (storage/ports.ts).
  */
 
 import type { PluginSettings, PluginSettingsStore } from "../../storage/ports.ts";

@@ -1,5 +1,6 @@
 /**
- * SSH credentials of a hypervisor endpoint for browser terminal sessions (spec 0 §2, spec 2).
+ * SSH credentials of a hypervisor endpoint for browser terminal sessions (docs/api-behaviour.md,
+ * SSH secrets).
  *
  * `dedicated` (default): the endpoint's own ssh_* fields; secrets stored encrypted.
  * `reuse_endpoint`: password authentication with the realm-stripped endpoint username and

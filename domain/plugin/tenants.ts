@@ -1,5 +1,5 @@
 /**
- * Tenant allow-list of hypervisor endpoints (spec 2, "Tenant allow-list semantics").
+ * Tenant allow-list of hypervisor endpoints (docs/api-behaviour.md, Tenant allow-list).
  * Empty `allowed_tenants` puts an endpoint in the global pool; a tenant sees its explicit
  * grants, and the global pool only while it has no explicit grant at all.
  */

@@ -1,6 +1,7 @@
 /**
- * Validation rules of the plugin endpoint records (spec 2, "Validation rules"), as pure
- * functions returning NetBox-style field errors `{field: [message]}` (empty when valid).
+ * Validation rules of the plugin endpoint records (docs/api-behaviour.md, Plugin: endpoints and
+ * validation rules), as pure functions returning NetBox-style field errors `{field: [message]}`
+ * (empty when valid).
  */
 
 export type FieldErrors = Record<string, string[]>;

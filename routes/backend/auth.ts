@@ -5,7 +5,10 @@ import type { BackendEnv, BackendServices } from "./context.ts";
 
 export const API_KEY_HEADER = "X-Service-API-Key";
 
-/** Exempt routes, matched exactly (decisions §1.1); HEAD rides along with GET. */
+/**
+ * Exempt routes, matched exactly (docs/api-behaviour.md, Backend: authentication); HEAD rides along
+ * with GET.
+ */
 const EXEMPT = new Set([
   "GET /",
   "GET /docs",

@@ -1,5 +1,5 @@
 /**
- * The hypervisor API server (spec 3, decisions §3): one engine, two mounts.
+ * The hypervisor API server (docs/api-behaviour.md, Hypervisor): one engine, two mounts.
  *
  * - `/pve/...` answers bare payloads; `/api2/json/...` answers the Proxmox VE wire format
  *   (routes/hypervisor/wire.ts maps both, including errors).

@@ -1460,7 +1460,7 @@ export const JOB: ModelDef = {
     error: str(1000),
     job_id: { type: "string", maxLength: 36, index: true, default: () => crypto.randomUUID() },
     log_entries: { type: "json", default: () => [] },
-    /** Alias of log_entries (spec 0 §2 calls it `log`). */
+    /** Alias of log_entries (the jobs API documents it as `log`). */
     log: { type: "json", compute: (r) => r.log_entries ?? [] },
   },
   brief: ["name", "status"],

@@ -170,7 +170,7 @@ Deno.test("client: inventory calls use the inventory timeout, hypervisor calls t
   for (const conn of held) conn.close();
 });
 
-Deno.test("client: default timeouts are spec 2's 10 s and 15 s", async () => {
+Deno.test("client: default timeouts are 10 s (inventory push) and 15 s (hypervisor push)", async () => {
   const { INVENTORY_PUSH_TIMEOUT_MS, HYPERVISOR_PUSH_TIMEOUT_MS } = await import(
     "../../../clients/backend.ts"
   );

@@ -78,7 +78,7 @@ Deno.test("hypervisor endpoint: defaults, display with domain or IP, secrets wri
       return found.body.results.map((x: { id: number }) => x.id);
     };
     assert.deepEqual(await ids("q=example"), [e.id]);
-    // Filter fields of spec 2.
+    // The documented filter fields.
     assert.deepEqual(await ids("ip_address=10.0.0.5/24"), [byIp.body.id]);
     assert.deepEqual(await ids("ip_address=10.0.0.5"), [byIp.body.id]);
     assert.deepEqual(await ids(`ip_address=${ip}`), [byIp.body.id]);
@@ -287,7 +287,7 @@ Deno.test("allowed_tenants and X-Cloud-Tenant: explicit grants hide the global p
     });
     assert.equal(unknown.status, 400);
 
-    // Filters of spec 2.
+    // The documented filters.
     assert.deepEqual(await list(undefined, `?allowed_tenants_id=${acme}`), [a, ab].sort());
     assert.deepEqual(await list(undefined, "?allowed_tenants__isnull=true"), [global]);
     assert.deepEqual(await list(undefined, `?allowed_tenants__id__in=${globex}`), [ab]);
