@@ -2,7 +2,8 @@
  * The two faces of the hypervisor engine, mapped in one place:
  *
  * - `/pve/...` (docs/api-behaviour.md, Hypervisor: errors): bare JSON payloads; errors
- *   `{"detail","errors":[{field,message}]}` with 400/401/404/501; task actions answer `{"success":true,"task":"<UPID>"}`.
+ *   `{"detail","errors":[{field,message}]}` with 400/401/404/501; task actions answer
+ *   `{"success":true,"task":"<UPID>"}`.
  * - `/api2/json/...` (Proxmox VE wire format): `{"data": ...}` (plus `total` on paged lists),
  *   form-encoded or JSON bodies, booleans as 0/1, errors as Proxmox answers them
  *   (`{"data":null,"errors":{"<field>":"<message>"}}` 400, `{"data":null}` 401, 501 for unknown
