@@ -1,6 +1,6 @@
 /**
- * Pure parse of the environment (spec 0 §4) into a typed Config. No I/O: main.ts reads the
- * environment and hands the plain record in, so tests can build any configuration.
+ * Pure parse of the environment (README, Configuration) into a typed Config. No I/O: main.ts reads
+ * the environment and hands the plain record in, so tests can build any configuration.
  */
 
 export const SURFACES = ["backend", "plugin", "hypervisor", "host-agent"] as const;
@@ -194,7 +194,8 @@ export function parseConfig(env: Env): Config {
     port: port(env),
     kvPath: text(env, "SERVICE_KV_PATH") ?? (env.DENO_DEPLOYMENT_ID ? undefined : DEFAULT_KV_PATH),
     surfaces: surfaces(env),
-    // The encryption key is used trimmed (spec 0 §1.2), so trimming here loses nothing.
+    // The encryption key is used trimmed (docs/api-behaviour.md, Secrets), so trimming here loses
+    // nothing.
     encryptionKey: text(env, "SERVICE_ENCRYPTION_KEY"),
     trustedProxies: new Set(list(env, "SERVICE_TRUSTED_PROXIES")),
     allowLoopbackTargets: bool(env, "SERVICE_ALLOW_LOOPBACK_TARGETS", false),

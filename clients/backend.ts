@@ -1,11 +1,12 @@
 /**
- * Outbound client for the backend service (spec 1) as the inventory plugin uses it: key
- * bootstrap, the inventory and hypervisor endpoint copies, and the bootstrap-status relay.
+ * Outbound client for the backend service (docs/api-behaviour.md, Backend) as the inventory plugin
+ * uses it: key bootstrap, the inventory and hypervisor endpoint copies, and the bootstrap-status
+ * relay.
  *
- * Every call answers the (ok, error, status) triple of spec 2 ("Push on save") and never
- * throws: a network failure, a timeout or an unexpected answer becomes ok=false with a
- * message naming the operation and the URL, and the HTTP status when there was one.
- * Secrets never appear in the messages.
+ * Every call answers the (ok, error, status) triple (docs/api-behaviour.md, Push on save) and never
+ * throws: a network failure, a timeout or an unexpected answer becomes ok=false with a message
+ * naming the operation and the URL, and the HTTP status when there was one. Secrets never appear in
+ * the messages.
  */
 
 import { EventSourceParserStream } from "eventsource-parser/stream";
@@ -40,7 +41,10 @@ export interface BackendClientOptions {
   defaultTimeoutMs?: number;
 }
 
-/** What the plugin sends as the backend's inventory endpoint copy (spec 0 §1.2). */
+/**
+ * What the plugin sends as the backend's inventory endpoint copy (docs/api-behaviour.md, Backend:
+ * endpoint copies).
+ */
 export interface InventoryCopy {
   name: string;
   ip: string;
@@ -52,7 +56,10 @@ export interface InventoryCopy {
   token_key: string | null;
 }
 
-/** What the plugin sends as the backend's hypervisor endpoint copy (spec 0 §1.2). */
+/**
+ * What the plugin sends as the backend's hypervisor endpoint copy (docs/api-behaviour.md, Backend:
+ * endpoint copies).
+ */
 export interface HypervisorCopy {
   name: string;
   ip: string;
