@@ -1,8 +1,9 @@
 /**
- * The inventory plugin's models (spec 2 + spec 0 §2), declared for the inventory model engine
- * (domain/netbox). App label `service`, so permissions read `service.view_backendendpoint`.
+ * The inventory plugin's models (docs/api-behaviour.md, Inventory), declared for the inventory
+ * model engine (domain/netbox). App label `service`, so permissions read
+ * `service.view_backendendpoint`.
  *
- * Endpoint hooks: validation of spec 2's rules, sealing of write-only secrets with the plugin
+ * Endpoint hooks: validation of the documented rules, sealing of write-only secrets with the plugin
  * encryption key, token generation for the backend endpoint, and push-on-save to the backend
  * (best-effort, outcome kept as `last_push`).
  */
@@ -511,7 +512,7 @@ export function pluginModels(services: PluginServices): ModelDef[] {
       },
       fleecing_storage: fk(MODELS.storage),
       repeat_missed: bool(false),
-      // A plain string in spec 2 (not a choice object), limited to the three modes.
+      // A plain string in the plugin API (not a choice object), limited to the three modes.
       pbs_change_detection_mode: str({
         default: "default",
         index: true,
