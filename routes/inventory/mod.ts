@@ -167,6 +167,15 @@ export async function createInventoryApp(
     }),
   );
 
+  // The API root without a token: pynetbox 7.0.0 (Debian bookworm's, under Ansible's
+  // netbox.netbox modules) reads the version from this page's API-Version header without sending
+  // its token. The page only names the API's sections; a token that is sent is still checked.
+  app.on(["GET", "HEAD"], ["/api", "/api/"], async (c, next) => {
+    if (c.req.header("authorization") !== undefined) return await next();
+    c.set("origin", publicOrigin(c, deps.config.trustedProxies));
+    return c.json(apiRootListing(ctx, c, "/api/"));
+  });
+
   app.use("/api/*", async (c, next) => {
     const result = await ctx.tokens.authenticate(c.req.header("authorization"));
     if (result === null) throw new ApiError(403, { detail: AUTH_MESSAGES.missing });
