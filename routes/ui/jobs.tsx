@@ -132,7 +132,15 @@ export function jobRoutes(_ctx: ConsoleServices): Hono<ConsoleEnv> {
 
   app.get("/ui/jobs/:id{[0-9]+}", async (c) => {
     const id = c.req.param("id");
-    const answer = await c.get("api").get(`${JOBS}${id}/`);
+    const [answer, endpoints] = await c.get("api").all([
+      `${JOBS}${id}/`,
+      "/api/plugins/service/endpoints/hypervisor/?brief=1&limit=1000",
+    ]);
+    const endpointName = new Map<number, string>(
+      endpoints.status === 200
+        ? (endpoints.body.results as Json[]).map((e) => [e.id, e.display])
+        : [],
+    );
     if (answer.status !== 200) {
       const { errorPage } = await import("./errors.tsx");
       return errorPage(
@@ -202,7 +210,7 @@ export function jobRoutes(_ctx: ConsoleServices): Hono<ConsoleEnv> {
                 return (
                   <tr data-stage={`${s.sync_type}@${s.endpoint_id ?? ""}`}>
                     <td>{s.sync_type}</td>
-                    <td>{s.endpoint_id ?? "—"}</td>
+                    <td>{endpointName.get(s.endpoint_id) ?? s.endpoint_id ?? "—"}</td>
                     <td>
                       <Status value={r.failed > 0 ? "failed" : "completed"} />
                     </td>
