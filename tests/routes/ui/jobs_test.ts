@@ -1,0 +1,87 @@
+/**
+ * The Sync and Jobs pages over the durable job API: start, schedule (the API's field errors
+ * next to the fields), cancel a scheduled job, a job's page. Skipped, saying so, on a server
+ * without the job API.
+ */
+import assert from "node:assert/strict";
+import { consoleHarness, type Harness, ROOT } from "./_console.ts";
+
+async function jobApi(h: Harness): Promise<boolean> {
+  const offered = (await h.api("GET", "/api/plugins/service/sync/")).status !== 404;
+  if (!offered) {
+    console.log("skipped: this server has no job API (GET /api/plugins/service/sync/ 404)");
+  }
+  return offered;
+}
+
+Deno.test("console jobs: schedule with the API's field errors, then cancel from the list", async () => {
+  const h = await consoleHarness();
+  try {
+    if (!await jobApi(h)) return;
+    const c = h.client();
+    await c.signIn(ROOT);
+    const bad = await c.submit("/ui/sync", "/ui/sync", {
+      sync_types: "all",
+      schedule_at: "2030-01-01T02:00",
+      interval_value: "0",
+      interval_unit: "minutes",
+    });
+    assert.equal(bad.status, 400);
+    const field = /<div class="field invalid"><label for="f-interval_value">[\s\S]*?<\/div>/.exec(
+      bad.html,
+    )?.[0] ?? "";
+    assert.match(field, /A whole number of at least 1/);
+    assert.match(field, /value="0"/);
+
+    const at = new Date(Date.now() + 3600_000).toISOString().slice(0, 16);
+    const ok = await c.submit("/ui/sync", "/ui/sync", {
+      sync_types: "devices",
+      job_name: "nightly",
+      schedule_at: at,
+      interval_value: "1",
+      interval_unit: "days",
+    });
+    assert.equal(ok.status, 303);
+    const id = /^\/ui\/jobs\/(\d+)$/.exec(ok.location!)![1];
+    const job = await h.api("GET", `/api/core/jobs/${id}/`);
+    assert.equal(job.body.name, "nightly");
+    assert.equal(job.body.status.value ?? job.body.status, "scheduled");
+    assert.equal(job.body.interval, 1440);
+
+    const list = await c.get("/ui/jobs");
+    assert.match(list.text, new RegExp(`#${id} nightly scheduled`));
+    assert.match(list.text, /every 1440 min/);
+    assert.match(list.text, /token 1/);
+    const cancelled = await c.submit("/ui/jobs", `/ui/jobs/${id}/cancel`, {});
+    assert.equal(cancelled.location, "/ui/jobs?notice=cancelled");
+    assert.equal((await h.api("GET", `/api/core/jobs/${id}/`)).status, 404);
+  } finally {
+    h.close();
+  }
+});
+
+Deno.test("console jobs: a token without core.add_job cannot start one, nor core.delete_job cancel", async () => {
+  const h = await consoleHarness();
+  try {
+    if (!await jobApi(h)) return;
+    const t = await h.token({ permissions: ["core.view_job"] });
+    const c = h.client();
+    await c.signIn(t.value);
+    const sent = await c.submit("/ui/jobs", "/ui/sync", { sync_types: "all" });
+    assert.equal(sent.status, 403);
+    assert.match(sent.text, /You do not have permission to perform this action/);
+    const at = new Date(Date.now() + 3600_000).toISOString();
+    const made = await h.api("POST", "/api/plugins/service/sync/", {
+      sync_types: ["devices"],
+      schedule_at: at,
+    });
+    assert.equal(made.status, 201);
+    const list = await c.get("/ui/jobs");
+    assert.ok(!list.html.includes(`/ui/jobs/${made.body.job_id}/cancel`), "no cancel button");
+    const refused = await c.submit("/ui/jobs", `/ui/jobs/${made.body.job_id}/cancel`, {});
+    assert.equal(refused.location, "/ui/jobs?notice=denied");
+    assert.equal((await h.api("GET", `/api/core/jobs/${made.body.job_id}/`)).status, 200);
+  } finally {
+    h.close();
+  }
+});
