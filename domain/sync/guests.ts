@@ -57,17 +57,19 @@ export function syncStates(ctx: StageContext): Promise<SyncStateIndex> {
   });
 }
 
-/** The inventory VM objects this endpoint owns, by vmid (loaded in pages, one list call). */
+/** Every VM of this endpoint's cluster, hand-made ones included (one paged read per run). */
+export function clusterVms(ctx: StageContext): Promise<InventoryObject[]> {
+  return memo(ctx, "cluster-vms", async () => {
+    const base = await clusterBase(ctx);
+    return await ctx.inv.list(PATHS.vms, { cluster_id: String(base.cluster) }, ctx.signal);
+  });
+}
+
+/** The inventory VM objects this endpoint owns, by vmid. */
 export function ownedVms(ctx: StageContext): Promise<Map<number, InventoryObject>> {
   return memo(ctx, "owned-vms", async () => {
-    const base = await clusterBase(ctx);
     const { vms } = await syncStates(ctx);
-    const inCluster = await ctx.inv.list(
-      PATHS.vms,
-      { cluster_id: String(base.cluster) },
-      ctx.signal,
-    );
-    const byId = new Map(inCluster.map((v) => [v.id, v]));
+    const byId = new Map((await clusterVms(ctx)).map((v) => [v.id, v]));
     const out = new Map<number, InventoryObject>();
     for (const [vmid, id] of vms) {
       const vm = byId.get(id);

@@ -129,7 +129,7 @@ export function syncRoutes(services: BackendServices, options: SyncRouteOptions 
   const keepaliveMs = options.keepaliveMs ?? KEEPALIVE_MS;
 
   /** Everything a run needs, checked before any frame (the 400 comes first). */
-  async function prepare(c: Context<BackendEnv>, scope: string | undefined) {
+  async function prepare(scope: string | undefined) {
     const [inventory] = await services.inventoryEndpoints.list();
     if (!inventory) throw fail(400, NO_INVENTORY);
     const ids = parseIds(scope);
@@ -157,12 +157,11 @@ export function syncRoutes(services: BackendServices, options: SyncRouteOptions 
       const client = hypervisorClient(records.get(endpoint.id)!);
       return { get: (path, params, signal) => client.get(path, params, { signal }) };
     };
-    void c;
     return { endpoints: endpoints.map(toSyncEndpoint), inventoryApi, hypervisor };
   }
 
   function stream(c: Context<BackendEnv>, stages: readonly StageDef[], scope?: string) {
-    return prepare(c, scope).then(({ endpoints, inventoryApi, hypervisor }) => {
+    return prepare(scope).then(({ endpoints, inventoryApi, hypervisor }) => {
       const abort = new AbortController();
       const requestSignal = c.req.raw.signal;
       const onRequestAbort = () => abort.abort(new DOMException("client went away", "AbortError"));
@@ -250,7 +249,7 @@ export function syncRoutes(services: BackendServices, options: SyncRouteOptions 
   }
 
   async function json(c: Context<BackendEnv>, stages: readonly StageDef[], scope?: string) {
-    const { endpoints, inventoryApi, hypervisor } = await prepare(c, scope);
+    const { endpoints, inventoryApi, hypervisor } = await prepare(scope);
     const complete = await runSync({
       stages,
       endpoints,

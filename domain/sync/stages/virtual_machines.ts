@@ -5,10 +5,10 @@
  * missing tag, sync-state missing), never deleted; a name already taken in the cluster gets
  * a deterministic " (2)" suffix, handed out in vmid order.
  */
-import type { StageContext } from "../context.ts";
+import { forget, type StageContext } from "../context.ts";
 import { clusterBase, ensureBySlug, ensureTags, PATHS, syncTags } from "../base.ts";
 import { nodeIndex } from "./devices.ts";
-import { type Guest, guests, ownedVms, syncStates } from "../guests.ts";
+import { clusterVms, type Guest, guests, ownedVms, syncStates } from "../guests.ts";
 import {
   configDigest,
   guestDisks,
@@ -97,14 +97,10 @@ export async function syncVirtualMachines(ctx: StageContext): Promise<void> {
   // Names of VMs in this cluster that are not these guests (hand-made, or ours but gone).
   const present = new Set(list.map((g) => g.vmid));
   const ownIds = new Set([...owned].filter(([vmid]) => present.has(vmid)).map(([, v]) => v.id));
-  const clusterVms = await ctx.inv.list(
-    PATHS.vms,
-    { cluster_id: String(base.cluster) },
-    ctx.signal,
-  );
+  const inCluster = await clusterVms(ctx);
   const names = uniqueNames(
     list,
-    clusterVms.filter((v) => !ownIds.has(v.id)).map((v) => String(v.name)),
+    inCluster.filter((v) => !ownIds.has(v.id)).map((v) => String(v.name)),
     new Map([...owned].map(([vmid, vm]) => [vmid, String(vm.name)])),
   );
 
@@ -134,7 +130,7 @@ export async function syncVirtualMachines(ctx: StageContext): Promise<void> {
   ctx.progress(0, list.length, `writing ${list.length} virtual machines`);
   // A VM taking a name another VM of the cluster still holds (it is being renamed in this run)
   // is written after that rename: the inventory checks names one write at a time.
-  const holders = new Map(clusterVms.map((v) => [String(v.name).toLowerCase(), v.id]));
+  const holders = new Map(inCluster.map((v) => [String(v.name).toLowerCase(), v.id]));
   const waits = (d: Desired) => {
     const holder = holders.get(String(d.body.name).toLowerCase());
     return holder !== undefined && holder !== existing.get(d.key)?.id;
@@ -195,5 +191,6 @@ export async function syncVirtualMachines(ctx: StageContext): Promise<void> {
     }
   }
   for (const vmid of [...owned.keys()]) if (!present.has(vmid)) owned.delete(vmid);
+  forget(ctx, "cluster-vms");
   ctx.progress(list.length, list.length, `${list.length} virtual machines synced`);
 }
