@@ -149,8 +149,18 @@ function toResponse(res: IncomingMessage, method: string, signal?: AbortSignal |
   return new Response(body, { status, statusText: res.statusMessage, headers });
 }
 
+/**
+ * Keep-alive pools, one pair per transport: a connection is reused only for the same host,
+ * port and TLS options, and it was opened to an address this transport checked.
+ */
+interface Agents {
+  http: http.Agent;
+  https: https.Agent;
+}
+
 /** One exchange over node:http(s), connecting only to `address`. */
 function pinnedExchange(
+  agents: Agents,
   url: URL,
   address: string,
   request: Request,
@@ -172,7 +182,7 @@ function pinnedExchange(
       port: defaultPort(url),
       path: `${url.pathname}${url.search}`,
       headers,
-      agent: false,
+      agent: secure ? agents.https : agents.http,
       lookup: ((_host: string, opts: { all?: boolean }, callback: (...args: unknown[]) => void) => {
         if (opts?.all) callback(null, [{ address, family }]);
         else callback(null, address, family);
@@ -211,6 +221,10 @@ export function createOutboundFetch(options: OutboundOptions): OutboundFetch {
   const resolve = options.resolve ?? systemResolve;
   const trusted = new Set(options.trustedOrigins ?? []);
   const trustedFetch = options.trustedFetch ?? globalThis.fetch;
+  const agents: Agents = {
+    http: new http.Agent({ keepAlive: true, maxSockets: 16 }),
+    https: new https.Agent({ keepAlive: true, maxSockets: 16 }),
+  };
 
   async function addressFor(url: URL): Promise<string> {
     const host = url.hostname.replace(/^\[|\]$/g, "").toLowerCase().replace(/\.$/, "");
@@ -256,7 +270,7 @@ export function createOutboundFetch(options: OutboundOptions): OutboundFetch {
     const request = normalise(input, init);
     // Our request bodies are small JSON or form texts: read whole, sent with a length.
     const body = request.body ? new Uint8Array(await request.arrayBuffer()) : undefined;
-    return pinnedExchange(url, address, request, body, init);
+    return pinnedExchange(agents, url, address, request, body, init);
   };
   return Object.assign(outbound as typeof fetch, { [GUARDED]: true as const });
 }
