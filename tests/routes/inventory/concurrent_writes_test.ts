@@ -1,0 +1,117 @@
+/**
+ * Writes that race: a bulk PATCH spanning several atomics is never half written, and a delete
+ * racing a create or an update never leaves a reference to a deleted object.
+ */
+import assert from "node:assert/strict";
+import { createInventoryCore } from "../../../routes/inventory/mod.ts";
+import { setup } from "./_setup.ts";
+import { world } from "./_world.ts";
+
+Deno.test("bulk PATCH spanning several atomics survives concurrent edits: never half written", async () => {
+  const inv = await setup();
+  try {
+    const w = await world(inv);
+    const created = await inv.call(
+      "POST",
+      "/api/virtualization/virtual-machines/",
+      Array.from({ length: 400 }, (_, i) => ({ name: `bulk${i}`, cluster: w.cluster })),
+    );
+    assert.equal(created.status, 201);
+    const ids: number[] = created.body.map((r: { id: number }) => r.id);
+    // Edits of records in the later atomics land between the bulk's read and its commit.
+    const tail = ids.filter((_, i) => i >= 150 && i % 5 === 0);
+    const [bulk] = await Promise.all([
+      inv.call(
+        "PATCH",
+        "/api/virtualization/virtual-machines/",
+        ids.map((id) => ({ id, description: "bulk" })),
+      ),
+      ...tail.map(async (id, i) => {
+        await new Promise((r) => setTimeout(r, i * 4));
+        return inv.call("PATCH", `/api/virtualization/virtual-machines/${id}/`, {
+          comments: "solo",
+        });
+      }),
+    ]);
+    assert.equal(bulk.status, 200, JSON.stringify(bulk.body).slice(0, 300));
+    assert.equal(bulk.body.length, ids.length);
+    const after = await inv.call(
+      "GET",
+      "/api/virtualization/virtual-machines/?name__isw=bulk&limit=0&fields=id,description,comments",
+    );
+    const stale = after.body.results.filter((r: { description: string }) =>
+      r.description !== "bulk"
+    );
+    assert.deepEqual(stale, []);
+    const solo = after.body.results.filter((r: { comments: string }) => r.comments === "solo");
+    assert.equal(solo.length, tail.length);
+  } finally {
+    inv.close();
+  }
+});
+
+Deno.test("a delete racing a create never leaves a reference to a deleted object", async () => {
+  const inv = await setup();
+  try {
+    const engine = createInventoryCore(inv.deps).engine;
+    await inv.call("POST", "/api/virtualization/cluster-types/", { name: "t", slug: "t" });
+    const dangling: number[] = [];
+    for (let i = 0; i < 40; i++) {
+      const c = await inv.call("POST", "/api/virtualization/clusters/", { name: `c${i}`, type: 1 });
+      const [vm] = await Promise.all([
+        inv.call("POST", "/api/virtualization/virtual-machines/", {
+          name: `v${i}`,
+          cluster: c.body.id,
+        }),
+        (async () => {
+          await new Promise((r) => setTimeout(r, i % 3));
+          return inv.call("DELETE", `/api/virtualization/clusters/${c.body.id}/`);
+        })(),
+      ]);
+      if (vm.status !== 201) {
+        assert.equal(vm.status, 400, JSON.stringify(vm.body));
+        continue;
+      }
+      const stored = await engine.get("virtualization.virtualmachine", vm.body.id);
+      if (typeof stored?.cluster !== "number") continue;
+      if (!(await engine.get("virtualization.cluster", stored.cluster))) dangling.push(i);
+    }
+    assert.deepEqual(dangling, []);
+  } finally {
+    inv.close();
+  }
+});
+
+Deno.test("an update racing the delete of its new target never leaves a dangling or null required FK", async () => {
+  const inv = await setup();
+  try {
+    const w = await world(inv);
+    const engine = createInventoryCore(inv.deps).engine;
+    const bad: string[] = [];
+    for (let i = 0; i < 30; i++) {
+      const target = await w.post("/api/virtualization/virtual-machines/", {
+        name: `t${i}`,
+        cluster: w.cluster,
+      });
+      const iface = await w.post("/api/virtualization/interfaces/", {
+        virtual_machine: w.vm1,
+        name: `e${i}`,
+      });
+      await Promise.all([
+        inv.call("PATCH", `/api/virtualization/interfaces/${iface}/`, { virtual_machine: target }),
+        (async () => {
+          await new Promise((r) => setTimeout(r, i % 3));
+          return inv.call("DELETE", `/api/virtualization/virtual-machines/${target}/`);
+        })(),
+      ]);
+      const stored = await engine.get("virtualization.vminterface", iface);
+      if (!stored) continue; // went with the deleted VM (CASCADE)
+      const vm = stored.virtual_machine;
+      if (typeof vm !== "number") bad.push(`${i}: null virtual_machine`);
+      else if (!(await engine.get("virtualization.virtualmachine", vm))) bad.push(`${i}: dangling`);
+    }
+    assert.deepEqual(bad, []);
+  } finally {
+    inv.close();
+  }
+});

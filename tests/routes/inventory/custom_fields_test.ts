@@ -1,0 +1,116 @@
+/**
+ * Custom fields: definitions are validated, a rename keeps the data, a new field's default fills
+ * existing objects, and object-type fields render nested and accept what they render.
+ */
+import assert from "node:assert/strict";
+import { setup } from "./_setup.ts";
+import { world } from "./_world.ts";
+
+Deno.test("custom fields: a rename keeps the data, a new field's default fills existing objects", async () => {
+  const inv = await setup();
+  try {
+    const w = await world(inv);
+    const cf = await inv.call("POST", "/api/extras/custom-fields/", {
+      name: "proxmox_vmid",
+      object_types: ["virtualization.virtualmachine"],
+      type: "integer",
+    });
+    assert.equal(cf.status, 201);
+    const vm = `/api/virtualization/virtual-machines/${w.vm1}/`;
+    await inv.call("PATCH", vm, { custom_fields: { proxmox_vmid: 101 } });
+    const renamed = await inv.call("PATCH", `/api/extras/custom-fields/${cf.body.id}/`, {
+      name: "vmid",
+    });
+    assert.equal(renamed.status, 200);
+    assert.deepEqual((await inv.call("GET", vm)).body.custom_fields, { vmid: 101 });
+    const filtered = await inv.call("GET", "/api/virtualization/virtual-machines/?cf_vmid=101");
+    assert.deepEqual(filtered.body.results.map((r: { id: number }) => r.id), [w.vm1]);
+
+    const withDefault = await inv.call("POST", "/api/extras/custom-fields/", {
+      name: "managed",
+      object_types: ["virtualization.virtualmachine"],
+      type: "boolean",
+      default: true,
+    });
+    assert.equal(withDefault.status, 201);
+    const vm2 = await inv.call("GET", `/api/virtualization/virtual-machines/${w.vm2}/`);
+    assert.deepEqual(vm2.body.custom_fields, { managed: true, vmid: null });
+  } finally {
+    inv.close();
+  }
+});
+
+Deno.test("custom field definitions: a broken regex or object type is a 400, not a silent no-op", async () => {
+  const inv = await setup();
+  try {
+    const regex = await inv.call("POST", "/api/extras/custom-fields/", {
+      name: "rx",
+      object_types: ["dcim.site"],
+      type: "text",
+      validation_regex: "([",
+    });
+    assert.equal(regex.status, 400);
+    assert.ok(regex.body.validation_regex);
+    const noType = await inv.call("POST", "/api/extras/custom-fields/", {
+      name: "ob",
+      object_types: ["dcim.site"],
+      type: "object",
+    });
+    assert.deepEqual(noType.body, {
+      related_object_type: ["Object fields must define an object type."],
+    });
+    const badType = await inv.call("POST", "/api/extras/custom-fields/", {
+      name: "ob",
+      object_types: ["dcim.site"],
+      type: "object",
+      related_object_type: "dcim.nope",
+    });
+    assert.deepEqual(badType.body, { related_object_type: ["Invalid object type: dcim.nope"] });
+    const ok = await inv.call("POST", "/api/extras/custom-fields/", {
+      name: "ob",
+      object_types: ["dcim.site"],
+      type: "object",
+      related_object_type: "dcim.device",
+    });
+    assert.equal(ok.status, 201);
+  } finally {
+    inv.close();
+  }
+});
+
+Deno.test("object custom fields render nested (as NetBox) and accept what they render", async () => {
+  const inv = await setup();
+  try {
+    const w = await world(inv);
+    const cf = await inv.call("POST", "/api/extras/custom-fields/", {
+      name: "twin",
+      object_types: ["virtualization.virtualmachine"],
+      type: "object",
+      related_object_type: "virtualization.virtualmachine",
+    });
+    assert.equal(cf.status, 201);
+    const many = await inv.call("POST", "/api/extras/custom-fields/", {
+      name: "peers",
+      object_types: ["virtualization.virtualmachine"],
+      type: "multiobject",
+      related_object_type: "virtualization.virtualmachine",
+    });
+    assert.equal(many.status, 201);
+    const path = `/api/virtualization/virtual-machines/${w.vm1}/`;
+    const set = await inv.call("PATCH", path, { custom_fields: { twin: w.vm2, peers: [w.vm2] } });
+    assert.equal(set.status, 200, JSON.stringify(set.body));
+    assert.equal(set.body.custom_fields.twin.id, w.vm2);
+    assert.equal(set.body.custom_fields.twin.name, "vm2");
+    assert.match(set.body.custom_fields.twin.url, /virtual-machines\/\d+\/$/);
+    assert.deepEqual(set.body.custom_fields.peers.map((p: { id: number }) => p.id), [w.vm2]);
+    // Sending back what was read (pynetbox does) keeps the value.
+    const again = await inv.call("PATCH", path, { custom_fields: set.body.custom_fields });
+    assert.equal(again.status, 200, JSON.stringify(again.body));
+    assert.equal(again.body.custom_fields.twin.id, w.vm2);
+    const listed = await inv.call("GET", "/api/virtualization/virtual-machines/?cf_twin=" + w.vm2);
+    assert.equal(listed.body.count, 1);
+    assert.equal(listed.body.results[0].custom_fields.twin.id, w.vm2);
+  } finally {
+    inv.close();
+  }
+});
