@@ -32,7 +32,7 @@ export function fetchFor(url: string, verifySsl: boolean, fetchFn: typeof fetch)
   if (verifySsl || !url.startsWith("https:")) return fetchFn;
   const guarded = isOutboundFetch(fetchFn)
     ? fetchFn
-    : createOutboundFetch({ allowLoopbackTargets: false });
+    : createOutboundFetch({ allowLoopbackTargets: false, keepAlive: false });
   return (input, init) => guarded(input, { ...init, verifyTls: false } as OutboundInit);
 }
 

@@ -44,6 +44,8 @@ export interface OutboundOptions {
   trustedFetch?: typeof fetch;
   /** The running app, for calls to its own port; read on every request (late binding). */
   self?: () => SelfRoute | undefined;
+  /** Reuse connections (default true); a one-off transport passes false. */
+  keepAlive?: boolean;
 }
 
 /** Extra request options the transport understands. */
@@ -221,9 +223,10 @@ export function createOutboundFetch(options: OutboundOptions): OutboundFetch {
   const resolve = options.resolve ?? systemResolve;
   const trusted = new Set(options.trustedOrigins ?? []);
   const trustedFetch = options.trustedFetch ?? globalThis.fetch;
+  const keepAlive = options.keepAlive !== false;
   const agents: Agents = {
-    http: new http.Agent({ keepAlive: true, maxSockets: 16 }),
-    https: new https.Agent({ keepAlive: true, maxSockets: 16 }),
+    http: new http.Agent({ keepAlive, maxSockets: 16 }),
+    https: new https.Agent({ keepAlive, maxSockets: 16 }),
   };
 
   async function addressFor(url: URL): Promise<string> {
