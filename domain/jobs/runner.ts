@@ -148,6 +148,18 @@ export async function runSyncJob(input: {
           }: ${p.error}`,
       );
     }
+    // Repair: the backend reconciles the custom fields first; a failure is only a warning.
+    if (spec.kind === "repair") {
+      const answer = await link.reconcile();
+      const b = (answer.body ?? {}) as Record<string, unknown>;
+      await journal.log(
+        answer.ok ? "info" : "warning",
+        answer.ok
+          ? `Custom fields reconciled: ${b.created ?? 0} created, ${b.updated ?? 0} updated, ` +
+            `${b.unchanged ?? 0} unchanged.`
+          : `Custom-field reconcile failed: ${answer.error}`,
+      );
+    }
     if (chosen.length === 0) {
       await journal.log("warning", "No enabled hypervisor endpoint: nothing to sync.");
       return { status: "completed", error: "", endpoints: [] };

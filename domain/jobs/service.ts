@@ -249,7 +249,6 @@ export class JobService {
       secrets = await plugin.secrets().catch(() => []);
       await this.log(jobId, "info", `Started (${spec.kind === "repair" ? "repair" : "sync"}).`);
       const journal = this.#journal(jobId, secrets);
-      if (spec.kind === "repair") await this.#reconcile(jobId, secrets);
       outcome = await runSyncJob({
         jobId,
         spec,
@@ -271,25 +270,6 @@ export class JobService {
       this.#running.delete(jobId);
       await store.releaseLease(jobId, this.deps.owner);
       await this.#wakeWaiting();
-    }
-  }
-
-  /** Repair's first step: the backend reconciles the custom fields; a failure is a warning. */
-  async #reconcile(jobId: number, secrets: string[]): Promise<void> {
-    const link = await this.deps.plugin.backend();
-    if ("error" in link) return; // the preflight reports it
-    const answer = await link.reconcile();
-    if (answer.ok) {
-      const b = (answer.body ?? {}) as Record<string, unknown>;
-      await this.log(
-        jobId,
-        "info",
-        `Custom fields reconciled: ${b.created ?? 0} created, ${b.updated ?? 0} updated, ` +
-          `${b.unchanged ?? 0} unchanged.`,
-        secrets,
-      );
-    } else {
-      await this.log(jobId, "warning", `Custom-field reconcile failed: ${answer.error}`, secrets);
     }
   }
 

@@ -13,6 +13,7 @@ import { faviconResponse } from "../_lib/favicon.ts";
 import { API_KEY_HEADER, apiKeyAuth } from "./auth.ts";
 import type { BackendEnv, BackendServices } from "./context.ts";
 import { endpointRoutes } from "./endpoints.ts";
+import { extrasRoutes } from "./extras.ts";
 import { ApiError, backendRouter, errorHandler } from "./errors.ts";
 import { keyRoutes } from "./keys.ts";
 import { rekeyRoutes } from "./rekey.ts";
@@ -182,6 +183,7 @@ export async function createBackendApp(deps: AppDeps, services = createBackendSe
   app.route("/", endpointRoutes(services));
   app.route("/", rekeyRoutes(services));
   app.route("/", syncRoutes(services));
+  app.route("/", extrasRoutes(services));
   app.route("/", provisioningRoutes(deps));
 
   app.openAPIRegistry.registerComponent("securitySchemes", "ApiKey", {
