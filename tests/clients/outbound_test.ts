@@ -1,0 +1,107 @@
+/**
+ * The outbound transport (clients/outbound.ts) behaves as fetch does where clients rely on it:
+ * streamed answers arrive as they are written (SSE), bodies and headers go out intact, empty
+ * answers, HEAD, and an abort that ends a stream.
+ */
+import assert from "node:assert/strict";
+import { createOutboundFetch } from "../../clients/outbound.ts";
+
+const guard = () => createOutboundFetch({ allowLoopbackTargets: true, keepAlive: false });
+
+Deno.test("outbound transport: a streamed answer arrives chunk by chunk, before the server ends it", async () => {
+  let release!: () => void;
+  const gate = new Promise<void>((resolve) => release = resolve);
+  const server = Deno.serve({ port: 0, hostname: "127.0.0.1", onListen() {} }, () => {
+    const body = new ReadableStream<Uint8Array>({
+      async start(controller) {
+        controller.enqueue(new TextEncoder().encode("event: step\ndata: 1\n\n"));
+        await gate;
+        controller.enqueue(new TextEncoder().encode("event: complete\ndata: 2\n\n"));
+        controller.close();
+      },
+    });
+    return new Response(body, { headers: { "content-type": "text/event-stream" } });
+  });
+  try {
+    const res = await guard()(`http://127.0.0.1:${server.addr.port}/stream`);
+    assert.equal(res.headers.get("content-type"), "text/event-stream");
+    const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
+    assert.equal(
+      (await reader.read()).value,
+      "event: step\ndata: 1\n\n",
+      "first frame before the rest",
+    );
+    release();
+    let rest = "";
+    for (let r = await reader.read(); !r.done; r = await reader.read()) rest += r.value;
+    assert.equal(rest, "event: complete\ndata: 2\n\n");
+  } finally {
+    await server.shutdown();
+  }
+});
+
+Deno.test("outbound transport: method, headers and bodies go out as fetch sends them; 204 and HEAD have no body", async () => {
+  const seen: string[] = [];
+  const server = Deno.serve({ port: 0, hostname: "127.0.0.1", onListen() {} }, async (req) => {
+    seen.push(
+      `${req.method} ${new URL(req.url).pathname} ${req.headers.get("content-type")} ` +
+        `${req.headers.get("x-service-api-key")} ${req.headers.get("host")} ${await req.text()}`,
+    );
+    if (req.method === "DELETE") return new Response(null, { status: 204 });
+    return Response.json({ ok: true }, { status: 201, headers: { "x-extra": "1" } });
+  });
+  const base = `http://127.0.0.1:${server.addr.port}`;
+  try {
+    const f = guard();
+    const created = await f(`${base}/json`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-service-api-key": "k" },
+      body: JSON.stringify({ a: "ü" }),
+    });
+    assert.equal(created.status, 201);
+    assert.equal(created.headers.get("x-extra"), "1");
+    assert.deepEqual(await created.json(), { ok: true });
+    const form = await f(`${base}/form`, {
+      method: "POST",
+      body: new URLSearchParams({ username: "root@pam", password: "p w" }),
+    });
+    await form.body?.cancel();
+    const gone = await f(`${base}/x`, { method: "DELETE" });
+    assert.equal(gone.status, 204);
+    assert.equal(gone.body, null);
+    const head = await f(`${base}/h`, { method: "HEAD" });
+    assert.equal(head.body, null);
+    assert.deepEqual(seen.slice(0, 2), [
+      `POST /json application/json k 127.0.0.1:${server.addr.port} {"a":"ü"}`,
+      `POST /form application/x-www-form-urlencoded;charset=UTF-8 null 127.0.0.1:${server.addr.port} username=root%40pam&password=p+w`,
+    ]);
+  } finally {
+    await server.shutdown();
+  }
+});
+
+Deno.test("outbound transport: an abort before the answer rejects with the signal's reason", async () => {
+  let arrived!: () => void;
+  const reached = new Promise<void>((resolve) => arrived = resolve);
+  const hold = Promise.withResolvers<void>();
+  const server = Deno.serve({ port: 0, hostname: "127.0.0.1", onListen() {} }, async () => {
+    arrived();
+    await hold.promise;
+    return new Response("late");
+  });
+  try {
+    const controller = new AbortController();
+    const pending = guard()(`http://127.0.0.1:${server.addr.port}/slow`, {
+      signal: controller.signal,
+    });
+    await reached;
+    controller.abort(new DOMException("timed out", "TimeoutError"));
+    await assert.rejects(
+      pending,
+      (e: unknown) => e instanceof DOMException && e.name === "TimeoutError",
+    );
+  } finally {
+    hold.resolve();
+    await server.shutdown();
+  }
+});
