@@ -41,10 +41,13 @@ export function publicRecord({ digest: _digest, ...rest }: ApiKeyRecord): Public
   return rest;
 }
 
+/** Why a request is not authenticated; routes/backend/errors.ts maps each to its answer. */
+export type AuthRefusal = "no_key_configured" | "invalid_key" | "locked_out";
+
 export type AuthOutcome =
   | { ok: true; record: ApiKeyRecord }
-  | { ok: false; status: 401; detail: string; counted: boolean }
-  | { ok: false; status: 429; detail: string; retryAfter: number };
+  | { ok: false; reason: "no_key_configured" | "invalid_key"; detail: string; counted: boolean }
+  | { ok: false; reason: "locked_out"; detail: string; retryAfter: number };
 
 /**
  * Recently verified active keys, so a busy client costs no digest and no storage read per
@@ -97,7 +100,9 @@ export async function authenticate(
   cache?: AuthCache,
 ): Promise<AuthOutcome> {
   const locked = ip === null ? 0 : lockout.secondsLocked(ip);
-  if (locked > 0) return { ok: false, status: 429, detail: texts.lockedOut, retryAfter: locked };
+  if (locked > 0) {
+    return { ok: false, reason: "locked_out", detail: texts.lockedOut, retryAfter: locked };
+  }
   const cached = presented ? cache?.get(presented) : null;
   if (cached) {
     if (ip !== null) lockout.clear(ip);
@@ -106,20 +111,30 @@ export async function authenticate(
   // The header value is compared exactly: spaces and newlines count (docs/api-behaviour.md,
   // Backend: authentication).
   const { claimed, record } = await store.lookup(await digestKey(presented ?? ""));
-  if (!claimed) return { ok: false, status: 401, detail: texts.noKeyConfigured, counted: false };
+  if (!claimed) {
+    return {
+      ok: false,
+      reason: "no_key_configured",
+      detail: texts.noKeyConfigured,
+      counted: false,
+    };
+  }
   if (presented && record?.is_active) {
     if (ip !== null) lockout.clear(ip);
     cache?.set(presented, record);
     return { ok: true, record };
   }
   if (!presented || ip === null) {
-    return { ok: false, status: 401, detail: texts.invalidKey, counted: false };
+    return { ok: false, reason: "invalid_key", detail: texts.invalidKey, counted: false };
   }
   lockout.recordFailure(ip);
-  return { ok: false, status: 401, detail: texts.invalidKey, counted: true };
+  return { ok: false, reason: "invalid_key", detail: texts.invalidKey, counted: true };
 }
 
-export type RegisterOutcome = { status: 201 | 400 | 409; detail: string };
+export type RegisterOutcome = {
+  outcome: "registered" | "key_too_short" | "already_configured";
+  detail: string;
+};
 
 export async function registerFirstKey(
   store: ApiKeyStore,
@@ -127,11 +142,13 @@ export async function registerFirstKey(
   label: string,
   nowMs: number,
 ): Promise<RegisterOutcome> {
-  if (rawKey.length < MIN_KEY_LENGTH) return { status: 400, detail: texts.keyTooShort };
+  if (rawKey.length < MIN_KEY_LENGTH) {
+    return { outcome: "key_too_short", detail: texts.keyTooShort };
+  }
   const record = await store.claimFirst(await digestKey(rawKey), label, nowMs / 1000);
   return record
-    ? { status: 201, detail: texts.registered }
-    : { status: 409, detail: texts.alreadyConfigured };
+    ? { outcome: "registered", detail: texts.registered }
+    : { outcome: "already_configured", detail: texts.alreadyConfigured };
 }
 
 export async function createKey(
@@ -145,11 +162,11 @@ export async function createKey(
 }
 
 export function describeChange(change: KeyChange):
-  | { status: 200; record: PublicKeyRecord }
-  | { status: 404; detail: string }
-  | { status: 409; detail: typeof texts.lastActive } {
-  if (change.ok) return { status: 200, record: publicRecord(change.record) };
+  | { ok: true; record: PublicKeyRecord }
+  | { ok: false; reason: "not_found"; detail: string }
+  | { ok: false; reason: "last_active"; detail: typeof texts.lastActive } {
+  if (change.ok) return { ok: true, record: publicRecord(change.record) };
   return change.reason === "not_found"
-    ? { status: 404, detail: texts.notFound }
-    : { status: 409, detail: texts.lastActive };
+    ? { ok: false, reason: "not_found", detail: texts.notFound }
+    : { ok: false, reason: "last_active", detail: texts.lastActive };
 }

@@ -25,10 +25,11 @@ export interface FieldIssue {
   type: "missing" | "value_error";
 }
 
+/** A save's outcome; the backend's error mapper (routes/backend/endpoints.ts) picks the answer. */
 export type SaveResult<T> =
   | { ok: true; record: T }
-  | { ok: false; status: 404 | 409; detail: string }
-  | { ok: false; status: 422; issues: FieldIssue[] };
+  | { ok: false; reason: "not_found" | "conflict"; detail: string }
+  | { ok: false; reason: "invalid"; issues: FieldIssue[] };
 
 // ---------------------------------------------------------------- inventory endpoint
 
@@ -73,9 +74,11 @@ export async function saveInventoryEndpoint(
   input: InventoryEndpointInput,
 ): Promise<SaveResult<InventoryEndpointRecord>> {
   const current = id === null ? null : await store.get(id);
-  if (id !== null && !current) return { ok: false, status: 404, detail: texts.inventoryNotFound };
+  if (id !== null && !current) {
+    return { ok: false, reason: "not_found", detail: texts.inventoryNotFound };
+  }
   if (id === null && (await store.list()).length > 0) {
-    return { ok: false, status: 409, detail: texts.inventorySingleton };
+    return { ok: false, reason: "conflict", detail: texts.inventorySingleton };
   }
   const tokenKey = input.token_version === "v2" ? (input.token_key ?? null) : null;
   const issues: FieldIssue[] = [];
@@ -99,7 +102,7 @@ export async function saveInventoryEndpoint(
       message: "token_key is required when token_version is v2",
     });
   }
-  if (issues.length) return { ok: false, status: 422, issues };
+  if (issues.length) return { ok: false, reason: "invalid", issues };
 
   let token = moved ? "" : current?.token ?? "";
   let keySource = current?.key_source ?? "none";
@@ -126,8 +129,8 @@ export async function saveInventoryEndpoint(
   const saved = id === null ? await store.create(data) : await store.update(id, data);
   if (saved.ok) return saved;
   return saved.reason === "conflict"
-    ? { ok: false, status: 409, detail: texts.inventorySingleton }
-    : { ok: false, status: 404, detail: texts.inventoryNotFound };
+    ? { ok: false, reason: "conflict", detail: texts.inventorySingleton }
+    : { ok: false, reason: "not_found", detail: texts.inventoryNotFound };
 }
 
 // ---------------------------------------------------------------- hypervisor endpoints
@@ -164,7 +167,9 @@ export async function saveHypervisorEndpoint(
   input: HypervisorEndpointInput,
 ): Promise<SaveResult<HypervisorEndpointRecord>> {
   const current = id === null ? null : await store.get(id);
-  if (id !== null && !current) return { ok: false, status: 404, detail: texts.hypervisorNotFound };
+  if (id !== null && !current) {
+    return { ok: false, reason: "not_found", detail: texts.hypervisorNotFound };
+  }
 
   // An omitted secret keeps the stored one; an explicit null or "" clears it. A move (address,
   // port or scheme) clears every secret not sent again: it stays with the old destination.
@@ -189,7 +194,7 @@ export async function saveHypervisorEndpoint(
     if (!password) issues.push({ field: "password", type: "missing", message });
     if (!tokenName) issues.push({ field: "token_name", type: "missing", message });
     if (!tokenValue) issues.push({ field: "token_value", type: "missing", message });
-    return { ok: false, status: 422, issues };
+    return { ok: false, reason: "invalid", issues };
   }
 
   // One record has one key source, so when a secret changes both are sealed again together.
@@ -232,8 +237,8 @@ export async function saveHypervisorEndpoint(
   const saved = id === null ? await store.create(data) : await store.update(id, data);
   if (saved.ok) return saved;
   return saved.reason === "conflict"
-    ? { ok: false, status: 409, detail: texts.hypervisorNameTaken(input.name) }
-    : { ok: false, status: 404, detail: texts.hypervisorNotFound };
+    ? { ok: false, reason: "conflict", detail: texts.hypervisorNameTaken(input.name) }
+    : { ok: false, reason: "not_found", detail: texts.hypervisorNotFound };
 }
 
 /**

@@ -1,6 +1,7 @@
 import type { MiddlewareHandler } from "hono";
 import { authenticate, publicRecord } from "../../domain/api_keys.ts";
 import { clientIp } from "../_lib/client_ip.ts";
+import { authError } from "./errors.ts";
 import type { BackendEnv, BackendServices } from "./context.ts";
 
 export const API_KEY_HEADER = "X-Service-API-Key";
@@ -39,9 +40,7 @@ export function apiKeyAuth(services: BackendServices): MiddlewareHandler<Backend
       c.set("apiKey", publicRecord(outcome.record));
       return next();
     }
-    if (outcome.status === 429) {
-      return c.json({ detail: outcome.detail }, 429, { "Retry-After": String(outcome.retryAfter) });
-    }
-    return c.json({ detail: outcome.detail }, 401);
+    const refused = authError(outcome);
+    return c.json(refused.body, refused.status, refused.headers);
   };
 }

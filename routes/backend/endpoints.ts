@@ -125,10 +125,11 @@ const HypervisorOutput = z.object({
 
 const CredentialCheck = z.object({ ok: z.literal(true), key_source: KeySourceSchema });
 
+/** A save's outcome as the backend answers it: 422 with the field issues, 404, or 409. */
 function unwrap<T>(result: SaveResult<T>): T {
   if (result.ok) return result.record;
-  if (result.status === 422) throw issuesError(result.issues);
-  throw fail(result.status, result.detail);
+  if (result.reason === "invalid") throw issuesError(result.issues);
+  throw fail(result.reason === "not_found" ? 404 : 409, result.detail);
 }
 
 /** Domain rule failures leave in the same 422 shape as schema validation. */

@@ -7,6 +7,7 @@ import type { Context, Env } from "hono";
 import { HTTPException } from "hono/http-exception";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import type { Logger } from "../../domain/logger.ts";
+import type { AuthOutcome, RegisterOutcome } from "../../domain/api_keys.ts";
 
 export class ApiError extends Error {
   constructor(
@@ -24,6 +25,23 @@ export const fail = (
   detail: unknown,
   extra: Record<string, unknown> = {},
 ) => new ApiError(status, { detail, ...extra });
+
+/** How each refused authentication answers: 401, or 429 with Retry-After while locked out. */
+export function authError(outcome: Extract<AuthOutcome, { ok: false }>): ApiError {
+  return outcome.reason === "locked_out"
+    ? new ApiError(429, { detail: outcome.detail }, { "Retry-After": String(outcome.retryAfter) })
+    : new ApiError(401, { detail: outcome.detail });
+}
+
+/** The status of each first-key registration outcome. */
+export const REGISTER_STATUS = {
+  registered: 201,
+  key_too_short: 400,
+  already_configured: 409,
+} as const satisfies Record<RegisterOutcome["outcome"], ContentfulStatusCode>;
+
+/** The status of each refused key change (activate, deactivate, delete). */
+export const KEY_CHANGE_STATUS = { not_found: 404, last_active: 409 } as const;
 
 interface Issue {
   path: PropertyKey[];

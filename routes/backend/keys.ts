@@ -1,6 +1,6 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { createKey, describeChange, registerFirstKey } from "../../domain/api_keys.ts";
-import { backendRouter, fail } from "./errors.ts";
+import { backendRouter, fail, KEY_CHANGE_STATUS, REGISTER_STATUS } from "./errors.ts";
 import type { BackendEnv, BackendServices } from "./context.ts";
 import {
   Detail,
@@ -70,7 +70,7 @@ export function keyRoutes(services: BackendServices) {
     async (c) => {
       const { api_key, label } = c.req.valid("json");
       const outcome = await registerFirstKey(keys, api_key, label ?? "", deps.now());
-      return c.json({ detail: outcome.detail }, outcome.status);
+      return c.json({ detail: outcome.detail }, REGISTER_STATUS[outcome.outcome]);
     },
   );
 
@@ -132,7 +132,7 @@ export function keyRoutes(services: BackendServices) {
         const { id } = c.req.valid("param");
         const change = describeChange(await keys.setActive(id, action === "activate"));
         authCache.clear();
-        if (change.status !== 200) throw fail(change.status, change.detail);
+        if (!change.ok) throw fail(KEY_CHANGE_STATUS[change.reason], change.detail);
         return c.json(change.record, 200);
       },
     );
@@ -156,7 +156,7 @@ export function keyRoutes(services: BackendServices) {
       const { id } = c.req.valid("param");
       const change = describeChange(await keys.delete(id));
       authCache.clear();
-      if (change.status !== 200) throw fail(change.status, change.detail);
+      if (!change.ok) throw fail(KEY_CHANGE_STATUS[change.reason], change.detail);
       return c.body(null, 204);
     },
   );
