@@ -37,7 +37,9 @@ export class FakeInventory implements InventoryApi {
         }
         if (k.endsWith("_id") && !(k in o)) {
           const ref = o[k.slice(0, -3)];
-          return values.includes(String(typeof ref === "object" && ref ? (ref as { id: unknown }).id : ref));
+          return values.includes(
+            String(typeof ref === "object" && ref ? (ref as { id: unknown }).id : ref),
+          );
         }
         return values.includes(String(o[k]));
       })

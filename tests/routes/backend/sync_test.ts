@@ -127,13 +127,12 @@ Deno.test("sync: a quiet stream gets ': keepalive' and still ends with one compl
   let sawKeepalive!: () => void;
   const keepaliveSeen = new Promise<void>((r) => sawKeepalive = r);
   // The inventory never answers until the keepalive went out.
-  deps.fetch = async (input) => {
+  deps.fetch = async () => {
     await released;
     return new Response(JSON.stringify({ detail: "Invalid token" }), {
       status: 403,
       headers: { "content-type": "application/json" },
     });
-    void input;
   };
   const services = createBackendServices(deps);
   await services.inventoryEndpoints.create({
