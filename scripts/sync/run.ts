@@ -115,7 +115,12 @@ export async function syncMain(
       io.out(USAGE + "\n");
       return EXIT_OK;
     case "list":
-      io.out(SYNC_STAGES.map((s, i) => `${String(i + 1).padStart(2)}  ${s.type}\n`).join(""));
+      io.out(
+        SYNC_STAGES.map((s, i) =>
+          `${String(i + 1).padStart(2)}  ${s.type.padEnd(18)}  ${s.summary}\n`
+        )
+          .join(""),
+      );
       return EXIT_OK;
     case "usage-error":
       io.err(`deno task sync: ${parsed.message}\n(see deno task sync --help)\n`);

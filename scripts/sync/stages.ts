@@ -2,42 +2,25 @@
  * The backend's 13 sync stages as the command line names them: the sync type (the `step`
  * field of the stage's SSE frames) and the stream path. `/full-update/stream` runs all 13.
  */
+import { STAGES } from "../../domain/sync/runner.ts";
+
 export interface StageRoute {
   /** Sync type, as in the frames' `step` field. */
   type: string;
   /** GET path of the SSE stream; the same path without `/stream` answers one JSON response. */
   stream: string;
+  /** What the stage writes, in a few words. */
+  summary: string;
 }
 
 export const FULL_UPDATE_STREAM = "/full-update/stream";
 
-export const SYNC_STAGES: readonly StageRoute[] = [
-  { type: "devices", stream: "/dcim/devices/create/stream" },
-  { type: "storage", stream: "/virtualization/virtual-machines/storage/create/stream" },
-  { type: "virtual-machines", stream: "/virtualization/virtual-machines/create/stream" },
-  {
-    type: "task-history",
-    stream: "/virtualization/virtual-machines/task-history/create/stream",
-  },
-  {
-    type: "vm-disks",
-    stream: "/virtualization/virtual-machines/virtual-disks/create/stream",
-  },
-  { type: "vm-backups", stream: "/virtualization/virtual-machines/backups/all/create/stream" },
-  {
-    type: "vm-snapshots",
-    stream: "/virtualization/virtual-machines/snapshots/all/create/stream",
-  },
-  { type: "network-interfaces", stream: "/dcim/devices/interfaces/create/stream" },
-  { type: "vm-interfaces", stream: "/virtualization/virtual-machines/interfaces/create/stream" },
-  {
-    type: "ip-addresses",
-    stream: "/virtualization/virtual-machines/interfaces/ip-address/create/stream",
-  },
-  { type: "sdn", stream: "/hypervisor/sdn/create/stream" },
-  { type: "replications", stream: "/hypervisor/replication/stream" },
-  { type: "backup-routines", stream: "/hypervisor/cluster/backup/stream" },
-];
+/** The backend's own stage table: paths and names are never written twice. */
+export const SYNC_STAGES: readonly StageRoute[] = STAGES.map((stage) => ({
+  type: stage.type,
+  stream: `${stage.path}/stream`,
+  summary: stage.summary,
+}));
 
 /** Short names people type; each maps to one sync type. */
 const ALIASES: Readonly<Record<string, string>> = {
