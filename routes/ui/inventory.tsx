@@ -177,15 +177,22 @@ const SPECS: ListSpec[] = [
   },
 ];
 
+/** Role slugs the sync gives guests, by guest type. */
+const GUEST_ROLES = { qemu: "virtual-machine", lxc: "container" } as const;
+
+function guestType(vm: Json, state: Json | undefined): string {
+  const t = state?.vm_type?.value ?? (vm.role?.slug === GUEST_ROLES.lxc ? "lxc" : null);
+  if (t === "lxc") return "container";
+  if (t === "qemu" || vm.role?.slug === GUEST_ROLES.qemu) return "VM";
+  return "—";
+}
+
 const VM_COLUMNS = (types: Map<number, Json>): Column<Json>[] => [
   { label: "Name", sort: "name", cell: (r) => link(`/ui/vms/${r.id}`, r.name) },
   { label: "Status", sort: "status", cell: (r) => <Status value={r.status} /> },
   {
     label: "Type",
-    cell: (r) => {
-      const t = types.get(r.id);
-      return t ? (t.vm_type?.value === "lxc" ? "container" : "VM") : "—";
-    },
+    cell: (r) => guestType(r, types.get(r.id)),
   },
   { label: "Id", cell: (r) => types.get(r.id)?.vmid ?? "—" },
   { label: "Cluster", sort: "cluster", cell: (r) => shown(r.cluster) },
@@ -328,19 +335,8 @@ export function inventoryRoutes(_ctx: ConsoleServices): Hono<ConsoleEnv> {
     const sorts = columns.map((col) => col.sort).filter((s): s is string => !!s);
     const q = apiQuery(url, filters.map((f) => f.name), sorts);
     const type = url.searchParams.get("type");
-    let note: string | null = null;
-    if (type === "qemu" || type === "lxc") {
-      // The guest type lives on the plugin's VM sync state; narrow the list to those VMs.
-      const states = await api.get(`${P}/vm-sync-state/?vm_type=${type}&limit=1000&brief=0`);
-      const ids = states.status === 200
-        ? (states.body.results as Json[]).map((s) => s.virtual_machine?.id).filter(Boolean)
-        : [];
-      if (states.status === 200 && states.body.count > 1000) {
-        note = "Showing the first 1,000 guests of this type.";
-      }
-      if (ids.length === 0) q.params.set("id", "0");
-      else for (const id of ids) q.params.append("id", String(id));
-    }
+    // The sync gives every guest the role of its type ("container" or "virtual-machine").
+    if (type === "qemu" || type === "lxc") q.params.set("role", GUEST_ROLES[type]);
     const [answer, options] = await Promise.all([
       api.get(`/api/virtualization/virtual-machines/?${q.params}`),
       Promise.all(filters.map((f) => optionsFor(c, f))),
@@ -382,7 +378,6 @@ export function inventoryRoutes(_ctx: ConsoleServices): Hono<ConsoleEnv> {
             </div>
           }
         />
-        {note && <p class="muted">{note}</p>}
         {answer.status !== 200
           ? (
             <ApiProblem
