@@ -2,6 +2,8 @@
 import assert from "node:assert/strict";
 import { createApp } from "../../app.ts";
 import { testDeps } from "../_helpers.ts";
+import { HAS_OPENSSL, selfSigned } from "../_tls.ts";
+import { createOutboundFetch } from "../../clients/outbound.ts";
 import { refusingListener } from "../_net.ts";
 import {
   HypervisorApiClient,
@@ -122,4 +124,46 @@ Deno.test("hypervisor client: an aborted signal stops the call with the abort re
     );
     assert.equal((error as Error).message, "client went away");
   });
+});
+
+const tls = HAS_OPENSSL ? await selfSigned("localhost") : null;
+
+Deno.test({
+  name: "hypervisor client: verify_ssl false reaches a self-signed HTTPS host; true refuses it",
+  ignore: !HAS_OPENSSL,
+  async fn() {
+    const deps = await testDeps({ SERVICE_SURFACES: "hypervisor" });
+    const app = await createApp(deps);
+    const server = Deno.serve(
+      { hostname: "127.0.0.1", port: 0, cert: tls!.cert, key: tls!.key, onListen() {} },
+      (r, i) => app.fetch(r, i),
+    );
+    const outbound = createOutboundFetch({ allowLoopbackTargets: true });
+    const make = (verify: boolean) =>
+      new HypervisorApiClient({
+        id: 1,
+        name: "tls",
+        ip: "127.0.0.1",
+        port: server.addr.port,
+        use_https: true,
+        verify_ssl: verify,
+        username: "root@pam",
+        token_name: null,
+        timeout: 5,
+      }, {
+        fetch: outbound,
+        secrets: () => Promise.resolve({ password: "bridgebox", token_value: null }),
+      });
+    try {
+      const version = await make(false).get<{ version: string }>("/version");
+      assert.ok(version.version);
+      const error = await make(true).get("/version").catch((e) => e);
+      assert.ok(error instanceof HypervisorApiError);
+      assert.equal(error.status, null);
+      assert.match(error.url, /^https:\/\/127\.0\.0\.1:\d+\/api2\/json\/access\/ticket$/);
+    } finally {
+      await server.shutdown();
+      deps.kv.close();
+    }
+  },
 });
