@@ -312,6 +312,16 @@ export class JobService {
     const { engine, store, plugin } = this.deps;
     const jobId = job.id;
     let won = false;
+    // The last log line goes first: a stream that sees the final status has seen it too.
+    if (FINISHED.has(statusOf(await engine.get(JOB_MODEL, jobId)) ?? "completed")) return false;
+    await this.log(
+      jobId,
+      outcome.status === "completed" ? "info" : "error",
+      outcome.status === "completed"
+        ? "Completed."
+        : `Finished ${outcome.status}: ${outcome.error}`,
+      secrets,
+    );
     const at = this.#iso();
     await engine.patchStored(JOB_MODEL, jobId, (current) => {
       won = !FINISHED.has(String(current.status));
@@ -324,14 +334,6 @@ export class JobService {
       };
     });
     if (!won) return false;
-    await this.log(
-      jobId,
-      outcome.status === "completed" ? "info" : "error",
-      outcome.status === "completed"
-        ? "Completed."
-        : `Finished ${outcome.status}: ${outcome.error}`,
-      secrets,
-    );
     for (const e of outcome.endpoints) {
       await plugin.recordLastSync(e.id, {
         at,

@@ -1,0 +1,419 @@
+// deno-lint-ignore-file no-explicit-any
+/**
+ * Sync jobs end to end on a real socket: the plugin drives the backend's stage streams over
+ * HTTP (its own port, answered in-process as main.ts wires it) against the hypervisor mock
+ * and the embedded inventory. Events are ordered with signals (a gate on the backend's stage
+ * route), never with sleeps.
+ */
+import assert from "node:assert/strict";
+import { type Frame, jobsWorld, P, ROOT, statusOf } from "./_jobs_world.ts";
+import { SYNC_TYPES } from "../../domain/jobs/stages.ts";
+
+const STAGE_STREAM =
+  /^\/(full-update|dcim|virtualization|hypervisor\/(sdn|replication|cluster\/backup))\/.*stream$/;
+
+function stageCalls(seen: string[]): string[] {
+  return seen.filter((s) => s.startsWith("GET ") && STAGE_STREAM.test(s.slice(4)));
+}
+
+Deno.test("jobs e2e: a full sync job runs all 13 stages, ends completed, leaves last_sync, no secret in the job", async () => {
+  const w = await jobsWorld();
+  try {
+    const { hypervisor, backend } = await w.wire();
+    const started = await w.call("POST", P + "sync/", { sync_types: ["all"] });
+    assert.equal(started.status, 201, JSON.stringify(started.body));
+    assert.equal(started.body.ok, true);
+    assert.equal(typeof started.body.job_id, "number");
+    assert.match(started.body.message, /queued/);
+    const frames = await w.sse(`${P}jobs/${started.body.job_id}/stream`);
+    assert.equal(frames.at(-1)!.event, "complete");
+    assert.equal(frames.at(-1)!.data.ok, true, JSON.stringify(frames.at(-1)));
+
+    const job = await w.job(started.body.job_id);
+    assert.equal(statusOf(job), "completed", job.error);
+    assert.ok(job.created && job.started && job.completed);
+    assert.ok(Date.parse(job.started) <= Date.parse(job.completed));
+    assert.equal(job.error, "");
+    assert.deepEqual(job.data.map((r: any) => r.sync_type), SYNC_TYPES);
+    for (const r of job.data) {
+      assert.deepEqual(Object.keys(r).sort(), [
+        "endpoint_id",
+        "result_summary",
+        "runtime_seconds",
+        "stream_path",
+        "sync_type",
+      ]);
+      assert.equal(r.endpoint_id, hypervisor);
+      assert.equal(r.stream_path, "/full-update/stream");
+      assert.equal(typeof r.runtime_seconds, "number");
+      assert.equal(r.result_summary.failed, 0, JSON.stringify(r));
+    }
+    assert.ok(
+      job.data.find((r: any) => r.sync_type === "virtual-machines").result_summary.created > 0,
+    );
+    for (const l of job.log) {
+      assert.deepEqual(Object.keys(l).sort(), ["level", "message", "timestamp"]);
+    }
+    assert.ok(job.log.some((l: any) => /Preflight: backend .* is ready/.test(l.message)));
+    assert.ok(job.log.some((l: any) => /pushed hypervisor endpoint "pve"/.test(l.message)));
+
+    // The backend really was driven over its stage stream, once.
+    assert.deepEqual(stageCalls(w.seen), ["GET /full-update/stream"]);
+
+    // The inventory holds what the mock has.
+    const vms = await w.call("GET", "/api/virtualization/virtual-machines/?limit=1");
+    assert.equal(vms.body.count, 6);
+
+    // Each covered endpoint shows its last sync (read-only).
+    const hv = await w.call("GET", `${P}endpoints/hypervisor/${hypervisor}/`);
+    assert.equal(hv.body.last_sync.job_id, started.body.job_id);
+    assert.equal(hv.body.last_sync.ok, true);
+    assert.equal(hv.body.last_sync.status, "completed");
+    const patched = await w.call("PATCH", `${P}endpoints/hypervisor/${hypervisor}/`, {
+      last_sync: { ok: false },
+    });
+    assert.equal(patched.body.last_sync?.ok ?? true, true, "last_sync is not writable");
+
+    // Listed and filterable like every NetBox list.
+    const list = await w.call("GET", "/api/core/jobs/?status=completed");
+    assert.equal(list.body.count, 1);
+    assert.equal((await w.call("GET", "/api/core/jobs/?status=errored")).body.count, 0);
+
+    // No secret anywhere in the job: the backend key, the inventory token, the hypervisor password.
+    const text = JSON.stringify(job) + JSON.stringify(frames);
+    const backendKey = (await w.call("GET", `${P}endpoints/backend/${backend.id}/`)).body.token;
+    assert.equal(typeof backendKey, "string");
+    for (const secret of [backendKey, w.deps.config.hypervisor.mockPassword, ROOT]) {
+      assert.ok(!text.includes(secret), `a secret reached the job: ${secret.slice(0, 4)}…`);
+    }
+  } finally {
+    await w.close();
+  }
+});
+
+Deno.test("jobs e2e: the live stream follows a running job to its end", async () => {
+  let open!: () => void;
+  const gate = new Promise<void>((resolve) => open = resolve);
+  let reached!: () => void;
+  const stageReached = new Promise<void>((resolve) => reached = resolve);
+  const w = await jobsWorld({}, {}, async (request, next) => {
+    if (new URL(request.url).pathname === "/full-update/stream") {
+      reached();
+      await gate; // the stage call waits until the test has seen the job running
+    }
+    return next();
+  });
+  try {
+    await w.wire();
+    const started = await w.call("POST", P + "sync/", { sync_types: ["all"] });
+    assert.equal(started.status, 201);
+    const id = started.body.job_id;
+    await stageReached;
+    assert.equal(statusOf(await w.job(id)), "running");
+    let sawRunningLog = false;
+    const frames = await w.sse(`${P}jobs/${id}/stream`, (f: Frame) => {
+      if (f.event === "log" && /Preflight: pushed hypervisor/.test(f.data.message)) {
+        sawRunningLog = true;
+        open(); // the stream is attached to a running job: let the stages go
+      }
+      return false;
+    });
+    assert.ok(sawRunningLog);
+    const kinds = frames.map((f) => f.event);
+    assert.equal(kinds.at(-1), "complete");
+    assert.equal(kinds.filter((k) => k === "complete").length, 1);
+    // What happened after the stream attached arrived live: stage frames and their log lines.
+    const afterGate = frames.slice(
+      frames.findIndex((f) => f.event === "log" && /pushed hypervisor/.test(f.data.message)) + 1,
+    );
+    assert.ok(afterGate.some((f) => f.event === "step" && f.data.status === "started"));
+    const completedSteps = afterGate.filter((f) =>
+      f.event === "step" && f.data.status === "completed"
+    );
+    assert.deepEqual([...new Set(completedSteps.map((f) => f.data.step))], SYNC_TYPES);
+    assert.ok(afterGate.some((f) => f.event === "log" && f.data.message === "Completed."));
+    assert.equal(frames.at(-1)!.data.status, "completed");
+    // A stream opened on a finished job replays its log and ends at once.
+    const again = await w.sse(`${P}jobs/${id}/stream`);
+    assert.equal(again.at(-1)!.event, "complete");
+    assert.equal(again.filter((f) => f.event === "log").length, (await w.job(id)).log.length);
+  } finally {
+    open();
+    await w.close();
+  }
+});
+
+Deno.test("jobs e2e: a failing backend stage yields errored with the stage, the request and the status, after 2 retries", async () => {
+  const w = await jobsWorld({}, {}, (request, next) => {
+    const path = new URL(request.url).pathname;
+    if (path === "/full-update/stream" || path === "/dcim/devices/create/stream") {
+      return Promise.resolve(Response.json({ detail: "backend overloaded" }, { status: 503 }));
+    }
+    return next();
+  });
+  try {
+    await w.wire();
+    const started = await w.call("POST", P + "sync/", { sync_types: ["all"] });
+    const frames = await w.sse(`${P}jobs/${started.body.job_id}/stream`);
+    assert.equal(frames.at(-1)!.data.ok, false);
+    const job = await w.job(started.body.job_id);
+    assert.equal(statusOf(job), "errored");
+    assert.match(
+      job.error,
+      /^devices for "pve": GET http:\/\/127\.0\.0\.1:\d+\/dcim\/devices\/create\/stream\?hypervisor_endpoint_ids=\d+ → .*HTTP 503: backend overloaded/,
+    );
+    // The first call was the full update; the two retries ran the failing stage alone.
+    assert.deepEqual(stageCalls(w.seen), [
+      "GET /full-update/stream",
+      "GET /dcim/devices/create/stream",
+      "GET /dcim/devices/create/stream",
+    ]);
+    assert.equal(job.log.filter((l: any) => /retry \d of 2/.test(l.message)).length, 2);
+    assert.deepEqual(job.data, []);
+    const hv = await w.call("GET", `${P}endpoints/hypervisor/`);
+    assert.equal(hv.body.results[0].last_sync.ok, false);
+    assert.equal(hv.body.results[0].last_sync.status, "errored");
+  } finally {
+    await w.close();
+  }
+});
+
+Deno.test("jobs e2e: a 4xx from the backend is not retried and its status and body reach the job error", async () => {
+  const w = await jobsWorld({}, {}, (request, next) => {
+    if (new URL(request.url).pathname === "/virtualization/virtual-machines/create/stream") {
+      return Promise.resolve(
+        Response.json({ detail: "Hypervisor endpoint(s) not found: 9" }, { status: 404 }),
+      );
+    }
+    return next();
+  });
+  try {
+    await w.wire();
+    const started = await w.call("POST", P + "sync/", {
+      sync_types: ["devices", "virtual-machines"],
+    });
+    assert.equal(started.status, 201);
+    await w.sse(`${P}jobs/${started.body.job_id}/stream`);
+    const job = await w.job(started.body.job_id);
+    assert.equal(statusOf(job), "errored");
+    assert.match(job.error, /virtual-machines .* HTTP 404: Hypervisor endpoint\(s\) not found: 9/);
+    assert.deepEqual(stageCalls(w.seen), [
+      "GET /dcim/devices/create/stream",
+      "GET /virtualization/virtual-machines/create/stream",
+    ]);
+    assert.deepEqual(job.data.map((r: any) => r.sync_type), ["devices"]);
+    assert.equal(job.data[0].stream_path, "/dcim/devices/create/stream");
+  } finally {
+    await w.close();
+  }
+});
+
+Deno.test("jobs e2e: concurrent sync requests never run twice; the losers get 409 naming the job", async () => {
+  let open!: () => void;
+  const gate = new Promise<void>((resolve) => open = resolve);
+  const w = await jobsWorld({}, {}, async (request, next) => {
+    if (new URL(request.url).pathname === "/full-update/stream") await gate;
+    return next();
+  });
+  try {
+    await w.wire();
+    const answers = await Promise.all(
+      Array.from({ length: 6 }, () => w.call("POST", P + "sync/", { sync_types: ["all"] })),
+    );
+    const won = answers.filter((a) => a.status === 201);
+    const lost = answers.filter((a) => a.status === 409);
+    assert.equal(won.length, 1, JSON.stringify(answers.map((a) => a.status)));
+    assert.equal(lost.length, 5);
+    const id = won[0].body.job_id;
+    for (const l of lost) {
+      assert.equal(l.body.job_id, id);
+      assert.match(l.body.detail, new RegExp(`job ${id}`));
+    }
+    // While it holds ownership, another request is refused too.
+    const busy = await w.call("POST", P + "sync/", { sync_types: ["devices"] });
+    assert.equal(busy.status, 409);
+    open();
+    await w.sse(`${P}jobs/${id}/stream`);
+    assert.equal(statusOf(await w.job(id)), "completed");
+    assert.deepEqual(stageCalls(w.seen), ["GET /full-update/stream"]);
+    // Only the winner's record exists; afterwards a new sync is admitted.
+    assert.equal((await w.call("GET", "/api/core/jobs/")).body.count, 1);
+    const next = await w.call("POST", P + "sync/", { sync_types: ["devices"] });
+    assert.equal(next.status, 201);
+    await w.sse(`${P}jobs/${next.body.job_id}/stream`);
+  } finally {
+    open();
+    await w.close();
+  }
+});
+
+Deno.test("jobs e2e: repair reconciles, queues a full sync, refuses a duplicate; bootstrap-status relays 200", async () => {
+  let open!: () => void;
+  const gate = new Promise<void>((resolve) => open = resolve);
+  const w = await jobsWorld({}, {}, async (request, next) => {
+    if (new URL(request.url).pathname === "/full-update/stream") await gate;
+    return next();
+  });
+  try {
+    await w.wire();
+    const before = await w.call("GET", P + "bootstrap-status/");
+    assert.equal(before.status, 200);
+    assert.equal(before.body.ok, false);
+    assert.equal(before.body.reason, "missing_bootstrap_objects");
+    assert.ok(before.body.warnings.some((x: any) => x.object === "custom field hypervisor_vmid"));
+
+    const denied = await w.call("POST", P + "repair/", {}, await viewOnlyToken(w));
+    assert.equal(denied.status, 403);
+
+    const repair = await w.call("POST", P + "repair/", {});
+    assert.equal(repair.status, 201, JSON.stringify(repair.body));
+    const dup = await w.call("POST", P + "repair/", {});
+    assert.equal(dup.status, 409);
+    assert.equal(dup.body.job_id, repair.body.job_id);
+    open();
+    await w.sse(`${P}jobs/${repair.body.job_id}/stream`);
+    const job = await w.job(repair.body.job_id);
+    assert.equal(statusOf(job), "completed", job.error);
+    assert.equal(job.data.length, 13);
+    assert.ok(job.log.some((l: any) => /Custom fields reconciled: \d+ created/.test(l.message)));
+
+    const after = await w.call("GET", P + "bootstrap-status/");
+    assert.deepEqual(
+      { ok: after.body.ok, reason: after.body.reason, warnings: after.body.warnings },
+      { ok: true, reason: null, warnings: [] },
+    );
+    const again = await w.call("POST", P + "repair/", {});
+    assert.equal(again.status, 201, "a finished repair does not block the next");
+    await w.sse(`${P}jobs/${again.body.job_id}/stream`);
+  } finally {
+    open();
+    await w.close();
+  }
+});
+
+async function viewOnlyToken(w: Awaited<ReturnType<typeof jobsWorld>>): Promise<string> {
+  const t = await w.call("POST", "/api/users/tokens/", {
+    version: 1,
+    write_enabled: true,
+    permissions: ["core.view_job", "service.view_backendendpoint"],
+  });
+  return `Token ${t.body.token}`;
+}
+
+Deno.test("jobs e2e: bad requests are 400s naming the field; permissions as NetBox", async () => {
+  const w = await jobsWorld();
+  try {
+    const { hypervisor } = await w.wire();
+    const off = await w.call("POST", P + "endpoints/hypervisor/", {
+      name: "off",
+      domain: "127.0.0.1",
+      port: w.port,
+      use_https: false,
+      username: "root@pam",
+      password: "x",
+      enabled: false,
+    });
+    const bad = async (body: unknown) => {
+      const r = await w.call("POST", P + "sync/", body);
+      assert.equal(r.status, 400, JSON.stringify(r.body));
+      return r.body;
+    };
+    assert.match(
+      (await bad({ sync_types: ["devices", "vms", "nope"] })).sync_types[0],
+      /Unknown sync type\(s\): "vms", "nope"/,
+    );
+    assert.match((await bad({ sync_types: "all" })).sync_types[0], /list/);
+    assert.match(
+      (await bad({ hypervisor_endpoint_ids: [hypervisor, 999] })).hypervisor_endpoint_ids[0],
+      /Unknown hypervisor endpoint id\(s\): 999/,
+    );
+    assert.match(
+      (await bad({ hypervisor_endpoint_ids: [off.body.id] })).hypervisor_endpoint_ids[0],
+      new RegExp(`Disabled hypervisor endpoint id\\(s\\): ${off.body.id}`),
+    );
+    assert.ok((await bad({ schedule_at: "tomorrow" })).schedule_at);
+    assert.ok((await bad({ interval_value: 0 })).interval_value);
+    assert.ok((await bad({ interval_value: 2, interval_unit: "weeks" })).interval_unit);
+    assert.ok((await bad({ colour: "blue" })).colour);
+    assert.equal((await w.call("GET", "/api/core/jobs/")).body.count, 0, "nothing was queued");
+
+    const viewer = await viewOnlyToken(w);
+    assert.equal((await w.call("POST", P + "sync/", {}, viewer)).status, 403);
+    assert.equal((await w.call("GET", P + "sync/")).status, 405);
+    assert.equal((await w.call("GET", `${P}jobs/99/stream`)).status, 404);
+    const noView = await w.call("POST", "/api/users/tokens/", { version: 1, permissions: [] });
+    assert.equal(
+      (await w.call("GET", `${P}jobs/1/stream`, undefined, `Token ${noView.body.token}`)).status,
+      403,
+    );
+    assert.equal((await w.call("POST", P + "sync/", {}, "Token nope")).status, 403);
+  } finally {
+    await w.close();
+  }
+});
+
+Deno.test("jobs e2e: schedule_at runs later and can be cancelled; an interval queues the next run", async () => {
+  const w = await jobsWorld();
+  try {
+    await w.wire();
+    const later = new Date(Date.now() + 3_600_000).toISOString();
+    const scheduled = await w.call("POST", P + "sync/", {
+      sync_types: ["devices"],
+      schedule_at: later,
+    });
+    assert.equal(scheduled.status, 201);
+    assert.match(scheduled.body.message, /scheduled for/);
+    const job = await w.job(scheduled.body.job_id);
+    assert.equal(statusOf(job), "scheduled");
+    assert.equal(Date.parse(job.scheduled), Date.parse(later));
+    // A scheduled job does not hold the sync slot.
+    const now = await w.call("POST", P + "sync/", {
+      sync_types: ["devices"],
+      interval_value: 2,
+      interval_unit: "hours",
+    });
+    assert.equal(now.status, 201);
+    await w.sse(`${P}jobs/${now.body.job_id}/stream`);
+    const first = await w.job(now.body.job_id);
+    assert.equal(statusOf(first), "completed", first.error);
+    assert.equal(first.interval, 120);
+    const next = (await w.call("GET", "/api/core/jobs/?status=scheduled")).body.results
+      .find((j: any) => j.id !== scheduled.body.job_id);
+    assert.ok(next, "the interval queued its next run");
+    assert.equal(next.interval, 120);
+    const gap = Date.parse(next.scheduled) - Date.parse(first.started);
+    assert.ok(Math.abs(gap - 120 * 60_000) < 5_000, `next run ${gap} ms after the first`);
+
+    // Cancel both scheduled jobs the NetBox way; a running or finished one is not "scheduled".
+    const viewer = await viewOnlyToken(w);
+    assert.equal(
+      (await w.call("DELETE", `/api/core/jobs/${next.id}/`, undefined, viewer)).status,
+      403,
+    );
+    for (const id of [scheduled.body.job_id, next.id]) {
+      assert.equal((await w.call("DELETE", `/api/core/jobs/${id}/`)).status, 204);
+      assert.equal((await w.call("GET", `/api/core/jobs/${id}/`)).status, 404);
+    }
+    assert.equal((await w.call("DELETE", "/api/core/jobs/9999/")).status, 404);
+    assert.equal((await w.call("GET", "/api/core/jobs/?status=scheduled")).body.count, 0);
+  } finally {
+    await w.close();
+  }
+});
+
+Deno.test("jobs e2e: a job due soon runs on its own", async () => {
+  const w = await jobsWorld();
+  try {
+    await w.wire();
+    const soon = new Date(Date.now() + 300).toISOString();
+    const r = await w.call("POST", P + "sync/", { sync_types: ["storage"], schedule_at: soon });
+    assert.equal(statusOf(await w.job(r.body.job_id)), "scheduled");
+    const frames = await w.sse(`${P}jobs/${r.body.job_id}/stream`);
+    assert.equal(frames.at(-1)!.data.status, "completed");
+    const job = await w.job(r.body.job_id);
+    assert.ok(Date.parse(job.started) >= Date.parse(soon));
+    assert.deepEqual(job.data.map((d: any) => d.sync_type), ["storage"]);
+  } finally {
+    await w.close();
+  }
+});
