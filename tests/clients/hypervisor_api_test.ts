@@ -167,3 +167,53 @@ Deno.test({
     }
   },
 });
+
+Deno.test("hypervisor client: an API token authenticates without any login", async () => {
+  await withMock(async (port, counts) => {
+    const admin = client(port, { password: "bridgebox" });
+    const made = await admin.request<{ value: string; "full-tokenid": string }>(
+      "POST",
+      "/access/users/root@pam/token/sync",
+      { privsep: 0 },
+    );
+    assert.ok(made.value);
+    const before = counts.get("POST /api2/json/access/ticket") ?? 0;
+    const api = client(port, { token_value: made.value }, { token_name: "sync" });
+    const nodes = await api.get<{ node: string }[]>("/nodes");
+    assert.ok(nodes.length > 0);
+    assert.equal(counts.get("POST /api2/json/access/ticket") ?? 0, before, "no ticket login");
+    const wrong = await client(port, { token_value: "not-the-value" }, { token_name: "sync" })
+      .get("/nodes").catch((e) => e);
+    assert.ok(wrong instanceof HypervisorApiError);
+    assert.equal(wrong.status, 401);
+    assert.ok(!wrong.message.includes("not-the-value"));
+  });
+});
+
+Deno.test("hypervisor client: the ticket is renewed before Proxmox's two-hour expiry", async () => {
+  await withMock(async (port, counts) => {
+    let now = Date.UTC(2026, 0, 1);
+    const api = new HypervisorApiClient({
+      id: 1,
+      name: "lab",
+      ip: "127.0.0.1",
+      port,
+      use_https: false,
+      verify_ssl: true,
+      username: "root@pam",
+      token_name: null,
+      timeout: 5,
+    }, {
+      fetch: globalThis.fetch,
+      now: () => now,
+      secrets: () => Promise.resolve({ password: "bridgebox", token_value: null }),
+    });
+    await api.get("/version");
+    now += 89 * 60_000;
+    await api.get("/version");
+    assert.equal(counts.get("POST /api2/json/access/ticket"), 1);
+    now += 2 * 60_000; // 91 minutes after the login
+    await api.get("/version");
+    assert.equal(counts.get("POST /api2/json/access/ticket"), 2);
+  });
+});
