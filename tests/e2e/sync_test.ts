@@ -546,3 +546,33 @@ Deno.test("e2e sync: a client that disconnects stops the work (no write after th
     await world.close();
   }
 });
+
+Deno.test("e2e sync: a v2 inventory token (Bearer nbt_<key>.<secret>) works as well", async () => {
+  const world = await syncWorld("nodes=1,vms=2,cts=1,storages=1", FAST_TASKS);
+  try {
+    const made = await world.inventoryCall("POST", "users/tokens/", {
+      version: 2,
+      write_enabled: true,
+      is_superuser: true,
+      description: "sync v2",
+    });
+    assert.equal(made.status, 201, JSON.stringify(made.body));
+    const r = await world.backend("POST", "/inventory/endpoint", {
+      name: "self v2",
+      ip: "127.0.0.1",
+      port: world.port,
+      use_https: false,
+      token_version: "v2",
+      token_key: made.body.key,
+      token: made.body.token,
+    });
+    assert.equal(r.status, 201, JSON.stringify(r.body));
+    await world.addHypervisorCopy("lab");
+    const frames = await world.stream("/virtualization/virtual-machines/create/stream");
+    const done = completes(frames)[0].data;
+    assert.equal(done.ok, true, JSON.stringify(done));
+    assert.equal((await world.inventory("virtualization/virtual-machines/")).length, 3);
+  } finally {
+    await world.close();
+  }
+});
