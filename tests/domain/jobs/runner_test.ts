@@ -1,0 +1,239 @@
+// deno-lint-ignore-file no-explicit-any
+/**
+ * The job runner over fake ports: retries, key renewal, optional stages, a stream that
+ * breaks mid-run, in-band failures, the preflight's health backoff.
+ */
+import assert from "node:assert/strict";
+import { runSyncJob, type StageRecord } from "../../../domain/jobs/runner.ts";
+import type { BackendLink, JobSpec, PluginSide, StageStream } from "../../../domain/jobs/ports.ts";
+import { JOB_STAGES, SYNC_TYPES } from "../../../domain/jobs/stages.ts";
+
+const typeOf = (path: string) => JOB_STAGES.find((s) => s.stream === path)!.type;
+
+type Frame = { event: string; data: any };
+const result = { created: 1, updated: 0, unchanged: 0, deleted: 0, failed: 0 };
+
+function stageFrames(types: string[], fail: Record<string, string> = {}): Frame[] {
+  const out: Frame[] = [];
+  for (const step of types) {
+    out.push({ event: "step", data: { step, status: "started", message: step } });
+    if (fail[step]) {
+      out.push({
+        event: "error",
+        data: {
+          step,
+          status: "failed",
+          error: "Hypervisor request failed",
+          detail: fail[step],
+          upstream_status: 500,
+        },
+      });
+    }
+    out.push({
+      event: "step",
+      data: {
+        step,
+        status: "completed",
+        result: { ...result, failed: fail[step] ? 1 : 0 },
+        elapsed_ms: 12,
+      },
+    });
+  }
+  const errors = Object.entries(fail).map(([step, detail]) => ({ step, detail }));
+  out.push({ event: "complete", data: errors.length ? { ok: false, errors } : { ok: true } });
+  return out;
+}
+
+async function* replay(frames: Frame[], breakAfter?: number): AsyncIterable<Frame> {
+  let i = 0;
+  for (const f of frames) {
+    if (breakAfter !== undefined && i++ === breakAfter) {
+      throw new Error("the stream broke (connection reset)");
+    }
+    yield f;
+  }
+}
+
+type Answerer = (path: string, call: number) => StageStream;
+
+function world(answer: Answerer, options: { health?: boolean[]; renewOk?: boolean } = {}) {
+  const calls: string[] = [];
+  const log: { level: string; message: string }[] = [];
+  const records: StageRecord[] = [];
+  let renewals = 0;
+  let healthCalls = 0;
+  const link = (key: string): BackendLink => ({
+    url: "http://backend.test",
+    health: () => {
+      const ok = options.health?.[healthCalls++] ?? true;
+      return Promise.resolve({
+        ok,
+        status: ok ? 200 : null,
+        error: ok ? null : "GET /health: backend unreachable",
+      });
+    },
+    stream: (path) => {
+      calls.push(`${key} ${path.split("?")[0]}`);
+      return Promise.resolve(answer(path.split("?")[0], calls.length));
+    },
+    reconcile: () => Promise.resolve({ ok: true, status: 200, error: null, body: {} }),
+    copies: () =>
+      Promise.resolve({
+        ok: true,
+        status: 200,
+        error: null,
+        copies: [{ id: 5, name: "pve (inv:1)" }],
+      }),
+  });
+  const plugin: PluginSide = {
+    backend: () => Promise.resolve(link("old-key")),
+    renewBackendKey: () => {
+      renewals++;
+      return Promise.resolve(
+        options.renewOk === false ? { error: "backend refused the key" } : link("new-key"),
+      );
+    },
+    endpoints: () =>
+      Promise.resolve([{ id: 1, name: "pve", enabled: true, copyName: "pve (inv:1)" }]),
+    pushAll: () =>
+      Promise.resolve([{ what: 'hypervisor endpoint "pve"', ok: true, error: null, status: 200 }]),
+    recordLastSync: () => Promise.resolve(),
+    secrets: () => Promise.resolve([]),
+  };
+  const run = (types: string[] = [...SYNC_TYPES]) => {
+    const spec: JobSpec = {
+      kind: "sync",
+      sync_types: types,
+      endpoint_ids: null,
+      interval_minutes: null,
+      requested_by: "test",
+    };
+    return runSyncJob({
+      jobId: 1,
+      spec,
+      plugin,
+      journal: {
+        log: (level, message) => Promise.resolve(void log.push({ level, message })),
+        record: (r) => Promise.resolve(void records.push(r)),
+        progress: () => Promise.resolve(),
+      },
+      signal: new AbortController().signal,
+      timing: {
+        healthBackoffMs: [1, 1, 1],
+        retryBackoffMs: [1, 1],
+        sleep: () => Promise.resolve(),
+        now: Date.now,
+      },
+    });
+  };
+  return { calls, log, records, run, renewals: () => renewals, healthCalls: () => healthCalls };
+}
+
+const ok = (frames: Frame[]): StageStream => ({ ok: true, events: replay(frames) });
+const status = (code: number | null, detail = "nope"): StageStream => ({
+  ok: false,
+  status: code,
+  error: `GET http://backend.test/x: ${
+    code === null ? "backend unreachable" : `HTTP ${code}: ${detail}`
+  }`,
+  body: code === null ? undefined : { detail },
+});
+
+Deno.test("runner: a full sync is one full-update stream with 13 records", async () => {
+  const w = world(() => ok(stageFrames([...SYNC_TYPES])));
+  const out = await w.run();
+  assert.equal(out.status, "completed");
+  assert.deepEqual(w.calls, ["old-key /full-update/stream"]);
+  assert.deepEqual(w.records.map((r) => r.sync_type), SYNC_TYPES);
+  assert.equal(w.records[0].runtime_seconds, 0.012);
+});
+
+Deno.test("runner: 401 renews the key once and retries with it; a second 401 errors", async () => {
+  const w = world((_path, n) =>
+    n === 1 ? status(401, "Invalid API key") : ok(stageFrames(["devices"]))
+  );
+  assert.equal((await w.run(["devices"])).status, "completed");
+  assert.equal(w.renewals(), 1);
+  assert.deepEqual(w.calls, [
+    "old-key /dcim/devices/create/stream",
+    "new-key /dcim/devices/create/stream",
+  ]);
+
+  const again = world(() => status(401, "Invalid API key"));
+  const out = await again.run(["devices"]);
+  assert.equal(out.status, "errored");
+  assert.equal(again.renewals(), 1, "renewed once, not in a loop");
+  assert.match(out.error, /401/);
+});
+
+Deno.test("runner: a broken full-update resumes with the stages not yet done, one stream each", async () => {
+  const frames = stageFrames([...SYNC_TYPES]);
+  const w = world((path, n) => {
+    if (n === 1) return { ok: true, events: replay(frames, 5) }; // devices, storage done; VMs started
+    return ok(stageFrames([typeOf(path)]));
+  });
+  const out = await w.run();
+  assert.equal(w.calls[0], "old-key /full-update/stream");
+  assert.equal(w.calls[1], "old-key /virtualization/virtual-machines/create/stream");
+  assert.equal(w.calls.length, 1 + 11, "the 11 stages not done, one call each");
+  assert.ok(w.log.some((l) => /retry 1 of 2/.test(l.message) && /broke/.test(l.message)));
+  assert.equal(out.status, "completed", out.error);
+});
+
+Deno.test("runner: an optional stage that fails is skipped with its cause; a required one fails the job", async () => {
+  const w = world(() => ok(stageFrames([...SYNC_TYPES], { sdn: "GET /cluster/sdn: HTTP 501" })));
+  const out = await w.run();
+  assert.equal(out.status, "completed");
+  const sdn = w.records.find((r) => r.sync_type === "sdn")!;
+  assert.equal(sdn.result_summary.skipped, true);
+  assert.match(sdn.result_summary.error!, /HTTP 501/);
+  assert.ok(w.log.some((l) => l.level === "warning" && /^Skipped sdn/.test(l.message)));
+
+  const bad = world(() =>
+    ok(stageFrames([...SYNC_TYPES], { "vm-disks": "inventory refused the disk" }))
+  );
+  const failed = await bad.run();
+  assert.equal(failed.status, "failed");
+  assert.match(
+    failed.error,
+    /^vm-disks for "pve": GET http:\/\/backend\.test\/full-update\/stream\?hypervisor_endpoint_ids=5 → HTTP 200, error frame: .*inventory refused the disk/,
+  );
+  assert.equal(bad.records.length, 13, "the later stages still ran and are recorded");
+});
+
+Deno.test("runner: an optional stage whose call keeps failing is skipped and the rest go on", async () => {
+  const w = world((path) =>
+    path.includes("task-history") ? status(502, "bad gateway") : ok(stageFrames([typeOf(path)]))
+  );
+  const out = await w.run(["devices", "task-history"]);
+  assert.equal(out.status, "completed");
+  assert.equal(w.calls.filter((c) => c.includes("task-history")).length, 3, "two retries");
+  assert.equal(w.records.find((r) => r.sync_type === "task-history")!.result_summary.skipped, true);
+});
+
+Deno.test("runner: a backend that never gets healthy errors after the backoff, with the evidence", async () => {
+  const w = world(() => ok(stageFrames(["devices"])), { health: [false, false, false, false] });
+  const out = await w.run(["devices"]);
+  assert.equal(out.status, "errored");
+  assert.equal(w.healthCalls(), 4);
+  assert.match(
+    out.error,
+    /Preflight: the backend is not ready after 4 checks: GET \/health: backend unreachable/,
+  );
+  assert.deepEqual(w.calls, [], "no stage was called");
+
+  const late = world(() => ok(stageFrames(["devices"])), { health: [false, false, true] });
+  assert.equal((await late.run(["devices"])).status, "completed");
+  assert.equal(late.healthCalls(), 3);
+});
+
+Deno.test("runner: a 4xx is final (no retry)", async () => {
+  const w = world(() => status(400, "No inventory endpoint found."));
+  const out = await w.run(["devices"]);
+  assert.equal(out.status, "errored");
+  assert.equal(w.calls.length, 1);
+  assert.match(
+    out.error,
+    /HTTP 400: No inventory endpoint found\. \(body: \{"detail":"No inventory endpoint found\."\}\)/,
+  );
+});
