@@ -83,7 +83,11 @@ export function liveRoutes(_ctx: ConsoleServices): Hono<ConsoleEnv> {
       return new Response(response.body, { headers: SSE_HEADERS });
     }
     await response.body?.cancel();
-    const reason = response.status === 404
+    const gone = response.status === 404 &&
+      (await c.get("api").get(`/api/core/jobs/${c.req.param("id")}/`)).status === 404;
+    const reason = gone
+      ? "This job no longer exists."
+      : response.status === 404
       ? "The live job stream is not available on this server yet; reload the page to see progress."
       : `The job stream could not be opened (HTTP ${response.status}).`;
     return sse((send) => {

@@ -159,7 +159,7 @@ export function overviewRoutes(ctx: ConsoleServices): Hono<ConsoleEnv> {
           : Promise.resolve(null),
         api.get(`${P}/bootstrap-status/`),
         can(auth, "core.view_job")
-          ? api.get(`/api/core/jobs/?limit=1&ordering=-created`)
+          ? api.get(`/api/core/jobs/?limit=25&ordering=-created`)
           : Promise.resolve(null),
         ...countAnswers,
       ]);
@@ -171,7 +171,13 @@ export function overviewRoutes(ctx: ConsoleServices): Hono<ConsoleEnv> {
         if (!prev || prev < cl.last_synced) lastSynced.set(id, cl.last_synced);
       }
     }
-    const lastJob = jobs?.body?.results?.[0];
+    // The newest job that ran a stage for the endpoint (a job's data has one record per
+    // stage and endpoint), else the newest job for every endpoint.
+    const recent: Json[] = jobs?.body?.results ?? [];
+    const jobFor = (endpointId: number): Json | undefined =>
+      recent.find((j) =>
+        Array.isArray(j.data) && j.data.some((r: Json) => r?.endpoint_id === endpointId)
+      ) ?? recent.find((j) => !Array.isArray(j.data) || j.data.length === 0);
     const rows: Json[] = hypervisors.status === 200 ? hypervisors.body.results : [];
     const notice = c.req.query("notice");
     return c.html(
@@ -261,11 +267,11 @@ export function overviewRoutes(ctx: ConsoleServices): Hono<ConsoleEnv> {
                           </td>
                           <td>
                             <When at={lastSynced.get(r.id)} />
-                            {lastJob && (
+                            {jobFor(r.id) && (
                               <>
                                 {" "}
-                                <a href={`/ui/jobs/${lastJob.id}`} class="small">
-                                  job #{lastJob.id} <Status value={lastJob.status} />
+                                <a href={`/ui/jobs/${jobFor(r.id)!.id}`} class="small">
+                                  job #{jobFor(r.id)!.id} <Status value={jobFor(r.id)!.status} />
                                 </a>
                               </>
                             )}

@@ -419,3 +419,22 @@ Deno.test("console static: stylesheet, script and icon are served by the app", a
     h.close();
   }
 });
+
+Deno.test("console live: a live stage run needs the page's CSRF token; a missing job stream is said", async () => {
+  const h = await consoleHarness();
+  try {
+    const c = h.client();
+    await c.signIn(ROOT);
+    const forged = await c.get("/ui/live/stages?sync_types=all");
+    assert.equal(forged.status, 403);
+    const wrong = await c.get(`/ui/live/stages?sync_types=all&_csrf=${"x".repeat(32)}`);
+    assert.equal(wrong.status, 403);
+    // A job that does not exist: the stream says why in an event the page shows.
+    const stream = await c.get("/ui/live/jobs/999999");
+    assert.equal(stream.headers.get("content-type"), "text/event-stream");
+    assert.match(stream.html, /^event: unavailable\ndata: \{"status":404,/);
+    assert.match(stream.html, /This job no longer exists/);
+  } finally {
+    h.close();
+  }
+});
