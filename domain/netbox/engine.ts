@@ -186,8 +186,8 @@ export class ModelEngine implements EngineApi {
   ): Promise<WriteResult<StoredObject>> {
     const r = await this.createMany(model, [input], auth);
     if (!r.ok) {
-      if (r.status === 400 && Array.isArray(r.errors)) {
-        return { ok: false, status: 400, errors: r.errors[0] };
+      if (r.reason === "invalid" && Array.isArray(r.errors)) {
+        return { ok: false, reason: "invalid", errors: r.errors[0] };
       }
       return r as WriteResult<StoredObject>;
     }
@@ -219,12 +219,12 @@ export class ModelEngine implements EngineApi {
   ): Promise<WriteResult<StoredObject>> {
     const r = await this.updateMany(model, [{ id, data }], partial, auth, options);
     if (!r.ok) {
-      if (r.status === 400 && Array.isArray(r.errors)) {
-        return { ok: false, status: 400, errors: r.errors[0] };
+      if (r.reason === "invalid" && Array.isArray(r.errors)) {
+        return { ok: false, reason: "invalid", errors: r.errors[0] };
       }
       return r as WriteResult<StoredObject>;
     }
-    if (r.value.length === 0) return { ok: false, status: 404, detail: "Not found." };
+    if (r.value.length === 0) return { ok: false, reason: "not_found", detail: "Not found." };
     return { ok: true, value: r.value[0], extras: r.extras };
   }
 
@@ -247,7 +247,7 @@ export class ModelEngine implements EngineApi {
 
   // ------------------------------------------------------------------ deletes
 
-  /** Deletes objects (and their CASCADE dependents); 409 when PROTECT dependents exist. */
+  /** Deletes objects (and their CASCADE dependents); a conflict when PROTECT dependents exist. */
   deleteMany(
     model: string,
     ids: number[],

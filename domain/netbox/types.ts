@@ -155,7 +155,7 @@ export interface ModelDef {
   ordering?: string[];
   /** Field used to resolve `?<fk>=<value>` filters pointing here (default slug, else name). */
   naturalKey?: string;
-  /** GET only: writes answer 405. Internal code can still write (engine.insert/patch). */
+  /** GET only: API writes are refused. Internal code can still write (engine.insert/patch). */
   readOnly?: boolean;
   /** Records carry tags / custom_fields (default true). */
   tags?: boolean;
@@ -179,9 +179,9 @@ export interface ModelDef {
    * readers may see). Applied by the REST layer to every record it renders.
    */
   redact?: (rendered: Record<string, unknown>, auth: AuthInfo | null) => void | Promise<void>;
-  /** May `auth` delete this record? (false → 403; checked for API deletes only). */
+  /** May `auth` delete this record? (false → forbidden; checked for API deletes only). */
   canDelete?: (record: StoredObject, auth: AuthInfo) => boolean;
-  /** API deletes only: a reason to refuse (answered 409), or null to go ahead. */
+  /** API deletes only: a reason to refuse (a conflict), or null to go ahead. */
   beforeDelete?: (
     records: StoredObject[],
     ctx: { engine: EngineApi; auth: AuthInfo; now: () => number },
@@ -193,11 +193,17 @@ export interface ModelDef {
   ) => void | Promise<void>;
 }
 
-/** Result of an engine write. */
+/**
+ * Why a write was refused (each surface's error mapper picks the answer): the object does not
+ * exist, the model is read-only, it clashes with stored data, or the caller may not do it.
+ */
+export type WriteRefusal = "not_found" | "not_allowed" | "conflict" | "forbidden";
+
+/** Result of an engine write: `invalid` carries NetBox-style field errors (one set per item). */
 export type WriteResult<T> =
   | { ok: true; value: T; extras?: Record<string, unknown> }
-  | { ok: false; status: 400; errors: FieldErrors | FieldErrors[] }
-  | { ok: false; status: 404 | 405 | 409 | 403; detail: string };
+  | { ok: false; reason: "invalid"; errors: FieldErrors | FieldErrors[] }
+  | { ok: false; reason: WriteRefusal; detail: string };
 
 /** The part of the engine that hooks and plugin code use (see engine.ts for the rest). */
 export interface EngineApi {

@@ -7,7 +7,14 @@ import { baseUrl } from "../../clients/backend.ts";
 import { moveSinceSaved } from "./destination.ts";
 import { probeHypervisor } from "../../clients/hypervisor_probe.ts";
 import type { ModelEngine } from "../netbox/engine.ts";
-import type { AuthInfo, EngineApi, FieldErrors, StoredObject } from "../netbox/types.ts";
+import type {
+  AuthInfo,
+  EngineApi,
+  FieldErrors,
+  StoredObject,
+  WriteRefusal,
+  WriteResult,
+} from "../netbox/types.ts";
 import { MODELS, SECRET_FIELDS, sshFacts } from "./models.ts";
 import { isEncrypted, openWithKeyring, sealSecret } from "./secrets.ts";
 import { NO_BACKEND, type PluginServices } from "./service.ts";
@@ -330,9 +337,10 @@ export const taskKey: NaturalKey = (item) => {
 
 export const MAX_UPSERT_BATCH = 1000;
 
+/** A refused upsert: `invalid` with field errors (one set per item), or why it was refused. */
 export type UpsertResult =
   | { ok: true; records: StoredObject[]; updated: boolean[] }
-  | { ok: false; status: number; body: unknown };
+  | { ok: false; reason: "invalid" | WriteRefusal; body: unknown };
 
 /**
  * Creates the items whose natural key is new and updates (PATCH semantics) those whose key
@@ -353,8 +361,8 @@ export async function upsertMany(
     const result = await upsertOnce(engine, auth, model, key, items, options);
     if (result.ok || attempt >= 5) return result;
     // A conflict on the record itself: plan again (the engine already retried with backoff).
-    if (result.status === 409) continue;
-    if (result.status !== 400) return result;
+    if (result.reason === "conflict") continue;
+    if (result.reason !== "invalid") return result;
     let raced = false;
     for (const item of result.creates) {
       if (!item || typeof item !== "object" || Array.isArray(item)) continue;
@@ -381,7 +389,7 @@ async function upsertOnce(
   if (items.length > MAX_UPSERT_BATCH) {
     return {
       ok: false,
-      status: 400,
+      reason: "invalid",
       body: { non_field_errors: [`At most ${MAX_UPSERT_BATCH} objects per request.`] },
       creates: [],
     };
@@ -401,20 +409,20 @@ async function upsertOnce(
   }
   const tried = creates.map((c) => c.data);
   if (updates.length > 0 && !options.mayUpdate) {
-    return { ok: false, status: 403, body: null, creates: tried };
+    return { ok: false, reason: "forbidden", body: null, creates: tried };
   }
   const records = new Array<StoredObject | null>(items.length).fill(null);
   const errors: FieldErrors[] = items.map(() => ({}));
   const fail = (
-    r: { status: number; errors?: FieldErrors | FieldErrors[]; detail?: string },
+    r: Extract<WriteResult<unknown>, { ok: false }>,
     at: number[],
   ): UpsertResult & { creates: unknown[] } => {
-    if (r.status !== 400) {
-      return { ok: false, status: r.status, body: { detail: r.detail }, creates: tried };
+    if (r.reason !== "invalid") {
+      return { ok: false, reason: r.reason, body: { detail: r.detail }, creates: tried };
     }
     const list = Array.isArray(r.errors) ? r.errors : [r.errors ?? {}];
     at.forEach((index, k) => (errors[index] = list[k] ?? {}));
-    return { ok: false, status: 400, body: errors, creates: tried };
+    return { ok: false, reason: "invalid", body: errors, creates: tried };
   };
   if (creates.length > 0) {
     const r = await engine.createMany(model, creates.map((c) => c.data), auth);

@@ -5,7 +5,7 @@
  */
 import type { Context } from "hono";
 import { AUTH_MESSAGES, can } from "../../domain/netbox/tokens.ts";
-import type { AuthInfo } from "../../domain/netbox/types.ts";
+import type { AuthInfo, WriteRefusal } from "../../domain/netbox/types.ts";
 
 export const MAX_BODY_BYTES = 1024 * 1024;
 /** Objects one bulk request (a JSON list) may hold: the work and the error list stay bounded. */
@@ -25,6 +25,14 @@ export class ApiError extends Error {
     this.name = "ApiError";
   }
 }
+
+/** The status each refused engine write answers with (field errors are always a 400). */
+export const WRITE_REFUSAL_STATUS = {
+  not_found: 404,
+  not_allowed: 405,
+  conflict: 409,
+  forbidden: 403,
+} as const satisfies Record<WriteRefusal, number>;
 
 export const notFound = () => new ApiError(404, { detail: "Not found." });
 export const forbidden = () => new ApiError(403, { detail: AUTH_MESSAGES.denied });

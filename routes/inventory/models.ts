@@ -21,6 +21,7 @@ import {
   notFound,
   readJson,
   requirePermission,
+  WRITE_REFUSAL_STATUS,
 } from "./errors.ts";
 
 const WRITE_METHODS = new Set(["POST", "PUT", "PATCH", "DELETE"]);
@@ -38,8 +39,8 @@ function csv(value: string | undefined | null): string[] | undefined {
 /** Maps a failed engine write to the error model; returns the value when ok. */
 export function unwrap<T>(result: WriteResult<T>): { value: T; extras?: Record<string, unknown> } {
   if (result.ok) return { value: result.value, extras: result.extras };
-  if (result.status === 400) throw new ApiError(400, result.errors);
-  throw new ApiError(result.status, { detail: result.detail });
+  if (result.reason === "invalid") throw new ApiError(400, result.errors);
+  throw new ApiError(WRITE_REFUSAL_STATUS[result.reason], { detail: result.detail });
 }
 
 /** The origin absolute URLs use: set per request by createInventoryApp, else the request's. */

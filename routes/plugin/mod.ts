@@ -43,7 +43,13 @@ import {
   type PluginSettingsStore,
   publicSettings,
 } from "../../domain/plugin/settings.ts";
-import { ApiError, bulkTooLarge, MAX_BULK_ITEMS, readJsonBody } from "../inventory/errors.ts";
+import {
+  ApiError,
+  bulkTooLarge,
+  MAX_BULK_ITEMS,
+  readJsonBody,
+  WRITE_REFUSAL_STATUS,
+} from "../inventory/errors.ts";
 
 export { pluginOpenApiPaths } from "./openapi.ts";
 
@@ -163,10 +169,10 @@ export function createPlugin(deps: AppDeps, options: PluginOptions): Plugin {
       mayUpdate: canWrite(auth, `${app}.change_${name}`),
     });
     if (!result.ok) {
-      if (result.status === 403) return json({ detail: DENIED }, 403);
+      if (result.reason === "forbidden") return json({ detail: DENIED }, 403);
       return json(
         many || !Array.isArray(result.body) ? result.body : result.body[0],
-        result.status,
+        result.reason === "invalid" ? 400 : WRITE_REFUSAL_STATUS[result.reason],
       );
     }
     const origin = new URL(request.url).origin;

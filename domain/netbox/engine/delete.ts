@@ -30,7 +30,7 @@ export interface DeletionPlan {
 
 type Refusal = Extract<WriteResult<null>, { ok: false }>;
 
-/** Deletes objects (and their CASCADE dependents); 409 when PROTECT dependents exist. */
+/** Deletes objects (and their CASCADE dependents); a conflict when PROTECT dependents exist. */
 export async function deleteMany(
   core: EngineCore,
   model: string,
@@ -55,11 +55,11 @@ export async function collectDeletion(
   const queue: Array<{ model: string; record: StoredObject }> = [];
   for (const id of ids) {
     const r = (await core.store.get(model, id))?.record ?? null;
-    if (!r) return { ok: false, status: 404, detail: "Not found." };
+    if (!r) return { ok: false, reason: "not_found", detail: "Not found." };
     if (auth && def.canDelete && !def.canDelete(r, auth)) {
       return {
         ok: false,
-        status: 403,
+        reason: "forbidden",
         detail: "You do not have permission to perform this action.",
       };
     }
@@ -71,7 +71,7 @@ export async function collectDeletion(
       auth,
       now: core.now,
     });
-    if (refusal) return { ok: false, status: 409, detail: refusal };
+    if (refusal) return { ok: false, reason: "conflict", detail: refusal };
   }
   const mark = (m: string, r: StoredObject) => {
     let map = toDelete.get(m);
@@ -123,7 +123,7 @@ export async function collectDeletion(
     );
     return {
       ok: false,
-      status: 409,
+      reason: "conflict",
       detail: `Unable to delete object. ${blocking.length} dependent objects were found: ${
         names.join(", ")
       }`,
@@ -172,7 +172,7 @@ export async function executeDeletion(
     if (!(await core.store.commit(group)).ok) {
       return {
         ok: false,
-        status: 409,
+        reason: "conflict",
         detail: "The object was changed concurrently; please retry.",
       };
     }

@@ -149,13 +149,13 @@ export async function createMany(
   if (failed) {
     return {
       ok: false,
-      status: 400,
+      reason: "invalid",
       errors: inputs.length === 1 && !Array.isArray(inputs) ? errors[0] : errors,
     };
   }
   const uniq = await checkUnique(core, def, prepared.map((p) => p.draft));
   if (uniq.some((e) => e !== null)) {
-    return { ok: false, status: 400, errors: uniq.map((e) => e ?? {}) };
+    return { ok: false, reason: "invalid", errors: uniq.map((e) => e ?? {}) };
   }
   if (options.hooks !== false && def.beforeSave) {
     for (const p of prepared) await def.beforeSave(p.draft, p.ctx);
@@ -164,7 +164,7 @@ export async function createMany(
   if (sizes.some((e) => e !== null)) {
     return {
       ok: false,
-      status: 400,
+      reason: "invalid",
       errors: sizes.map((e) => e ?? {}),
     };
   }
@@ -184,13 +184,13 @@ export async function createMany(
       if (again.some((e) => e !== null)) {
         return {
           ok: false,
-          status: 400,
+          reason: "invalid",
           errors: again.map((e) => e ?? {}),
         };
       }
       return {
         ok: false,
-        status: 409,
+        reason: "conflict",
         detail: "The object was changed concurrently; please retry.",
       };
     }
@@ -206,7 +206,7 @@ export async function createMany(
     await rollbackCreates(core, committed);
     return {
       ok: false,
-      status: 400,
+      reason: "invalid",
       errors: prepared.map((p) => {
         const e: FieldErrors = {};
         for (const x of dangling.get(p.draft.id) ?? []) {
@@ -259,11 +259,11 @@ export async function updateMany(
     for (const { id, data } of pending) {
       const current = await core.store.get(model, id);
       if (!current) {
-        if (inputs.length === 1) return { ok: false, status: 404, detail: "Not found." };
+        if (inputs.length === 1) return { ok: false, reason: "not_found", detail: "Not found." };
         if (done.length > 0) {
           return {
             ok: false,
-            status: 409,
+            reason: "conflict",
             detail: "The objects were changed concurrently; please retry.",
           };
         }
@@ -284,12 +284,12 @@ export async function updateMany(
         prevState: stateOf(core.store, def, current.record),
       });
     }
-    if (failed) return { ok: false, status: 400, errors };
+    if (failed) return { ok: false, reason: "invalid", errors };
     const uniq = await checkUnique(core, def, prepared.map((p) => p.draft));
     if (uniq.some((e) => e !== null)) {
       return {
         ok: false,
-        status: 400,
+        reason: "invalid",
         errors: uniq.map((e) => e ?? {}),
       };
     }
@@ -300,7 +300,7 @@ export async function updateMany(
     if (sizes.some((e) => e !== null)) {
       return {
         ok: false,
-        status: 400,
+        reason: "invalid",
         errors: sizes.map((e) => e ?? {}),
       };
     }
@@ -364,5 +364,9 @@ export async function updateMany(
       extras: done.length === 1 ? done[0].ctx.responseExtras : undefined,
     };
   }
-  return { ok: false, status: 409, detail: "The object was changed concurrently; please retry." };
+  return {
+    ok: false,
+    reason: "conflict",
+    detail: "The object was changed concurrently; please retry.",
+  };
 }

@@ -88,7 +88,7 @@ Deno.test("delete collect: a PROTECT dependent refuses the delete before anythin
     const collected = await collectDeletion(w.core, "virtualization.cluster", [w.cluster.id], null);
     assert.deepEqual(collected, {
       ok: false,
-      status: 409,
+      reason: "conflict",
       detail: `Unable to delete object. 1 dependent objects were found: vm1 (${w.vm.id})`,
     });
     assert.ok(await w.engine.get("virtualization.cluster", w.cluster.id));
