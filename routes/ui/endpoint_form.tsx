@@ -9,6 +9,7 @@ import { can } from "../../domain/netbox/tokens.ts";
 import { detailOf, type Json } from "./api.ts";
 import type { ConsoleEnv, ConsoleServices, Ctx } from "./context.ts";
 import { CsrfField, FieldErrors, Layout, Notice, PageHead, Status } from "./layout.tsx";
+import { errorPage } from "./errors.tsx";
 import { ENDPOINTS, LastPush } from "./endpoints.tsx";
 
 type Kind = "hypervisor" | "inventory" | "backend";
@@ -427,10 +428,7 @@ function kindOf(c: Ctx): Kind | null {
 
 export function endpointFormRoutes(_ctx: ConsoleServices): Hono<ConsoleEnv> {
   const app = new Hono<ConsoleEnv>();
-  const notFound = async (c: Ctx, message: string) => {
-    const { errorPage } = await import("./errors.tsx");
-    return errorPage(c, 404, "Not found", message);
-  };
+  const notFound = (c: Ctx, message: string) => errorPage(c, 404, "Not found", message);
 
   app.get("/ui/endpoints/:kind/new", (c) => {
     const kind = kindOf(c);
@@ -470,7 +468,6 @@ export function endpointFormRoutes(_ctx: ConsoleServices): Hono<ConsoleEnv> {
     const answer = await c.get("api").get(`${ENDPOINTS}/${kind}/${c.req.param("id")}/`);
     if (answer.status === 404) return notFound(c, `There is no ${KINDS[kind].label} with this id.`);
     if (answer.status !== 200) {
-      const { errorPage } = await import("./errors.tsx");
       return errorPage(
         c,
         answer.status,

@@ -9,6 +9,7 @@ import { detailOf, type Json } from "./api.ts";
 import type { ConsoleEnv, ConsoleServices } from "./context.ts";
 import { can } from "../../domain/netbox/tokens.ts";
 import { ApiProblem, Layout, Notice, PageHead, Pager, Status, Table, When } from "./layout.tsx";
+import { errorPage } from "./errors.tsx";
 import { PAGE_SIZE } from "./inventory.tsx";
 
 const JOBS = "/api/core/jobs/";
@@ -142,7 +143,6 @@ export function jobRoutes(_ctx: ConsoleServices): Hono<ConsoleEnv> {
         : [],
     );
     if (answer.status !== 200) {
-      const { errorPage } = await import("./errors.tsx");
       return errorPage(
         c,
         answer.status,

@@ -19,6 +19,7 @@ import {
   Table,
   When,
 } from "./layout.tsx";
+import { errorPage } from "./errors.tsx";
 
 const P = "/api/plugins/service";
 export const VERBS = ["start", "stop", "snapshot"] as const;
@@ -67,13 +68,11 @@ function Section(props: { title: string; answer: Json; children?: unknown }) {
 }
 
 function notFoundPage(c: Ctx, status: number, detail: string) {
-  return import("./errors.tsx").then(({ errorPage }) =>
-    errorPage(
-      c,
-      status === 404 ? 404 : status,
-      status === 404 ? "Virtual machine not found" : "Cannot show this virtual machine",
-      status === 403 ? "Your token may not view virtual machines." : detail,
-    )
+  return errorPage(
+    c,
+    status,
+    status === 404 ? "Virtual machine not found" : "Cannot show this virtual machine",
+    status === 403 ? "Your token may not view virtual machines." : detail,
   );
 }
 
@@ -299,7 +298,6 @@ export function vmRoutes(_ctx: ConsoleServices): Hono<ConsoleEnv> {
     const id = c.req.param("id");
     const form = await c.req.parseBody();
     const verb = String(form.verb) as Verb;
-    const { errorPage } = await import("./errors.tsx");
     if (!VERBS.includes(verb)) {
       return errorPage(c, 400, "Unknown action", "Choose start, stop or snapshot.");
     }
