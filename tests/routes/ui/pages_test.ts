@@ -10,6 +10,8 @@ const PAGES = [
   "/ui/",
   "/ui/endpoints",
   "/ui/endpoints/hypervisor/new",
+  "/ui/endpoints/inventory/new",
+  "/ui/endpoints/backend/1",
   "/ui/settings",
   "/ui/vms",
   "/ui/nodes",
