@@ -7,7 +7,7 @@ import { outboundForConfig } from "./clients/outbound.ts";
 import { prepareKvFile } from "./storage/kv/kv_file.ts";
 import { createKvStorage } from "./storage/kv/mod.ts";
 import { APP_NAME, APP_VERSION, ConfigError, parseConfig } from "./config.ts";
-import { jsonLogger } from "./domain/logger.ts";
+import { jsonLogger } from "./infra/logger.ts";
 import { watchLauncher } from "./launcher_watch.ts";
 
 const logger = jsonLogger();

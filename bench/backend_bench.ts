@@ -12,7 +12,7 @@
  */
 import { createBackendApp } from "../routes/backend/mod.ts";
 import { parseConfig } from "../config.ts";
-import { MemoryLogger } from "../domain/logger.ts";
+import { MemoryLogger } from "../infra/logger.ts";
 import { KvApiKeyStore } from "../storage/kv/api_keys.ts";
 import { digestKey } from "../domain/api_keys.ts";
 import { processLoad } from "./http_load.ts";

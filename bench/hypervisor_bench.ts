@@ -17,7 +17,7 @@ import { Hono } from "hono";
 import { indexSchema, loadSchema } from "../domain/hypervisor_schema/schema.ts";
 import { createHypervisorApp } from "../routes/hypervisor/mod.ts";
 import { parseConfig } from "../config.ts";
-import { MemoryLogger } from "../domain/logger.ts";
+import { MemoryLogger } from "../infra/logger.ts";
 import type { AppDeps } from "../routes/_lib/deps.ts";
 import type { HypervisorEngine } from "../mock/engine.ts";
 import { processLoad } from "./http_load.ts";

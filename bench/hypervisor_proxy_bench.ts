@@ -8,7 +8,7 @@ import { createHypervisorApp } from "../routes/hypervisor/mod.ts";
 import { hypervisorRealRoutes } from "../routes/hypervisor/real.ts";
 import { loadSchema } from "../domain/hypervisor_schema/schema.ts";
 import { parseConfig } from "../config.ts";
-import { MemoryLogger } from "../domain/logger.ts";
+import { MemoryLogger } from "../infra/logger.ts";
 import type { AppDeps } from "../routes/_lib/deps.ts";
 import { createKvStorage } from "../storage/kv/mod.ts";
 

@@ -10,7 +10,7 @@
 import { createInventoryApp } from "../routes/inventory/mod.ts";
 import { createBackendApp } from "../routes/backend/mod.ts";
 import { parseConfig } from "../config.ts";
-import { MemoryLogger } from "../domain/logger.ts";
+import { MemoryLogger } from "../infra/logger.ts";
 import { createKvStorage } from "../storage/kv/mod.ts";
 
 const ROOT = "bench-root-token-0123456789abcdef01234567";

@@ -11,7 +11,7 @@
  */
 import { createApp } from "../app.ts";
 import { parseConfig } from "../config.ts";
-import { MemoryLogger } from "../domain/logger.ts";
+import { MemoryLogger } from "../infra/logger.ts";
 import type { AppDeps } from "../routes/_lib/deps.ts";
 import { createBackendApp, createBackendServices } from "../routes/backend/mod.ts";
 import type { VerbAuditRecord, VerbAuditStore } from "../storage/ports.ts";

@@ -14,7 +14,7 @@
  */
 import https from "node:https";
 import type { Config } from "../config.ts";
-import type { Logger } from "../domain/logger.ts";
+import type { Logger } from "../infra/logger.ts";
 
 export type ProxyAuth =
   | { kind: "token"; tokenId: string; secret: string }

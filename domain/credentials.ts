@@ -9,7 +9,7 @@
  * Each record remembers the source of its key (`key_source`), so after a restart the service
  * knows which key to ask for; a value it cannot open is reported, never guessed at.
  */
-import type { Logger } from "./logger.ts";
+import type { Logger } from "../infra/logger.ts";
 import type { KeySource } from "../storage/ports.ts";
 import {
   deriveFernetKey,

@@ -9,7 +9,7 @@
 import { createApp } from "../app.ts";
 import { outboundForConfig } from "../clients/outbound.ts";
 import { type Config, parseConfig } from "../config.ts";
-import { jsonLogger, type Logger } from "../domain/logger.ts";
+import { jsonLogger, type Logger } from "../infra/logger.ts";
 import { createInventoryCore, createSuperuserToken } from "../routes/inventory/mod.ts";
 import type { AppDeps } from "../routes/_lib/deps.ts";
 import { createKvStorage } from "../storage/kv/mod.ts";

@@ -8,7 +8,7 @@
  * looked up by its SHA-256 digest.
  */
 import { ConfigError, parseConfig } from "../config.ts";
-import { jsonLogger } from "../domain/logger.ts";
+import { jsonLogger } from "../infra/logger.ts";
 import { createInventoryCore, createSuperuserToken } from "../routes/inventory/mod.ts";
 import { createKvStorage } from "../storage/kv/mod.ts";
 

@@ -1,6 +1,6 @@
 import type { AppDeps } from "../routes/_lib/deps.ts";
 import { type Config, parseConfig } from "../config.ts";
-import { MemoryLogger } from "../domain/logger.ts";
+import { MemoryLogger } from "../infra/logger.ts";
 import { outboundForConfig } from "../clients/outbound.ts";
 import { createKvStorage } from "../storage/kv/mod.ts";
 

@@ -15,7 +15,7 @@
  * - Retention: the last `retention` finished jobs per kind are kept, older ones deleted.
  */
 import type { EngineApi, StoredObject } from "../netbox/types.ts";
-import type { Logger } from "../logger.ts";
+import type { Logger } from "../../infra/logger.ts";
 import {
   appendJobLog,
   createJob,

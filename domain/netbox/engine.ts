@@ -13,7 +13,7 @@
  * delete.ts (collect, then execute) and index_state.ts (a record's index entries).
  */
 import type { ModelStore } from "../../storage/ports.ts";
-import type { Logger } from "../logger.ts";
+import type { Logger } from "../../infra/logger.ts";
 import type { CustomFieldDef } from "./custom_fields.ts";
 import type {
   AuthInfo,

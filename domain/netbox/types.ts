@@ -7,7 +7,7 @@
  * arrays, choices as their value and datetimes as ISO 8601 UTC strings.
  */
 import type { StoredObject } from "../../storage/ports.ts";
-import type { Logger } from "../logger.ts";
+import type { Logger } from "../../infra/logger.ts";
 
 export type { StoredObject };
 

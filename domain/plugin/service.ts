@@ -4,7 +4,7 @@
  * dependencies (no module singletons).
  */
 import { BackendClient, type BackendClientOptions, baseUrl } from "../../clients/backend.ts";
-import type { Logger } from "../logger.ts";
+import type { Logger } from "../../infra/logger.ts";
 import type {
   CustomFilter,
   EngineApi,

@@ -4,7 +4,7 @@
  * guest or stopping a stopped one sends nothing and says so.
  */
 import type { VerbAuditStore } from "../../storage/ports.ts";
-import type { Logger } from "../logger.ts";
+import type { Logger } from "../../infra/logger.ts";
 import {
   GuestControlError,
   type GuestControlPort,

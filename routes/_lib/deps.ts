@@ -1,5 +1,5 @@
 import type { Config } from "../../config.ts";
-import type { Logger } from "../../domain/logger.ts";
+import type { Logger } from "../../infra/logger.ts";
 import type { Storage } from "../../storage/ports.ts";
 
 /**

@@ -6,7 +6,7 @@ import { OpenAPIHono } from "@hono/zod-openapi";
 import type { Context, Env } from "hono";
 import { HTTPException } from "hono/http-exception";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
-import type { Logger } from "../../domain/logger.ts";
+import type { Logger } from "../../infra/logger.ts";
 import type { AuthOutcome, RegisterOutcome } from "../../domain/api_keys.ts";
 
 export class ApiError extends Error {

@@ -7,7 +7,7 @@
 import { createParser, type EventSourceMessage } from "eventsource-parser";
 import { createApp } from "../../app.ts";
 import { type TestDeps, testDeps, type TestOverrides } from "../_helpers.ts";
-import { type LogLevel, type LogLine, MemoryLogger } from "../../domain/logger.ts";
+import { type LogLevel, type LogLine, MemoryLogger } from "../../infra/logger.ts";
 
 export const ROOT = "e2esync0123456789abcdef0123456789abcdef";
 export const KEY = "sync-e2e-key-0123456789abcdef0123456789abcdef";

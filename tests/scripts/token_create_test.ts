@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { createApp } from "../../app.ts";
 import { parseConfig } from "../../config.ts";
-import { MemoryLogger } from "../../domain/logger.ts";
+import { MemoryLogger } from "../../infra/logger.ts";
 import { describeStore } from "../../scripts/token_create.ts";
 import { createKvStorage } from "../../storage/kv/mod.ts";
 

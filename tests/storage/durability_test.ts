@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { createBackendApp } from "../../routes/backend/mod.ts";
 import { parseConfig } from "../../config.ts";
-import { MemoryLogger } from "../../domain/logger.ts";
+import { MemoryLogger } from "../../infra/logger.ts";
 import { createKvStorage } from "../../storage/kv/mod.ts";
 
 const KEY = "d".repeat(48);

@@ -4,7 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { ModelEngine } from "../../domain/netbox/engine.ts";
-import { MemoryLogger } from "../../domain/logger.ts";
+import { MemoryLogger } from "../../infra/logger.ts";
 import { KvModelStore } from "../../storage/kv/models.ts";
 
 async function setup() {

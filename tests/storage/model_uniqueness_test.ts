@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { ModelEngine } from "../../domain/netbox/engine.ts";
 import type { ModelDef } from "../../domain/netbox/types.ts";
-import { MemoryLogger } from "../../domain/logger.ts";
+import { MemoryLogger } from "../../infra/logger.ts";
 import type { ObjectWrite } from "../../storage/ports.ts";
 import { KvModelStore } from "../../storage/kv/models.ts";
 
@@ -106,7 +106,7 @@ Deno.test("model store: two creates of one plain unique value, raced at the comm
     ]);
     assert.deepEqual(results.map((r) => r.ok).sort(), [false, true]);
     const lost = results.find((r) => !r.ok)!;
-    assert.equal(lost.ok === false && lost.status, 400);
+    assert.equal(lost.ok === false && lost.reason, "invalid");
     assert.deepEqual(lost.ok === false && "errors" in lost && lost.errors, {
       name: ["plain thing with this name already exists."],
     });

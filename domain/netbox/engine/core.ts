@@ -3,7 +3,7 @@
  * logger, the engine as hooks see it, and the per-request cache of records read.
  */
 import type { ModelStore, StoredObject } from "../../../storage/ports.ts";
-import type { Logger } from "../../logger.ts";
+import type { Logger } from "../../../infra/logger.ts";
 import type { CustomFieldDef } from "../custom_fields.ts";
 import type { EngineApi } from "../types.ts";
 import type { ModelRegistry } from "./registry.ts";

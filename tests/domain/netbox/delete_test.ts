@@ -9,7 +9,7 @@ import { collectDeletion, executeDeletion } from "../../../domain/netbox/engine/
 import type { EngineCore } from "../../../domain/netbox/engine/core.ts";
 import { ModelRegistry } from "../../../domain/netbox/engine/registry.ts";
 import { CORE_MODELS } from "../../../domain/netbox/models/core.ts";
-import { MemoryLogger } from "../../../domain/logger.ts";
+import { MemoryLogger } from "../../../infra/logger.ts";
 import { KvModelStore } from "../../../storage/kv/models.ts";
 
 const VM = "virtualization.virtualmachine";

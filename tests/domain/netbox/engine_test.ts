@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { ModelEngine } from "../../../domain/netbox/engine.ts";
 import { coerce, parseDatetime } from "../../../domain/netbox/fields.ts";
 import { CORE_MODELS } from "../../../domain/netbox/models/core.ts";
-import { MemoryLogger } from "../../../domain/logger.ts";
+import { MemoryLogger } from "../../../infra/logger.ts";
 import type { ObjectWrite } from "../../../storage/ports.ts";
 import { KvModelStore } from "../../../storage/kv/models.ts";
 

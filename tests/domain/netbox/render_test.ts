@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { ModelEngine } from "../../../domain/netbox/engine.ts";
 import { CORE_MODELS } from "../../../domain/netbox/models/core.ts";
-import { MemoryLogger } from "../../../domain/logger.ts";
+import { MemoryLogger } from "../../../infra/logger.ts";
 import { KvModelStore } from "../../../storage/kv/models.ts";
 
 /** The real KV store, recording which models each getMany asked for. */

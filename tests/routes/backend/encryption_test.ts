@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { createBackendApp } from "../../../routes/backend/mod.ts";
 import { parseConfig } from "../../../config.ts";
-import { MemoryLogger } from "../../../domain/logger.ts";
+import { MemoryLogger } from "../../../infra/logger.ts";
 import { deriveFernetKey, fernetDecrypt, importFernetKey } from "../../../domain/fernet.ts";
 import { keys } from "../../../storage/kv/keys.ts";
 import { KEY, registered } from "./_setup.ts";

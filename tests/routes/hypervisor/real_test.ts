@@ -16,7 +16,7 @@ import {
 import { type TestDeps, testDeps } from "../../_helpers.ts";
 import { refusingListener } from "../../_net.ts";
 import { HAS_OPENSSL, openssl } from "../../_tls.ts";
-import type { MemoryLogger } from "../../../domain/logger.ts";
+import type { MemoryLogger } from "../../../infra/logger.ts";
 import { schema92 } from "./_tooling.ts";
 
 const MOCK_USER = "root@pam";

@@ -1,4 +1,16 @@
-/** Structured log lines. The sink is injected so tests can read what was logged. */
+/**
+ * Structured log lines. Infrastructure, not domain: any room takes a `Logger` through its deps,
+ * and this module imports nothing of the app (docs/architecture.md, The logger). The sink is
+ * injected so tests can read what was logged.
+ *
+ * @module
+ * @example
+ * ```ts
+ * const logger = new MemoryLogger();
+ * logger.log("warning", "plugin key unavailable", { endpoint_id: 1 });
+ * logger.at("warning").length; // 1
+ * ```
+ */
 
 export type LogLevel = "debug" | "info" | "warning" | "error" | "critical";
 
