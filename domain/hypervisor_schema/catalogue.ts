@@ -4,6 +4,7 @@
  * lists and everything the sync stages read; it is used when HYPERVISOR_SCHEMA is not set. Load a
  * full Proxmox schema (a host serves it at /pve-docs/api-viewer/apidata.js) for the whole API.
  */
+import { PVE_ADDED_OPS, PVE_PARAM_NAMES, PVE_PARAMS } from "./catalogue_generated.ts";
 import type { HttpMethod, Operation, ParamSchema, SchemaNode, SchemaTree } from "./schema.ts";
 
 // ------------------------------------------------------------------ schema helpers
@@ -1622,7 +1623,53 @@ export function buildTree(entries: Array<[string, Operation[]]>): SchemaTree {
   return roots;
 }
 
+/** The catalogue as written here, before the generated parameter table is merged in. */
+export function handWrittenCatalogue(): SchemaTree {
+  return buildTree(catalogueEntries());
+}
+
+/**
+ * The hand-written operations with exactly the parameters Proxmox accepts there (names and facts
+ * from catalogue_generated.ts where this file does not define them, or types them otherwise),
+ * plus the operations taken whole from the generated table.
+ */
+function withProxmoxParameters(
+  entries: Array<[string, Operation[]]>,
+): Array<[string, Operation[]]> {
+  const merged = entries.map(([path, ops]): [string, Operation[]] => [
+    path,
+    ops.map((o) => {
+      const key = `${o.method} ${path}`;
+      const names = PVE_PARAM_NAMES[key];
+      if (!names) return o;
+      const own = o.parameters?.properties ?? {};
+      const generated = PVE_PARAMS[key] ?? {};
+      const properties: Record<string, P> = {};
+      for (const name of names) properties[name] = generated[name] ?? own[name];
+      return { ...o, parameters: { ...o.parameters, properties } };
+    }),
+  ]);
+  const byPath = new Map(merged);
+  for (const [key, spec] of Object.entries(PVE_ADDED_OPS)) {
+    const [method, path] = key.split(" ") as [HttpMethod, string];
+    const operation: Operation = {
+      method,
+      name: spec.name,
+      description: `${spec.name ?? method} (parameters as Proxmox VE; see its API viewer).`,
+      allowtoken: 1,
+      ...(spec.protected ? { protected: 1 as const } : {}),
+      permissions: spec.world ? { user: "world" } : { user: "all" },
+      parameters: params(PVE_PARAMS[key] ?? {}),
+      returns: spec.returns,
+    };
+    const ops = byPath.get(path);
+    if (ops) ops.push(operation);
+    else byPath.set(path, [operation]);
+  }
+  return [...byPath];
+}
+
 /** A fresh copy of the built-in catalogue tree. */
 export function builtinCatalogue(): SchemaTree {
-  return buildTree(catalogueEntries());
+  return buildTree(withProxmoxParameters(catalogueEntries()));
 }

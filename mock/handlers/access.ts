@@ -1,7 +1,7 @@
 /** Access handlers: login tickets, users, API tokens and password changes (`/access/...`). */
 import { AuthError, checkLogin, newTokenSecret } from "../auth.ts";
 import { fieldError, MockError } from "../errors.ts";
-import { type MockState } from "../state.ts";
+import { collection, type MockState } from "../state.ts";
 import { type HandlerContext, type HandlerTable } from "./context.ts";
 
 function login(ctx: HandlerContext) {
@@ -166,8 +166,14 @@ function tokenDelete(ctx: HandlerContext) {
   return null;
 }
 
+/** The realms (seeded pam and pve, plus any created), as the login form and clients list them. */
+function domainsList(ctx: HandlerContext) {
+  return [...collection(ctx.state, "/access/domains").values()];
+}
+
 export const accessHandlers: HandlerTable = {
   "POST /access/ticket": login,
+  "GET /access/domains": domainsList,
   "GET /access/ticket": () => null,
   "GET /access/users": usersList,
   "POST /access/users": userCreate,

@@ -1,6 +1,6 @@
 /** Guests (`/nodes/{node}/qemu|lxc`): list, create, destroy, config, pending and status. */
 import { failed, fieldError, missing } from "../errors.ts";
-import { macFor } from "../seed.ts";
+import { allocateDisks, fillNicDefaults } from "./allocate.ts";
 import {
   addGuest,
   type ConfigValue,
@@ -9,7 +9,6 @@ import {
   type MockState,
   removeGuest,
   storageOnNode,
-  volumesOn,
 } from "../state.ts";
 import {
   digestOf,
@@ -123,33 +122,8 @@ const CREATE_SKIP = new Set([
   "start",
 ]);
 
-/** Turn `storage:size` disk specs into volumes, as Proxmox allocates them at create time. */
-function allocateDisks(
-  state: MockState,
-  node: string,
-  vmid: number,
-  config: Record<string, ConfigValue>,
-  keys: RegExp,
-): void {
-  let n = 0;
-  for (const [key, value] of Object.entries(config)) {
-    if (!keys.test(key) || typeof value !== "string") continue;
-    const m = /^([a-z][a-z0-9\-_.]*):(\d+(?:\.\d+)?)(,.*)?$/i.exec(value);
-    if (!m) continue;
-    const storage = state.storages.get(m[1]);
-    if (!storage) throw fieldError(key, `storage '${m[1]}' does not exist`);
-    const name = `vm-${vmid}-disk-${n++}`;
-    volumesOn(storage, node).push({
-      volid: `${m[1]}:${name}`,
-      content: key === "rootfs" || key.startsWith("mp") ? "rootdir" : "images",
-      format: "raw",
-      size: Math.round(Number(m[2]) * GiB),
-      ctime: 0,
-      vmid,
-    });
-    config[key] = `${m[1]}:${name}${m[3] ?? ""},size=${m[2]}G`;
-  }
-}
+const QEMU_DISKS = /^(scsi|virtio|sata|ide|efidisk|tpmstate)\d+$/;
+const LXC_DISKS = /^(rootfs|mp\d+)$/;
 
 function createGuest(type: GuestType): Handler {
   return (ctx) => {
@@ -169,16 +143,7 @@ function createGuest(type: GuestType): Handler {
       config.cores ??= 1;
       config.sockets ??= 1;
       config.name ??= `VM${vmid}`;
-      allocateDisks(ctx.state, node, vmid, config, /^(scsi|virtio|sata|ide|efidisk|tpmstate)\d+$/);
-      for (const [k, v] of Object.entries(config)) {
-        if (/^net\d+$/.test(k) && typeof v === "string" && !/[=]([0-9A-F]{2}:){5}/i.test(v)) {
-          // Fill in a MAC: `virtio,bridge=vmbr0` → `virtio=BC:24:11:..,bridge=vmbr0`.
-          config[k] = v.replace(
-            /^(virtio|e1000e?|rtl8139|vmxnet3)(,|$)/,
-            `$1=${macFor(vmid, Number(k.slice(3)))}$2`,
-          );
-        }
-      }
+      allocateDisks(ctx.state, node, vmid, config, QEMU_DISKS);
     } else {
       config.hostname ??= `CT${vmid}`;
       config.memory ??= 512;
@@ -187,8 +152,9 @@ function createGuest(type: GuestType): Handler {
       config.arch ??= "amd64";
       config.ostype ??= "debian";
       config.rootfs ??= `${firstImageStorage(ctx.state, node)}:8`;
-      allocateDisks(ctx.state, node, vmid, config, /^(rootfs|mp\d+)$/);
+      allocateDisks(ctx.state, node, vmid, config, LXC_DISKS);
     }
+    fillNicDefaults(type, vmid, config);
     config.digest = "";
     const guest: Guest = {
       vmid,
@@ -324,13 +290,8 @@ function updateConfig(asTask: boolean): Handler {
     if (typeof ctx.values.delete === "string") {
       for (const k of ctx.values.delete.split(/[,;\s]+/).filter(Boolean)) delete next[k];
     }
-    allocateDisks(
-      ctx.state,
-      g.node,
-      g.vmid,
-      next,
-      g.type === "qemu" ? /^(scsi|virtio|sata|ide|efidisk|tpmstate)\d+$/ : /^(rootfs|mp\d+)$/,
-    );
+    fillNicDefaults(g.type, g.vmid, next, Object.keys(ctx.values));
+    allocateDisks(ctx.state, g.node, g.vmid, next, g.type === "qemu" ? QEMU_DISKS : LXC_DISKS);
     g.config = next;
     if (!asTask) return null;
     return startTask(ctx, {
