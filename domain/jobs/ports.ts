@@ -5,83 +5,8 @@
  * process would.
  */
 
-export type JobKind = "sync" | "repair";
-
-/** What a job was asked to do; kept beside the NetBox job record (which has no room for it). */
-export interface JobSpec {
-  kind: JobKind;
-  /** Stage sync types in table order (never "all": expanded when the job is made). */
-  sync_types: string[];
-  /** Plugin hypervisor endpoint ids; null = every enabled endpoint at run time. */
-  endpoint_ids: number[] | null;
-  /** Minutes between runs (NetBox `interval`), or null for a one-off. */
-  interval_minutes: number | null;
-  /** Who asked: the token's id and description, for the log. */
-  requested_by: string;
-}
-
-/** Who holds the run lease: one job of one process, until `expires_at` (epoch ms). */
-export interface Lease {
-  job_id: number;
-  owner: string;
-  expires_at: number;
-}
-
-/** The job queue and the ownership rules, all in one KV. */
-export interface JobStore {
-  saveSpec(jobId: number, spec: JobSpec): Promise<void>;
-  spec(jobId: number): Promise<JobSpec | null>;
-  deleteSpec(jobId: number): Promise<void>;
-
-  /**
-   * Admission: claims the `kind` slot for `jobId` unless one of `blocking` slots names a job
-   * that `isActive` says is still pending or running (that job's id is returned instead).
-   * Atomic (one check per slot): two concurrent claims never both win.
-   */
-  claimSlot(
-    kind: JobKind,
-    jobId: number,
-    blocking: readonly JobKind[],
-    isActive: (jobId: number) => Promise<boolean>,
-  ): Promise<{ ok: true } | { ok: false; holder: number }>;
-  /** Frees the slot if it still names `jobId`. */
-  releaseSlot(kind: JobKind, jobId: number): Promise<void>;
-  /** The job a slot names, if any. */
-  slotHolder(kind: JobKind): Promise<number | null>;
-
-  /** Takes the run lease (free or expired) for `jobId`; the holder when it is taken. */
-  takeLease(
-    jobId: number,
-    owner: string,
-    ttlMs: number,
-  ): Promise<{ ok: true } | { ok: false; lease: Lease }>;
-  /** Extends our lease; false when it is no longer ours (expired and taken by another). */
-  renewLease(jobId: number, owner: string, ttlMs: number): Promise<boolean>;
-  releaseLease(jobId: number, owner: string): Promise<void>;
-  lease(): Promise<Lease | null>;
-
-  /** Queues a run message for `jobId`, delivered after `delayMs`. */
-  enqueue(jobId: number, delayMs: number): Promise<void>;
-
-  /** Latest live progress frame of a running job (not kept after the job). */
-  setProgress(jobId: number, frame: unknown): Promise<void>;
-  progress(jobId: number): Promise<unknown>;
-  clearProgress(jobId: number): Promise<void>;
-
-  /** Finished jobs per kind, oldest first (retention). */
-  markFinished(kind: JobKind, jobId: number): Promise<void>;
-  finished(kind: JobKind): Promise<number[]>;
-  forgetFinished(kind: JobKind, jobIds: number[]): Promise<void>;
-
-  /**
-   * Delivers queued job ids to `handler` (at least once; a message whose handler was cut
-   * off by a dead process comes back). Resolves when the store closes.
-   */
-  listen(handler: (jobId: number) => Promise<void>): Promise<void>;
-
-  /** Ticks whenever the job record or its progress changes (ends when `signal` aborts). */
-  watch(jobId: number, signal: AbortSignal): AsyncIterable<void>;
-}
+// The job store is a storage port like every other (storage/ports.ts); re-exported for the runner.
+export type { JobKind, JobSpec, JobStore, Lease } from "../../storage/ports.ts";
 
 /** One backend call's outcome as the runner needs it; never holds a secret. */
 export interface Answer {

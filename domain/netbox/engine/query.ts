@@ -260,7 +260,7 @@ async function relCondition(
     ids.push(...found);
   }
   if (byId) {
-    // As NetBox's ModelMultipleChoiceFilter: an id that names no object is a 400.
+    // As NetBox's ModelMultipleChoiceFilter: an id that names no object is an invalid query.
     const wanted = [...new Set(ids.filter((id): id is number => typeof id === "number"))];
     const existing = new Set((await core.store.getMany(def.model!, wanted)).map((r) => r.id));
     const missing = wanted.find((id) => !existing.has(id));

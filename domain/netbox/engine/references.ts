@@ -39,7 +39,7 @@ export async function resolveRef(
   const target = core.registry.definition(model);
   for (const [k, v] of Object.entries(ref.attrs)) {
     // Attributes must name something the model can be looked up by: an unknown one would be
-    // ignored by the filter engine and match every object (NetBox answers 400).
+    // ignored by the filter engine and match every object (NetBox refuses the query).
     if (!isLookupAttr(target, k)) return { ok: false, error: MESSAGES.attrs(ref.attrs) };
     if (v !== null && typeof v === "object") {
       // Nested attribute dicts ({"cluster": {"name": "c1"}}) resolve to the related id first.

@@ -289,7 +289,7 @@ const MAC_NORMALIZE = (text: string) =>
   MAC_RE.test(text) ? text.toUpperCase().replaceAll("-", ":") : text;
 const CIDR_NORMALIZE = (text: string) => canonicalCidr(text) ?? text;
 
-/** Query values that must parse as addresses/prefixes (else 400, as NetBox). */
+/** Query values that must parse as addresses/prefixes (else an invalid query, as NetBox). */
 function cidrValues(values: string[], param: string): Cidr[] {
   const out: Cidr[] = [];
   for (const v of values.flatMap((x) => x.split(",")).map((x) => x.trim()).filter(Boolean)) {
