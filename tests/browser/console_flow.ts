@@ -1,5 +1,3 @@
-/// <reference lib="dom" />
-/// <reference lib="deno.ns" />
 /**
  * `deno task test:browser`: headless Chromium (Debian's /usr/bin/chromium, driven with
  * puppeteer-core) walks the console end to end on a real socket: sign in, add a hypervisor
@@ -64,6 +62,21 @@ function watch(page: Page, problems: Problems) {
   });
 }
 
+/** The live keepalive has filled the first endpoint's status cell (evaluated in the page). */
+const ONLINE = `document.querySelector("[data-status-for] .badge")?.textContent === "online"`;
+
+async function setField(page: Page, selector: string, value: string) {
+  await page.$eval(selector, (i, v) => {
+    (i as unknown as { value: string }).value = v;
+  }, value);
+}
+
+async function setChecked(page: Page, selector: string, checked: boolean) {
+  await page.$eval(selector, (i, v) => {
+    (i as unknown as { checked: boolean }).checked = v;
+  }, checked);
+}
+
 async function shot(page: Page, name: string) {
   await page.screenshot({ path: new URL(`${name}.png`, SHOTS).pathname, fullPage: true });
 }
@@ -125,7 +138,7 @@ Deno.test({
       await page.goto(`${w.base}/ui/endpoints`, { waitUntil: "load" });
       await submit(page, "a[href='/ui/endpoints/hypervisor/new']");
       await page.type("#f-name", "lab");
-      await page.$eval("#f-domain", (i) => (i as HTMLInputElement).value = "");
+      await setField(page, "#f-domain", "");
       problems.expected.add("POST /ui/endpoints/hypervisor/new 400");
       await submit(page, "form.form button[type=submit]");
       const fieldError = await page.$eval(
@@ -134,16 +147,16 @@ Deno.test({
       );
       assert.ok(fieldError.length > 0, "a validation message next to the field");
       assert.equal(
-        await page.$eval("#f-name", (i) => (i as HTMLInputElement).value),
+        await page.$eval("#f-name", (i) => (i as unknown as { value: string }).value),
         "lab",
         "the form keeps what was typed",
       );
       await shot(page, "endpoint-validation");
       await page.type("#f-domain", "127.0.0.1");
-      await page.$eval("#f-port", (i, p) => (i as HTMLInputElement).value = p, String(w.port));
-      await page.$eval("#f-use_https", (i) => (i as HTMLInputElement).checked = false);
-      await page.$eval("#f-allow_writes", (i) => (i as HTMLInputElement).checked = true);
-      await page.$eval("#f-username", (i) => (i as HTMLInputElement).value = "");
+      await setField(page, "#f-port", String(w.port));
+      await setChecked(page, "#f-use_https", false);
+      await setChecked(page, "#f-allow_writes", true);
+      await setField(page, "#f-username", "");
       await page.type("#f-username", w.deps.config.hypervisor.mockUser);
       await page.type("#f-password", w.deps.config.hypervisor.mockPassword);
       await submit(page, "form.form button[type=submit]");
@@ -151,13 +164,13 @@ Deno.test({
       await page.waitForSelector(".notice.ok");
       // The live keepalive fills the status cell.
       await page.waitForFunction(
-        () => document.querySelector("[data-status-for] .badge")?.textContent === "online",
+        ONLINE,
       );
       await shot(page, "endpoint");
       const endpointPath = new URL(page.url()).pathname;
       await page.goto(`${w.base}/ui/endpoints`, { waitUntil: "load" });
       await page.waitForFunction(
-        () => document.querySelector("[data-status-for] .badge")?.textContent === "online",
+        ONLINE,
       );
       await shot(page, "endpoints");
 
@@ -174,10 +187,10 @@ Deno.test({
         );
         // The job page follows the stream, then reloads to show the stored results.
         await page.waitForFunction(
-          () => /completed|errored|failed/.test(document.querySelector(".sub")?.textContent ?? ""),
+          `/completed|errored|failed/.test(document.querySelector(".sub")?.textContent ?? "")`,
           { timeout: 120_000 },
         );
-        await page.waitForFunction(() => document.body.dataset.jobStream === undefined, {
+        await page.waitForFunction("document.body.dataset.jobStream === undefined", {
           timeout: 30_000,
         });
         const outcome = await page.$eval(".sub", (e) => e.textContent ?? "");
@@ -191,7 +204,7 @@ Deno.test({
       } else {
         skipped.push("durable sync job: POST /api/plugins/service/sync/ answered 404; ran live");
         await page.click("form.form button[type=submit]");
-        await page.waitForFunction(() => document.body.dataset.syncDone !== undefined, {
+        await page.waitForFunction("document.body.dataset.syncDone !== undefined", {
           timeout: 120_000,
         });
         const states = await page.$$eval(
@@ -201,14 +214,14 @@ Deno.test({
         );
         assert.equal(states.length, 13, states.join(", "));
         assert.ok(states.every((s) => s.endsWith("=completed")), states.join(", "));
-        assert.equal(await page.evaluate(() => document.body.dataset.syncDone), "ok");
+        assert.equal(await page.evaluate("document.body.dataset.syncDone"), "ok");
         await shot(page, "sync");
       }
 
       // The inventory browser shows what the sync wrote.
       await page.goto(`${w.base}/ui/`, { waitUntil: "load" });
       await page.waitForFunction(
-        () => document.querySelector("[data-status-for] .badge")?.textContent === "online",
+        ONLINE,
       );
       await shot(page, "overview");
       await page.goto(`${w.base}/ui/vms`, { waitUntil: "load" });
@@ -253,7 +266,7 @@ Deno.test({
         await submit(page, "form[action='/ui/repair'] button");
         if (/^\/ui\/jobs\/\d+$/.test(new URL(page.url()).pathname)) {
           // The repair is a job: reconcile, then a full sync, followed live on its page.
-          await page.waitForFunction(() => document.body.dataset.jobStream === undefined, {
+          await page.waitForFunction("document.body.dataset.jobStream === undefined", {
             timeout: 120_000,
           });
           const outcome = await page.$eval(".sub", (e) => e.textContent ?? "");
