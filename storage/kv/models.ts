@@ -23,6 +23,19 @@ const MAX_INDEXED_LENGTH = 400;
 /** Stored records must fit one KV value (64 KiB) with room to spare. */
 const MAX_RECORD_BYTES = 60_000;
 
+/**
+ * Deno KV refuses to read a key over its size limit (2 KiB); nothing can have been stored under
+ * such a key either, so a lookup by a value that long (a hostile filter) finds nothing.
+ */
+async function orNothing<T>(read: () => Promise<T>, nothing: T): Promise<T> {
+  try {
+    return await read();
+  } catch (error) {
+    if (error instanceof TypeError && error.message.startsWith("Key too large")) return nothing;
+    throw error;
+  }
+}
+
 /** Cached reads kept per model before the cache starts afresh (memory bound). */
 const MAX_CACHED_RECORDS = 20_000;
 const MAX_CACHED_LISTS = 1_000;
@@ -287,8 +300,10 @@ export class KvModelStore implements ModelStore {
       { prefix: keys.inventoryIndexPrefix(model, field, value) },
       { limit, batchSize: limit ? Math.min(limit, 1000) : 1000 },
     );
-    for await (const entry of iter) out.push(entry.key[entry.key.length - 1] as number);
-    return out;
+    return await orNothing(async () => {
+      for await (const entry of iter) out.push(entry.key[entry.key.length - 1] as number);
+      return out;
+    }, []);
   }
 
   async idByUnique(
@@ -296,13 +311,14 @@ export class KvModelStore implements ModelStore {
     constraint: string,
     values: readonly IndexValue[],
   ): Promise<number | null> {
-    const entry = await this.kv.get<number>(keys.inventoryUnique(model, constraint, [...values]));
-    return entry.value;
+    const key = keys.inventoryUnique(model, constraint, [...values]);
+    return await orNothing(async () => (await this.kv.get<number>(key)).value, null);
   }
 
   async countByIndex(model: string, field: string, value: IndexValue): Promise<number> {
-    const entry = await this.kv.get<Deno.KvU64>(keys.inventoryIndexCount(model, field, value));
-    return entry.value ? Number(entry.value.value) : 0;
+    const key = keys.inventoryIndexCount(model, field, value);
+    const entry = await orNothing(() => this.kv.get<Deno.KvU64>(key), null);
+    return entry?.value ? Number(entry.value.value) : 0;
   }
 
   pageByIndex(
@@ -336,11 +352,13 @@ export class KvModelStore implements ModelStore {
       limit: want,
       batchSize: Math.min(1000, want),
     });
-    for await (const entry of iter) {
-      if (seen++ < page.offset) continue;
-      out.push(entry.key[entry.key.length - 1] as number);
-    }
-    return out;
+    return await orNothing(async () => {
+      for await (const entry of iter) {
+        if (seen++ < page.offset) continue;
+        out.push(entry.key[entry.key.length - 1] as number);
+      }
+      return out;
+    }, []);
   }
 
   async localSecret(generate: () => string): Promise<string> {
