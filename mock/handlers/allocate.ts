@@ -120,6 +120,10 @@ export function allocateDisks(
     const storage = state.storages.get(m[1]);
     if (!storage) throw fieldError(key, `storage '${m[1]}' does not exist`);
     if (Number(m[2]) <= 0) throw fieldError(key, `invalid size '${m[2]}'`);
+    const content = key === "rootfs" || key.startsWith("mp") ? "rootdir" : "images";
+    if (!String(storage.config.content ?? "").split(",").includes(content)) {
+      throw fieldError(key, `storage '${m[1]}' does not support content-type '${content}'`);
+    }
     const volumes = volumesOn(storage, node);
     const taken = new Set(volumes.map((v) => v.volid));
     // Volumes the config already names count as taken even if the storage lost them.
@@ -129,7 +133,7 @@ export function allocateDisks(
     const name = freeDiskName(taken, m[1], vmid);
     volumes.push({
       volid: `${m[1]}:${name}`,
-      content: key === "rootfs" || key.startsWith("mp") ? "rootdir" : "images",
+      content,
       format: "raw",
       size: Math.round(Number(m[2]) * GiB),
       ctime: 0,

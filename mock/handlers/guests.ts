@@ -1,6 +1,7 @@
 /** Guests (`/nodes/{node}/qemu|lxc`): list, create, destroy, config, pending and status. */
 import { failed, fieldError, missing } from "../errors.ts";
 import { allocateDisks, fillNicDefaults } from "./allocate.ts";
+import { detachKey } from "./disks.ts";
 import {
   addGuest,
   type ConfigValue,
@@ -288,7 +289,9 @@ function updateConfig(asTask: boolean): Handler {
       next[k] = typeof v === "number" || typeof v === "string" ? v : String(v);
     }
     if (typeof ctx.values.delete === "string") {
-      for (const k of ctx.values.delete.split(/[,;\s]+/).filter(Boolean)) delete next[k];
+      for (const k of ctx.values.delete.split(/[,;\s]+/).filter(Boolean)) {
+        detachKey(ctx.state, g, next, k, false);
+      }
     }
     fillNicDefaults(g.type, g.vmid, next, Object.keys(ctx.values));
     allocateDisks(ctx.state, g.node, g.vmid, next, g.type === "qemu" ? QEMU_DISKS : LXC_DISKS);

@@ -12,6 +12,7 @@ import { aclHandlers } from "./acl.ts";
 import { agentHandlers } from "./agent.ts";
 import { backupHandlers } from "./backup.ts";
 import { clusterHandlers } from "./cluster.ts";
+import { diskHandlers } from "./disks.ts";
 import { guestActionHandlers } from "./guest_actions.ts";
 import { guestHandlers } from "./guests.ts";
 import { nodeHandlers } from "./nodes.ts";
@@ -49,4 +50,5 @@ export const HANDLERS: HandlerTable = {
   ...poolHandlers,
   ...perGuestType("qemu"),
   ...perGuestType("lxc"),
+  ...diskHandlers,
 };

@@ -179,6 +179,73 @@ for (
   });
 }
 
+Deno.test("proxmox_disk: a detached disk stays as unused<n>, unlink with force destroys it, move_disk copies to the other storage", async () => {
+  const h = await harness({ HYPERVISOR_MOCK_SEED: "nodes=1,vms=1,cts=0,storages=3" }, {
+    schemaUrl: null,
+  });
+  try {
+    const s = await login(h);
+    const vmid = Number((await call(h, s, "GET", "/api2/json/cluster/nextid")).body.data);
+    await done(
+      h,
+      s,
+      (await call(h, s, "POST", "/api2/json/nodes/pve1/qemu", {
+        vmid,
+        scsi0: "local-lvm:8",
+        scsi1: "local-lvm:2",
+        scsi2: "local-lvm:1",
+      })).body.data,
+    );
+    const cfg = async () =>
+      (await call(h, s, "GET", `/api2/json/nodes/pve1/qemu/${vmid}/config`)).body.data;
+    const volids = async (storage: string) =>
+      (await call(h, s, "GET", `/api2/json/nodes/pve1/storage/${storage}/content`)).body.data
+        .map((v: { volid: string }) => v.volid);
+    // delete=scsi1 on the config: Proxmox keeps the volume as unused0.
+    await call(h, s, "PUT", `/api2/json/nodes/pve1/qemu/${vmid}/config`, { delete: "scsi1" });
+    let config = await cfg();
+    assert.equal(config.scsi1, undefined);
+    assert.equal(config.unused0, `local-lvm:vm-${vmid}-disk-1`);
+    assert.ok((await volids("local-lvm")).includes(`local-lvm:vm-${vmid}-disk-1`));
+    // unlink with force (proxmox_disk state=absent): gone from config and storage.
+    const unlink = await call(h, s, "PUT", `/api2/json/nodes/pve1/qemu/${vmid}/unlink`, {
+      idlist: "scsi2,unused0",
+      force: 1,
+    });
+    assert.equal(unlink.status, 200, JSON.stringify(unlink.body));
+    config = await cfg();
+    assert.equal(config.scsi2, undefined);
+    assert.equal(config.unused0, undefined);
+    const left = await volids("local-lvm");
+    assert.ok(!left.includes(`local-lvm:vm-${vmid}-disk-1`));
+    assert.ok(!left.includes(`local-lvm:vm-${vmid}-disk-2`));
+    const wrong = await call(h, s, "POST", `/api2/json/nodes/pve1/qemu/${vmid}/move_disk`, {
+      disk: "scsi0",
+      storage: "local",
+    });
+    assert.equal(wrong.status, 400);
+    assert.match(wrong.body.errors.storage, /does not support content-type 'images'/);
+    const onIsoStore = await call(h, s, "PUT", `/api2/json/nodes/pve1/qemu/${vmid}/config`, {
+      scsi5: "local:4",
+    });
+    assert.equal(onIsoStore.status, 400);
+    // move_disk to the shared storage, deleting the source.
+    const move = await call(h, s, "POST", `/api2/json/nodes/pve1/qemu/${vmid}/move_disk`, {
+      disk: "scsi0",
+      storage: "nfs1",
+      delete: 1,
+    });
+    assert.equal(move.status, 200, JSON.stringify(move.body));
+    await done(h, s, move.body.data);
+    config = await cfg();
+    assert.equal(config.scsi0, `nfs1:vm-${vmid}-disk-0,size=8G`);
+    assert.ok((await volids("nfs1")).includes(`nfs1:vm-${vmid}-disk-0`));
+    assert.ok(!(await volids("local-lvm")).includes(`local-lvm:vm-${vmid}-disk-0`));
+  } finally {
+    h.close();
+  }
+});
+
 Deno.test("built-in catalogue: GET /access/domains lists the realms (Ansible's proxmox_domain_info, the login form)", async () => {
   const h = await harness({}, { schemaUrl: null });
   try {
