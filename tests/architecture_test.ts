@@ -188,3 +188,24 @@ Deno.test("architecture: ports and infra import nothing of the app", () => {
     assert.deepEqual(outside, [], file);
   }
 });
+
+Deno.test("architecture: no import cycles between modules (type imports included)", () => {
+  const graph = new Map<string, string[]>();
+  for (const [file, text] of texts) {
+    graph.set(file, importsOf(file, text).filter((t) => texts.has(t)));
+  }
+  // Depth-first search with colours: grey = on the current path, so reaching grey is a cycle.
+  const colour = new Map<string, "grey" | "black">();
+  const cycles: string[] = [];
+  const visit = (file: string, path: string[]) => {
+    colour.set(file, "grey");
+    for (const next of graph.get(file) ?? []) {
+      if (colour.get(next) === "grey") {
+        cycles.push([...path.slice(path.indexOf(next)), file, next].join(" → "));
+      } else if (!colour.has(next)) visit(next, [...path, file]);
+    }
+    colour.set(file, "black");
+  };
+  for (const file of graph.keys()) if (!colour.has(file)) visit(file, []);
+  assert.deepEqual(cycles, []);
+});

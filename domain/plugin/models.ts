@@ -18,45 +18,13 @@ import type { PluginServices } from "./service.ts";
 import { checkDomainOrIp, checkInventoryToken, checkSsh, mergeErrors } from "./validation.ts";
 import { generateBackendToken } from "./secrets.ts";
 import { followDestination } from "./destination.ts";
+import { APP, CORE, MODELS, SECRET_FIELDS, SSH_SECRET_FIELDS } from "./names.ts";
 import { type SshEndpointFacts, sshReadiness } from "./ssh.ts";
 
-export const APP = "service";
-
-export const MODELS = {
-  hypervisor: "service.hypervisorendpoint",
-  inventory: "service.inventoryendpoint",
-  backend: "service.backendendpoint",
-  backupRoutine: "service.backuproutine",
-  replication: "service.replication",
-  deletionRequest: "service.deletionrequest",
-  applyJob: "service.applyjob",
-  node: "service.node",
-  storage: "service.storage",
-  cluster: "service.cluster",
-  snapshot: "service.snapshot",
-  backup: "service.backup",
-  taskHistory: "service.taskhistory",
-  vmSyncState: "service.vmsyncstate",
-} as const;
-
-// Core models this plugin references (defined by the core engine models).
-export const CORE = {
-  ipAddress: "ipam.ipaddress",
-  tenant: "tenancy.tenant",
-  token: "users.token",
-  virtualMachine: "virtualization.virtualmachine",
-  cluster: "virtualization.cluster",
-  device: "dcim.device",
-} as const;
+export { APP, CORE, MODELS, SECRET_FIELDS, SSH_SECRET_FIELDS };
 
 const STATUS_CHOICES = [["active", "Active"], ["stale", "Stale"]] as const;
 const VM_TYPE_CHOICES = [["qemu", "QEMU"], ["lxc", "LXC"]] as const;
-export const SECRET_FIELDS = {
-  [MODELS.hypervisor]: ["password", "token_value", "ssh_password", "ssh_private_key"],
-  [MODELS.inventory]: ["token_secret"],
-} as const;
-/** Dedicated SSH secrets need the encryption key; connection secrets fall back to plaintext. */
-export const SSH_SECRET_FIELDS = ["ssh_password", "ssh_private_key"];
 
 // ------------------------------------------------------------------ field helpers
 

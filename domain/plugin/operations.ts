@@ -15,7 +15,8 @@ import type {
   WriteRefusal,
   WriteResult,
 } from "../netbox/types.ts";
-import { MODELS, SECRET_FIELDS, sshFacts } from "./models.ts";
+import { sshFacts } from "./models.ts";
+import { MODELS, SECRET_FIELDS } from "./names.ts";
 import { isEncrypted, openWithKeyring, sealSecret } from "./secrets.ts";
 import { NO_BACKEND, type PluginServices } from "./service.ts";
 import {

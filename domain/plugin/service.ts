@@ -12,7 +12,7 @@ import type {
   HookContext,
   StoredObject,
 } from "../netbox/types.ts";
-import { CORE, MODELS, SSH_SECRET_FIELDS } from "./models.ts";
+import { CORE, MODELS, SSH_SECRET_FIELDS } from "./names.ts";
 import {
   failed,
   hypervisorCopyName,
