@@ -89,12 +89,12 @@ export interface Harness {
   deps: TestDeps;
   app: Awaited<ReturnType<typeof createApp>>;
   /** The inventory API with the superuser token. */
-  // deno-lint-ignore no-explicit-any
   api(
     method: string,
     path: string,
     body?: unknown,
     token?: string,
+    // deno-lint-ignore no-explicit-any
   ): Promise<{ status: number; body: any }>;
   /** A token with these permissions (v1 unless `version: 2`), returned as typed in the form. */
   token(
