@@ -258,3 +258,40 @@ Deno.test("built-in catalogue: GET /access/domains lists the realms (Ansible's p
     h.close();
   }
 });
+
+for (
+  const [label, schemaUrl] of [["built-in catalogue", null], ["9.2 schema", undefined]] as const
+) {
+  Deno.test(`${label}: /version tests a token as clients use it: a forged ticket or a wrong token is 401, a right one 200`, async () => {
+    const h = await harness({}, { schemaUrl });
+    try {
+      const s = await login(h);
+      const made = await call(h, s, "POST", "/api2/json/access/users/root@pam/token/ci", {
+        privsep: 0,
+      });
+      const secret = made.body.data.value as string;
+      const forged = s.ticket.replace(/::[^:]+$/, "::AAAA");
+      for (
+        const headers of [
+          {},
+          { cookie: `PVEAuthCookie=${encodeURIComponent(forged)}` },
+          { authorization: "PVEAPIToken=root@pam!ci=00000000-0000-0000-0000-000000000000" },
+          { authorization: `PVEAPIToken=root@pam!nope=${secret}` },
+        ]
+      ) {
+        const r = await call(h, headers, "GET", "/api2/json/version");
+        assert.equal(r.status, 401, JSON.stringify(headers));
+      }
+      const ok = await call(
+        h,
+        { authorization: `PVEAPIToken=root@pam!ci=${secret}` },
+        "GET",
+        "/api2/json/version",
+      );
+      assert.equal(ok.status, 200);
+      assert.match(ok.body.data.version, /^9\./);
+    } finally {
+      h.close();
+    }
+  });
+}
