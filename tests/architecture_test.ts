@@ -101,9 +101,7 @@ const PENDING_EDGES: Record<string, string> = {
 
 /** Files of domain/ that still speak HTTP statuses, and why. */
 const PENDING_STATUS: Record<string, string> = {
-  "domain/plugin/operations.ts": "answers {status, body} to routes/plugin; to become outcomes",
   "domain/plugin/push.ts": "reads the backend's statuses (409 = already registered) itself",
-  "domain/plugin/ssh.ts": "refusals carry 409/422; to become reasons",
   "domain/jobs/runner.ts": "retries on the backend's statuses (401 renew, ≥500 retry) itself",
 };
 

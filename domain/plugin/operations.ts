@@ -1,7 +1,7 @@
 /**
  * The plugin's own operations behind its custom routes (routes/plugin/mod.ts): keepalive,
  * SSH secrets, settings changes with key rotation, the bootstrap-status relay. Each answers
- * a status and a JSON body; the route only maps it to a Response.
+ * an outcome and a JSON body; the route only maps it to a Response.
  */
 import { baseUrl } from "../../clients/backend.ts";
 import { moveSinceSaved } from "./destination.ts";
@@ -28,13 +28,23 @@ import {
 } from "./settings.ts";
 import { resolveSshSecrets } from "./ssh.ts";
 
-export interface OpResult {
-  status: number;
-  body: unknown;
-  headers?: Record<string, string>;
-}
+/**
+ * How an operation ended; routes/plugin maps each outcome to its status. `relayed` passes on
+ * the backend's own answer (its status and body).
+ */
+export type OpOutcome =
+  | "ok"
+  | "not_found"
+  | "conflict"
+  | "invalid"
+  | "unprocessable"
+  | "backend_unreachable";
 
-const NOT_FOUND: OpResult = { status: 404, body: { detail: "Not found." } };
+export type OpResult =
+  | { outcome: OpOutcome; body: unknown; headers?: Record<string, string> }
+  | { outcome: "relayed"; upstreamStatus: number; body: unknown; headers?: undefined };
+
+const NOT_FOUND: OpResult = { outcome: "not_found", body: { detail: "Not found." } };
 
 /** Endpoint kinds whose records hold sealed secrets, and those fields. */
 const SEALED = [
@@ -65,7 +75,7 @@ export async function keepalive(
   };
   if (record.enabled === false) {
     return {
-      status: 200,
+      outcome: "ok",
       body: {
         ...base,
         status: "disabled",
@@ -75,11 +85,14 @@ export async function keepalive(
   }
   const host = await services.hostOf(engine, record);
   if (!host) {
-    return { status: 200, body: { ...base, status: "error", detail: "The endpoint has no host." } };
+    return {
+      outcome: "ok",
+      body: { ...base, status: "error", detail: "The endpoint has no host." },
+    };
   }
   const moved = moveSinceSaved(record, host);
   if (moved) {
-    return { status: 200, body: { ...base, status: "error", detail: `The endpoint: ${moved}.` } };
+    return { outcome: "ok", body: { ...base, status: "error", detail: `The endpoint: ${moved}.` } };
   }
   const secrets: Record<string, string | null> = { password: null, token_value: null };
   for (const field of ["password", "token_value"] as const) {
@@ -88,7 +101,7 @@ export async function keepalive(
     const opened = await services.open(stored);
     if (!opened.ok) {
       return {
-        status: 200,
+        outcome: "ok",
         body: {
           ...base,
           status: "error",
@@ -109,7 +122,7 @@ export async function keepalive(
     tokenValue: secrets.token_value,
     verifySsl: record.verify_ssl === true,
   }, timeoutMs);
-  return { status: 200, body: { ...base, ...result } };
+  return { outcome: "ok", body: { ...base, ...result } };
 }
 
 /** SSH secrets of an enabled endpoint (a disabled one is excluded from operational reads). */
@@ -122,7 +135,7 @@ export async function sshSecrets(
   if (!record) return NOT_FOUND;
   if (record.enabled === false) {
     return {
-      status: 409,
+      outcome: "conflict",
       body: { reason: "endpoint_disabled", detail: "The endpoint is disabled." },
     };
   }
@@ -131,9 +144,9 @@ export async function sshSecrets(
     keyring(await services.deps.settings.get()),
   );
   if (!result.ok) {
-    return { status: result.status, body: { ...result.body, endpoint_id: record.id } };
+    return { outcome: result.outcome, body: { ...result.body, endpoint_id: record.id } };
   }
-  return { status: 200, body: result.secrets, headers: { "cache-control": "no-store" } };
+  return { outcome: "ok", body: result.secrets, headers: { "cache-control": "no-store" } };
 }
 
 /** Re-seals every stored secret under the new key (best-effort; the keyring covers gaps). */
@@ -191,7 +204,7 @@ export async function changeSettings(
     const n = await countEncrypted(engine);
     if (n > 0) {
       return {
-        status: 400,
+        outcome: "invalid",
         body: {
           encryption_key: [
             `${n} stored secrets are encrypted with this key; set a new key instead of clearing it.`,
@@ -221,10 +234,10 @@ export async function changeSettings(
       unreadable,
     });
   }
-  return { status: 200, body: publicSettings(next) };
+  return { outcome: "ok", body: publicSettings(next) };
 }
 
-/** Relays the backend's `/extras/bootstrap-status`: its status and body, 502 when unreachable. */
+/** Relays the backend's `/extras/bootstrap-status`: its answer, or `backend_unreachable`. */
 export async function bootstrapStatus(
   services: PluginServices,
   engine: EngineApi,
@@ -233,7 +246,7 @@ export async function bootstrapStatus(
   // ok false (docs/api-behaviour.md, Plugin: endpoints and validation rules), so the repair card
   // shows it instead of an error page.
   const notConfigured = (detail: string): OpResult => ({
-    status: 200,
+    outcome: "ok",
     body: {
       ok: false,
       skipped: true,
@@ -250,12 +263,15 @@ export async function bootstrapStatus(
   if (!client) return notConfigured("backend endpoint has no host");
   const relayed = await client.relay("/extras/bootstrap-status");
   if (!relayed.reached) {
-    return { status: 502, body: { reason: "backend_unreachable", detail: relayed.error } };
+    return {
+      outcome: "backend_unreachable",
+      body: { reason: "backend_unreachable", detail: relayed.error },
+    };
   }
-  return { status: relayed.status, body: relayed.body };
+  return { outcome: "relayed", upstreamStatus: relayed.status, body: relayed.body };
 }
 
-/** Pushes one endpoint now; 409 for a disabled hypervisor endpoint (never pushed). */
+/** Pushes one endpoint now; a conflict for a disabled hypervisor endpoint (never pushed). */
 export async function pushNow(
   services: PluginServices,
   engine: EngineApi,
@@ -271,14 +287,14 @@ export async function pushNow(
     : await services.pushBackend(engine, record);
   if (lastPush === null) {
     return {
-      status: 409,
+      outcome: "conflict",
       body: {
         reason: "endpoint_disabled",
         detail: "The endpoint is disabled; disabled endpoints are never pushed.",
       },
     };
   }
-  return { status: 200, body: { id: record.id, last_push: lastPush } };
+  return { outcome: "ok", body: { id: record.id, last_push: lastPush } };
 }
 
 /**
@@ -296,14 +312,14 @@ export async function setBackendToken(
     : undefined;
   if (typeof token !== "string" || token.length < 32 || token.length > 512 || /\s/.test(token)) {
     return {
-      status: 400,
+      outcome: "invalid",
       body: { token: ["Give the backend API key: 32 to 512 characters, no whitespace."] },
     };
   }
   if (!Number.isSafeInteger(id) || !(await engine.get(MODELS.backend, id))) return NOT_FOUND;
   const lastPush = await services.setBackendToken(engine, id, token);
   if (!lastPush) return NOT_FOUND;
-  return { status: 200, body: { id, token, last_push: lastPush } };
+  return { outcome: "ok", body: { id, token, last_push: lastPush } };
 }
 
 // ------------------------------------------------------------------ upserts

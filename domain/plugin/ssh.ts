@@ -43,7 +43,7 @@ export interface SshSecrets {
 
 export type SshSecretsResult =
   | { ok: true; secrets: SshSecrets }
-  | { ok: false; status: 409 | 422; body: Record<string, unknown> };
+  | { ok: false; outcome: "conflict" | "unprocessable"; body: Record<string, unknown> };
 
 /** `root@pam` → `root`; a token id suffix (`user@pve!tok`) goes too. */
 export function stripRealm(username: string): string {
@@ -82,7 +82,7 @@ export function sshReadiness(e: SshEndpointFacts): SshReadiness {
 function undecryptable(field: string, opened: Extract<Opened, { ok: false }>): SshSecretsResult {
   return {
     ok: false,
-    status: 409,
+    outcome: "conflict",
     body: {
       reason: opened.reason === "missing_key"
         ? "encryption_key_missing"
@@ -93,7 +93,7 @@ function undecryptable(field: string, opened: Extract<Opened, { ok: false }>): S
 }
 
 function unprocessable(reason: string, detail: string): SshSecretsResult {
-  return { ok: false, status: 422, body: { reason, detail } };
+  return { ok: false, outcome: "unprocessable", body: { reason, detail } };
 }
 
 /**
@@ -147,7 +147,7 @@ export async function resolveSshSecrets(
   if (keyring.length === 0) {
     return {
       ok: false,
-      status: 409,
+      outcome: "conflict",
       body: {
         reason: "encryption_key_missing",
         detail: "Dedicated SSH secrets need the plugin setting encryption_key; set it in settings.",

@@ -29,6 +29,7 @@ import {
   changeSettings,
   keepalive,
   type NaturalKey,
+  type OpOutcome,
   type OpResult,
   pushNow,
   setBackendToken,
@@ -90,8 +91,19 @@ function json(body: unknown, status = 200, headers: Record<string, string> = {})
   });
 }
 
+/** The status of each plugin operation outcome (domain/plugin/operations.ts). */
+const OUTCOME_STATUS = {
+  ok: 200,
+  not_found: 404,
+  conflict: 409,
+  invalid: 400,
+  unprocessable: 422,
+  backend_unreachable: 502,
+} as const satisfies Record<OpOutcome, number>;
+
 function respond(result: OpResult): Response {
-  return json(result.body, result.status, result.headers);
+  if (result.outcome === "relayed") return json(result.body, result.upstreamStatus);
+  return json(result.body, OUTCOME_STATUS[result.outcome], result.headers);
 }
 
 /** The JSON body (1 MiB limit, as every inventory route), or the 4xx Response saying why not. */

@@ -158,10 +158,10 @@ Deno.test("ssh reuse: password auth, stripped user, endpoint password, empty key
   const tokenOnly = { ...e, password: null };
   const refused = await resolveSshSecrets(tokenOnly, [key]);
   assert.equal(refused.ok, false);
-  assert.equal(!refused.ok && refused.status, 422);
+  assert.equal(!refused.ok && refused.outcome, "unprocessable");
   assert.equal(sshReadiness(tokenOnly).has_ssh_terminal_credentials, false);
   const unpinned = await resolveSshSecrets({ ...e, ssh_known_host_fingerprint: null }, [key]);
-  assert.equal(!unpinned.ok && unpinned.status, 422);
+  assert.equal(!unpinned.ok && unpinned.outcome, "unprocessable");
   assert.equal(
     sshReadiness({ ...e, ssh_known_host_fingerprint: null }).has_ssh_terminal_credentials,
     false,
@@ -185,7 +185,7 @@ Deno.test("ssh dedicated: decrypts stored secrets, needs the key", async () => {
     },
   });
   const noKey = await resolveSshSecrets(e, []);
-  assert.equal(!noKey.ok && noKey.status, 409);
+  assert.equal(!noKey.ok && noKey.outcome, "conflict");
   const rotated = await resolveSshSecrets(e, ["new key", key]);
   assert.equal(rotated.ok, true, "a key replaced by a rotation still opens");
   const wrongKey = await resolveSshSecrets(e, ["other"]);
@@ -196,5 +196,5 @@ Deno.test("ssh dedicated: decrypts stored secrets, needs the key", async () => {
     has_ssh_terminal_credentials: true,
   });
   const pwMissing = await resolveSshSecrets({ ...e, ssh_auth_method: "password" }, [key]);
-  assert.equal(!pwMissing.ok && pwMissing.status, 422);
+  assert.equal(!pwMissing.ok && pwMissing.outcome, "unprocessable");
 });
