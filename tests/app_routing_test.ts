@@ -21,6 +21,7 @@ async function answeredBy(res: Response): Promise<string> {
   if (res.status === 403 && body.detail === "Authentication credentials were not provided.") {
     return "plugin";
   }
+  if (res.status === 200 && "dcim" in body) return "plugin"; // the inventory API root
   if (res.status === 200 && body.ok === true && body.status === "ready") return "host-agent";
   if (res.status === 200 && typeof body.data === "object" && body.data && "release" in body.data) {
     return "hypervisor";
