@@ -436,6 +436,9 @@ export interface JobStore {
   releaseLease(jobId: number, owner: string): Promise<void>;
   lease(): Promise<Lease | null>;
 
+  /** True for the one caller that may settle `jobId` (end it), false for any later one. */
+  claimSettlement(jobId: number): Promise<boolean>;
+
   /** Queues a run message for `jobId`, delivered after `delayMs`. */
   enqueue(jobId: number, delayMs: number): Promise<void>;
 

@@ -75,6 +75,21 @@ export function scrub(message: string, secrets: readonly string[]): string {
   return out;
 }
 
+/**
+ * Retries a storage write that failed on contention (two processes on one local KV file can
+ * see SQLite busy errors for a moment).
+ */
+async function transient<T>(work: () => Promise<T>, attempts = 8): Promise<T> {
+  for (let i = 1;; i++) {
+    try {
+      return await work();
+    } catch (error) {
+      if (i >= attempts || !/locked|busy|contention/i.test(String(error))) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 10 * i + Math.random() * 20));
+    }
+  }
+}
+
 export class JobService {
   readonly leaseMs: number;
   readonly retention: number;
@@ -114,12 +129,34 @@ export class JobService {
       (kind === "repair"
         ? "Repair: reconcile custom fields and full sync"
         : `Sync ${all ? "all" : request.sync_types.join(", ")}`.slice(0, 200));
-    const job = await createJob(engine, {
-      name,
-      status: scheduled ? "scheduled" : "pending",
-      scheduled: scheduled ? this.#iso(request.schedule_at!) : null,
-      data: [],
-    });
+    const job = await transient(() =>
+      createJob(engine, {
+        name,
+        status: scheduled ? "scheduled" : "pending",
+        scheduled: scheduled ? this.#iso(request.schedule_at!) : null,
+        data: [],
+      })
+    );
+    try {
+      return await this.#admit(job, request, requestedBy, kind, scheduled, all);
+    } catch (error) {
+      // Nothing half-made stays behind: a record without its queue message would wait forever.
+      await engine.remove(JOB_MODEL, job.id).catch(() => {});
+      await this.deps.store.deleteSpec(job.id).catch(() => {});
+      await this.deps.store.releaseSlot(kind, job.id).catch(() => {});
+      throw error;
+    }
+  }
+
+  async #admit(
+    job: StoredObject,
+    request: SyncRequest,
+    requestedBy: string,
+    kind: JobKind,
+    scheduled: boolean,
+    all: boolean,
+  ): Promise<Admission> {
+    const { engine, store } = this.deps;
     if (request.interval_minutes) {
       await engine.patchStored(JOB_MODEL, job.id, { interval: request.interval_minutes });
     }
@@ -311,9 +348,11 @@ export class JobService {
   ): Promise<boolean> {
     const { engine, store, plugin } = this.deps;
     const jobId = job.id;
-    let won = false;
-    // The last log line goes first: a stream that sees the final status has seen it too.
+    // One settler per job (two processes may find the same dead job); everything a reader
+    // expects once the status is final (last line, last_sync, retention, the next run) is done
+    // before the status changes.
     if (FINISHED.has(statusOf(await engine.get(JOB_MODEL, jobId)) ?? "completed")) return false;
+    if (!(await store.claimSettlement(jobId))) return false;
     await this.log(
       jobId,
       outcome.status === "completed" ? "info" : "error",
@@ -323,17 +362,6 @@ export class JobService {
       secrets,
     );
     const at = this.#iso();
-    await engine.patchStored(JOB_MODEL, jobId, (current) => {
-      won = !FINISHED.has(String(current.status));
-      if (!won) return {};
-      return {
-        status: outcome.status,
-        completed: at,
-        error: scrub(outcome.error, secrets).slice(0, 1000),
-        ...(current.started ? {} : { started: at }),
-      };
-    });
-    if (!won) return false;
     for (const e of outcome.endpoints) {
       await plugin.recordLastSync(e.id, {
         at,
@@ -344,11 +372,17 @@ export class JobService {
     }
     await store.clearProgress(jobId);
     if (spec) {
-      await store.releaseSlot(spec.kind, jobId);
       await store.markFinished(spec.kind, jobId);
       await this.#prune(spec.kind);
       if (spec.interval_minutes) await this.#next(job, spec);
     }
+    await engine.patchStored(JOB_MODEL, jobId, (current) => ({
+      status: outcome.status,
+      completed: at,
+      error: scrub(outcome.error, secrets).slice(0, 1000),
+      ...(current.started ? {} : { started: at }),
+    }));
+    if (spec) await store.releaseSlot(spec.kind, jobId);
     return true;
   }
 

@@ -110,6 +110,17 @@ export function createJobRoutes(
     }
   }
 
+  /** Storage still busy after the retries: a 503 to try again, never a 500. */
+  async function submitOr503<T>(work: () => Promise<T>): Promise<T | Response> {
+    try {
+      return await work();
+    } catch (error) {
+      if (!/locked|busy|contention/i.test(String(error))) throw error;
+      deps.logger.log("warning", "sync job not queued: storage busy", { error: String(error) });
+      return json({ detail: "Storage is busy; try again." }, 503, { "retry-after": "1" });
+    }
+  }
+
   async function sync(request: Request, auth: AuthInfo): Promise<Response> {
     if (request.method !== "POST") {
       return json({ detail: `Method "${request.method}" not allowed.` }, 405, { allow: "POST" });
@@ -120,7 +131,8 @@ export function createJobRoutes(
     const endpoints = await plugin.endpoints();
     const parsed = parseSyncRequest(parsed0 ?? {}, endpoints, deps.now());
     if (!parsed.ok) return json(parsed.errors, 400);
-    const admitted = await service.submit(parsed.value, requester(auth));
+    const admitted = await submitOr503(() => service.submit(parsed.value, requester(auth)));
+    if (admitted instanceof Response) return admitted;
     if (!admitted.ok) {
       return json({
         ok: false,
@@ -148,17 +160,20 @@ export function createJobRoutes(
     }
     if (!can(auth, "core.add_job", true)) return json({ detail: DENIED }, 403);
     await request.body?.cancel();
-    const admitted = await service.submit(
-      {
-        sync_types: [...SYNC_TYPES],
-        endpoint_ids: null,
-        job_name: null,
-        schedule_at: null,
-        interval_minutes: null,
-      },
-      requester(auth),
-      "repair",
+    const admitted = await submitOr503(() =>
+      service.submit(
+        {
+          sync_types: [...SYNC_TYPES],
+          endpoint_ids: null,
+          job_name: null,
+          schedule_at: null,
+          interval_minutes: null,
+        },
+        requester(auth),
+        "repair",
+      )
     );
+    if (admitted instanceof Response) return admitted;
     if (!admitted.ok) {
       return json({
         ok: false,

@@ -14,6 +14,7 @@ const jobKeys = {
   slot: (kind: JobKind): Deno.KvKey => [P, "slot", kind],
   lease: (): Deno.KvKey => [P, "lease"],
   progress: (id: number): Deno.KvKey => [P, "progress", id],
+  settled: (id: number): Deno.KvKey => [P, "settled", id],
   finished: (kind: JobKind, id: number): Deno.KvKey => [P, "finished", kind, id],
   finishedPrefix: (kind: JobKind): Deno.KvKey => [P, "finished", kind],
 };
@@ -30,6 +31,21 @@ export function isJobMessage(value: unknown): value is JobMessage {
     Number.isInteger((value as JobMessage).job_id);
 }
 
+/**
+ * Two processes writing one local KV file may see SQLite's "database is locked" for a moment;
+ * job bookkeeping retries it (bounded) instead of failing a request or a run.
+ */
+async function busyRetry<T>(work: () => Promise<T>): Promise<T> {
+  for (let attempt = 0;; attempt++) {
+    try {
+      return await work();
+    } catch (error) {
+      if (attempt >= 20 || !/database is locked|busy/i.test(String(error))) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 5 + Math.random() * 20 * (attempt + 1)));
+    }
+  }
+}
+
 /** Deno KV delays are capped at 30 days. */
 const MAX_DELAY_MS = 30 * 24 * 3600 * 1000;
 
@@ -37,15 +53,15 @@ export class KvJobStore implements JobStore {
   constructor(readonly kv: Deno.Kv, readonly now: () => number = Date.now) {}
 
   async saveSpec(jobId: number, spec: JobSpec): Promise<void> {
-    await this.kv.set(jobKeys.spec(jobId), spec);
+    await busyRetry(() => this.kv.set(jobKeys.spec(jobId), spec));
   }
 
   async spec(jobId: number): Promise<JobSpec | null> {
-    return (await this.kv.get<JobSpec>(jobKeys.spec(jobId))).value;
+    return (await busyRetry(() => this.kv.get<JobSpec>(jobKeys.spec(jobId)))).value;
   }
 
   async deleteSpec(jobId: number): Promise<void> {
-    await this.kv.delete(jobKeys.spec(jobId));
+    await busyRetry(() => this.kv.delete(jobKeys.spec(jobId)));
   }
 
   async claimSlot(
@@ -55,28 +71,34 @@ export class KvJobStore implements JobStore {
     isActive: (jobId: number) => Promise<boolean>,
   ): Promise<{ ok: true } | { ok: false; holder: number }> {
     const kinds = [...new Set([kind, ...blocking])];
-    return await retryAtomic(async () => {
-      const entries = await this.kv.getMany<number[]>(kinds.map((k) => jobKeys.slot(k)));
-      for (const entry of entries) {
-        const holder = entry.value;
-        if (typeof holder === "number" && holder !== jobId && await isActive(holder)) {
-          return { ok: false as const, holder };
+    return await busyRetry(() =>
+      retryAtomic(async () => {
+        const entries = await this.kv.getMany<number[]>(kinds.map((k) => jobKeys.slot(k)));
+        for (const entry of entries) {
+          const holder = entry.value;
+          if (typeof holder === "number" && holder !== jobId && await isActive(holder)) {
+            return { ok: false as const, holder };
+          }
         }
-      }
-      // Every slot read is checked: a claim or release in between makes us read again.
-      const op = this.kv.atomic();
-      for (const entry of entries) op.check(entry);
-      op.set(jobKeys.slot(kind), jobId);
-      return (await op.commit()).ok ? { ok: true as const } : undefined;
-    });
+        // Every slot read is checked: a claim or release in between makes us read again.
+        const op = this.kv.atomic();
+        for (const entry of entries) op.check(entry);
+        op.set(jobKeys.slot(kind), jobId);
+        return (await op.commit()).ok ? { ok: true as const } : undefined;
+      })
+    );
   }
 
   async releaseSlot(kind: JobKind, jobId: number): Promise<void> {
-    await retryAtomic(async () => {
-      const entry = await this.kv.get<number>(jobKeys.slot(kind));
-      if (entry.value !== jobId) return true;
-      return (await this.kv.atomic().check(entry).delete(entry.key).commit()).ok ? true : undefined;
-    });
+    await busyRetry(() =>
+      retryAtomic(async () => {
+        const entry = await this.kv.get<number>(jobKeys.slot(kind));
+        if (entry.value !== jobId) return true;
+        return (await this.kv.atomic().check(entry).delete(entry.key).commit()).ok
+          ? true
+          : undefined;
+      })
+    );
   }
 
   async slotHolder(kind: JobKind): Promise<number | null> {
@@ -88,47 +110,65 @@ export class KvJobStore implements JobStore {
     owner: string,
     ttlMs: number,
   ): Promise<{ ok: true } | { ok: false; lease: Lease }> {
-    return await retryAtomic(async () => {
-      const entry = await this.kv.get<Lease>(jobKeys.lease());
-      const held = entry.value;
-      const now = this.now();
-      if (held && held.expires_at > now && !(held.job_id === jobId && held.owner === owner)) {
-        return { ok: false as const, lease: held };
-      }
-      const lease: Lease = { job_id: jobId, owner, expires_at: now + ttlMs };
-      const done = await this.kv.atomic().check(entry).set(jobKeys.lease(), lease).commit();
-      return done.ok ? { ok: true as const } : undefined;
-    });
+    return await busyRetry(() =>
+      retryAtomic(async () => {
+        const entry = await this.kv.get<Lease>(jobKeys.lease());
+        const held = entry.value;
+        const now = this.now();
+        if (held && held.expires_at > now && !(held.job_id === jobId && held.owner === owner)) {
+          return { ok: false as const, lease: held };
+        }
+        const lease: Lease = { job_id: jobId, owner, expires_at: now + ttlMs };
+        const done = await this.kv.atomic().check(entry).set(jobKeys.lease(), lease).commit();
+        return done.ok ? { ok: true as const } : undefined;
+      })
+    );
   }
 
   async renewLease(jobId: number, owner: string, ttlMs: number): Promise<boolean> {
-    return await retryAtomic(async () => {
-      const entry = await this.kv.get<Lease>(jobKeys.lease());
-      const held = entry.value;
-      if (!held || held.job_id !== jobId || held.owner !== owner) return false;
-      const lease: Lease = { ...held, expires_at: this.now() + ttlMs };
-      const done = await this.kv.atomic().check(entry).set(jobKeys.lease(), lease).commit();
-      return done.ok ? true : undefined;
-    });
+    return await busyRetry(() =>
+      retryAtomic(async () => {
+        const entry = await this.kv.get<Lease>(jobKeys.lease());
+        const held = entry.value;
+        if (!held || held.job_id !== jobId || held.owner !== owner) return false;
+        const lease: Lease = { ...held, expires_at: this.now() + ttlMs };
+        const done = await this.kv.atomic().check(entry).set(jobKeys.lease(), lease).commit();
+        return done.ok ? true : undefined;
+      })
+    );
   }
 
   async releaseLease(jobId: number, owner: string): Promise<void> {
-    await retryAtomic(async () => {
-      const entry = await this.kv.get<Lease>(jobKeys.lease());
-      const held = entry.value;
-      if (!held || held.job_id !== jobId || held.owner !== owner) return true;
-      return (await this.kv.atomic().check(entry).delete(entry.key).commit()).ok ? true : undefined;
-    });
+    await busyRetry(() =>
+      retryAtomic(async () => {
+        const entry = await this.kv.get<Lease>(jobKeys.lease());
+        const held = entry.value;
+        if (!held || held.job_id !== jobId || held.owner !== owner) return true;
+        return (await this.kv.atomic().check(entry).delete(entry.key).commit()).ok
+          ? true
+          : undefined;
+      })
+    );
   }
 
   async lease(): Promise<Lease | null> {
-    return (await this.kv.get<Lease>(jobKeys.lease())).value;
+    return (await busyRetry(() => this.kv.get<Lease>(jobKeys.lease()))).value;
+  }
+
+  async claimSettlement(jobId: number): Promise<boolean> {
+    const key = jobKeys.settled(jobId);
+    const done = await busyRetry(() =>
+      this.kv.atomic().check({ key, versionstamp: null }).set(key, this.now(), {
+        expireIn: 7 * 24 * 3600 * 1000,
+      }).commit()
+    );
+    return done.ok;
   }
 
   async enqueue(jobId: number, delayMs: number): Promise<void> {
     const message: JobMessage = { type: "bridgebox.sync-job", job_id: jobId };
     const delay = Math.max(0, Math.min(MAX_DELAY_MS, Math.round(delayMs)));
-    await this.kv.enqueue(message, delay ? { delay } : undefined);
+    await busyRetry(() => this.kv.enqueue(message, delay ? { delay } : undefined));
   }
 
   listen(handler: (jobId: number) => Promise<void>): Promise<void> {
@@ -139,7 +179,7 @@ export class KvJobStore implements JobStore {
 
   async setProgress(jobId: number, frame: unknown): Promise<void> {
     // Progress is transient: it expires on its own if the job's owner dies.
-    await this.kv.set(jobKeys.progress(jobId), frame, { expireIn: 3_600_000 });
+    await busyRetry(() => this.kv.set(jobKeys.progress(jobId), frame, { expireIn: 3_600_000 }));
   }
 
   async progress(jobId: number): Promise<unknown> {
@@ -147,11 +187,11 @@ export class KvJobStore implements JobStore {
   }
 
   async clearProgress(jobId: number): Promise<void> {
-    await this.kv.delete(jobKeys.progress(jobId));
+    await busyRetry(() => this.kv.delete(jobKeys.progress(jobId)));
   }
 
   async markFinished(kind: JobKind, jobId: number): Promise<void> {
-    await this.kv.set(jobKeys.finished(kind, jobId), this.now());
+    await busyRetry(() => this.kv.set(jobKeys.finished(kind, jobId), this.now()));
   }
 
   async finished(kind: JobKind): Promise<number[]> {
