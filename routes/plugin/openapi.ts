@@ -4,6 +4,8 @@
  * pluginOpenApiPaths())`.
  */
 
+import { jobOpenApiPaths } from "./jobs_openapi.ts";
+
 type Schema = Record<string, unknown>;
 
 const TAG = "plugins/service";
@@ -205,5 +207,6 @@ export function pluginOpenApiPaths(): Record<string, Schema> {
         },
       },
     },
+    ...jobOpenApiPaths(base),
   };
 }

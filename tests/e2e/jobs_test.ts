@@ -347,6 +347,11 @@ Deno.test("jobs e2e: bad requests are 400s naming the field; permissions as NetB
       403,
     );
     assert.equal((await w.call("POST", P + "sync/", {}, "Token nope")).status, 403);
+    // The plugin's document lists the job routes.
+    const schema = await w.call("GET", "/api/schema/");
+    assert.ok(schema.body.paths[`${P}sync/`.replace(/\/$/, "/")].post);
+    assert.ok(schema.body.paths[`${P}repair/`].post);
+    assert.ok(schema.body.paths[`${P}jobs/{id}/stream`].get);
   } finally {
     await w.close();
   }
