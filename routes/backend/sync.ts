@@ -77,6 +77,26 @@ const Scope = z.object({
 const SSE_DESCRIPTION = "Server-Sent Events: `event: step` frames (started → progress → " +
   "completed), `event: error` frames for failures, then exactly one `event: complete`.";
 
+/**
+ * Opened secrets are kept for a few seconds, not for the client's life: a sync makes thousands
+ * of calls (decrypting for each costs seconds), and a secret still leaves memory soon after.
+ */
+export const SECRET_TTL_MS = 5_000;
+
+function briefly<T>(open: () => Promise<T>, now: () => number): () => Promise<T> {
+  let held: { value: Promise<T>; until: number } | null = null;
+  return () => {
+    const t = now();
+    if (held && held.until > t) return held.value;
+    const value = open();
+    held = { value, until: t + SECRET_TTL_MS };
+    value.catch(() => {
+      if (held?.value === value) held = null;
+    });
+    return value;
+  };
+}
+
 /** Hypervisor clients live across requests so a ticket is reused until it must be renewed. */
 function clientPool(services: BackendServices) {
   const pool = new Map<number, { fingerprint: string; client: HypervisorApiClient }>();
@@ -90,10 +110,10 @@ function clientPool(services: BackendServices) {
     const client = new HypervisorApiClient(record, {
       fetch: services.deps.fetch,
       now: services.deps.now,
-      secrets: async () => ({
+      secrets: briefly(async () => ({
         password: await services.vault.open(record.password, record.key_source, label),
         token_value: await services.vault.open(record.token_value, record.key_source, label),
-      }),
+      }), services.deps.now),
     });
     pool.set(record.id, { fingerprint, client });
     return client;
