@@ -11,105 +11,40 @@
 
 import { EventSourceParserStream } from "eventsource-parser/stream";
 import { fetchFor } from "./hypervisor_probe.ts";
+import type {
+  BackendApi,
+  BackendClientOptions,
+  BackendTarget,
+  BootstrapStatus,
+  CallOutcome,
+  HypervisorCopy,
+  InventoryCopy,
+  RemoteCopy,
+  StreamEvent,
+  StreamOpen,
+} from "../domain/plugin/ports.ts";
+import { baseUrl, urlHost } from "../domain/plugin/destination.ts";
+
+export type {
+  BackendClientOptions,
+  BackendTarget,
+  BootstrapStatus,
+  CallOutcome,
+  HypervisorCopy,
+  InventoryCopy,
+  RemoteCopy,
+  StreamEvent,
+  StreamOpen,
+};
+export { baseUrl, urlHost };
 
 export const INVENTORY_PUSH_TIMEOUT_MS = 10_000;
 export const HYPERVISOR_PUSH_TIMEOUT_MS = 15_000;
 /** Key bootstrap and relays are small calls; they share the inventory push budget. */
 export const DEFAULT_TIMEOUT_MS = 10_000;
 
-export interface CallOutcome<T = unknown> {
-  ok: boolean;
-  error: string | null;
-  status: number | null;
-  /** Parsed JSON body when the backend answered with JSON (also on error statuses). */
-  body?: T;
-}
-
-export interface BackendTarget {
-  /** `http[s]://<domain or ip>:<port>` without a trailing slash. */
-  baseUrl: string;
-  /** Sent as `X-Service-API-Key`; null before one was generated. */
-  token: string | null;
-  /** false: accept any certificate on https (the endpoint's verify_ssl). Default true. */
-  verifySsl?: boolean;
-}
-
-export interface BackendClientOptions {
-  /** Per-call timeouts; tests shorten them. */
-  inventoryTimeoutMs?: number;
-  hypervisorTimeoutMs?: number;
-  defaultTimeoutMs?: number;
-}
-
-/**
- * What the plugin sends as the backend's inventory endpoint copy (docs/api-behaviour.md, Backend:
- * endpoint copies).
- */
-export interface InventoryCopy {
-  name: string;
-  ip: string;
-  port: number;
-  use_https: boolean;
-  verify_ssl: boolean;
-  token_version: "v1" | "v2";
-  token: string;
-  token_key: string | null;
-}
-
-/**
- * What the plugin sends as the backend's hypervisor endpoint copy (docs/api-behaviour.md, Backend:
- * endpoint copies).
- */
-export interface HypervisorCopy {
-  name: string;
-  ip: string;
-  port: number;
-  use_https: boolean;
-  verify_ssl: boolean;
-  username: string | null;
-  password: string | null;
-  token_name: string | null;
-  token_value: string | null;
-  allow_writes: boolean;
-  enabled: boolean;
-  /** Seconds per hypervisor request; omitted to keep the backend default. */
-  timeout?: number;
-}
-
-/** One Server-Sent Event of a backend stream, `data` parsed as JSON (text when it is not). */
-export interface StreamEvent {
-  event: string;
-  data: unknown;
-}
-
-/** An opened stream, or why it could not be opened (the backend's status and body). */
-export type StreamOpen =
-  | { ok: true; status: number; events: AsyncIterable<StreamEvent> }
-  | { ok: false; status: number | null; error: string; body?: unknown };
-
 /** Silence (no frame, no keepalive comment) after which a stream counts as broken. */
 export const STREAM_IDLE_TIMEOUT_MS = 60_000;
-
-export interface BootstrapStatus {
-  needs_bootstrap: boolean;
-  has_db_keys: boolean;
-}
-
-export interface RemoteCopy {
-  id: number;
-  name?: string;
-  [field: string]: unknown;
-}
-
-/** Host part of a URL: IPv6 literals go in brackets, an address's prefix length is dropped. */
-export function urlHost(host: string): string {
-  const bare = host.trim().replace(/\/\d+$/, "");
-  return bare.includes(":") && !bare.startsWith("[") ? `[${bare}]` : bare;
-}
-
-export function baseUrl(useHttps: boolean, host: string, port: number): string {
-  return `${useHttps ? "https" : "http"}://${urlHost(host)}:${port}`;
-}
 
 function describe(error: unknown): string {
   if (error instanceof DOMException && error.name === "TimeoutError") return "timed out";
@@ -131,7 +66,7 @@ function detailOf(body: unknown, text: string): string {
   return text.slice(0, 300);
 }
 
-export class BackendClient {
+export class BackendClient implements BackendApi {
   readonly #fetch: typeof fetch;
   readonly #target: BackendTarget;
   readonly #timeouts: Required<BackendClientOptions>;

@@ -9,18 +9,11 @@
  * (clients/outbound.ts), which every request here goes through.
  */
 import { createOutboundFetch, isOutboundFetch, type OutboundInit } from "./outbound.ts";
+import type { ProbeResult, ProbeTarget } from "../domain/plugin/ports.ts";
+
+export type { ProbeResult, ProbeTarget };
 
 export const PROBE_TIMEOUT_MS = 10_000;
-
-export interface ProbeTarget {
-  baseUrl: string;
-  username: string | null;
-  password: string | null;
-  tokenName: string | null;
-  tokenValue: string | null;
-  /** false: accept any certificate (HTTPS only). Default true. */
-  verifySsl?: boolean;
-}
 
 /**
  * The fetch for `url`: `fetchFn` normally; with verify_ssl false on an https URL, the outbound
@@ -35,10 +28,6 @@ export function fetchFor(url: string, verifySsl: boolean, fetchFn: typeof fetch)
     : createOutboundFetch({ allowLoopbackTargets: false, keepAlive: false });
   return (input, init) => guarded(input, { ...init, verifyTls: false } as OutboundInit);
 }
-
-export type ProbeResult =
-  | { status: "online"; version: string | null; release: string | null; repoid: string | null }
-  | { status: "unauthorized" | "offline" | "error"; detail: string; http_status: number | null };
 
 function describe(error: unknown, timeoutMs: number): string {
   if (error instanceof DOMException && error.name === "TimeoutError") {

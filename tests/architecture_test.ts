@@ -89,14 +89,6 @@ const PENDING_EDGES: Record<string, string> = {
     "the console shares the stage table of deno task sync; the table belongs in domain/sync",
   "routes/ui/sync.tsx → scripts/sync/stages.ts":
     "the console shares the stage table of deno task sync; the table belongs in domain/sync",
-  "domain/plugin/push.ts → clients/backend.ts":
-    "push-on-save still calls the backend client directly; to go behind a port clients/ implements",
-  "domain/plugin/operations.ts → clients/backend.ts":
-    "the bootstrap-status relay builds the backend URL with the client's helper",
-  "domain/plugin/operations.ts → clients/hypervisor_probe.ts":
-    "keepalive probes the hypervisor through the client directly; to go behind a port",
-  "domain/plugin/service.ts → clients/backend.ts":
-    "the plugin services construct the backend client; to be injected as a port",
 };
 
 /** Files of domain/ that still speak HTTP statuses, and why. */

@@ -98,3 +98,13 @@ export function backendUnconfirmed(backend: StoredObject, host: string | null): 
   return `the backend endpoint's address (${now ?? "no host"}) was set by a token that cannot ` +
     "read the secrets a push carries; a superuser must save the backend endpoint to confirm it";
 }
+
+/** Host part of a URL: IPv6 literals go in brackets, an address's prefix length is dropped. */
+export function urlHost(host: string): string {
+  const bare = host.trim().replace(/\/\d+$/, "");
+  return bare.includes(":") && !bare.startsWith("[") ? `[${bare}]` : bare;
+}
+
+export function baseUrl(useHttps: boolean, host: string, port: number): string {
+  return `${useHttps ? "https" : "http"}://${urlHost(host)}:${port}`;
+}

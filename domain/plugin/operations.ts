@@ -3,9 +3,7 @@
  * SSH secrets, settings changes with key rotation, the bootstrap-status relay. Each answers
  * an outcome and a JSON body; the route only maps it to a Response.
  */
-import { baseUrl } from "../../clients/backend.ts";
-import { moveSinceSaved } from "./destination.ts";
-import { probeHypervisor } from "../../clients/hypervisor_probe.ts";
+import { baseUrl, moveSinceSaved } from "./destination.ts";
 import type { ModelEngine } from "../netbox/engine.ts";
 import type {
   AuthInfo,
@@ -112,7 +110,7 @@ export async function keepalive(
     }
     secrets[field] = opened.value;
   }
-  const result = await probeHypervisor(services.deps.fetch, {
+  const result = await services.deps.probe({
     baseUrl: baseUrl(record.use_https !== false, host, Number(record.port ?? 8006)),
     username: typeof record.username === "string" ? record.username : null,
     password: secrets.password,

@@ -3,12 +3,7 @@
  * the backend service. Best-effort: every function answers the (ok, error, status) triple and never
  * throws; the caller records it as `last_push` and the save itself never fails.
  */
-import type {
-  BackendClient,
-  CallOutcome,
-  HypervisorCopy,
-  InventoryCopy,
-} from "../../clients/backend.ts";
+import type { BackendApi, CallOutcome, HypervisorCopy, InventoryCopy } from "./ports.ts";
 
 export interface PushOutcome {
   ok: boolean;
@@ -44,7 +39,7 @@ export const FOREIGN_KEY_HINT = "the backend already holds other API keys; creat
  * is checked with one authenticated read, so `last_push` tells when it is not accepted.
  */
 export async function registerBackendKey(
-  client: BackendClient,
+  client: BackendApi,
   token: string,
   options: { verify?: boolean } = {},
 ): Promise<PushOutcome> {
@@ -66,7 +61,7 @@ export async function registerBackendKey(
 
 /** Inventory endpoint save: list the copies; POST when empty, else PUT to the first entry. */
 export async function pushInventoryCopy(
-  client: BackendClient,
+  client: BackendApi,
   copy: InventoryCopy,
 ): Promise<PushOutcome> {
   const list = await client.listInventoryEndpoints();
@@ -94,7 +89,7 @@ export function hypervisorCopyName(name: string, pk: number): string {
 
 /** Hypervisor endpoint save: list the copies; POST when no entry has the name, else PUT to it. */
 export async function pushHypervisorCopy(
-  client: BackendClient,
+  client: BackendApi,
   copy: HypervisorCopy,
 ): Promise<PushOutcome> {
   const list = await client.listHypervisorEndpoints();

@@ -3,7 +3,12 @@
  * outbound fetch, the clock, and the push-on-save glue. Built once per app from injected
  * dependencies (no module singletons).
  */
-import { BackendClient, type BackendClientOptions, baseUrl } from "../../clients/backend.ts";
+import type {
+  BackendApi,
+  BackendClientOptions,
+  BackendConnector,
+  HypervisorProbe,
+} from "./ports.ts";
 import type { Logger } from "../../infra/logger.ts";
 import type {
   CustomFilter,
@@ -25,7 +30,7 @@ import {
 import { generateBackendToken, type Opened, openWithKeyring, sealSecret } from "./secrets.ts";
 import { keyring, type PluginSettingsStore } from "./settings.ts";
 import { parseTenantRef, visibleTo } from "./tenants.ts";
-import { backendUnconfirmed, moveSinceSaved } from "./destination.ts";
+import { backendUnconfirmed, baseUrl, moveSinceSaved } from "./destination.ts";
 import { openAtRest, sealAtRest } from "./at_rest.ts";
 
 /** Reads a v1 inventory token's plaintext (the core token model keeps it retrievable). */
@@ -33,7 +38,10 @@ export type TokenPlaintextReader = (engine: EngineApi, tokenId: number) => Promi
 
 export interface PluginServiceDeps {
   settings: PluginSettingsStore;
-  fetch: typeof fetch;
+  /** The backend service (clients/backend.ts over the guarded transport). */
+  backend: BackendConnector;
+  /** Keepalive probes of hypervisors (clients/hypervisor_probe.ts). */
+  probe: HypervisorProbe;
   now: () => number;
   logger: Logger;
   tokenPlaintext: TokenPlaintextReader;
@@ -255,14 +263,13 @@ export class PluginServices {
     return sealAtRest(token, this.deps.atRestKey);
   }
 
-  async backendClient(engine: EngineApi, backend: StoredObject): Promise<BackendClient | null> {
+  async backendClient(engine: EngineApi, backend: StoredObject): Promise<BackendApi | null> {
     const host = await this.hostOf(engine, backend);
     if (!host) return null;
     // The key goes only to the address it was made for (an edited IP address record moves
     // the endpoint without a save).
     const keyMayGo = moveSinceSaved(backend, host) === null;
-    return new BackendClient(
-      this.deps.fetch,
+    return this.deps.backend(
       {
         baseUrl: baseUrl(backend.use_https !== false, host, Number(backend.port ?? 8800)),
         token: keyMayGo ? await this.backendKey(backend) : null,
@@ -326,7 +333,7 @@ export class PluginServices {
   /** The backend client with a token that is generated and registered when needed. */
   async #readyBackend(
     engine: EngineApi,
-  ): Promise<{ client: BackendClient } | { outcome: PushOutcome }> {
+  ): Promise<{ client: BackendApi } | { outcome: PushOutcome }> {
     let backend = await this.backendEndpoint(engine);
     if (!backend) return { outcome: failed(NO_BACKEND) };
     // Every caller pushes secrets (inventory token, hypervisor passwords).

@@ -1,12 +1,12 @@
 /**
  * The sync jobs' view of the plugin (domain/jobs/ports.ts PluginSide): the backend endpoint
- * record's URL and key through the plugin's BackendClient (the guarded transport; the app's
+ * record's URL and key through the plugin's backend client (the guarded transport; the app's
  * own port is answered in-process), the endpoint records, push-on-save, `last_sync`.
  */
-import type { BackendClient } from "../../clients/backend.ts";
 import type { EngineApi } from "../../domain/netbox/types.ts";
 import type { BackendLink, PluginSide, PushReport } from "../../domain/jobs/ports.ts";
 import { MODELS } from "../../domain/plugin/models.ts";
+import type { BackendApi } from "../../domain/plugin/ports.ts";
 import { hypervisorCopyName, registerBackendKey } from "../../domain/plugin/push.ts";
 import { generateBackendToken } from "../../domain/plugin/secrets.ts";
 import { NO_BACKEND, type PluginServices } from "../../domain/plugin/service.ts";
@@ -15,7 +15,7 @@ import { NO_BACKEND, type PluginServices } from "../../domain/plugin/service.ts"
 const HEALTH_TIMEOUT_MS = 5_000;
 const STREAM_CONNECT_TIMEOUT_MS = 60_000;
 
-function link(client: BackendClient): BackendLink {
+function link(client: BackendApi): BackendLink {
   return {
     url: client.baseUrl,
     async health() {

@@ -19,8 +19,8 @@
  * answer, a Request is the (rewritten) request to pass on, null means "not a plugin route".
  */
 import type { AppDeps } from "../_lib/deps.ts";
-import type { BackendClientOptions } from "../../clients/backend.ts";
-import { PROBE_TIMEOUT_MS } from "../../clients/hypervisor_probe.ts";
+import { BackendClient, type BackendClientOptions } from "../../clients/backend.ts";
+import { PROBE_TIMEOUT_MS, probeHypervisor } from "../../clients/hypervisor_probe.ts";
 import type { ModelEngine } from "../../domain/netbox/engine.ts";
 import type { AuthInfo, ModelDef } from "../../domain/netbox/types.ts";
 import { MODELS, pluginModels } from "../../domain/plugin/models.ts";
@@ -155,7 +155,9 @@ export function createPlugin(deps: AppDeps, options: PluginOptions): Plugin {
   const services = new PluginServices({
     settings,
     atRestKey: deps.config.encryptionKey,
-    fetch: deps.fetch,
+    // The outside world of the plugin's domain: both clients go through the guarded transport.
+    backend: (target, timeouts) => new BackendClient(deps.fetch, target, timeouts),
+    probe: (target, timeoutMs) => probeHypervisor(deps.fetch, target, timeoutMs),
     now: deps.now,
     logger: deps.logger,
     tokenPlaintext: options.tokenPlaintext,
