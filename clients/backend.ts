@@ -46,6 +46,9 @@ export const DEFAULT_TIMEOUT_MS = 10_000;
 /** Silence (no frame, no keepalive comment) after which a stream counts as broken. */
 export const STREAM_IDLE_TIMEOUT_MS = 60_000;
 
+/** The refusals the plugin acts on (a key not accepted, a copy or key already there). */
+const REFUSALS: Record<number, CallOutcome["refused"]> = { 401: "unauthorized", 409: "conflict" };
+
 function describe(error: unknown): string {
   if (error instanceof DOMException && error.name === "TimeoutError") return "timed out";
   if (error instanceof Error) {
@@ -151,6 +154,7 @@ export class BackendClient implements BackendApi {
         }`,
         status: response.status,
         body: body as T,
+        ...(REFUSALS[response.status] ? { refused: REFUSALS[response.status] } : {}),
       };
     }
     return { ok: true, error: null, status: response.status, body: body as T };

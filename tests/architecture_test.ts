@@ -93,7 +93,6 @@ const PENDING_EDGES: Record<string, string> = {
 
 /** Files of domain/ that still speak HTTP statuses, and why. */
 const PENDING_STATUS: Record<string, string> = {
-  "domain/plugin/push.ts": "reads the backend's statuses (409 = already registered) itself",
   "domain/jobs/runner.ts": "retries on the backend's statuses (401 renew, ≥500 retry) itself",
 };
 

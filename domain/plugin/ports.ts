@@ -13,6 +13,11 @@ export interface CallOutcome<T = unknown> {
   status: number | null;
   /** Parsed JSON body when the backend answered with JSON (also on error statuses). */
   body?: T;
+  /**
+   * Set when the backend refused the call in a way the plugin acts on: `unauthorized` (the key
+   * is not accepted) or `conflict` (it already holds what was sent).
+   */
+  refused?: "unauthorized" | "conflict";
 }
 
 export interface BackendTarget {

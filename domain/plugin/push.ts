@@ -49,12 +49,14 @@ export async function registerBackendKey(
     if (!options.verify) return { ok: true, error: null, status: status.status };
     const check = await client.verifyKey();
     if (check.ok) return outcome(check);
-    if (check.status === 401) return failed(`${check.error} (${FOREIGN_KEY_HINT})`, 401);
+    if (check.refused === "unauthorized") {
+      return failed(`${check.error} (${FOREIGN_KEY_HINT})`, check.status);
+    }
     return outcome(check);
   }
   const registered = await client.registerKey(token, KEY_LABEL);
-  if (!registered.ok && registered.status === 409) {
-    return failed(`${registered.error} (${FOREIGN_KEY_HINT})`, 409);
+  if (!registered.ok && registered.refused === "conflict") {
+    return failed(`${registered.error} (${FOREIGN_KEY_HINT})`, registered.status);
   }
   return outcome(registered);
 }
@@ -69,8 +71,8 @@ export async function pushInventoryCopy(
   let first = list.body![0];
   if (first === undefined) {
     const created = await client.createInventoryEndpoint(copy);
-    // 409: a concurrent save created the singleton between our list and our POST.
-    if (created.status !== 409) return outcome(created);
+    // A conflict: a concurrent save created the singleton between our list and our POST.
+    if (created.refused !== "conflict") return outcome(created);
     const again = await client.listInventoryEndpoints();
     if (!again.ok) return outcome(again);
     first = again.body![0];
@@ -103,8 +105,8 @@ export async function pushHypervisorCopy(
       : undefined);
   if (match === undefined) {
     const created = await client.createHypervisorEndpoint(copy);
-    // 409: a concurrent save of the same endpoint created the copy first; update it instead.
-    if (created.status !== 409) return outcome(created);
+    // A conflict: a concurrent save of the same endpoint created the copy first; update it.
+    if (created.refused !== "conflict") return outcome(created);
     const again = await client.listHypervisorEndpoints();
     if (!again.ok) return outcome(again);
     match = again.body!.find((entry) => entry.name === copy.name);
