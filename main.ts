@@ -66,7 +66,12 @@ await prepareKvFile(kvPath);
 const kv = await Deno.openKv(kvPath);
 
 // Every store is built here, once; surfaces receive ports, never the KV handle.
-const storage = createKvStorage(kv, { atRestKey: config.encryptionKey, now: Date.now });
+const storage = createKvStorage(kv, {
+  atRestKey: config.encryptionKey,
+  now: Date.now,
+  // Several processes may share a local KV file (README, Reliability): key changes are polled.
+  sharedFilePollMs: kvPath && kvPath !== ":memory:" && !/^https?:/.test(kvPath) ? 50 : undefined,
+});
 const deps: AppDeps = { config, storage, fetch: globalThis.fetch, now: Date.now, logger };
 // Every outbound call goes through the guard; calls to our own port are answered in-process
 // (bound below, once the server listens).

@@ -10,7 +10,7 @@ const SEQUENCE = "api_keys";
  * last-active-key guard, checked in the same atomic as every change that could break it.
  */
 export class KvApiKeyStore implements ApiKeyStore {
-  constructor(private readonly kv: Deno.Kv) {}
+  constructor(private readonly kv: Deno.Kv, private readonly pollMs?: number) {}
 
   async isClaimed(): Promise<boolean> {
     return (await this.kv.get(keys.apiKeyClaim())).value === true;
@@ -140,6 +140,7 @@ export class KvApiKeyStore implements ApiKeyStore {
   }
 
   async watch(onChange: () => void, signal?: AbortSignal): Promise<void> {
+    if (this.pollMs) void this.#poll(this.pollMs, onChange, signal);
     const stream = this.kv.watch([keys.apiKeyGeneration()]);
     const reader = stream.getReader();
     const stop = () => reader.cancel().catch(() => {});
@@ -154,6 +155,24 @@ export class KvApiKeyStore implements ApiKeyStore {
       // The store closed under the watch: nothing left to invalidate.
     } finally {
       signal?.removeEventListener("abort", stop);
+    }
+  }
+
+  /** Another process's key change, seen on a shared KV file where watches stay local. */
+  async #poll(everyMs: number, onChange: () => void, signal?: AbortSignal): Promise<void> {
+    let seen: string | null = null;
+    try {
+      seen = (await this.kv.get<string>(keys.apiKeyGeneration())).versionstamp;
+      while (!signal?.aborted) {
+        await new Promise((resolve) => Deno.unrefTimer(setTimeout(resolve, everyMs)));
+        const now = (await this.kv.get<string>(keys.apiKeyGeneration())).versionstamp;
+        if (now !== seen) {
+          seen = now;
+          onChange();
+        }
+      }
+    } catch {
+      // The store closed: nothing left to invalidate.
     }
   }
 

@@ -20,17 +20,25 @@ import { KvPluginSettingsStore } from "./plugin_settings.ts";
 import { KvRateLimiter } from "./rate_limits.ts";
 import { KvSchemaVersionStore } from "./schema_versions.ts";
 import { KvVerbAuditStore } from "./verb_audit.ts";
+import { retryWhenBusy } from "./busy_retry.ts";
 
 export interface KvStorageOptions {
   /** SERVICE_ENCRYPTION_KEY: seals the plugin's encryption key at rest when set. */
   atRestKey?: string;
   /** Epoch milliseconds (request-limit windows). */
   now: () => number;
+  /**
+   * A local KV file other processes may share: Deno KV watches do not see their writes there,
+   * so key changes are also polled this often (milliseconds). Unset: watches alone.
+   */
+  sharedFilePollMs?: number;
 }
 
-export function createKvStorage(kv: Deno.Kv, options: KvStorageOptions): Storage {
+export function createKvStorage(handle: Deno.Kv, options: KvStorageOptions): Storage {
+  // Other processes may share the file: a write that meets their lock is retried, never a 500.
+  const kv = retryWhenBusy(handle);
   return {
-    apiKeys: new KvApiKeyStore(kv),
+    apiKeys: new KvApiKeyStore(kv, options.sharedFilePollMs),
     inventoryEndpoints: new KvInventoryEndpointStore(kv),
     hypervisorEndpoints: new KvHypervisorEndpointStore(kv),
     models: new KvModelStore(kv),
