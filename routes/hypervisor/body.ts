@@ -10,12 +10,14 @@
  *   with `{name, size}` reported beside the parameters.
  */
 import type { RawParams } from "../../domain/hypervisor_schema/validate.ts";
+import { BodyTooLarge, readLimitedBytes } from "../_lib/body.ts";
+
+export { BodyTooLarge };
 
 /** Largest form or JSON body (and the sum of multipart text fields). */
 export const MAX_BODY_BYTES = 1024 * 1024;
 
 export class BodyError extends Error {}
-export class BodyTooLarge extends Error {}
 
 export interface UploadedFile {
   name: string;
@@ -43,36 +45,7 @@ const encoder = new TextEncoder();
 
 /** The body as text, refusing more than `limit` bytes (declared or actually sent). */
 export async function readLimitedText(req: Request, limit = MAX_BODY_BYTES): Promise<string> {
-  const declared = Number(req.headers.get("content-length") ?? "");
-  if (Number.isFinite(declared) && declared > limit) {
-    await req.body?.cancel().catch(() => {});
-    throw new BodyTooLarge(`request too large (limit ${limit} bytes)`);
-  }
-  if (!req.body) return "";
-  const reader = req.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  try {
-    while (true) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      size += value.length;
-      if (size > limit) {
-        await reader.cancel().catch(() => {});
-        throw new BodyTooLarge(`request too large (limit ${limit} bytes)`);
-      }
-      chunks.push(value);
-    }
-  } finally {
-    reader.releaseLock();
-  }
-  const all = new Uint8Array(size);
-  let at = 0;
-  for (const c of chunks) {
-    all.set(c, at);
-    at += c.length;
-  }
-  return decoder.decode(all);
+  return decoder.decode(await readLimitedBytes(req, limit));
 }
 
 /** Parameters of a request body (query parameters are not included). */
@@ -172,7 +145,7 @@ export async function readMultipart(
     if (p.filename !== undefined) return;
     fieldBytes += bytes.length;
     if (fieldBytes > fieldLimit) {
-      throw new BodyTooLarge(`request too large (limit ${fieldLimit} bytes of fields)`);
+      throw new BodyTooLarge(fieldLimit, "bytes of fields");
     }
     p.chunks.push(bytes.slice());
   };

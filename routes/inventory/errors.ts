@@ -6,6 +6,7 @@
 import type { Context } from "hono";
 import { AUTH_MESSAGES, can } from "../../domain/netbox/tokens.ts";
 import type { AuthInfo, WriteRefusal } from "../../domain/netbox/types.ts";
+import { BodyTooLarge, readLimitedBytes } from "../_lib/body.ts";
 
 export const MAX_BODY_BYTES = 1024 * 1024;
 /** Objects one bulk request (a JSON list) may hold: the work and the error list stay bounded. */
@@ -45,32 +46,15 @@ export function requirePermission(auth: AuthInfo | undefined, permission: string
 }
 
 async function readLimited(request: Request, limit: number): Promise<string> {
-  const declared = Number(request.headers.get("content-length") ?? "0");
-  if (Number.isFinite(declared) && declared > limit) {
+  let bytes: Uint8Array;
+  try {
+    bytes = await readLimitedBytes(request, limit);
+  } catch (error) {
+    if (!(error instanceof BodyTooLarge)) throw error;
     throw new ApiError(413, { detail: `Request body too large (limit ${limit} bytes).` });
   }
-  if (!request.body) return "";
-  const reader = request.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  while (true) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.length;
-    if (size > limit) {
-      await reader.cancel().catch(() => {});
-      throw new ApiError(413, { detail: `Request body too large (limit ${limit} bytes).` });
-    }
-    chunks.push(value);
-  }
-  const all = new Uint8Array(size);
-  let at = 0;
-  for (const chunk of chunks) {
-    all.set(chunk, at);
-    at += chunk.length;
-  }
   try {
-    return new TextDecoder("utf-8", { fatal: true }).decode(all);
+    return new TextDecoder("utf-8", { fatal: true }).decode(bytes);
   } catch {
     throw new ApiError(400, { detail: "JSON parse error - body is not valid UTF-8" });
   }
