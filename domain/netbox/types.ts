@@ -86,6 +86,11 @@ export interface FieldDef {
   count?: { model: string; field: string };
   /** A choice holding a content type ("app.model"): rendered as the plain string, as NetBox. */
   contentType?: boolean;
+  /**
+   * A read-only value computed from other records (a device's merged `config_context`): one
+   * value per record, for the records a request asks for (not inside nested forms).
+   */
+  resolve?: (records: StoredObject[], engine: EngineApi) => Promise<unknown[]>;
 }
 
 export interface UniqueDef {

@@ -321,6 +321,33 @@ export class KvModelStore implements ModelStore {
     return entry?.value ? Number(entry.value.value) : 0;
   }
 
+  async countsByIndex(
+    model: string,
+    field: string,
+    values: readonly IndexValue[],
+  ): Promise<number[]> {
+    // Through the model's cache (the counters change only with the model's generation), then
+    // getMany for the misses: at most 10 keys per call, the chunks sent together.
+    const cache = await this.#cacheOf(model);
+    const keyOf = (v: IndexValue) => JSON.stringify(["count", field, typeof v, String(v)]);
+    const out: number[] = values.map((v) => cache.lists.get(keyOf(v))?.[0] ?? -1);
+    const missing = values.filter((_, i) => out[i] < 0);
+    const chunks: IndexValue[][] = [];
+    for (let i = 0; i < missing.length; i += 10) chunks.push(missing.slice(i, i + 10));
+    const counts = (await Promise.all(chunks.map(async (chunk) => {
+      const read = () =>
+        this.kv.getMany<Deno.KvU64[]>(chunk.map((v) => keys.inventoryIndexCount(model, field, v)));
+      const entries = await orNothing(read, null);
+      // A value too long for a key has no counter: count each alone (0 for that one).
+      if (!entries) return Promise.all(chunk.map((v) => this.countByIndex(model, field, v)));
+      return entries.map((e) => (e.value ? Number(e.value.value) : 0));
+    }))).flat();
+    if (cache.lists.size + missing.length >= MAX_CACHED_LISTS) cache.lists.clear();
+    missing.forEach((v, i) => cache.lists.set(keyOf(v), [counts[i]]));
+    let next = 0;
+    return out.map((c) => (c >= 0 ? c : counts[next++]));
+  }
+
   pageByIndex(
     model: string,
     field: string,

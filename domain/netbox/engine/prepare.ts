@@ -52,8 +52,10 @@ export async function prepare(
   for (const [name, f] of Object.entries(def.fields)) {
     if (f.type === "gfk") continue;
     if (f.readOnly || f.hidden || f.compute) {
-      if (!existing && !(name in draft)) draft[name] = f.compute ? undefined : defaultValue(f);
-      if (f.compute) delete draft[name];
+      // Computed, counted and resolved fields are rendered, never stored.
+      const rendered = f.compute || f.count || f.resolve;
+      if (!existing && !(name in draft)) draft[name] = rendered ? undefined : defaultValue(f);
+      if (rendered) delete draft[name];
       continue;
     }
     if (name in data && data[name] !== undefined) {

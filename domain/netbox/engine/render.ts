@@ -60,6 +60,8 @@ interface Plan {
   references: Reference[];
   /** Related-object counts, filled in after the rows are built. */
   counts: Array<{ name: string; model: string; field: string }>;
+  /** Values resolved from other records, filled in after the rows are built. */
+  resolved: Array<{ name: string; resolve: NonNullable<FieldDef["resolve"]> }>;
 }
 
 /** One render call: its origin, the records it loaded, and the nested forms built so far. */
@@ -145,6 +147,10 @@ export class Renderer {
     await Promise.all([
       this.#renderObjectCustomFields(out, cfs, page),
       this.#renderCounts(def, plan, records, out),
+      ...plan.resolved.map(async ({ name, resolve }) => {
+        const values = await resolve(records, this.core.api);
+        values.forEach((v, i) => out[i][name] = v);
+      }),
     ]);
     return out;
   }
@@ -159,22 +165,22 @@ export class Renderer {
     if (plan.counts.length === 0) return;
     const { registry, store } = this.core;
     const self = registry.nameOf(def);
-    const countOne = (model: string, field: string, id: number): Promise<number> => {
-      if (!registry.has(model)) return Promise.resolve(0);
-      const f = model === "*" ? undefined : registry.definition(model).fields[field];
-      return store.countByIndex(model, field, f?.type === "gfk" ? `${self}:${id}` : id);
+    const ids = records.map((r) => r.id);
+    /** One batched read per (model, field): the counters of every record of the page. */
+    const countAll = async (model: string, field: string): Promise<number[]> => {
+      if (!registry.has(model)) return ids.map(() => 0);
+      const gfk = registry.definition(model).fields[field]?.type === "gfk";
+      return await store.countsByIndex(model, field, gfk ? ids.map((id) => `${self}:${id}`) : ids);
     };
-    await Promise.all(records.flatMap((r, i) =>
-      plan.counts.map(async ({ name, model, field }) => {
-        if (model === "*") {
-          const models = registry.models().filter((m) => m.tags !== false);
-          const counts = await Promise.all(
-            models.map((m) => store.countByIndex(registry.nameOf(m), field, r.id)),
-          );
-          out[i][name] = counts.reduce((a, b) => a + b, 0);
-        } else out[i][name] = await countOne(model, field, r.id);
-      })
-    ));
+    await Promise.all(plan.counts.map(async ({ name, model, field }) => {
+      let counts: number[];
+      if (model === "*") {
+        const models = registry.models().filter((m) => m.tags !== false);
+        const perModel = await Promise.all(models.map((m) => countAll(registry.nameOf(m), field)));
+        counts = ids.map((_, i) => perModel.reduce((sum, c) => sum + c[i], 0));
+      } else counts = await countAll(model, field);
+      counts.forEach((c, i) => out[i][name] = c);
+    }));
   }
 
   briefPlan(def: ModelDef): Plan {
@@ -311,6 +317,7 @@ function compilePlan(def: ModelDef, names: string[]): Plan {
   const steps: Step[] = [];
   const references: Reference[] = [];
   const counts: Plan["counts"] = [];
+  const resolved: Plan["resolved"] = [];
   for (const name of names) {
     switch (name) {
       case "id":
@@ -340,11 +347,12 @@ function compilePlan(def: ModelDef, names: string[]): Plan {
     }
     const f = def.fields[name];
     if (!f) continue;
-    if (f.count) {
-      counts.push({ name, ...f.count });
-      // The key keeps its place; nested forms (depth > 0) leave counts out.
+    if (f.count || f.resolve) {
+      if (f.count) counts.push({ name, ...f.count });
+      else resolved.push({ name, resolve: f.resolve! });
+      // The key keeps its place; nested forms (depth > 0) leave these out.
       steps.push((_r, out, _page, depth) => {
-        if (depth === 0) out[name] = 0;
+        if (depth === 0) out[name] = null;
       });
       continue;
     }
@@ -352,7 +360,7 @@ function compilePlan(def: ModelDef, names: string[]): Plan {
     if (reference) references.push(reference);
     steps.push(fieldStep(name, f));
   }
-  return { steps, references, counts };
+  return { steps, references, counts, resolved };
 }
 
 /** What a field refers to (fk, m2m, computed fk, generic fk), for batch-loading. */

@@ -14,6 +14,7 @@ import {
   parseCidr,
   within,
 } from "../ip.ts";
+import { configContextField } from "./config_context.ts";
 import {
   AIRFLOW,
   always,
@@ -757,7 +758,7 @@ export const DEVICE: ModelDef = {
     description: description(),
     comments: comments(),
     config_template: alwaysNull(),
-    config_context: { type: "json", compute: (r) => r.local_context_data ?? {} },
+    config_context: configContextField(),
     local_context_data: { type: "json", nullable: true, default: null },
     console_port_count: always(0),
     console_server_port_count: always(0),
@@ -989,7 +990,7 @@ export const VIRTUAL_MACHINE: ModelDef = {
     description: description(),
     comments: comments(),
     config_template: alwaysNull(),
-    config_context: { type: "json", compute: (r) => r.local_context_data ?? {} },
+    config_context: configContextField(),
     local_context_data: { type: "json", nullable: true, default: null },
     interface_count: countOf("virtualization.vminterface", "virtual_machine"),
     virtual_disk_count: countOf("virtualization.virtualdisk", "virtual_machine"),

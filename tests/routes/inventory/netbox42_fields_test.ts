@@ -621,7 +621,8 @@ Deno.test("counts, content types, nested objects and nulls have NetBox's shapes"
       null,
     ]);
     assert.equal(device.interface_count, 1);
-    assert.deepEqual(device.config_context, {});
+    // The site's config context (created in populate) applies; local data wins on top.
+    assert.deepEqual(device.config_context, { dns: ["10.0.0.53"] });
     const iface = await get("dcim/interfaces/");
     assert.deepEqual([iface.count_ipaddresses, iface.count_fhrp_groups], [1, 0]);
     assert.equal(iface.virtual_chassis, undefined);
@@ -655,6 +656,91 @@ Deno.test("counts, content types, nested objects and nulls have NetBox's shapes"
       "/api/ipam/ip-addresses/?assigned_object_type=virtualization.vminterface",
     );
     assert.equal(vmIps.body.count, 1);
+  } finally {
+    inv.close();
+  }
+});
+
+Deno.test("counts follow writes (read through the per-model cache, never stale)", async () => {
+  const inv = await setup();
+  try {
+    const ids = await populate(inv);
+    const vm = ids["virtualization/virtual-machines/"];
+    const count = async () =>
+      (await inv.call("GET", `/api/virtualization/virtual-machines/?id=${vm}`)).body.results[0]
+        .interface_count;
+    assert.equal(await count(), 1);
+    assert.equal(await count(), 1);
+    const added = await inv.call("POST", "/api/virtualization/interfaces/", {
+      virtual_machine: vm,
+      name: "net1",
+    });
+    assert.equal(await count(), 2);
+    await inv.call("DELETE", `/api/virtualization/interfaces/${added.body.id}/`);
+    assert.equal(await count(), 1);
+    const site = ids["dcim/sites/"];
+    const prefixes = async () =>
+      (await inv.call("GET", `/api/dcim/sites/${site}/`)).body.prefix_count;
+    assert.equal(await prefixes(), 1);
+    await inv.call("POST", "/api/ipam/prefixes/", {
+      prefix: "10.1.0.0/24",
+      scope_type: "dcim.site",
+      scope_id: site,
+    });
+    assert.equal(await prefixes(), 2);
+  } finally {
+    inv.close();
+  }
+});
+
+Deno.test("config_context: active matching contexts merged by weight, then local_context_data", async () => {
+  const inv = await setup();
+  try {
+    const ids = await populate(inv);
+    const post = (path: string, body: unknown) => inv.call("POST", `/api/${path}`, body);
+    const region = ids["dcim/regions/"];
+    const site = ids["dcim/sites/"];
+    const platform = ids["dcim/platforms/"];
+    await post("extras/config-contexts/", {
+      name: "ntp",
+      weight: 100,
+      data: { ntp: ["a"], dns: ["1.1.1.1"], deep: { a: 1, b: 1 } },
+      regions: [region],
+    });
+    await post("extras/config-contexts/", {
+      name: "other platform",
+      data: { ntp: ["never"] },
+      platforms: [platform + 1000],
+    });
+    await post("extras/config-contexts/", {
+      name: "off",
+      is_active: false,
+      data: { off: true },
+    });
+    await post("extras/config-contexts/", {
+      name: "heavy",
+      weight: 2000,
+      data: { deep: { b: 2 } },
+      sites: [site],
+      platforms: [platform],
+    });
+    const vm = ids["virtualization/virtual-machines/"];
+    await inv.call("PATCH", `/api/virtualization/virtual-machines/${vm}/`, {
+      local_context_data: { ntp: ["local"] },
+    });
+    const got = await inv.call("GET", `/api/virtualization/virtual-machines/${vm}/`);
+    // ntp (weight 100) < dns (1000, the site's) < heavy (2000); local data last.
+    assert.deepEqual(got.body.config_context, {
+      ntp: ["local"],
+      dns: ["10.0.0.53"],
+      deep: { a: 1, b: 2 },
+    });
+    const list = await inv.call("GET", "/api/dcim/devices/?limit=10");
+    assert.deepEqual(list.body.results[0].config_context, {
+      ntp: ["a"],
+      dns: ["10.0.0.53"],
+      deep: { a: 1, b: 2 },
+    });
   } finally {
     inv.close();
   }
