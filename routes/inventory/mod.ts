@@ -1,5 +1,4 @@
 import { Hono } from "hono";
-import type { Context } from "hono";
 import type { AppDeps, ServeEnv } from "../_lib/deps.ts";
 import { ModelEngine } from "../../domain/netbox/engine.ts";
 import { tokenModel } from "../../domain/netbox/models/core.ts";
@@ -203,8 +202,7 @@ export async function createInventoryApp(
     const handled = await plugin.handle(request, c.get("auth"), ctx.engine);
     if (handled instanceof Response) return handled;
     if (handled instanceof Request) request = handled;
-    const sub = request === c.req.raw ? c : contextFor(c, request);
-    const response = await handleModelRequest(ctx, sub);
+    const response = await handleModelRequest(ctx, c, request);
     if (response) return response;
     const method = c.req.method;
     const listing = apiRootListing(ctx, c, new URL(c.req.url).pathname);
@@ -217,28 +215,4 @@ export async function createInventoryApp(
   app.all("/api", (c) => c.redirect("/api/", 301));
 
   return app as unknown as Hono<{ Bindings: ServeEnv }>;
-}
-
-/** A context whose request is `request` (the plugin may rewrite the query string). */
-function contextFor(c: Context<InventoryEnv>, request: Request): Context<InventoryEnv> {
-  return new Proxy(c, {
-    get(target, prop, receiver) {
-      if (prop === "req") {
-        const req = target.req;
-        return new Proxy(req, {
-          get(r, p) {
-            if (p === "url") return request.url;
-            if (p === "raw") return request;
-            if (p === "query") {
-              return (name: string) => new URL(request.url).searchParams.get(name) ?? undefined;
-            }
-            const v = Reflect.get(r, p, r);
-            return typeof v === "function" ? v.bind(r) : v;
-          },
-        });
-      }
-      const v = Reflect.get(target, prop, receiver);
-      return typeof v === "function" ? v.bind(target) : v;
-    },
-  });
 }

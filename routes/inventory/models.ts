@@ -19,7 +19,7 @@ import {
   MAX_BULK_ITEMS,
   methodNotAllowed,
   notFound,
-  readJson,
+  readJsonBody,
   requirePermission,
   WRITE_REFUSAL_STATUS,
 } from "./errors.ts";
@@ -63,8 +63,7 @@ export function publicOrigin(c: Context, trustedProxies: ReadonlySet<string>): s
   return `${scheme}://${authority}`;
 }
 
-function pageUrl(c: Context, limit: number, offset: number): string {
-  const raw = new URL(c.req.url);
+function pageUrl(c: Context, raw: URL, limit: number, offset: number): string {
   const url = new URL(raw.pathname + raw.search, originOf(c));
   url.searchParams.set("limit", String(limit));
   if (offset > 0) url.searchParams.set("offset", String(offset));
@@ -109,18 +108,20 @@ export function apiRootListing(
   return Object.fromEntries(Object.entries(out).sort(([a], [b]) => a.localeCompare(b)));
 }
 
-function renderOptions(c: Context) {
+function renderOptions(c: Context, url: URL) {
+  const query = (name: string) => url.searchParams.get(name) ?? undefined;
   return {
     origin: originOf(c),
-    brief: truthy(c.req.query("brief")),
-    fields: csv(c.req.query("fields")),
-    omit: csv(c.req.query("omit")),
+    brief: truthy(query("brief")),
+    fields: csv(query("fields")),
+    omit: csv(query("omit")),
   };
 }
 
 async function respondRecords(
   ctx: InventoryContext,
   c: Context,
+  url: URL,
   model: string,
   records: StoredObject[],
   status: 200 | 201,
@@ -131,7 +132,7 @@ async function respondRecords(
     ctx,
     c,
     model,
-    await ctx.engine.render(model, records, renderOptions(c)),
+    await ctx.engine.render(model, records, renderOptions(c, url)),
   );
   if (!many && extras) Object.assign(rendered[0], extras);
   return c.json(many ? rendered : rendered[0], status);
@@ -239,17 +240,23 @@ function fieldMetadata(def: ModelDef): Record<string, Record<string, unknown>> {
   return out;
 }
 
-/** Handles one request for a registered model; null when the path is not a model path. */
+/**
+ * Handles one request for a registered model; null when the path is not a model path.
+ * `request` is the one to serve: the plugin may hand over a rewritten one (its query narrowed),
+ * so the URL, query and body are read from it, never from `c.req`.
+ */
 export async function handleModelRequest(
   ctx: InventoryContext,
   c: Context<InventoryEnv>,
+  request: Request = c.req.raw,
 ): Promise<Response | null> {
-  const pathname = new URL(c.req.url).pathname;
+  const url = new URL(request.url);
+  const pathname = url.pathname;
   const target = resolveModelPath(ctx, pathname);
   if (!target) return null;
   const { def, id } = target;
   const model = ctx.engine.nameOf(def);
-  const method = c.req.method === "HEAD" ? "GET" : c.req.method;
+  const method = request.method === "HEAD" ? "GET" : request.method;
   const auth = c.get("auth");
 
   if (method === "OPTIONS") {
@@ -285,7 +292,7 @@ export async function handleModelRequest(
   if (method === "GET" && id === null) {
     let page;
     try {
-      page = await ctx.engine.list(model, new URL(c.req.url).searchParams);
+      page = await ctx.engine.list(model, url.searchParams);
     } catch (error) {
       if (error instanceof QueryError) throw new ApiError(400, error.errors);
       throw error;
@@ -294,45 +301,45 @@ export async function handleModelRequest(
       ctx,
       c,
       model,
-      await ctx.engine.render(model, page.records, renderOptions(c)),
+      await ctx.engine.render(model, page.records, renderOptions(c, url)),
     );
     const next = page.offset + page.limit < page.count
-      ? pageUrl(c, page.limit, page.offset + page.limit)
+      ? pageUrl(c, url, page.limit, page.offset + page.limit)
       : null;
     const previous = page.offset > 0
-      ? pageUrl(c, page.limit, Math.max(0, page.offset - page.limit))
+      ? pageUrl(c, url, page.limit, Math.max(0, page.offset - page.limit))
       : null;
     return c.json({ count: page.count, next, previous, results });
   }
   if (method === "GET") {
     const record = await ctx.engine.get(model, id!);
     if (!record) throw notFound();
-    return respondRecords(ctx, c, model, [record], 200);
+    return respondRecords(ctx, c, url, model, [record], 200);
   }
 
-  const body = await readJson(c);
+  const body = await readJsonBody(request);
   if (Array.isArray(body) && body.length > MAX_BULK_ITEMS) {
     throw new ApiError(400, bulkTooLarge(body.length));
   }
   if (method === "POST") {
     if (Array.isArray(body)) {
       const { value } = unwrap(await ctx.engine.createMany(model, body, auth));
-      return respondRecords(ctx, c, model, value, 201, undefined, true);
+      return respondRecords(ctx, c, url, model, value, 201, undefined, true);
     }
     const { value, extras } = unwrap(await ctx.engine.create(model, body ?? {}, auth));
-    return respondRecords(ctx, c, model, [value], 201, extras);
+    return respondRecords(ctx, c, url, model, [value], 201, extras);
   }
   if (method === "PUT" || method === "PATCH") {
     const partial = method === "PATCH";
     if (id === null) {
       const items = listItems(body, true);
       const { value } = unwrap(await ctx.engine.updateMany(model, items, partial, auth));
-      return respondRecords(ctx, c, model, value, 200, undefined, true);
+      return respondRecords(ctx, c, url, model, value, 200, undefined, true);
     }
     const { value, extras } = unwrap(
       await ctx.engine.updateOne(model, id, body ?? {}, partial, auth),
     );
-    return respondRecords(ctx, c, model, [value], 200, extras);
+    return respondRecords(ctx, c, url, model, [value], 200, extras);
   }
   // DELETE
   if (id === null) {
