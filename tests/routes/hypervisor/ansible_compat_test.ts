@@ -277,7 +277,7 @@ for (
           { cookie: `PVEAuthCookie=${encodeURIComponent(forged)}` },
           { authorization: "PVEAPIToken=root@pam!ci=00000000-0000-0000-0000-000000000000" },
           { authorization: `PVEAPIToken=root@pam!nope=${secret}` },
-        ]
+        ] as Record<string, string>[]
       ) {
         const r = await call(h, headers, "GET", "/api2/json/version");
         assert.equal(r.status, 401, JSON.stringify(headers));
