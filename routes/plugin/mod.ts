@@ -13,11 +13,15 @@
  *                                                   registry was claimed before ours registered)
  * - `X-Cloud-Tenant` on the hypervisor endpoint list (rewritten to `?cloud_tenant=`)
  *
+ * Each is a Hono route with its permission checks as middleware (routes/plugin/permissions.ts).
+ *
  * Wiring (routes/inventory): build once with `createPlugin(deps, {tokenPlaintext})`, register
  * `plugin.models` in the engine, and after authenticating a request call
  * `plugin.handle(request, auth, engine)` before the generic model routes: a Response is the
  * answer, a Request is the (rewritten) request to pass on, null means "not a plugin route".
  */
+import { type Context, Hono } from "hono";
+import { HTTPException } from "hono/http-exception";
 import type { AppDeps } from "../_lib/deps.ts";
 import { BackendClient, type BackendClientOptions } from "../../clients/backend.ts";
 import { PROBE_TIMEOUT_MS, probeHypervisor } from "../../clients/hypervisor_probe.ts";
@@ -51,6 +55,15 @@ import {
   readJsonBody,
   WRITE_REFUSAL_STATUS,
 } from "../inventory/errors.ts";
+import {
+  can,
+  canWrite,
+  DENIED,
+  mayChange,
+  mayChangeWith,
+  mayView,
+  type PluginEnv,
+} from "./permissions.ts";
 
 export { pluginOpenApiPaths } from "./openapi.ts";
 
@@ -82,8 +95,6 @@ export interface Plugin {
   handle(request: Request, auth: AuthInfo, engine: ModelEngine): Promise<Response | Request | null>;
 }
 
-const DENIED = "You do not have permission to perform this action.";
-
 function json(body: unknown, status = 200, headers: Record<string, string> = {}): Response {
   return new Response(JSON.stringify(body), {
     status,
@@ -106,49 +117,33 @@ function respond(result: OpResult): Response {
   return json(result.body, OUTCOME_STATUS[result.outcome], result.headers);
 }
 
-/** The JSON body (1 MiB limit, as every inventory route), or the 4xx Response saying why not. */
-async function readJson(request: Request): Promise<unknown> {
-  try {
-    return await readJsonBody(request);
-  } catch (error) {
-    if (error instanceof ApiError) return json(error.body, error.status);
-    throw error;
-  }
+/** A known plugin path asked with a method it does not serve: 405 naming the ones it does. */
+function notAllowed(allow: string[]) {
+  return function methodNotAllowed(c: Context<PluginEnv>): Response {
+    return json({ detail: `Method "${c.req.method}" not allowed.` }, 405, {
+      allow: allow.join(", "),
+    });
+  };
 }
-
-function notAllowed(method: string, allow: string[]): Response {
-  return json({ detail: `Method "${method}" not allowed.` }, 405, { allow: allow.join(", ") });
-}
-
-export function can(auth: AuthInfo, permission: string): boolean {
-  return auth.isSuperuser || auth.permissions.has(permission);
-}
-
-function canWrite(auth: AuthInfo, permission: string): boolean {
-  return auth.writeEnabled && can(auth, permission);
-}
-
-const ROUTES = {
-  status: /^endpoints\/hypervisor\/(\d+)\/status\/?$/,
-  ssh: /^endpoints\/hypervisor\/(\d+)\/ssh-secrets\/?$/,
-  settings: /^settings\/?$/,
-  runtime: /^settings\/runtime\/?$/,
-  bootstrap: /^bootstrap-status\/?$/,
-  push: /^endpoints\/(hypervisor|inventory|backend)\/(\d+)\/push\/?$/,
-  backendToken: /^endpoints\/backend\/(\d+)\/token\/?$/,
-  hypervisorList: /^endpoints\/hypervisor\/?$/,
-  storageList: /^storage\/?$/,
-  taskList: /^task-history\/?$/,
-};
 
 /**
  * Upsert collections: a POST whose natural key already exists updates that record (PATCH
  * semantics) instead of failing on the unique constraint, so the sync can write blindly.
  */
-const UPSERTS: Array<{ route: RegExp; model: string; key: NaturalKey }> = [
-  { route: ROUTES.storageList, model: MODELS.storage, key: storageKey },
-  { route: ROUTES.taskList, model: MODELS.taskHistory, key: taskKey },
+const UPSERTS: Array<{ path: string; model: string; key: NaturalKey }> = [
+  { path: "/storage", model: MODELS.storage, key: storageKey },
+  { path: "/task-history", model: MODELS.taskHistory, key: taskKey },
 ];
+
+/** A path id: digits only (anything else is left to the model routes, which answer 404). */
+const ID = "{[0-9]+}";
+
+type PushKind = "hypervisor" | "inventory" | "backend";
+
+/** Marks the plugin router's answer for a path it does not serve (handle() turns it into null). */
+const NOT_A_PLUGIN_ROUTE = "x-bridgebox-not-a-plugin-route";
+
+export { can };
 
 export function createPlugin(deps: AppDeps, options: PluginOptions): Plugin {
   const settings = options.settings ?? deps.storage.pluginSettings;
@@ -175,8 +170,7 @@ export function createPlugin(deps: AppDeps, options: PluginOptions): Plugin {
   ): Promise<Response> {
     const [app, name] = model.split(".");
     if (!canWrite(auth, `${app}.add_${name}`)) return json({ detail: DENIED }, 403);
-    const body = await readJson(request);
-    if (body instanceof Response) return body;
+    const body = await readJsonBody(request);
     const many = Array.isArray(body);
     if (many && body.length > MAX_BULK_ITEMS) return json(bulkTooLarge(body.length), 400);
     const result = await upsertMany(engine, auth, model, key, many ? body as unknown[] : [body], {
@@ -197,6 +191,108 @@ export function createPlugin(deps: AppDeps, options: PluginOptions): Plugin {
     return json(rendered[0], result.updated[0] ? 200 : 201);
   }
 
+  const routes = new Hono<PluginEnv>({ strict: false }).basePath(PLUGIN_PREFIX.slice(0, -1));
+  routes.onError((error) => {
+    if (error instanceof HTTPException) return error.getResponse();
+    if (error instanceof ApiError) return json(error.body, error.status);
+    throw error;
+  });
+  routes.notFound(() =>
+    new Response(null, { status: 404, headers: { [NOT_A_PLUGIN_ROUTE]: "1" } })
+  );
+  const id = (c: Context<PluginEnv>) => Number(c.req.param("id"));
+
+  routes.get(
+    `/endpoints/hypervisor/:id${ID}/status`,
+    mayView(PERMISSIONS.viewHypervisor),
+    async function hypervisorKeepalive(c) {
+      return respond(await keepalive(services, c.env.engine, id(c), probeTimeout));
+    },
+  );
+  routes.all(`/endpoints/hypervisor/:id${ID}/status`, notAllowed(["GET"]));
+
+  // Secrets: only for tokens that may change the endpoint (and so could set them). A
+  // write_enabled=false token cannot change it, and a shell is no read-only access.
+  routes.get(
+    `/endpoints/hypervisor/:id${ID}/ssh-secrets`,
+    mayView(PERMISSIONS.viewHypervisor),
+    mayChange(PERMISSIONS.changeHypervisor),
+    async function hypervisorSshSecrets(c) {
+      return respond(await sshSecrets(services, c.env.engine, id(c)));
+    },
+  );
+  routes.all(`/endpoints/hypervisor/:id${ID}/ssh-secrets`, notAllowed(["GET"]));
+
+  routes.get(
+    "/settings/runtime",
+    mayView(PERMISSIONS.viewSettings, PERMISSIONS.changeSettings),
+    async function runtimeSettings(c) {
+      const s = await settings.get();
+      const body: Record<string, unknown> = publicSettings(s);
+      if (canWrite(c.env.auth, PERMISSIONS.changeSettings)) body.encryption_key = s.encryption_key;
+      return json(body, 200, { "cache-control": "no-store" });
+    },
+  );
+  routes.all("/settings/runtime", notAllowed(["GET"]));
+
+  routes.get(
+    "/settings",
+    mayView(PERMISSIONS.viewSettings, PERMISSIONS.changeSettings),
+    async function readSettings() {
+      return json(publicSettings(await settings.get()));
+    },
+  );
+  routes.on(
+    ["PATCH", "PUT"],
+    "/settings",
+    mayChange(PERMISSIONS.changeSettings),
+    async function writeSettings(c) {
+      const parsed = parseSettingsPatch(await readJsonBody(c.req.raw));
+      if (!parsed.ok) return json(parsed.errors, 400);
+      return respond(await changeSettings(services, c.env.engine, parsed));
+    },
+  );
+  routes.all("/settings", notAllowed(["GET", "PATCH", "PUT"]));
+
+  routes.post(
+    `/endpoints/:kind{hypervisor|inventory|backend}/:id${ID}/push`,
+    mayChangeWith((param) => `service.change_${MODELS[param("kind") as PushKind].split(".")[1]}`),
+    async function pushEndpointNow(c) {
+      const kind = c.req.param("kind") as PushKind;
+      return respond(await pushNow(services, c.env.engine, kind, id(c)));
+    },
+  );
+  routes.all(`/endpoints/:kind{hypervisor|inventory|backend}/:id${ID}/push`, notAllowed(["POST"]));
+
+  routes.post(
+    `/endpoints/backend/:id${ID}/token`,
+    mayChange(PERMISSIONS.changeBackend),
+    async function setBackendKey(c) {
+      const body = await readJsonBody(c.req.raw);
+      return respond(await setBackendToken(services, c.env.engine, id(c), body));
+    },
+  );
+  routes.all(`/endpoints/backend/:id${ID}/token`, notAllowed(["POST"]));
+
+  routes.get(
+    "/bootstrap-status",
+    mayView(PERMISSIONS.viewBackend),
+    async function relayBootstrapStatus(c) {
+      return respond(await bootstrapStatus(services, c.env.engine));
+    },
+  );
+  routes.all("/bootstrap-status", notAllowed(["GET"]));
+
+  for (const u of UPSERTS) {
+    routes.post(u.path, function upsertCollection(c) {
+      return upsert(c.req.raw, c.env.auth, c.env.engine, u.model, u.key);
+    });
+  }
+
+  /**
+   * The plugin's answer to an authenticated request under /api/: a Response, the (rewritten)
+   * Request for the model routes, or null when the path is not the plugin's.
+   */
   async function handle(
     request: Request,
     auth: AuthInfo,
@@ -204,80 +300,10 @@ export function createPlugin(deps: AppDeps, options: PluginOptions): Plugin {
   ): Promise<Response | Request | null> {
     const url = new URL(request.url);
     if (!url.pathname.startsWith(PLUGIN_PREFIX)) return null;
-    const path = url.pathname.slice(PLUGIN_PREFIX.length);
-    const method = request.method.toUpperCase();
-    const read = method === "GET" || method === "HEAD";
-    let m: RegExpExecArray | null;
-
-    if ((m = ROUTES.status.exec(path))) {
-      if (!read) return notAllowed(method, ["GET"]);
-      if (!can(auth, PERMISSIONS.viewHypervisor)) return json({ detail: DENIED }, 403);
-      return respond(await keepalive(services, engine, Number(m[1]), probeTimeout));
-    }
-    if ((m = ROUTES.ssh.exec(path))) {
-      if (!read) return notAllowed(method, ["GET"]);
-      // Secrets: only for tokens that may change the endpoint (and so could set them).
-      // A write_enabled=false token cannot change it, and a shell is no read-only access.
-      if (
-        !can(auth, PERMISSIONS.viewHypervisor) || !canWrite(auth, PERMISSIONS.changeHypervisor)
-      ) {
-        return json({ detail: DENIED }, 403);
-      }
-      return respond(await sshSecrets(services, engine, Number(m[1])));
-    }
-    if (ROUTES.runtime.test(path)) {
-      if (!read) return notAllowed(method, ["GET"]);
-      if (!can(auth, PERMISSIONS.viewSettings) && !can(auth, PERMISSIONS.changeSettings)) {
-        return json({ detail: DENIED }, 403);
-      }
-      const s = await settings.get();
-      const body: Record<string, unknown> = publicSettings(s);
-      if (canWrite(auth, PERMISSIONS.changeSettings)) body.encryption_key = s.encryption_key;
-      return json(body, 200, { "cache-control": "no-store" });
-    }
-    if (ROUTES.settings.test(path)) {
-      if (read) {
-        if (!can(auth, PERMISSIONS.viewSettings) && !can(auth, PERMISSIONS.changeSettings)) {
-          return json({ detail: DENIED }, 403);
-        }
-        return json(publicSettings(await settings.get()));
-      }
-      if (method !== "PATCH" && method !== "PUT") {
-        return notAllowed(method, ["GET", "PATCH", "PUT"]);
-      }
-      if (!canWrite(auth, PERMISSIONS.changeSettings)) return json({ detail: DENIED }, 403);
-      const body = await readJson(request);
-      if (body instanceof Response) return body;
-      const parsed = parseSettingsPatch(body);
-      if (!parsed.ok) return json(parsed.errors, 400);
-      return respond(await changeSettings(services, engine, parsed));
-    }
-    if ((m = ROUTES.push.exec(path))) {
-      if (method !== "POST") return notAllowed(method, ["POST"]);
-      const kind = m[1] as "hypervisor" | "inventory" | "backend";
-      if (!canWrite(auth, `service.change_${MODELS[kind].split(".")[1]}`)) {
-        return json({ detail: DENIED }, 403);
-      }
-      return respond(await pushNow(services, engine, kind, Number(m[2])));
-    }
-    if ((m = ROUTES.backendToken.exec(path))) {
-      if (method !== "POST") return notAllowed(method, ["POST"]);
-      if (!canWrite(auth, PERMISSIONS.changeBackend)) return json({ detail: DENIED }, 403);
-      const body = await readJson(request);
-      if (body instanceof Response) return body;
-      return respond(await setBackendToken(services, engine, Number(m[1]), body));
-    }
-    if (ROUTES.bootstrap.test(path)) {
-      if (!read) return notAllowed(method, ["GET"]);
-      if (!can(auth, PERMISSIONS.viewBackend)) return json({ detail: DENIED }, 403);
-      return respond(await bootstrapStatus(services, engine));
-    }
-    if (method === "POST") {
-      for (const u of UPSERTS) {
-        if (u.route.test(path)) return upsert(request, auth, engine, u.model, u.key);
-      }
-    }
-    if (ROUTES.hypervisorList.test(path) && read) {
+    const read = request.method === "GET" || request.method === "HEAD";
+    // X-Cloud-Tenant on the hypervisor endpoint list narrows it (docs/api-behaviour.md, Tenant
+    // allow-list): rewritten to the model routes' `cloud_tenant` filter.
+    if (read && /^endpoints\/hypervisor\/?$/.test(url.pathname.slice(PLUGIN_PREFIX.length))) {
       const header = request.headers.get("x-cloud-tenant");
       if (header === null || header.trim() === "") return null;
       const tenant = await services.resolveTenant(engine, header);
@@ -287,7 +313,8 @@ export function createPlugin(deps: AppDeps, options: PluginOptions): Plugin {
       url.searchParams.set("cloud_tenant", String(tenant));
       return new Request(url, request);
     }
-    return null;
+    const answer = await routes.fetch(request, { auth, engine });
+    return answer.headers.has(NOT_A_PLUGIN_ROUTE) ? null : answer;
   }
 
   return { models, services, settings, handle };
