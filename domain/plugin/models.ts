@@ -7,154 +7,38 @@
  * encryption key, token generation for the backend endpoint, and push-on-save to the backend
  * (best-effort, outcome kept as `last_push`).
  */
-import type {
-  FieldDef,
-  FieldErrors,
-  HookContext,
-  ModelDef,
-  StoredObject,
-} from "../netbox/types.ts";
+import type { HookContext, ModelDef, StoredObject } from "../netbox/types.ts";
 import type { PluginServices } from "./service.ts";
 import { checkDomainOrIp, checkInventoryToken, checkSsh, mergeErrors } from "./validation.ts";
 import { generateBackendToken } from "./secrets.ts";
 import { followDestination } from "./destination.ts";
+import {
+  addressFields,
+  bool,
+  checkSecretsAreText,
+  choice,
+  datetime,
+  endpointDisplay,
+  fk,
+  lastPush,
+  lastSync,
+  nullInt,
+  nullStr,
+  optStr,
+  port,
+  present,
+  raw,
+  secret,
+  sshFacts,
+  str,
+} from "./fields.ts";
 import { APP, CORE, MODELS, SECRET_FIELDS, SSH_SECRET_FIELDS } from "./names.ts";
-import { type SshEndpointFacts, sshReadiness } from "./ssh.ts";
+import { sshReadiness } from "./ssh.ts";
 
-export { APP, CORE, MODELS, SECRET_FIELDS, SSH_SECRET_FIELDS };
+export { APP, CORE, MODELS, SECRET_FIELDS, SSH_SECRET_FIELDS, sshFacts };
 
 const STATUS_CHOICES = [["active", "Active"], ["stale", "Stale"]] as const;
 const VM_TYPE_CHOICES = [["qemu", "QEMU"], ["lxc", "LXC"]] as const;
-
-// ------------------------------------------------------------------ field helpers
-
-const str = (extra: Partial<FieldDef> = {}): FieldDef => ({
-  type: "string",
-  maxLength: 255,
-  ...extra,
-});
-const optStr = (extra: Partial<FieldDef> = {}): FieldDef => str({ allowBlank: true, ...extra });
-const nullStr = (extra: Partial<FieldDef> = {}): FieldDef =>
-  str({ nullable: true, allowBlank: true, ...extra });
-const bool = (dflt: boolean, extra: Partial<FieldDef> = {}): FieldDef => ({
-  type: "bool",
-  default: dflt,
-  ...extra,
-});
-const nullInt = (extra: Partial<FieldDef> = {}): FieldDef => ({
-  type: "int",
-  nullable: true,
-  ...extra,
-});
-const port = (dflt: number): FieldDef => ({ type: "int", default: dflt, min: 1, max: 65535 });
-const fk = (model: string, extra: Partial<FieldDef> = {}): FieldDef => ({
-  type: "fk",
-  model,
-  nullable: true,
-  onDelete: "set_null",
-  ...extra,
-});
-const choice = (
-  choices: ReadonlyArray<readonly [string, string]>,
-  dflt: string | null,
-  extra: Partial<FieldDef> = {},
-): FieldDef => ({
-  type: "choice",
-  choices,
-  default: dflt,
-  nullable: dflt === null,
-  index: true,
-  ...extra,
-});
-/** Write-only secret. Stored as `json` so the engine does not trim it (a PEM key ends in \n). */
-const secret = (description: string): FieldDef => ({
-  type: "json",
-  writeOnly: true,
-  nullable: true,
-  filter: false,
-  description,
-});
-const lastPush: FieldDef = {
-  type: "json",
-  readOnly: true,
-  nullable: true,
-  filter: false,
-  description: "Outcome of the last push to the backend: {ok, error, status, at}.",
-};
-const lastSync: FieldDef = {
-  type: "json",
-  readOnly: true,
-  nullable: true,
-  filter: false,
-  description: "The last sync job that covered this endpoint: {at, ok, job_id, status}.",
-};
-const raw: FieldDef = { type: "json", default: () => ({}), filter: false };
-const datetime = (extra: Partial<FieldDef> = {}): FieldDef => ({
-  type: "datetime",
-  nullable: true,
-  ...extra,
-});
-
-const present = (value: unknown): value is string => typeof value === "string" && value !== "";
-
-/** The host part shown in display and used for URLs: the domain, else the IP's address. */
-function hostOf(record: StoredObject): string {
-  if (present(record.domain)) return record.domain;
-  if (present(record._host)) return record._host;
-  return "";
-}
-
-function endpointDisplay(record: StoredObject): string {
-  const host = hostOf(record);
-  return host ? `${record.name} (${host})` : String(record.name);
-}
-
-export function sshFacts(record: StoredObject): SshEndpointFacts {
-  return {
-    domain: present(record.domain) ? record.domain : null,
-    ip: present(record._host)
-      ? record._host
-      : (record.ip_address ? String(record.ip_address) : null),
-    username: present(record.username) ? record.username : null,
-    password: present(record.password) ? record.password : null,
-    ssh_credential_source: record.ssh_credential_source === "reuse_endpoint"
-      ? "reuse_endpoint"
-      : "dedicated",
-    ssh_username: present(record.ssh_username) ? record.ssh_username : null,
-    ssh_auth_method: record.ssh_auth_method === "key" ? "key" : "password",
-    ssh_known_host_fingerprint: present(record.ssh_known_host_fingerprint)
-      ? record.ssh_known_host_fingerprint
-      : null,
-    ssh_password: present(record.ssh_password) ? record.ssh_password : null,
-    ssh_private_key: present(record.ssh_private_key) ? record.ssh_private_key : null,
-  };
-}
-
-/** Common endpoint address fields. */
-function addressFields(defaultPort: number): Record<string, FieldDef> {
-  return {
-    name: str({ required: true, index: true }),
-    ip_address: fk(CORE.ipAddress, { onDelete: "protect" }),
-    domain: nullStr({ index: true }),
-    port: port(defaultPort),
-    /** Denormalised host of ip_address (its address without prefix length), for display. */
-    _host: { type: "string", hidden: true, nullable: true, allowBlank: true },
-    /** Where the stored secrets were saved for, and (backend) who confirmed the address. */
-    _secrets_for: { type: "string", hidden: true, nullable: true, allowBlank: true },
-    _confirmed_for: { type: "string", hidden: true, nullable: true, allowBlank: true },
-  };
-}
-
-function checkSecretsAreText(draft: StoredObject, fields: readonly string[]): FieldErrors {
-  const errors: FieldErrors = {};
-  for (const field of fields) {
-    const value = draft[field];
-    if (value !== null && value !== undefined && typeof value !== "string") {
-      errors[field] = ["Not a valid string."];
-    }
-  }
-  return errors;
-}
 
 // ------------------------------------------------------------------ the models
 
