@@ -239,6 +239,18 @@ async function wire(
     username: config.hypervisor.mockUser,
     password: config.hypervisor.mockPassword,
   });
+  // The custom fields the sync fills in, made as the console's Repair makes them, so the demo
+  // ends healthy (the overview's bootstrap card would otherwise say "needs repair").
+  const reconcile = await fetch(`${base}/extras/custom-fields/reconcile`, {
+    method: "POST",
+    headers: { "X-Service-API-Key": key },
+  });
+  const reconciled = await reconcile.json().catch(() => ({}));
+  if (!reconcile.ok || reconciled.ok !== true) {
+    throw new DemoError(
+      `POST /extras/custom-fields/reconcile: ${reconcile.status} ${JSON.stringify(reconciled)}`,
+    );
+  }
   return key;
 }
 

@@ -69,6 +69,9 @@ Deno.test("demo: wires the key, the token and both copies against itself", async
     });
     assert.equal(status.status, 200);
     assert.equal((await status.json()).results[0].is_superuser, true);
+    // The custom fields the sync fills in exist: the bootstrap card is healthy, no repair needed.
+    const bootstrap = await backend("/extras/bootstrap-status");
+    assert.equal(bootstrap.body.ok, true, JSON.stringify(bootstrap.body));
     // No CRITICAL line: the copies' secrets were sealed, not stored in plaintext.
     assert.deepEqual(logs.filter((l) => l.includes('"critical"')), []);
 
