@@ -423,5 +423,5 @@ Deno.test({
   sanitizeOps: false,
 }, () => {
   console.log(`hostile input: ${tried} generated cases, seed ${SEED}`);
-  assert.ok(tried >= 10_000, `only ${tried} cases`);
+  assert.ok(tried >= 10_000 * Math.min(1, RUNS), `only ${tried} cases`);
 });
