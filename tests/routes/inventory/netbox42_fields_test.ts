@@ -37,6 +37,27 @@ const NETBOX_42: Record<string, string[]> = {
     "vrf_count",
     "cluster_count",
   ],
+  "tenancy/contact-groups/": ["name", "slug", "parent", "description", "contact_count", "_depth"],
+  "tenancy/contact-roles/": ["name", "slug", "description"],
+  "tenancy/contacts/": [
+    "group",
+    "name",
+    "title",
+    "phone",
+    "email",
+    "address",
+    "link",
+    "description",
+    "comments",
+  ],
+  "tenancy/contact-assignments/": [
+    "object_type",
+    "object_id",
+    "object",
+    "contact",
+    "role",
+    "priority",
+  ],
   "dcim/regions/": ["name", "slug", "parent", "description", "site_count", "_depth"],
   "dcim/site-groups/": ["name", "slug", "parent", "description", "site_count", "_depth"],
   "dcim/sites/": [
@@ -556,6 +577,20 @@ async function populate(inv: Inv): Promise<Record<string, number>> {
     ports: [22],
     ipaddresses: [ip],
   });
+  const cg = await post("tenancy/contact-groups/", { name: "Ops", slug: "ops" });
+  const cr = await post("tenancy/contact-roles/", { name: "Owner", slug: "owner" });
+  const contact = await post("tenancy/contacts/", {
+    name: "Ada",
+    email: "ada@example.com",
+    group: cg,
+  });
+  await post("tenancy/contact-assignments/", {
+    object_type: "virtualization.virtualmachine",
+    object_id: vm,
+    contact,
+    role: cr,
+    priority: "primary",
+  });
   await post("extras/tags/", { name: "pve", slug: "pve" });
   await post("extras/config-contexts/", {
     name: "dns",
@@ -635,6 +670,11 @@ Deno.test("counts, content types, nested objects and nulls have NetBox's shapes"
     assert.deepEqual([region.site_count, region._depth, region.parent], [1, 0, null]);
     const vc = await get("dcim/virtual-chassis/");
     assert.equal(vc.member_count, 1);
+    const assignment = await get("tenancy/contact-assignments/");
+    assert.equal(assignment.object_type, "virtualization.virtualmachine");
+    assert.equal(assignment.object.display, "web1");
+    assert.equal(assignment.contact.display, "Ada");
+    assert.equal((await get("tenancy/contact-groups/")).contact_count, 1);
     const service = await get("ipam/services/");
     assert.equal(service.display, "ssh (TCP/22)");
     assert.deepEqual(service.ports, [22]);
