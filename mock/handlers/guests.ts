@@ -123,6 +123,12 @@ const CREATE_SKIP = new Set([
   "start",
 ]);
 
+/** A deterministic UUID per guest and purpose (the mock's stand-in for a random one). */
+function uuidFor(vmid: number, purpose: number): string {
+  const hex = (n: number, width: number) => n.toString(16).padStart(width, "0").slice(-width);
+  return `${hex(vmid, 8)}-${hex(purpose, 4)}-4000-8000-${hex(vmid * 7919 + purpose, 12)}`;
+}
+
 const QEMU_DISKS = /^(scsi|virtio|sata|ide|efidisk|tpmstate)\d+$/;
 const LXC_DISKS = /^(rootfs|mp\d+)$/;
 
@@ -140,10 +146,12 @@ function createGuest(type: GuestType): Handler {
       config[k] = typeof v === "number" || typeof v === "string" ? v : String(v);
     }
     if (type === "qemu") {
-      config.memory ??= 2048;
-      config.cores ??= 1;
-      config.sockets ??= 1;
-      config.name ??= `VM${vmid}`;
+      // What Proxmox writes on create besides the parameters: the SMBIOS UUID, the VM
+      // generation id and the creation record. Memory, cores and name stay unset (their
+      // defaults apply: 512 MiB, 1 core, "VM <vmid>").
+      config.smbios1 ??= `uuid=${uuidFor(vmid, 1)}`;
+      config.vmgenid ??= uuidFor(vmid, 2);
+      config.meta ??= `creation-qemu=10.0.2,ctime=${ctx.nowS}`;
       allocateDisks(ctx.state, node, vmid, config, QEMU_DISKS);
     } else {
       config.hostname ??= `CT${vmid}`;

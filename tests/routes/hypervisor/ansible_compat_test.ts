@@ -98,6 +98,14 @@ for (
       assert.equal(add.status, 200, JSON.stringify(add.body));
       let config = (await call(h, s, "GET", `/api2/json/nodes/pve1/qemu/${vmid}/config`)).body.data;
       assert.match(config.net0, new RegExp(`^virtio=${MAC},bridge=vmbr0$`));
+      // Proxmox's own additions on create; unset settings keep their defaults.
+      assert.match(config.smbios1, /^uuid=[0-9a-f-]{36}$/);
+      assert.match(config.vmgenid, /^[0-9a-f-]{36}$/);
+      assert.match(config.meta, /^creation-qemu=[\d.]+,ctime=\d+$/);
+      assert.equal(config.memory, undefined);
+      assert.equal(config.cores, undefined);
+      const current = await call(h, s, "GET", `/api2/json/nodes/pve1/qemu/${vmid}/status/current`);
+      assert.equal(current.body.data.maxmem, 512 * 1024 * 1024);
       assert.match(config.net1, new RegExp(`^virtio=${MAC},bridge=vmbr0,tag=20$`));
       assert.notEqual(config.net0, config.net1.replace(",tag=20", ""));
       const again = await call(h, s, "PUT", `/api2/json/nodes/pve1/qemu/${vmid}/config`, {
