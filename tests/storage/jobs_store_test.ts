@@ -1,0 +1,74 @@
+/**
+ * The job store's atomic rules on a real Deno KV (`:memory:`): concurrent slot claims that all
+ * read the slot before any of them writes still admit exactly one; the lease is exclusive until
+ * it expires, renewable only by its holder.
+ */
+import assert from "node:assert/strict";
+import { KvJobStore } from "../../storage/kv/jobs.ts";
+
+Deno.test("job store: claims that all read the slot first still admit exactly one", async () => {
+  const kv = await Deno.openKv(":memory:");
+  try {
+    const store = new KvJobStore(kv);
+    // The slot names a finished job (99); every claimant asks about it, and none gets its answer
+    // until all five have read the slot: without the atomic check all five would write.
+    assert.deepEqual(await store.claimSlot("sync", 99, ["sync"], () => Promise.resolve(false)), {
+      ok: true,
+    });
+    const N = 5;
+    let asked = 0;
+    const allRead = Promise.withResolvers<void>();
+    const isActive = async (id: number) => {
+      if (id !== 99) return true; // the winner's job is live
+      if (++asked === N) allRead.resolve();
+      await allRead.promise;
+      return false;
+    };
+    const results = await Promise.all(
+      Array.from(
+        { length: N },
+        (_, i) => store.claimSlot("sync", i + 1, ["sync", "repair"], isActive),
+      ),
+    );
+    const winners = results.filter((r) => r.ok);
+    assert.equal(winners.length, 1, JSON.stringify(results));
+    const winner = (await store.slotHolder("sync"))!;
+    for (const r of results) if (!r.ok) assert.equal(r.holder, winner);
+    // Releasing needs the holder's id.
+    await store.releaseSlot("sync", winner === 1 ? 2 : 1);
+    assert.equal(await store.slotHolder("sync"), winner);
+    await store.releaseSlot("sync", winner);
+    assert.equal(await store.slotHolder("sync"), null);
+  } finally {
+    kv.close();
+  }
+});
+
+Deno.test("job store: the lease is exclusive until it expires; only its holder renews it", async () => {
+  const kv = await Deno.openKv(":memory:");
+  let now = 1_000;
+  try {
+    const store = new KvJobStore(kv, () => now);
+    const taken = await Promise.all([
+      store.takeLease(1, "a", 100),
+      store.takeLease(2, "b", 100),
+      store.takeLease(3, "c", 100),
+    ]);
+    assert.equal(taken.filter((t) => t.ok).length, 1);
+    const holder = (await store.lease())!;
+    assert.equal(await store.renewLease(holder.job_id === 1 ? 2 : 1, "x", 100), false);
+    assert.equal(await store.renewLease(holder.job_id, holder.owner, 100), true);
+    now += 99;
+    assert.equal((await store.takeLease(9, "z", 100)).ok, false, "still held");
+    now += 200; // expired: anyone may take it, and the old holder can no longer renew
+    assert.equal((await store.takeLease(9, "z", 100)).ok, true);
+    assert.equal(await store.renewLease(holder.job_id, holder.owner, 100), false);
+    await store.releaseLease(holder.job_id, holder.owner); // not theirs any more: no effect
+    assert.equal((await store.lease())!.job_id, 9);
+    // One settler per job.
+    const claims = await Promise.all([store.claimSettlement(5), store.claimSettlement(5)]);
+    assert.deepEqual(claims.sort(), [false, true]);
+  } finally {
+    kv.close();
+  }
+});
