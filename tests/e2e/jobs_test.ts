@@ -147,7 +147,11 @@ Deno.test("jobs e2e: a failing backend stage yields errored with the stage, the 
   const w = await jobsWorld({}, {}, (request, next) => {
     const path = new URL(request.url).pathname;
     if (path === "/full-update/stream" || path === "/dcim/devices/create/stream") {
-      return Promise.resolve(Response.json({ detail: "backend overloaded" }, { status: 503 }));
+      // A careless backend that echoes the key it was sent: the job must not keep it.
+      const echoed = request.headers.get("x-service-api-key");
+      return Promise.resolve(
+        Response.json({ detail: `backend overloaded (key ${echoed})` }, { status: 503 }),
+      );
     }
     return next();
   });
@@ -169,6 +173,9 @@ Deno.test("jobs e2e: a failing backend stage yields errored with the stage, the 
       "GET /dcim/devices/create/stream",
     ]);
     assert.equal(job.log.filter((l: any) => /retry \d of 2/.test(l.message)).length, 2);
+    const key = (await w.call("GET", `${P}endpoints/backend/1/`)).body.token;
+    assert.ok(key && !JSON.stringify(job).includes(key), "the echoed key is not kept");
+    assert.match(job.error, /backend overloaded \(key \[redacted\]\)/);
     assert.deepEqual(job.data, []);
     const hv = await w.call("GET", `${P}endpoints/hypervisor/`);
     assert.equal(hv.body.results[0].last_sync.ok, false);
