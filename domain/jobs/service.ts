@@ -122,7 +122,7 @@ export class JobService {
     requestedBy: string,
     kind: JobKind = "sync",
   ): Promise<Admission> {
-    const { engine, store } = this.deps;
+    const { engine } = this.deps;
     const scheduled = request.schedule_at !== null;
     const all = request.sync_types.length === 13;
     const name = request.job_name ??

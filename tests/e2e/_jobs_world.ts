@@ -8,7 +8,6 @@
 import { createParser, type EventSourceMessage } from "eventsource-parser";
 import { createApp } from "../../app.ts";
 import { type TestDeps, testDeps } from "../_helpers.ts";
-import type { AppDeps } from "../../routes/_lib/deps.ts";
 
 export const ROOT = "jobs0123456789abcdef0123456789abcdef0123";
 export const P = "/api/plugins/service/";
@@ -39,7 +38,7 @@ export interface JobsWorld {
 
 export async function jobsWorld(
   env: Record<string, string> = {},
-  overrides: Partial<AppDeps> = {},
+  overrides: TestOverrides = {},
   handler?: (request: Request, next: () => Promise<Response>) => Promise<Response>,
 ): Promise<JobsWorld> {
   const deps = await testDeps({
