@@ -7,7 +7,7 @@
  */
 import { createParser, type EventSourceMessage } from "eventsource-parser";
 import { createApp } from "../../app.ts";
-import { type TestDeps, testDeps } from "../_helpers.ts";
+import { type TestDeps, testDeps, type TestOverrides } from "../_helpers.ts";
 
 export const ROOT = "jobs0123456789abcdef0123456789abcdef0123";
 export const P = "/api/plugins/service/";
