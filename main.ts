@@ -95,12 +95,16 @@ try {
         hostname === "0.0.0.0" ? "localhost" : hostname
       }:${port}/`;
       const docs = docsPages(config.surfaces).map((path) => url + path.slice(1));
+      // The console is served wherever the inventory is; a first start should say where it is.
+      const consoleUrl = config.surfaces.has("plugin") ? `${url}ui/` : undefined;
       logger.log(
         "info",
-        `${APP_NAME} ${APP_VERSION} listening on ${url} (docs: ${docs.join(", ")})`,
+        `${APP_NAME} ${APP_VERSION} listening on ${url} (docs: ${docs.join(", ")}` +
+          `${consoleUrl ? `; console: ${consoleUrl}` : ""})`,
         {
           url,
           docs,
+          ...(consoleUrl ? { console: consoleUrl } : {}),
           surfaces: [...config.surfaces],
           storage: kvPath ?? "platform KV",
         },
