@@ -256,7 +256,8 @@ export function ago(t: number, now: number): string {
   if (s < 60) return `${s} s ago`;
   if (s < 3600) return `${Math.floor(s / 60)} min ago`;
   if (s < 86400) return `${Math.floor(s / 3600)} h ago`;
-  return new Date(t).toISOString().slice(0, 10);
+  // Older times keep the hour: a day's task history would otherwise be one repeated date.
+  return new Date(t).toISOString().replace("T", " ").slice(0, 16);
 }
 
 export function bytes(n: unknown): string {
