@@ -136,6 +136,16 @@ export class Renderer {
     const def = this.core.registry.definition(model);
     const cache = newCache();
     const plan = this.plan(def, outputFields(def, options));
+    // Counts and resolved values need only the records: read them while the page loads.
+    const later = [
+      ...this.#counts(def, plan, records),
+      ...plan.resolved.map(async ({ name, resolve }) => ({
+        name,
+        values: await resolve(records, this.core.api),
+      })),
+    ];
+    // Awaited below; a failure before then must not count as an unhandled rejection.
+    for (const p of later) p.catch(() => {});
     const [cfs] = await Promise.all([
       def.customFields !== false && plan.steps.includes(CUSTOM_FIELDS_STEP)
         ? customFieldsFor(this.core, model, cache)
@@ -144,25 +154,21 @@ export class Renderer {
     ]);
     const page = new PageRender(this, cache, options.origin);
     const out = records.map((r) => page.row(plan, r, 0, cfs));
-    await Promise.all([
+    const [filled] = await Promise.all([
+      Promise.all(later),
       this.#renderObjectCustomFields(out, cfs, page),
-      this.#renderCounts(def, plan, records, out),
-      ...plan.resolved.map(async ({ name, resolve }) => {
-        const values = await resolve(records, this.core.api);
-        values.forEach((v, i) => out[i][name] = v);
-      }),
     ]);
+    for (const { name, values } of filled) values.forEach((v, i) => out[i][name] = v);
     return out;
   }
 
-  /** Related-object counts, from the store's per-value index counters (one read each). */
-  async #renderCounts(
+  /** Related-object counts, one batched counter read per (model, field) for the whole page. */
+  #counts(
     def: ModelDef,
     plan: Plan,
     records: StoredObject[],
-    out: Out[],
-  ): Promise<void> {
-    if (plan.counts.length === 0) return;
+  ): Array<Promise<{ name: string; values: unknown[] }>> {
+    if (plan.counts.length === 0) return [];
     const { registry, store } = this.core;
     const self = registry.nameOf(def);
     const ids = records.map((r) => r.id);
@@ -172,15 +178,12 @@ export class Renderer {
       const gfk = registry.definition(model).fields[field]?.type === "gfk";
       return await store.countsByIndex(model, field, gfk ? ids.map((id) => `${self}:${id}`) : ids);
     };
-    await Promise.all(plan.counts.map(async ({ name, model, field }) => {
-      let counts: number[];
-      if (model === "*") {
-        const models = registry.models().filter((m) => m.tags !== false);
-        const perModel = await Promise.all(models.map((m) => countAll(registry.nameOf(m), field)));
-        counts = ids.map((_, i) => perModel.reduce((sum, c) => sum + c[i], 0));
-      } else counts = await countAll(model, field);
-      counts.forEach((c, i) => out[i][name] = c);
-    }));
+    return plan.counts.map(async ({ name, model, field }) => {
+      if (model !== "*") return { name, values: await countAll(model, field) };
+      const models = registry.models().filter((m) => m.tags !== false);
+      const perModel = await Promise.all(models.map((m) => countAll(registry.nameOf(m), field)));
+      return { name, values: ids.map((_, i) => perModel.reduce((sum, c) => sum + c[i], 0)) };
+    });
   }
 
   briefPlan(def: ModelDef): Plan {
