@@ -27,3 +27,46 @@ Deno.test("the API root answers without a token (API-Version header, section nam
     inv.close();
   }
 });
+
+/** What netbox.netbox's nb_inventory (3.13) reads, in its order, with common options. */
+const NB_INVENTORY_READS = [
+  "dcim/devices/",
+  "virtualization/virtual-machines/",
+  "dcim/sites/",
+  "dcim/regions/",
+  "dcim/site-groups/",
+  "dcim/locations/",
+  "tenancy/tenants/",
+  "dcim/device-roles/",
+  "dcim/platforms/",
+  "dcim/device-types/",
+  "dcim/manufacturers/",
+  "virtualization/clusters/",
+  "dcim/interfaces/",
+  "ipam/services/",
+  "dcim/racks/",
+  "virtualization/interfaces/",
+];
+
+Deno.test("nb_inventory's reads: status, the OpenAPI query parameters of devices and VMs, and every list it fetches with limit=0", async () => {
+  const inv = await setup();
+  try {
+    const status = await inv.call("GET", "/api/status");
+    assert.equal(status.status, 200);
+    assert.match(status.body["netbox-version"], /^4\.2/);
+    const schema = await inv.call("GET", "/api/schema/?format=json");
+    for (const path of ["/api/dcim/devices/", "/api/virtualization/virtual-machines/"]) {
+      const names = schema.body.paths[path].get.parameters.map((p: { name: string }) => p.name);
+      for (const wanted of ["limit", "offset", "q"]) assert.ok(names.includes(wanted), path);
+    }
+    for (const path of NB_INVENTORY_READS) {
+      const r = await inv.call("GET", `/api/${path}?limit=0`);
+      assert.equal(r.status, 200, path);
+      assert.ok(Array.isArray(r.body.results), path);
+    }
+    const ips = await inv.call("GET", "/api/ipam/ip-addresses/?limit=0&assigned_to_interface=true");
+    assert.equal(ips.status, 200);
+  } finally {
+    inv.close();
+  }
+});
