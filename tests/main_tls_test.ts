@@ -172,3 +172,68 @@ Deno.test({
     }
   },
 });
+
+/** A Python with proxmoxer (Debian's python3-proxmoxer), if any: a real Proxmox client. */
+async function proxmoxerPython(): Promise<string | null> {
+  for (const python of ["python3", "/usr/bin/python3"]) {
+    try {
+      const out = await new Deno.Command(python, {
+        args: ["-c", "import proxmoxer"],
+        stdout: "null",
+        stderr: "null",
+      }).output();
+      if (out.success) return python;
+    } catch {
+      // not installed
+    }
+  }
+  return null;
+}
+const PYTHON = await proxmoxerPython();
+
+Deno.test({
+  name:
+    "main: proxmoxer logs in over HTTPS, creates a VM (MAC and volume allocated) and is refused with a wrong token",
+  ignore: !HAS_OPENSSL || PYTHON === null,
+  async fn() {
+    const dir = await Deno.makeTempDir();
+    await serverCertificate(dir);
+    const started = await runMain({
+      SERVICE_TLS_CERT_FILE: `${dir}/cert.pem`,
+      SERVICE_TLS_KEY_FILE: `${dir}/key.pem`,
+      SERVICE_SURFACES: "hypervisor",
+      HYPERVISOR_MOCK_TASK_DELAY_MS: "0",
+    });
+    try {
+      const port = new URL(started.url!).port;
+      const script = `
+import json, sys
+from proxmoxer import ProxmoxAPI
+p = ProxmoxAPI("127.0.0.1", port=${port}, user="root@pam", password="bridgebox",
+               verify_ssl="${dir}/ca.pem")
+vmid = int(p.cluster.nextid.get())
+p.nodes("pve1").qemu.create(vmid=vmid, scsi0="local-lvm:4", net0="virtio,bridge=vmbr0")
+config = p.nodes("pve1").qemu(vmid).config.get()
+bad = ProxmoxAPI("127.0.0.1", port=${port}, user="root@pam", token_name="x",
+                 token_value="wrong", verify_ssl="${dir}/ca.pem")
+try:
+    bad.version.get()
+    refused = False
+except Exception as e:
+    refused = "401" in str(e)
+print(json.dumps({"vmid": vmid, "net0": config["net0"], "scsi0": config["scsi0"], "refused": refused}))
+`;
+      const out = await new Deno.Command(PYTHON!, { args: ["-c", script], stderr: "piped" })
+        .output();
+      assert.ok(out.success, new TextDecoder().decode(out.stderr));
+      const got = JSON.parse(new TextDecoder().decode(out.stdout));
+      assert.match(got.net0, /^virtio=BC:24:11(:[0-9A-F]{2}){3},bridge=vmbr0$/);
+      assert.equal(got.scsi0, `local-lvm:vm-${got.vmid}-disk-0,size=4G`);
+      assert.equal(got.refused, true);
+    } finally {
+      started.child.kill("SIGTERM");
+      await started.child.status;
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+});
