@@ -74,10 +74,20 @@ const SPECS: ListSpec[] = [
       { label: "Version", cell: (r) => r.version ?? "—" },
       {
         label: "CPU",
+        // The sync records a node's size, not its load (that would change every run): a
+        // record without a load shows the size alone rather than a dash.
         cell: (r) =>
-          typeof r.cpu === "number" ? `${Math.round(r.cpu * 100)} % of ${r.maxcpu ?? "?"}` : "—",
+          typeof r.cpu === "number"
+            ? `${Math.round(r.cpu * 100)} % of ${r.maxcpu ?? "?"}`
+            : typeof r.maxcpu === "number"
+            ? `${r.maxcpu} cores`
+            : "—",
       },
-      { label: "Memory", cell: (r) => `${bytes(r.mem)} / ${bytes(r.maxmem)}` },
+      {
+        label: "Memory",
+        cell: (r) =>
+          typeof r.mem === "number" ? `${bytes(r.mem)} / ${bytes(r.maxmem)}` : bytes(r.maxmem),
+      },
       { label: "Device", cell: (r) => ref(r.device) },
       { label: "Last synced", cell: (r) => <When at={r.last_synced} /> },
     ],
