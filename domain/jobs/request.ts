@@ -31,13 +31,14 @@ export function parseSyncRequest(
   endpoints: readonly JobEndpoint[],
   now: number,
 ): { ok: true; value: SyncRequest } | { ok: false; errors: Record<string, string[]> } {
-  const errors: Record<string, string[]> = {};
+  // No prototype: a body field named "constructor" or "__proto__" is just a name here.
+  const errors: Record<string, string[]> = Object.create(null);
   if (body === null || typeof body !== "object" || Array.isArray(body)) {
     return { ok: false, errors: { non_field_errors: ["Send a JSON object."] } };
   }
   const b = body as Record<string, unknown>;
   for (const key of Object.keys(b)) {
-    if (!KNOWN.has(key)) (errors[key] ??= []).push("Unknown field.");
+    if (!KNOWN.has(key)) errors[key.slice(0, 100)] = ["Unknown field."];
   }
 
   let types: string[] = [];
@@ -107,18 +108,18 @@ export function parseSyncRequest(
     const n = typeof value === "string" ? Number(value) : value;
     if (typeof n !== "number" || !Number.isInteger(n) || n < 1) {
       errors.interval_value = ["A whole number of at least 1."];
-    } else if (typeof unit !== "string" || !(unit in UNITS)) {
+    } else if (typeof unit !== "string" || !Object.hasOwn(UNITS, unit)) {
       errors.interval_unit = ["One of minutes, hours, days."];
     } else if (n * UNITS[unit] > 365 * 1440) {
       errors.interval_value = ["At most one year."];
     } else interval = n * UNITS[unit];
   } else if (b.interval_unit !== undefined && b.interval_unit !== null) {
-    if (typeof unit !== "string" || !(unit in UNITS)) {
+    if (typeof unit !== "string" || !Object.hasOwn(UNITS, unit)) {
       errors.interval_unit = ["One of minutes, hours, days."];
     }
   }
 
-  if (Object.keys(errors).length) return { ok: false, errors };
+  if (Object.keys(errors).length) return { ok: false, errors: { ...errors } };
   return {
     ok: true,
     value: {

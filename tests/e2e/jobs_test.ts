@@ -485,3 +485,26 @@ Deno.test("jobs e2e: finished jobs beyond the retention are pruned, oldest first
     await w.close();
   }
 });
+
+Deno.test("jobs e2e: field names that are Object's own are plain unknown fields, never a 500", async () => {
+  const w = await jobsWorld();
+  try {
+    for (const body of ['{"constructor":""}', '{"__proto__":{"x":1}}', '{"toString":1}']) {
+      const res = await fetch(w.base + P + "sync/", {
+        method: "POST",
+        headers: { authorization: `Token ${ROOT}`, "content-type": "application/json" },
+        body,
+      });
+      assert.equal(res.status, 400, body);
+      await res.body?.cancel();
+    }
+    const r = await w.call("POST", P + "sync/", {
+      interval_value: 1,
+      interval_unit: "constructor",
+    });
+    assert.equal(r.status, 400);
+    assert.ok(r.body.interval_unit);
+  } finally {
+    await w.close();
+  }
+});
