@@ -40,9 +40,10 @@ function validIpv6(host: string): boolean {
  * endpoint's domain here when it has one). Anything else (a URL, a port, spaces, an
  * all-numeric name that is not a valid IPv4 address) is refused with the field named.
  */
-const Host = z.string().min(1).max(253).regex(
+const Host = z.string().min(1, { abort: true }).max(253, { abort: true }).regex(
   /^(\[[0-9A-Fa-f:.]+\]|[0-9A-Fa-f:]*:[0-9A-Fa-f:.]+|[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?)$/,
-  "must be an IP address or a DNS host name (no scheme, port or path)",
+  // abort: a value that is not host-shaped gets this one message, not also an IP complaint.
+  { message: "must be an IP address or a DNS host name (no scheme, port or path)", abort: true },
 ).refine(
   (host) =>
     !/^[0-9.]+$/.test(host) ||

@@ -73,6 +73,8 @@ Deno.test("endpoint ip: an IP address or a DNS name; URLs, ports, spaces and bad
     const body = await res.json();
     assert.equal(res.status, 422, `${ip}: ${JSON.stringify(body)}`);
     assert.deepEqual(body.detail[0].loc, ["body", "ip"], ip);
+    // One message per bad value: "pve1:8006" is not also "not a valid IPv6 address".
+    assert.equal(body.detail.length, 1, `${ip}: ${JSON.stringify(body)}`);
   }
 });
 
