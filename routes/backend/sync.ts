@@ -72,7 +72,9 @@ const Scope = z.object({
     description: "Comma-separated hypervisor endpoint ids (default: every enabled endpoint).",
     example: "1,2",
   }),
-});
+  // Strict: a misspelt scope (hypervisor_endpoint_id=1) must not silently widen a run to every
+  // endpoint.
+}).strict();
 
 const SSE_DESCRIPTION = "Server-Sent Events: `event: step` frames (started → progress → " +
   "completed), `event: error` frames for failures, then exactly one `event: complete`.";

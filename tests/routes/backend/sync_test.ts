@@ -97,6 +97,17 @@ Deno.test("sync in-process: a full update through the app's own fetch, then quie
   assert.equal(again.result.created + again.result.updated + again.result.deleted, 0);
 });
 
+Deno.test("sync: a misspelt scope parameter is a 422 naming it, never a run over every endpoint", async () => {
+  const { app } = await wired();
+  await using _ = app;
+  for (const path of ["/full-update", "/full-update/stream", "/dcim/devices/create/stream"]) {
+    const res = await app.call(`${path}?hypervisor_endpoint_id=1`);
+    const body = await res.json();
+    assert.equal(res.status, 422, `${path}: ${JSON.stringify(body)}`);
+    assert.match(JSON.stringify(body.detail), /hypervisor_endpoint_id/, path);
+  }
+});
+
 Deno.test("sync: a secret that no longer decrypts is a 409 on JSON and a reasoned error frame on SSE", async () => {
   const { app, lab } = await wired({
     SERVICE_ENCRYPTION_KEY: "the key the secrets were sealed with",
