@@ -135,7 +135,7 @@ export async function startDemo(options: DemoOptions): Promise<Demo> {
         `  inventory token     ${token}   (v1 superuser: Authorization: Token …)\n` +
         `  inventory copy      http://127.0.0.1:${port}/api/ (this app's inventory)\n` +
         `  hypervisor copy     http://127.0.0.1:${port}/api2/json (this app's mock, ` +
-        `${config.hypervisor.mockUser})\n\n` +
+        `${config.hypervisor.mockUser}; writes allowed, so start/stop/snapshot work)\n\n` +
         "Running a full update (13 stages):\n",
     );
     logs.hold();
@@ -238,6 +238,8 @@ async function wire(
     ...here,
     username: config.hypervisor.mockUser,
     password: config.hypervisor.mockPassword,
+    // The mock's state lives in memory: let the demo try the verbs (console and API).
+    allow_writes: true,
   });
   // The custom fields the sync fills in, made as the console's Repair makes them, so the demo
   // ends healthy (the overview's bootstrap card would otherwise say "needs repair").

@@ -59,6 +59,14 @@ Deno.test("demo: wires the key, the token and both copies against itself", async
     assert.equal(hypervisors.body.length, 1);
     assert.equal(hypervisors.body[0].port, demo.port);
     assert.equal(hypervisors.body[0].username, "root@pam");
+    // Writes are allowed on the demo's own mock, so the verbs can be tried at once.
+    assert.equal(hypervisors.body[0].allow_writes, true);
+    const started = await fetch(
+      `${base}/hypervisor/qemu/100/start?endpoint_id=${hypervisors.body[0].id}`,
+      { method: "POST", headers: { "X-Service-API-Key": demo.backendKey } },
+    );
+    assert.equal(started.status, 200, await started.clone().text());
+    assert.equal((await started.json()).result, "ok");
     const check = await backend(
       `/hypervisor/endpoints/${hypervisors.body[0].id}/credentials/check`,
     );
