@@ -9,7 +9,7 @@
 import { Hono } from "hono";
 import { EventSourceParserStream } from "eventsource-parser/stream";
 import { can } from "../../domain/netbox/tokens.ts";
-import { SYNC_STAGES } from "../../scripts/sync/stages.ts";
+import { STAGES } from "../../domain/sync/runner.ts";
 import { detailOf, type Json } from "./api.ts";
 import type { ConsoleEnv, ConsoleServices } from "./context.ts";
 import { constantTimeEqual } from "./session.ts";
@@ -106,7 +106,7 @@ export function liveRoutes(_ctx: ConsoleServices): Hono<ConsoleEnv> {
     }
     const wanted = new Set(c.req.queries("sync_types") ?? []);
     const all = wanted.size === 0 || wanted.has("all");
-    const stages = all ? [] : SYNC_STAGES.filter((s) => wanted.has(s.type));
+    const stages = all ? [] : STAGES.filter((s) => wanted.has(s.type));
     const pluginIds = (c.req.queries("endpoint_ids") ?? []).map(Number).filter(Number.isInteger);
     const auth = c.get("auth");
     return sse(async (send, signal) => {
@@ -123,7 +123,7 @@ export function liveRoutes(_ctx: ConsoleServices): Hono<ConsoleEnv> {
         ).map((e) => e.id);
         if (ids.length > 0) scope = `?hypervisor_endpoint_ids=${ids.join(",")}`;
       }
-      const paths = all ? ["/full-update/stream"] : stages.map((s) => s.stream);
+      const paths = all ? ["/full-update/stream"] : stages.map((s) => `${s.path}/stream`);
       let ok = true;
       const errors: Json[] = [];
       for (const path of paths) {

@@ -7,7 +7,7 @@
  */
 import { Hono } from "hono";
 import { can } from "../../domain/netbox/tokens.ts";
-import { SYNC_STAGES } from "../../scripts/sync/stages.ts";
+import { STAGES } from "../../domain/sync/runner.ts";
 import { detailOf, type Json } from "./api.ts";
 import type { ConsoleEnv, ConsoleServices, Ctx } from "./context.ts";
 import { CsrfField, FieldErrors, Layout, Notice, PageHead } from "./layout.tsx";
@@ -92,7 +92,7 @@ function SyncForm(
               {" "}
               (in order)
             </label>
-            {SYNC_STAGES.map((s, i) => (
+            {STAGES.map((s, i) => (
               <label>
                 <input type="checkbox" name="sync_types" value={s.type} /> {i + 1}. {s.type}
               </label>
