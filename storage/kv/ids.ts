@@ -13,14 +13,25 @@ export async function readSequence(
   return { next: (entry.value ?? 0) + 1, key, versionstamp: entry.versionstamp };
 }
 
-/** Retries an optimistic atomic a bounded number of times; contention here is rare and brief. */
+/**
+ * How long an optimistic atomic keeps trying. Every lost attempt means another writer's commit
+ * went through, so the store is making progress; with dozens of writers on one hot key (an id
+ * sequence under 200 clients) a fixed count of attempts ran out while the store was busy, not
+ * stuck, and answered 500.
+ */
+const RETRY_BUDGET_MS = 15_000;
+
+/** Retries an optimistic atomic (at least 64 attempts, then until the time budget is spent). */
 export async function retryAtomic<T>(attempt: () => Promise<T | undefined>): Promise<T> {
-  for (let i = 0; i < 64; i++) {
+  const deadline = Date.now() + RETRY_BUDGET_MS;
+  for (let i = 0;; i++) {
     const result = await attempt();
     if (result !== undefined) return result;
+    if (i >= 63 && Date.now() > deadline) {
+      throw new Error(`storage contention: gave up after ${i + 1} attempts`);
+    }
     await new Promise((resolve) => setTimeout(resolve, Math.random() * Math.min(50, 2 ** i)));
   }
-  throw new Error("storage contention: gave up after 64 attempts");
 }
 
 /** Collects every value under a prefix (KV lists in batches; this drains them). */

@@ -149,6 +149,8 @@ export interface KvModelStoreOptions {
  * since: one key read instead of one per record. Cached records are frozen.
  */
 export class KvModelStore implements ModelStore {
+  /** Id allocations queued per model (see allocateIds). */
+  readonly #allocating = new Map<string, Promise<void>>();
   readonly maxIndexedLength = MAX_INDEXED_LENGTH;
   readonly maxRecordBytes = MAX_RECORD_BYTES;
   readonly #caches = new Map<string, ModelCache>();
@@ -171,13 +173,25 @@ export class KvModelStore implements ModelStore {
   }
 
   allocateIds(model: string, count: number): Promise<number> {
-    return retryAtomic(async () => {
-      const key = keys.inventorySequence(model);
-      const entry = await this.kv.get<number>(key);
-      const first = (entry.value ?? 0) + 1;
-      const result = await this.kv.atomic().check(entry).set(key, first + count - 1).commit();
-      return result.ok ? first : undefined;
+    // One allocation per model at a time in this process: 200 concurrent creators racing one
+    // sequence key starved some of them for seconds (500s under load); other processes sharing
+    // the KV still race, and the atomic check settles that.
+    const previous = this.#allocating.get(model) ?? Promise.resolve();
+    const next = previous.then(() =>
+      retryAtomic(async () => {
+        const key = keys.inventorySequence(model);
+        const entry = await this.kv.get<number>(key);
+        const first = (entry.value ?? 0) + 1;
+        const result = await this.kv.atomic().check(entry).set(key, first + count - 1).commit();
+        return result.ok ? first : undefined;
+      })
+    );
+    const settled = next.then(() => {}, () => {});
+    this.#allocating.set(model, settled);
+    void settled.then(() => {
+      if (this.#allocating.get(model) === settled) this.#allocating.delete(model);
     });
+    return next;
   }
 
   async get(model: string, id: number): Promise<{ record: StoredObject; version: string } | null> {
