@@ -8,9 +8,19 @@
 // The job store is a storage port like every other (storage/ports.ts); re-exported for the runner.
 export type { JobKind, JobSpec, JobStore, Lease } from "../../storage/ports.ts";
 
+/**
+ * Why the backend did not do what was asked, as the runner acts on it. The link classifies its
+ * answers (docs/jobs.md): `unauthorized` renews the backend key once, `retryable` (no answer, a
+ * broken connection, a server-side failure) is tried again with backoff, `refused` is final.
+ * The status stays data, for the job log only.
+ */
+export type Refusal = "unauthorized" | "retryable" | "refused";
+
 /** One backend call's outcome as the runner needs it; never holds a secret. */
 export interface Answer {
   ok: boolean;
+  /** Set whenever `ok` is false. */
+  reason?: Refusal;
   status: number | null;
   error: string | null;
   body?: unknown;
@@ -22,8 +32,8 @@ export interface StageFrame {
 }
 
 export type StageStream =
-  | { ok: true; events: AsyncIterable<StageFrame> }
-  | { ok: false; status: number | null; error: string; body?: unknown };
+  | { ok: true; status: number; events: AsyncIterable<StageFrame> }
+  | { ok: false; reason: Refusal; status: number | null; error: string; body?: unknown };
 
 /** The backend as the plugin reaches it (its URL and key from the backend endpoint record). */
 export interface BackendLink {

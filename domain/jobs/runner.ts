@@ -4,10 +4,11 @@
  * backend's SSE streams. Pure logic over the ports of ./ports.ts; the caller owns the job
  * record, the lease and the queue (./service.ts).
  *
- * Retries: a stage call is retried (twice, with backoff) only when the backend answered
- * ≥ 500, the connection failed, or the stream broke before `complete`; a 401 renews the
- * backend key once per job and retries. Every other answer is final and its real status and
- * body become the job's error.
+ * Retries: the backend link classifies each answer (ports.ts Refusal). A stage call is retried
+ * (twice, with backoff) only when the answer is `retryable` (a server-side failure, a failed
+ * connection) or the stream broke before `complete`; `unauthorized` renews the backend key once
+ * per job and retries. Every other answer is final and its real status and body become the
+ * job's error.
  */
 import type { BackendLink, JobEndpoint, JobSpec, PluginSide, StageFrame } from "./ports.ts";
 import { FULL_UPDATE_STREAM, type JobStage, stageOf } from "./stages.ts";
@@ -123,12 +124,15 @@ export async function runSyncJob(input: {
     if ("error" in first) throw new Stop("errored", `Preflight: ${first.error}`);
     let link: BackendLink = first;
     let renewedOnce = false;
-    const renew = async (): Promise<BackendLink> => {
+    const renew = async (status: number | null): Promise<BackendLink> => {
       if (renewedOnce) {
-        throw new Stop("errored", "The backend rejected the renewed key too (HTTP 401).");
+        throw new Stop("errored", `The backend rejected the renewed key too (HTTP ${status}).`);
       }
       renewedOnce = true;
-      await journal.log("warning", "The backend answered 401: renewing the backend key once.");
+      await journal.log(
+        "warning",
+        `The backend answered ${status}: renewing the backend key once.`,
+      );
       const fresh = await plugin.renewBackendKey();
       if ("error" in fresh) {
         throw new Stop("errored", `Renewing the backend key failed: ${fresh.error}`);
@@ -165,8 +169,8 @@ export async function runSyncJob(input: {
       return { status: "completed", error: "", endpoints: [] };
     }
     let copies = await link.copies();
-    if (copies.status === 401) {
-      const renewed = await renew();
+    if (copies.reason === "unauthorized") {
+      const renewed = await renew(copies.status);
       copies = await renewed.copies();
     }
     if (!copies.ok || !copies.copies) {
@@ -208,7 +212,7 @@ export async function runSyncJob(input: {
         const current = remaining[0];
         if (!current) continue;
         if (problem.kind === "auth") {
-          await renew();
+          await renew(problem.status ?? null);
           plan.unshift(...remaining.map((s) => ({ path: s.stream, stages: [s] })));
           continue;
         }
@@ -258,13 +262,17 @@ export async function runSyncJob(input: {
         call: CallPlan,
         scope: string,
         done: Set<string>,
-      ): Promise<{ kind: "retry" | "auth" | "final"; error: string } | null> {
+      ): Promise<
+        { kind: "retry" | "auth" | "final"; error: string; status?: number | null } | null
+      > {
         const opened = await link.stream(call.path + scope, signal);
         if (!opened.ok) {
           const body = opened.body === undefined ? "" : ` (body: ${text(opened.body, 300)})`;
           const error = `${opened.error}${body}`;
-          if (opened.status === 401) return { kind: "auth", error };
-          if (opened.status === null || opened.status >= 500) return { kind: "retry", error };
+          if (opened.reason === "unauthorized") {
+            return { kind: "auth", error, status: opened.status };
+          }
+          if (opened.reason === "retryable") return { kind: "retry", error };
           return { kind: "final", error };
         }
         const started = new Map<string, number>();
@@ -312,7 +320,7 @@ export async function runSyncJob(input: {
                     requiredFailure ??= {
                       outcome: "failed",
                       error: `${step} for ${label}: GET ${link.url}${call.path}${scope} → ` +
-                        `HTTP 200, error frame: ${cause}`,
+                        `HTTP ${opened.status}, error frame: ${cause}`,
                     };
                   }
                 } else {

@@ -4,7 +4,13 @@
  * own port is answered in-process), the endpoint records, push-on-save, `last_sync`.
  */
 import type { EngineApi } from "../../domain/netbox/types.ts";
-import type { BackendLink, PluginSide, PushReport } from "../../domain/jobs/ports.ts";
+import type {
+  Answer,
+  BackendLink,
+  PluginSide,
+  PushReport,
+  Refusal,
+} from "../../domain/jobs/ports.ts";
 import { MODELS } from "../../domain/plugin/models.ts";
 import type { BackendApi } from "../../domain/plugin/ports.ts";
 import { hypervisorCopyName, registerBackendKey } from "../../domain/plugin/push.ts";
@@ -15,16 +21,31 @@ import { NO_BACKEND, type PluginServices } from "../../domain/plugin/service.ts"
 const HEALTH_TIMEOUT_MS = 5_000;
 const STREAM_CONNECT_TIMEOUT_MS = 60_000;
 
-function link(client: BackendApi): BackendLink {
+/**
+ * What the runner does with a failed backend call (docs/jobs.md): a key the backend does not
+ * accept is renewed, no answer or a server-side failure is retried, any other answer is final.
+ */
+export function refusalOf(status: number | null): Refusal {
+  if (status === 401) return "unauthorized";
+  if (status === null || status >= 500) return "retryable";
+  return "refused";
+}
+
+function classified<T extends { ok: boolean; status: number | null }>(out: T): T & Answer {
+  return (out.ok ? out : { ...out, reason: refusalOf(out.status) }) as T & Answer;
+}
+
+export function link(client: BackendApi): BackendLink {
   return {
     url: client.baseUrl,
     async health() {
-      const out = await client.health(HEALTH_TIMEOUT_MS);
+      const out = classified(await client.health(HEALTH_TIMEOUT_MS));
       const ready = (out.body as { status?: unknown } | undefined)?.status;
       if (out.ok && ready !== "ready") {
         return {
           ...out,
           ok: false,
+          reason: "retryable" as const,
           error: `GET ${client.baseUrl}/health: not ready (${
             JSON.stringify(out.body)?.slice(0, 200)
           })`,
@@ -32,11 +53,16 @@ function link(client: BackendApi): BackendLink {
       }
       return out;
     },
-    stream: (path, signal) =>
-      client.openStream(path, { signal, connectTimeoutMs: STREAM_CONNECT_TIMEOUT_MS }),
-    reconcile: () => client.reconcileCustomFields(),
+    async stream(path, signal) {
+      const out = await client.openStream(path, {
+        signal,
+        connectTimeoutMs: STREAM_CONNECT_TIMEOUT_MS,
+      });
+      return out.ok ? out : { ...out, reason: refusalOf(out.status) };
+    },
+    reconcile: async () => classified(await client.reconcileCustomFields()),
     async copies() {
-      const out = await client.listHypervisorEndpoints();
+      const out = classified(await client.listHypervisorEndpoints());
       return {
         ...out,
         copies: out.ok

@@ -6,6 +6,7 @@
 import assert from "node:assert/strict";
 import { runSyncJob, type StageRecord } from "../../../domain/jobs/runner.ts";
 import type { BackendLink, JobSpec, PluginSide, StageStream } from "../../../domain/jobs/ports.ts";
+import { refusalOf } from "../../../routes/plugin/job_wiring.ts";
 import { JOB_STAGES, SYNC_TYPES } from "../../../domain/jobs/stages.ts";
 
 const typeOf = (path: string) => JOB_STAGES.find((s) => s.stream === path)!.type;
@@ -129,9 +130,10 @@ function world(answer: Answerer, options: { health?: boolean[]; renewOk?: boolea
   return { calls, log, records, run, renewals: () => renewals, healthCalls: () => healthCalls };
 }
 
-const ok = (frames: Frame[]): StageStream => ({ ok: true, events: replay(frames) });
+const ok = (frames: Frame[]): StageStream => ({ ok: true, status: 200, events: replay(frames) });
 const status = (code: number | null, detail = "nope"): StageStream => ({
   ok: false,
+  reason: refusalOf(code),
   status: code,
   error: `GET http://backend.test/x: ${
     code === null ? "backend unreachable" : `HTTP ${code}: ${detail}`
@@ -169,7 +171,7 @@ Deno.test("runner: 401 renews the key once and retries with it; a second 401 err
 Deno.test("runner: a broken full-update resumes with the stages not yet done, one stream each", async () => {
   const frames = stageFrames([...SYNC_TYPES]);
   const w = world((path, n) => {
-    if (n === 1) return { ok: true, events: replay(frames, 5) }; // devices, storage done; VMs started
+    if (n === 1) return { ok: true, status: 200, events: replay(frames, 5) }; // devices, storage done; VMs started
     return ok(stageFrames([typeOf(path)]));
   });
   const out = await w.run();
