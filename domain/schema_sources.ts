@@ -12,6 +12,7 @@
  */
 
 import { resolve as resolvePath } from "node:path";
+import { classifyAddress, isIpAddress, METADATA_HOSTS } from "./outbound_policy.ts";
 
 export interface SourcePolicy {
   /** Absolute directories files may be read from. */
@@ -29,13 +30,6 @@ export type SourceCheck =
   | { ok: false; message: string };
 
 const FILE_EXTENSIONS = [".json", ".js"];
-export const METADATA_HOSTS: ReadonlySet<string> = new Set([
-  "metadata",
-  "metadata.google.internal",
-  "metadata.goog",
-  "instance-data",
-  "instance-data.ec2.internal",
-]);
 
 export async function defaultResolve(host: string): Promise<string[]> {
   const settled = await Promise.allSettled([
@@ -45,77 +39,9 @@ export async function defaultResolve(host: string): Promise<string[]> {
   return settled.flatMap((r) => r.status === "fulfilled" ? r.value : []);
 }
 
-export function parseIpv4(text: string): number[] | null {
-  const parts = text.split(".");
-  if (parts.length !== 4) return null;
-  const nums = parts.map((p) => /^\d{1,3}$/.test(p) ? Number(p) : NaN);
-  return nums.every((n) => n >= 0 && n <= 255) ? nums : null;
-}
-
-function ipv4Reason([a, b, c]: number[]): string | null {
-  if (a === 0) return "a reserved (0.0.0.0/8) address";
-  if (a === 127) return "a loopback address";
-  if (a === 10 || (a === 172 && b >= 16 && b <= 31) || (a === 192 && b === 168)) {
-    return "a private address";
-  }
-  if (a === 100 && b >= 64 && b <= 127) return "a shared (CGNAT) address";
-  if (a === 169 && b === 254) return "a link-local or metadata address";
-  if (a === 192 && b === 0 && c === 0) return "a reserved (192.0.0.0/24) address";
-  if (a === 198 && (b === 18 || b === 19)) return "a benchmarking (198.18.0.0/15) address";
-  if (a >= 224) return "a multicast or reserved address";
-  return null;
-}
-
-/** Expands an IPv6 text form into 8 groups; null when it is not IPv6. */
-export function parseIpv6(text: string): number[] | null {
-  let s = text.replace(/^\[|\]$/g, "").toLowerCase();
-  const zone = s.indexOf("%");
-  if (zone >= 0) s = s.slice(0, zone);
-  if (!s.includes(":")) return null;
-  const lastColon = s.lastIndexOf(":");
-  const v4 = parseIpv4(s.slice(lastColon + 1));
-  if (v4) {
-    const hex = (hi: number, lo: number) => ((hi << 8) | lo).toString(16);
-    s = `${s.slice(0, lastColon + 1)}${hex(v4[0], v4[1])}:${hex(v4[2], v4[3])}`;
-  }
-  const halves = s.split("::");
-  if (halves.length > 2) return null;
-  const groups = (h: string) => h ? h.split(":") : [];
-  const head = groups(halves[0]);
-  const tail = halves.length === 2 ? groups(halves[1]) : [];
-  const fill = 8 - head.length - tail.length;
-  if (halves.length === 1 ? fill !== 0 : fill < 1) return null;
-  const all = [...head, ...new Array(halves.length === 2 ? fill : 0).fill("0"), ...tail];
-  if (!all.every((g) => /^[0-9a-f]{1,4}$/.test(g))) return null;
-  return all.map((g) => parseInt(g, 16));
-}
-
-/** Why an address is not public, or null when it is a public unicast address. */
+/** Why an address is not public (codegen's policy), or null when it is a public unicast address. */
 export function blockedAddressReason(address: string): string | null {
-  const v4 = parseIpv4(address);
-  if (v4) return ipv4Reason(v4);
-  const g = parseIpv6(address);
-  if (!g) return "not an IP address";
-  if (g.every((x) => x === 0)) return "the unspecified address";
-  if (g.slice(0, 7).every((x) => x === 0) && g[7] === 1) return "a loopback address";
-  const embedded = [g[6] >> 8, g[6] & 0xff, g[7] >> 8, g[7] & 0xff];
-  // IPv4-mapped (::ffff:a.b.c.d), IPv4-compatible (::a.b.c.d) and NAT64 (64:ff9b::/96).
-  if (g.slice(0, 5).every((x) => x === 0) && (g[5] === 0xffff || g[5] === 0)) {
-    return ipv4Reason(embedded);
-  }
-  if (g[0] === 0x64 && g[1] === 0xff9b && g.slice(2, 6).every((x) => x === 0)) {
-    return ipv4Reason(embedded);
-  }
-  if ((g[0] & 0xfe00) === 0xfc00) return "a unique-local (private) address";
-  if ((g[0] & 0xffc0) === 0xfe80) return "a link-local address";
-  if ((g[0] & 0xffc0) === 0xfec0) return "a site-local address";
-  if ((g[0] & 0xff00) === 0xff00) return "a multicast address";
-  if (g[0] === 0x2001 && g[1] === 0x0db8) return "a documentation address";
-  return null;
-}
-
-function isIpLiteral(host: string): boolean {
-  return parseIpv4(host) !== null || parseIpv6(host) !== null;
+  return classifyAddress(address)?.reason ?? null;
 }
 
 function within(dir: string, path: string): boolean {
@@ -201,7 +127,7 @@ async function checkUrl(source: string, policy: SourcePolicy): Promise<SourceChe
     return { ok: false, message: "source host is a loopback address" };
   }
   if (METADATA_HOSTS.has(host)) return { ok: false, message: "source host is a metadata service" };
-  const addresses = isIpLiteral(host) ? [host] : await policy.resolve(host);
+  const addresses = isIpAddress(host) ? [host] : await policy.resolve(host);
   if (!addresses.length) return { ok: false, message: `cannot resolve host ${host}` };
   for (const address of addresses) {
     const reason = blockedAddressReason(address);
