@@ -49,17 +49,34 @@ Deno.test("lockout: a full table drops only the oldest counting entries; a recen
   assert.equal(lockout.secondsLocked("guesser"), LOCKOUT_SECONDS, "its earlier failures counted");
 });
 
-Deno.test("lockout: when only locks are left, the oldest goes first and the others stay locked", () => {
+Deno.test("lockout: a table full of locks still counts and locks a new address", () => {
   let now = 0;
   const lockout = new Lockout(() => now, 10);
-  // Ten addresses fill the table, then each reaches its fifth failure there: ten locks.
   for (let n = 0; n < 10; n++) {
     now += 1;
-    for (let i = 0; i < MAX_FAILURES - 1; i++) lockout.recordFailure(`locked-${n}`);
+    for (let i = 0; i < MAX_FAILURES; i++) lockout.recordFailure(`locked-${n}`);
   }
-  for (let n = 0; n < 10; n++) lockout.recordFailure(`locked-${n}`);
-  lockout.recordFailure("newcomer"); // over capacity with nothing but locks to drop
-  assert.equal(lockout.size, 9);
-  assert.equal(lockout.secondsLocked("locked-0"), 0, "the oldest lock made room");
+  for (let n = 0; n < 10; n++) assert.ok(lockout.secondsLocked(`locked-${n}`) > 0, `locked-${n}`);
+  // A new attacker address, its failures interleaved with other newcomers' single failures.
+  for (let i = 0; i < MAX_FAILURES; i++) {
+    now += 1;
+    lockout.recordFailure("attacker");
+    lockout.recordFailure(`passer-by-${i}`);
+  }
+  assert.equal(lockout.secondsLocked("attacker"), LOCKOUT_SECONDS, "its failures were kept");
+  assert.equal(lockout.secondsLocked("locked-0"), 0, "the lock that ends first made room");
   for (let n = 1; n < 10; n++) assert.ok(lockout.secondsLocked(`locked-${n}`) > 0, `locked-${n}`);
+  assert.ok(lockout.size <= 20, `size ${lockout.size}`);
+});
+
+Deno.test("lockout: a flood of new addresses never frees a locked one", () => {
+  let now = 0;
+  const lockout = new Lockout(() => now, 10);
+  for (let i = 0; i < MAX_FAILURES; i++) lockout.recordFailure("locked");
+  for (let i = 0; i < 1000; i++) {
+    now += 1;
+    lockout.recordFailure(`flood-${i}`);
+  }
+  assert.ok(lockout.secondsLocked("locked") > 0);
+  assert.ok(lockout.size <= 20, `size ${lockout.size}`);
 });
