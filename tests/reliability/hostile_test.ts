@@ -166,7 +166,7 @@ async function send(
   path: string,
   body: Uint8Array | undefined,
   headers: Record<string, string>,
-): Promise<{ status: number; text: string; type: string }> {
+): Promise<{ status: number; text: string; type: string; logged: string }> {
   const res = await world.app.request(path, {
     method,
     headers: {
@@ -177,14 +177,23 @@ async function send(
     body: body as BodyInit | undefined,
   });
   tried++;
+  const text = await drain(res);
+  // A 5xx names the logged cause in the failure message.
+  const logged = res.status >= 500
+    ? JSON.stringify(world.deps.logger.lines.filter((l) => l.level === "error").at(-1) ?? {})
+    : "";
   return {
     status: res.status,
-    text: await drain(res),
+    text,
     type: res.headers.get("content-type") ?? "",
+    logged: logged.slice(0, 600),
   };
 }
 
-function assertSane(label: string, r: { status: number; text: string; type: string }) {
+function assertSane(
+  label: string,
+  r: { status: number; text: string; type: string; logged?: string },
+) {
   // The hypervisor answers a path or method its schema does not have with 501, as Proxmox does.
   // and some missing resources with a 5xx carrying Proxmox's own message (an unknown node is 500
   // "hostname lookup ... failed"); a crash there says "internal error".
@@ -192,7 +201,7 @@ function assertSane(label: string, r: { status: number; text: string; type: stri
     !r.text.includes("internal error") && (r.status === 501 || /"message"/.test(r.text));
   assert.ok(
     r.status < 500 || modelledProxmoxAnswer,
-    `${label}: ${r.status} ${r.text.slice(0, 300)}`,
+    `${label}: ${r.status} ${r.text.slice(0, 300)} ${r.logged ?? ""}`,
   );
   if (r.status >= 400) {
     assert.ok(r.type.includes("json"), `${label}: ${r.status} is not JSON (${r.type})`);
