@@ -9,6 +9,7 @@
  */
 import { baseUrl } from "./backend.ts";
 import { fetchFor, tokenId } from "./hypervisor_probe.ts";
+import { UpstreamCallError } from "./upstream_error.ts";
 
 /** Proxmox tickets live 2 h; renew after 90 min so a long sync never holds an expired one. */
 export const TICKET_RENEW_AFTER_MS = 90 * 60_000;
@@ -45,22 +46,7 @@ export interface RequestOptions {
   signal?: AbortSignal;
 }
 
-export class HypervisorApiError extends Error {
-  constructor(
-    readonly operation: string,
-    readonly url: string,
-    readonly status: number | null,
-    readonly bodyExcerpt: string,
-    readonly hint: string,
-  ) {
-    super(
-      `${operation} ${url}: ${status === null ? "no answer" : `HTTP ${status}`}${
-        bodyExcerpt ? ` (${bodyExcerpt})` : ""
-      }. ${hint}`,
-    );
-    this.name = "HypervisorApiError";
-  }
-}
+export class HypervisorApiError extends UpstreamCallError {}
 
 function hintFor(status: number | null, cause?: string): string {
   if (status === null) {

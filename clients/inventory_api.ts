@@ -7,6 +7,7 @@
  */
 import { baseUrl } from "./backend.ts";
 import { fetchFor } from "./hypervisor_probe.ts";
+import { UpstreamCallError } from "./upstream_error.ts";
 import type { InventoryApi, InventoryBody, InventoryObject } from "../domain/sync/ports.ts";
 
 export const PAGE_SIZE = 1000;
@@ -28,24 +29,26 @@ export interface InventoryApiOptions {
   timeoutMs?: number;
 }
 
-export class InventoryApiError extends Error {
+export class InventoryApiError extends UpstreamCallError {
   itemIndex?: number;
   /** A bulk write NetBox refused item by item: one error object per item (`{}` = fine). */
   itemErrors?: Record<string, unknown>[];
   object?: string;
   constructor(
-    readonly operation: string,
-    readonly url: string,
-    readonly status: number | null,
-    readonly bodyExcerpt: string,
-    readonly hint: string,
+    operation: string,
+    url: string,
+    status: number | null,
+    bodyExcerpt: string,
+    hint: string,
   ) {
     super(
-      `${operation} ${url}: ${status === null ? "no answer" : `HTTP ${status}`}${
-        bodyExcerpt ? `, the inventory answered ${bodyExcerpt}` : ""
-      }. ${hint}`,
+      operation,
+      url,
+      status,
+      bodyExcerpt,
+      hint,
+      (excerpt) => `, the inventory answered ${excerpt}`,
     );
-    this.name = "InventoryApiError";
   }
 }
 
