@@ -10,6 +10,7 @@ import type { ConsoleEnv, ConsoleServices } from "./context.ts";
 import { can } from "../../domain/netbox/tokens.ts";
 import { ApiProblem, Layout, Notice, PageHead, Pager, Status, Table, When } from "./layout.tsx";
 import { errorPage } from "./errors.tsx";
+import { StageTable } from "./stage_table.tsx";
 import { PAGE_SIZE } from "./inventory.tsx";
 
 const JOBS = "/api/core/jobs/";
@@ -190,47 +191,32 @@ export function jobRoutes(_ctx: ConsoleServices): Hono<ConsoleEnv> {
         </dl>
         <section class="card">
           <h2>Stages</h2>
-          <table class="data stages" data-stage-table>
-            <thead>
-              <tr>
-                <th scope="col">Stage</th>
-                <th scope="col">Endpoint</th>
-                <th scope="col">State</th>
-                <th scope="col">Progress</th>
-                <th scope="col">Created</th>
-                <th scope="col">Updated</th>
-                <th scope="col">Unchanged</th>
-                <th scope="col">Failed</th>
-                <th scope="col">Time</th>
-              </tr>
-            </thead>
-            <tbody>
-              {stagesOf(job).map((s) => {
-                const r = s.result_summary ?? s.result ?? {};
-                return (
-                  <tr data-stage={`${s.sync_type}@${s.endpoint_id ?? ""}`}>
-                    <td>{s.sync_type}</td>
-                    <td>{endpointName.get(s.endpoint_id) ?? s.endpoint_id ?? "—"}</td>
-                    <td>
-                      <Status value={r.failed > 0 ? "failed" : "completed"} />
-                    </td>
-                    <td>
-                      <progress max={1} value={1}>done</progress>
-                    </td>
-                    <td class="num">{r.created ?? "—"}</td>
-                    <td class="num">{r.updated ?? "—"}</td>
-                    <td class="num">{r.unchanged ?? "—"}</td>
-                    <td class="num">{r.failed ?? "—"}</td>
-                    <td class="num">
-                      {typeof s.runtime_seconds === "number"
-                        ? `${s.runtime_seconds.toFixed(1)} s`
-                        : "—"}
-                    </td>
-                  </tr>
-                );
-              })}
-            </tbody>
-          </table>
+          <StageTable endpoint time>
+            {stagesOf(job).map((s) => {
+              const r = s.result_summary ?? s.result ?? {};
+              return (
+                <tr data-stage={`${s.sync_type}@${s.endpoint_id ?? ""}`}>
+                  <td>{s.sync_type}</td>
+                  <td>{endpointName.get(s.endpoint_id) ?? s.endpoint_id ?? "—"}</td>
+                  <td>
+                    <Status value={r.failed > 0 ? "failed" : "completed"} />
+                  </td>
+                  <td>
+                    <progress max={1} value={1}>done</progress>
+                  </td>
+                  <td class="num">{r.created ?? "—"}</td>
+                  <td class="num">{r.updated ?? "—"}</td>
+                  <td class="num">{r.unchanged ?? "—"}</td>
+                  <td class="num">{r.failed ?? "—"}</td>
+                  <td class="num">
+                    {typeof s.runtime_seconds === "number"
+                      ? `${s.runtime_seconds.toFixed(1)} s`
+                      : "—"}
+                  </td>
+                </tr>
+              );
+            })}
+          </StageTable>
         </section>
         <section class="card">
           <h2>Log</h2>

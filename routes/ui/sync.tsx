@@ -11,6 +11,7 @@ import { STAGES } from "../../domain/sync/runner.ts";
 import { detailOf, type Json } from "./api.ts";
 import type { ConsoleEnv, ConsoleServices, Ctx } from "./context.ts";
 import { CsrfField, FieldErrors, Layout, Notice, PageHead } from "./layout.tsx";
+import { StageTable } from "./stage_table.tsx";
 
 export const SYNC_API = "/api/plugins/service/sync/";
 
@@ -181,20 +182,7 @@ function SyncForm(
       {!props.jobs && (
         <section class="card" id="live-run" hidden>
           <h2>Live run</h2>
-          <table class="data stages" data-stage-table>
-            <thead>
-              <tr>
-                <th scope="col">Stage</th>
-                <th scope="col">State</th>
-                <th scope="col">Progress</th>
-                <th scope="col">Created</th>
-                <th scope="col">Updated</th>
-                <th scope="col">Unchanged</th>
-                <th scope="col">Failed</th>
-              </tr>
-            </thead>
-            <tbody></tbody>
-          </table>
+          <StageTable />
           <pre class="log" data-log aria-live="polite"></pre>
         </section>
       )}
