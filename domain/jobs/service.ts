@@ -56,6 +56,12 @@ export interface JobServiceDeps {
   progressEveryMs?: number;
 }
 
+/** Who asks for a job: the API token, recorded on the job (its `user`) and in its first log line. */
+export interface JobRequester {
+  token_id: number;
+  description: string;
+}
+
 export type Admission =
   | { ok: true; job: StoredObject }
   | { ok: false; reason: "busy"; holder: number };
@@ -119,10 +125,13 @@ export class JobService {
 
   async submit(
     request: SyncRequest,
-    requestedBy: string,
+    requester: JobRequester,
     kind: JobKind = "sync",
   ): Promise<Admission> {
     const { engine } = this.deps;
+    const requestedBy = requester.description
+      ? `token ${requester.token_id} (${requester.description})`
+      : `token ${requester.token_id}`;
     const scheduled = request.schedule_at !== null;
     const all = request.sync_types.length === 13;
     const name = request.job_name ??
@@ -135,6 +144,7 @@ export class JobService {
         status: scheduled ? "scheduled" : "pending",
         scheduled: scheduled ? this.#iso(request.schedule_at!) : null,
         data: [],
+        user: { display: requestedBy, ...requester },
       })
     );
     try {

@@ -30,6 +30,7 @@ export async function createJob(
     data?: unknown;
     status?: JobStatus;
     scheduled?: string | null;
+    user?: unknown;
   },
 ): Promise<StoredObject> {
   const result = await engine.insert(JOB_MODEL, {
@@ -39,6 +40,7 @@ export async function createJob(
     data: input.data ?? null,
     status: input.status ?? "pending",
     scheduled: input.scheduled ?? null,
+    user: input.user ?? null,
   });
   if (!result.ok) throw new Error(`could not create job: ${JSON.stringify(result)}`);
   return result.value;

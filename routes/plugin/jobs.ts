@@ -13,7 +13,13 @@ import type { AppDeps } from "../_lib/deps.ts";
 import type { AuthInfo, EngineApi } from "../../domain/netbox/types.ts";
 import { JOB_MODEL } from "../../domain/netbox/jobs.ts";
 import { DEFAULT_TIMING } from "../../domain/jobs/runner.ts";
-import { DEFAULT_LEASE_MS, FINISHED, JobService } from "../../domain/jobs/service.ts";
+import {
+  DEFAULT_LEASE_MS,
+  FINISHED,
+  type JobRequester,
+  JobService,
+} from "../../domain/jobs/service.ts";
+import { TOKEN_MODEL } from "../../domain/netbox/tokens.ts";
 import { parseSyncRequest } from "../../domain/jobs/request.ts";
 import { SYNC_TYPES } from "../../domain/jobs/stages.ts";
 import type { PluginServices } from "../../domain/plugin/service.ts";
@@ -99,7 +105,11 @@ export function createJobRoutes(
 
   if (options.worker !== false) startWorker(deps, service);
 
-  const requester = (auth: AuthInfo) => `token ${auth.tokenId}`;
+  const requester = async (auth: AuthInfo): Promise<JobRequester> => {
+    const token = await engine.get(TOKEN_MODEL, auth.tokenId).catch(() => null);
+    const description = typeof token?.description === "string" ? token.description : "";
+    return { token_id: auth.tokenId, description: description.slice(0, 200) };
+  };
 
   async function body(request: Request): Promise<unknown | Response> {
     try {
@@ -131,7 +141,8 @@ export function createJobRoutes(
     const endpoints = await plugin.endpoints();
     const parsed = parseSyncRequest(parsed0 ?? {}, endpoints, deps.now());
     if (!parsed.ok) return json(parsed.errors, 400);
-    const admitted = await submitOr503(() => service.submit(parsed.value, requester(auth)));
+    const by = await requester(auth);
+    const admitted = await submitOr503(() => service.submit(parsed.value, by));
     if (admitted instanceof Response) return admitted;
     if (!admitted.ok) {
       return json({
@@ -160,6 +171,7 @@ export function createJobRoutes(
     }
     if (!can(auth, "core.add_job", true)) return json({ detail: DENIED }, 403);
     await request.body?.cancel();
+    const by = await requester(auth);
     const admitted = await submitOr503(() =>
       service.submit(
         {
@@ -169,7 +181,7 @@ export function createJobRoutes(
           schedule_at: null,
           interval_minutes: null,
         },
-        requester(auth),
+        by,
         "repair",
       )
     );

@@ -30,8 +30,10 @@ function stagesOf(job: Json): Json[] {
   return [];
 }
 
-/** Who asked for the job: the job service writes it into the first log line. */
+/** Who asked for the job: the job's `user` (the token that queued it). */
 function startedBy(job: Json): string {
+  if (typeof job.user?.display === "string") return job.user.display;
+  // Jobs made before the requester was recorded on the job: their first log line, if kept.
   const first = Array.isArray(job.log) ? job.log[0]?.message : null;
   const by = typeof first === "string" ? /\bby ([^:]+):/.exec(first)?.[1] : null;
   return by ?? "—";

@@ -1463,6 +1463,11 @@ export const JOB: ModelDef = {
     log_entries: { type: "json", default: () => [] },
     /** Alias of log_entries (the jobs API documents it as `log`). */
     log: { type: "json", compute: (r) => r.log_entries ?? [] },
+    /**
+     * Who asked for the job. NetBox names a user here; this server's callers are API tokens, so
+     * it holds the token: `{display, token_id, description}` (docs/jobs.md).
+     */
+    user: { type: "json", nullable: true, default: null },
   },
   brief: ["name", "status"],
   display: (r) => String(r.name || `job ${r.id}`),

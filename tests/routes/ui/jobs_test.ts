@@ -4,7 +4,9 @@
  * without the job API.
  */
 import assert from "node:assert/strict";
-import { consoleHarness, type Harness, ROOT } from "./_console.ts";
+import { appendJobLog, MAX_LOG_ENTRIES } from "../../../domain/netbox/jobs.ts";
+import { createInventoryCore } from "../../../routes/inventory/mod.ts";
+import { consoleHarness, type Harness, ROOT, textOf } from "./_console.ts";
 
 async function jobApi(h: Harness): Promise<boolean> {
   const offered = (await h.api("GET", "/api/plugins/service/sync/")).status !== 404;
@@ -81,6 +83,50 @@ Deno.test("console jobs: a token without core.add_job cannot start one, nor core
     const refused = await c.submit("/ui/jobs", `/ui/jobs/${made.body.job_id}/cancel`, {});
     assert.equal(refused.location, "/ui/jobs?notice=denied");
     assert.equal((await h.api("GET", `/api/core/jobs/${made.body.job_id}/`)).status, 200);
+  } finally {
+    h.close();
+  }
+});
+
+Deno.test("console jobs: 'Started by' names the token from the job's user, even after the log is trimmed", async () => {
+  const h = await consoleHarness();
+  try {
+    if (!await jobApi(h)) return;
+    const token = await h.api("POST", "/api/users/tokens/", {
+      version: 1,
+      description: "ci runner",
+      is_superuser: true,
+      write_enabled: true,
+    });
+    assert.equal(token.status, 201);
+    const made = await h.api(
+      "POST",
+      "/api/plugins/service/sync/",
+      { sync_types: ["devices"], schedule_at: new Date(Date.now() + 3600_000).toISOString() },
+      String(token.body.token),
+    );
+    assert.equal(made.status, 201);
+    const id = made.body.job_id;
+    const job = await h.api("GET", `/api/core/jobs/${id}/`);
+    assert.deepEqual(job.body.user, {
+      display: `token ${token.body.id} (ci runner)`,
+      token_id: token.body.id,
+      description: "ci runner",
+    });
+    // A long job's log keeps its newest lines only: the "Queued by" line goes.
+    const { engine } = createInventoryCore(h.deps);
+    for (let i = 0; i <= MAX_LOG_ENTRIES; i++) await appendJobLog(engine, id, "info", `line ${i}`);
+    const log = (await h.api("GET", `/api/core/jobs/${id}/`)).body.log;
+    assert.ok(!log.some((e: { message: string }) => e.message.includes("by token")));
+
+    const c = h.client();
+    await c.signIn(ROOT);
+    const row = /<tr>(?:(?!<\/tr>)[\s\S])*?#\d+ Sync devices[\s\S]*?<\/tr>/.exec(
+      (await c.get("/ui/jobs")).html,
+    )?.[0] ?? "";
+    assert.match(textOf(row), new RegExp(`token ${token.body.id} \\(ci runner\\)`));
+    const page = await c.get(`/ui/jobs/${id}`);
+    assert.match(textOf(page.html), /Started by\s*token \d+ \(ci runner\)/);
   } finally {
     h.close();
   }
