@@ -6,39 +6,10 @@
  */
 import assert from "node:assert/strict";
 import { createParser } from "eventsource-parser";
+import { type Child, hostEnv, startMain } from "../_process.ts";
 
-const ROOT_PATH = decodeURIComponent(new URL("../../", import.meta.url).pathname);
 const ROOT = "killjobs0123456789abcdef0123456789abcdef";
 const P = "/api/plugins/service/";
-
-async function startMain(env: Record<string, string>) {
-  const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "--allow-net", "--allow-env", "--allow-read", "--allow-write", "--allow-sys"]
-      .concat(["main.ts"]),
-    cwd: ROOT_PATH,
-    env: { ...env, PORT: "0" },
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  const port = new Promise<number>((resolve, reject) => {
-    const pump = async (stream: ReadableStream<Uint8Array>) => {
-      let buffer = "";
-      for await (const chunk of stream.pipeThrough(new TextDecoderStream())) {
-        buffer += chunk;
-        const lines = buffer.split("\n");
-        buffer = lines.pop()!;
-        for (const line of lines) {
-          const match = line.match(/https?:\/\/[\w.\[\]:-]+:(\d+)\//);
-          if (match) resolve(Number(match[1]));
-        }
-      }
-      reject(new Error("main.ts ended before listening"));
-    };
-    void pump(child.stdout).catch(() => {});
-    void pump(child.stderr).catch(() => {});
-  });
-  return { child, port: await port };
-}
 
 /** A backend that accepts the plugin's pushes and whose full update starts and hangs. */
 function fakeBackend() {
@@ -95,9 +66,7 @@ Deno.test("e2e: a sync job whose process is killed is settled errored after the 
     SERVICE_SURFACES: "plugin",
     SERVICE_JOB_LEASE_MS: "1500",
     INVENTORY_BOOTSTRAP_TOKEN: ROOT,
-    PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin",
-    HOME: Deno.env.get("HOME") ?? dir,
-    ...(Deno.env.get("DENO_DIR") ? { DENO_DIR: Deno.env.get("DENO_DIR")! } : {}),
+    ...hostEnv(dir),
   };
   const call = async (port: number, method: string, path: string, body?: unknown) => {
     const res = await fetch(`http://127.0.0.1:${port}${path}`, {
@@ -107,7 +76,7 @@ Deno.test("e2e: a sync job whose process is killed is settled errored after the 
     });
     return { status: res.status, body: await res.json() };
   };
-  let second: Awaited<ReturnType<typeof startMain>> | null = null;
+  let second: Child | null = null;
   try {
     const first = await startMain(env);
     const be = await call(first.port, "POST", P + "endpoints/backend/", {
@@ -145,8 +114,7 @@ Deno.test("e2e: a sync job whose process is killed is settled errored after the 
     await backend.reached; // the stage stream is open: the job is mid-run
     const running = await call(first.port, "GET", `/api/core/jobs/${id}/`);
     assert.equal(running.body.status.value, "running");
-    first.child.kill("SIGKILL");
-    await first.child.status;
+    await first.kill();
 
     second = await startMain(env);
     // The job stream of the restarted process ends when the job does.
@@ -175,10 +143,7 @@ Deno.test("e2e: a sync job whose process is killed is settled errored after the 
     const next = await call(second.port, "POST", P + "sync/", { sync_types: ["devices"] });
     assert.equal(next.status, 201, JSON.stringify(next.body));
   } finally {
-    if (second) {
-      second.child.kill("SIGTERM");
-      await second.child.status;
-    }
+    await second?.stop();
     await backend.close();
     await Deno.remove(dir, { recursive: true }).catch(() => {});
   }

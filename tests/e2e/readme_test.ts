@@ -15,6 +15,7 @@
  * - `npx -y deno@<version> ...` runs the Deno that runs this test (no download).
  */
 import assert from "node:assert/strict";
+import { hostEnv, startMain } from "../_process.ts";
 
 const ROOT = new URL("../../", import.meta.url);
 const ROOT_PATH = decodeURIComponent(ROOT.pathname);
@@ -117,37 +118,6 @@ function script(all: Segment[]): string {
   });
   parts.push(`echo done > "$TOUR_DIR/current"`);
   return parts.join("\n");
-}
-
-async function startMain(env: Record<string, string>) {
-  const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "--allow-net", "--allow-env", "--allow-read", "--allow-write", "--allow-sys"]
-      .concat(["main.ts"]),
-    cwd: ROOT_PATH,
-    env: { ...env, PORT: "0" },
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  const log: string[] = [];
-  const port = new Promise<number>((resolve, reject) => {
-    const pump = async (stream: ReadableStream<Uint8Array>) => {
-      let buffer = "";
-      for await (const chunk of stream.pipeThrough(new TextDecoderStream())) {
-        buffer += chunk;
-        const lines = buffer.split("\n");
-        buffer = lines.pop()!;
-        for (const line of lines) {
-          log.push(line);
-          const match = line.match(/https?:\/\/[\w.\[\]:-]+:(\d+)\//);
-          if (match) resolve(Number(match[1]));
-        }
-      }
-      reject(new Error(`main.ts ended before listening:\n${log.join("\n")}`));
-    };
-    void pump(child.stdout);
-    void pump(child.stderr).catch(() => {});
-  });
-  return { child, port: await port, log };
 }
 
 Deno.test("README: the shell blocks parse into a tour with checks", () => {
@@ -254,9 +224,7 @@ Deno.test({
   const env = {
     SERVICE_KV_PATH: `${dir}/tour.kv`,
     HYPERVISOR_MOCK_TASK_DELAY_MS: "200",
-    PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin",
-    HOME: Deno.env.get("HOME") ?? dir,
-    ...(Deno.env.get("DENO_DIR") ? { DENO_DIR: Deno.env.get("DENO_DIR")! } : {}),
+    ...hostEnv(dir),
   };
   const server = await startMain(env);
   try {
@@ -267,8 +235,7 @@ Deno.test({
     );
     assert.equal(problem, null, problem ?? "");
   } finally {
-    server.child.kill("SIGTERM");
-    await server.child.status;
+    await server.stop();
     await Deno.remove(dir, { recursive: true }).catch(() => {});
   }
 });

@@ -4,38 +4,9 @@
  * to clean up), and a second start on the same KV file lists the verb as unfinished.
  */
 import assert from "node:assert/strict";
+import { hostEnv, startMain } from "../_process.ts";
 
-const ROOT_PATH = decodeURIComponent(new URL("../../", import.meta.url).pathname);
 const KEY = "k".repeat(48);
-
-async function startMain(env: Record<string, string>) {
-  const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "--allow-net", "--allow-env", "--allow-read", "--allow-write", "--allow-sys"]
-      .concat(["main.ts"]),
-    cwd: ROOT_PATH,
-    env: { ...env, PORT: "0" },
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  const port = new Promise<number>((resolve, reject) => {
-    const pump = async (stream: ReadableStream<Uint8Array>) => {
-      let buffer = "";
-      for await (const chunk of stream.pipeThrough(new TextDecoderStream())) {
-        buffer += chunk;
-        const lines = buffer.split("\n");
-        buffer = lines.pop()!;
-        for (const line of lines) {
-          const match = line.match(/https?:\/\/[\w.\[\]:-]+:(\d+)\//);
-          if (match) resolve(Number(match[1]));
-        }
-      }
-      reject(new Error("main.ts ended before listening"));
-    };
-    void pump(child.stdout).catch(() => {});
-    void pump(child.stderr).catch(() => {});
-  });
-  return { child, port: await port };
-}
 
 Deno.test("e2e: a verb cut short by a killed process stays in_progress in the audit trail", async () => {
   // A hypervisor that logs in, knows guest 100, and never answers the start itself.
@@ -59,9 +30,7 @@ Deno.test("e2e: a verb cut short by a killed process stays in_progress in the au
     SERVICE_KV_PATH: `${dir}/kv`,
     SERVICE_ALLOW_LOOPBACK_TARGETS: "true",
     SERVICE_SURFACES: "backend",
-    PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin",
-    HOME: Deno.env.get("HOME") ?? dir,
-    ...(Deno.env.get("DENO_DIR") ? { DENO_DIR: Deno.env.get("DENO_DIR")! } : {}),
+    ...hostEnv(dir),
   };
   const call = (port: number, path: string, init: RequestInit = {}) =>
     fetch(`http://127.0.0.1:${port}${path}`, {
@@ -92,8 +61,7 @@ Deno.test("e2e: a verb cut short by a killed process stays in_progress in the au
       headers: { "X-Service-Actor": "night-shift" },
     }).catch((error) => error);
     await reached.promise;
-    first.child.kill("SIGKILL");
-    await first.child.status;
+    await first.kill();
     await pending;
 
     const second = await startMain(env);
@@ -108,8 +76,7 @@ Deno.test("e2e: a verb cut short by a killed process stays in_progress in the au
       assert.equal(record.verb, "start");
       assert.equal(record.vmid, 100);
     } finally {
-      second.child.kill("SIGTERM");
-      await second.child.status;
+      await second.stop();
     }
   } finally {
     never.resolve(new Response(null, { status: 503 }));
