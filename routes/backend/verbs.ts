@@ -169,6 +169,17 @@ async function gate(c: Context<BackendEnv>, services: BackendServices) {
       { endpoint_id: id },
     );
   }
+  // A disabled copy is out of every operational path (sync skips it too); checked after the
+  // allow_writes 403 so the documented 400 → 404 → 403 order stays exact.
+  if (endpoint.enabled === false) {
+    throw fail(
+      409,
+      "endpoint_disabled",
+      `Hypervisor endpoint ${id} (${endpoint.name}) is disabled: ` +
+        "set enabled to true on it to act on its guests.",
+      { endpoint_id: id },
+    );
+  }
   return endpoint;
 }
 
@@ -316,8 +327,9 @@ export function verbRoutes(services: BackendServices) {
             "Unknown endpoint or guest",
           ),
           409: jsonContent(
-            z.union([Reason("audit_unavailable"), VerbFailure]),
-            "The audit record could not be written (nothing sent), or credentials undecryptable",
+            z.union([Reason("endpoint_disabled"), Reason("audit_unavailable"), VerbFailure]),
+            "The endpoint copy is disabled, the audit record could not be written (nothing " +
+              "sent), or credentials undecryptable",
           ),
           422: jsonContent(
             z.union([

@@ -348,3 +348,34 @@ Deno.test("verbs: stored secrets that no longer open are a 409 naming the endpoi
   assert.equal(trail.results[0].result, "failed");
   assert.equal(trail.results[0].status, "finalized");
 });
+
+Deno.test("verbs: a disabled endpoint copy is refused (409 endpoint_disabled) after the 403, nothing sent", async () => {
+  await using h = await wholeApp();
+  const off = await endpoint(h, { name: "parked", enabled: false });
+  const offReadOnly = await endpoint(h, { name: "parked-ro", enabled: false, allow_writes: false });
+  const garbage = { body: "{not json", headers: { "content-type": "text/plain" } };
+
+  // allow_writes false still answers first (the documented order 400 → 404 → 403 stays exact).
+  const closed = await h.call(`/hypervisor/qemu/100/start?endpoint_id=${offReadOnly}`, {
+    method: "POST",
+    ...garbage,
+  });
+  assert.equal(closed.status, 403);
+  assert.equal((await closed.json()).reason, "writes_disabled_for_endpoint");
+
+  for (const init of [garbage, { json: { target: "pve2" } }]) {
+    const refused = await h.call(`/hypervisor/qemu/100/migrate?endpoint_id=${off}`, {
+      method: "POST",
+      ...init,
+    });
+    assert.equal(refused.status, 409);
+    assert.deepEqual(await refused.json(), {
+      reason: "endpoint_disabled",
+      detail: `Hypervisor endpoint ${off} (parked) is disabled: ` +
+        "set enabled to true on it to act on its guests.",
+      endpoint_id: off,
+    });
+  }
+  assert.deepEqual(dispatched(h), [], "nothing reached the hypervisor");
+  assert.equal((await actions(h)).count, 0, "no audit record either");
+});
