@@ -5,17 +5,14 @@
  * this same port (answered in-process by the outbound guard, as main.ts wires it), so a sync
  * job drives the backend's stage streams over HTTP exactly as a separate plugin would.
  */
-import { createParser, type EventSourceMessage } from "eventsource-parser";
-import { createApp } from "../../app.ts";
-import { type TestDeps, testDeps, type TestOverrides } from "../_helpers.ts";
+import type { TestDeps, TestOverrides } from "../_helpers.ts";
+import { call as callJson } from "../_process.ts";
+import { type Frame, readSse, serveApp } from "./_served_app.ts";
+
+export type { Frame };
 
 export const ROOT = "jobs0123456789abcdef0123456789abcdef0123";
 export const P = "/api/plugins/service/";
-
-export interface Frame {
-  event: string;
-  data: any;
-}
 
 export interface JobsWorld {
   base: string;
@@ -41,19 +38,13 @@ export async function jobsWorld(
   overrides: TestOverrides = {},
   handler?: (request: Request, next: () => Promise<Response>) => Promise<Response>,
 ): Promise<JobsWorld> {
-  const deps = await testDeps({
+  const served = await serveApp({
     INVENTORY_BOOTSTRAP_TOKEN: ROOT,
     HYPERVISOR_MOCK_SEED: "nodes=2,vms=4,cts=2,storages=2",
     HYPERVISOR_MOCK_TASK_DELAY_MS: "0",
     ...env,
   }, overrides);
-  const app = await createApp(deps);
-  const seen: string[] = [];
-  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, (r, i) => {
-    seen.push(`${r.method} ${new URL(r.url).pathname}`);
-    return app.fetch(r, i);
-  });
-  const port = server.addr.port;
+  const { app, base, deps, port, seen } = served;
   deps.self = {
     port,
     fetch: (request) => {
@@ -62,57 +53,10 @@ export async function jobsWorld(
       return handler ? handler(request, next) : next();
     },
   };
-  const base = `http://127.0.0.1:${port}`;
-  const call: JobsWorld["call"] = async (method, path, body, auth = `Token ${ROOT}`) => {
-    const res = await fetch(base + path, {
-      method,
-      headers: {
-        authorization: auth,
-        accept: "application/json",
-        ...(body === undefined ? {} : { "content-type": "application/json" }),
-      },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    const text = await res.text();
-    let parsed: any = text;
-    try {
-      parsed = text ? JSON.parse(text) : null;
-    } catch { /* text */ }
-    return { status: res.status, body: parsed };
-  };
-  const sse: JobsWorld["sse"] = async (path, until, auth = `Token ${ROOT}`) => {
-    const controller = new AbortController();
-    const res = await fetch(base + path, {
-      headers: { authorization: auth },
-      signal: controller.signal,
-    });
-    if (res.status !== 200) throw new Error(`GET ${path}: ${res.status} ${await res.text()}`);
-    const frames: Frame[] = [];
-    let stop = false;
-    const parser = createParser({
-      onEvent(m: EventSourceMessage) {
-        let data: any = m.data;
-        try {
-          data = JSON.parse(m.data);
-        } catch { /* text */ }
-        const f = { event: m.event ?? "message", data };
-        frames.push(f);
-        if (until?.(f)) stop = true;
-      },
-    });
-    const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
-    try {
-      while (!stop) {
-        const { value, done } = await reader.read();
-        if (done) break;
-        parser.feed(value);
-      }
-    } finally {
-      if (stop) controller.abort();
-      await reader.cancel().catch(() => {});
-    }
-    return frames;
-  };
+  const call: JobsWorld["call"] = (method, path, body, auth = `Token ${ROOT}`) =>
+    callJson(base, method, path, { authorization: auth }, body);
+  const sse: JobsWorld["sse"] = (path, until, auth = `Token ${ROOT}`) =>
+    readSse(base + path, { authorization: auth }, until);
   const must = async (method: string, path: string, body: unknown) => {
     const r = await call(method, path, body);
     if (r.status !== 201 && r.status !== 200) {
@@ -162,10 +106,7 @@ export async function jobsWorld(
       if (r.status !== 200) throw new Error(`job ${id}: ${r.status} ${JSON.stringify(r.body)}`);
       return r.body;
     },
-    async close() {
-      await server.shutdown();
-      deps.kv.close();
-    },
+    close: served.close,
   };
 }
 

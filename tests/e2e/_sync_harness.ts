@@ -4,18 +4,15 @@
  * itself: a backend key, the inventory copy (a real inventory token) and the mock as a
  * hypervisor copy. Helpers run sync routes and read the inventory as a NetBox client would.
  */
-import { createParser, type EventSourceMessage } from "eventsource-parser";
-import { createApp } from "../../app.ts";
-import { type TestDeps, testDeps, type TestOverrides } from "../_helpers.ts";
+import type { TestDeps, TestOverrides } from "../_helpers.ts";
+import { call } from "../_process.ts";
+import { type Frame, readSse, serveApp } from "./_served_app.ts";
 import { type LogLevel, type LogLine, MemoryLogger } from "../../infra/logger.ts";
 
 export const ROOT = "e2esync0123456789abcdef0123456789abcdef";
 export const KEY = "sync-e2e-key-0123456789abcdef0123456789abcdef";
 
-export interface SseFrame {
-  event: string;
-  data: any;
-}
+export type SseFrame = Frame;
 
 export interface SyncWorld {
   base: string;
@@ -44,23 +41,13 @@ export async function syncWorld(
   env: Record<string, string> = {},
   overrides: TestOverrides = {},
 ): Promise<SyncWorld> {
-  const deps = await testDeps({
+  const served = await serveApp({
     INVENTORY_BOOTSTRAP_TOKEN: ROOT,
     SERVICE_ALLOW_LOOPBACK_TARGETS: "true",
     HYPERVISOR_MOCK_SEED: seed,
     ...env,
   }, overrides);
-  const app = await createApp(deps);
-  const seen: string[] = [];
-  const server = Deno.serve(
-    { hostname: "127.0.0.1", port: 0, onListen() {} },
-    (r, i) => {
-      seen.push(`${r.method} ${new URL(r.url).pathname}`);
-      return app.fetch(r, i);
-    },
-  );
-  const port = server.addr.port;
-  const base = `http://127.0.0.1:${port}`;
+  const { base, deps, port, seen } = served;
   const json = async (res: Response) => {
     const text = await res.text();
     try {
@@ -69,29 +56,10 @@ export async function syncWorld(
       return text;
     }
   };
-  const backend: SyncWorld["backend"] = async (method, path, body) => {
-    const res = await fetch(base + path, {
-      method,
-      headers: {
-        "x-service-api-key": KEY,
-        ...(body === undefined ? {} : { "content-type": "application/json" }),
-      },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    return { status: res.status, body: await json(res) };
-  };
-  const inventoryCall: SyncWorld["inventoryCall"] = async (method, path, body) => {
-    const res = await fetch(`${base}/api/${path}`, {
-      method,
-      headers: {
-        authorization: `Token ${ROOT}`,
-        accept: "application/json",
-        ...(body === undefined ? {} : { "content-type": "application/json" }),
-      },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    return { status: res.status, body: await json(res) };
-  };
+  const backend: SyncWorld["backend"] = (method, path, body) =>
+    call(base, method, path, { "x-service-api-key": KEY }, body);
+  const inventoryCall: SyncWorld["inventoryCall"] = (method, path, body) =>
+    call(base, method, `/api/${path}`, { authorization: `Token ${ROOT}` }, body);
   const inventory: SyncWorld["inventory"] = async (path) => {
     const out: any[] = [];
     const sep = path.includes("?") ? "&" : "?";
@@ -131,37 +99,8 @@ export async function syncWorld(
     if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(body)}`);
     return body?.data;
   };
-  const stream: SyncWorld["stream"] = async (path, until) => {
-    const controller = new AbortController();
-    const res = await fetch(base + path, {
-      headers: { "x-service-api-key": KEY },
-      signal: controller.signal,
-    });
-    if (res.status !== 200) {
-      throw new Error(`GET ${path}: ${res.status} ${await res.text()}`);
-    }
-    const frames: SseFrame[] = [];
-    let stop = false;
-    const parser = createParser({
-      onEvent(message: EventSourceMessage) {
-        const frame = { event: message.event ?? "message", data: JSON.parse(message.data) };
-        frames.push(frame);
-        if (until?.(frame)) stop = true;
-      },
-    });
-    const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
-    try {
-      while (!stop) {
-        const { value, done } = await reader.read();
-        if (done) break;
-        parser.feed(value);
-      }
-    } finally {
-      if (stop) controller.abort();
-      await reader.cancel().catch(() => {});
-    }
-    return frames;
-  };
+  const stream: SyncWorld["stream"] = (path, until) =>
+    readSse(base + path, { "x-service-api-key": KEY }, until);
   const streamText: SyncWorld["streamText"] = async (path) => {
     const res = await fetch(base + path, { headers: { "x-service-api-key": KEY } });
     return await res.text();
@@ -194,10 +133,7 @@ export async function syncWorld(
     stream,
     streamText,
     addHypervisorCopy,
-    async close() {
-      await server.shutdown();
-      deps.kv.close();
-    },
+    close: served.close,
   };
 }
 
