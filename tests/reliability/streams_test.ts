@@ -202,3 +202,46 @@ Deno.test({
     restore();
   }
 });
+
+Deno.test({
+  name: "streams: a client that never reads a full sync's stream costs the server a bounded buffer",
+  sanitizeResources: false,
+  sanitizeOps: false,
+}, async () => {
+  const { addInventoryCopy, KEY, syncWorld } = await import("../e2e/_sync_harness.ts");
+  const world = await syncWorld("nodes=2,vms=900,cts=100,storages=2", {
+    HYPERVISOR_MOCK_TASK_DELAY_MS: "0",
+  });
+  try {
+    await addInventoryCopy(world);
+    await world.addHypervisorCopy("lab");
+    const before = Deno.memoryUsage().rss;
+    // Opened and never read: frames pile up in the server's stream and the socket buffers.
+    const abort = new AbortController();
+    const stalled = await fetch(`${world.base}/full-update/stream`, {
+      headers: { "x-service-api-key": KEY },
+      signal: abort.signal,
+    });
+    assert.equal(stalled.status, 200);
+    // The run goes on regardless (frames are few: one per stage step, progress at most every
+    // 250 ms), so the inventory fills while nobody reads.
+    const deadline = Date.now() + 60_000;
+    let count = 0;
+    while (count < 1000 && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 250));
+      count = (await world.inventoryCall("GET", "virtualization/virtual-machines/?limit=1")).body
+        .count;
+    }
+    const growth = Deno.memoryUsage().rss - before;
+    abort.abort();
+    await stalled.body?.cancel().catch(() => {});
+    console.log(
+      `streams: a stalled reader of a 1,000-guest full sync; the sync wrote ${count} VMs, ` +
+        `RSS grew ${(growth / 2 ** 20).toFixed(1)} MiB`,
+    );
+    assert.equal(count, 1000, "the sync stalled behind a client that does not read");
+    assert.ok(growth < 256 * 2 ** 20, `RSS grew ${growth} bytes`);
+  } finally {
+    await world.close();
+  }
+});
