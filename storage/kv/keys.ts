@@ -43,6 +43,8 @@ export const keys = {
     field,
     value,
   ],
+  /** About how many audit records one endpoint has (a KvU64), to know when to prune. */
+  verbAuditCount: (endpointId: number): Key => ["backend", "verb_audit", "count", endpointId],
   /** One Idempotency-Key's claim and, once finished, the answer it replays. */
   verbIdempotency: (key: string): Key => ["backend", "verb_idempotency", key],
 
