@@ -6,6 +6,7 @@
  *
  * @module
  */
+import type { HypervisorEndpointRecord, InventoryEndpointRecord } from "../../storage/ports.ts";
 
 export interface CallOutcome<T = unknown> {
   ok: boolean;
@@ -38,38 +39,19 @@ export interface BackendClientOptions {
 
 /**
  * What the plugin sends as the backend's inventory endpoint copy (docs/api-behaviour.md, Backend:
- * endpoint copies).
+ * endpoint copies): the backend's stored record without what the backend decides itself (id,
+ * where the secret's key comes from); the secret travels in plaintext.
  */
-export interface InventoryCopy {
-  name: string;
-  ip: string;
-  port: number;
-  use_https: boolean;
-  verify_ssl: boolean;
-  token_version: "v1" | "v2";
-  token: string;
-  token_key: string | null;
-}
+export type InventoryCopy = Omit<InventoryEndpointRecord, "id" | "key_source">;
 
 /**
  * What the plugin sends as the backend's hypervisor endpoint copy (docs/api-behaviour.md, Backend:
- * endpoint copies).
+ * endpoint copies), derived from the backend's stored record like InventoryCopy.
  */
-export interface HypervisorCopy {
-  name: string;
-  ip: string;
-  port: number;
-  use_https: boolean;
-  verify_ssl: boolean;
-  username: string | null;
-  password: string | null;
-  token_name: string | null;
-  token_value: string | null;
-  allow_writes: boolean;
-  enabled: boolean;
+export type HypervisorCopy = Omit<HypervisorEndpointRecord, "id" | "key_source" | "timeout"> & {
   /** Seconds per hypervisor request; omitted to keep the backend default. */
   timeout?: number;
-}
+};
 
 /** One Server-Sent Event of a backend stream, `data` parsed as JSON (text when it is not). */
 export interface StreamEvent {
