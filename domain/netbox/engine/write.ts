@@ -84,6 +84,26 @@ function sizeError(core: EngineCore, draft: StoredObject): FieldErrors | null {
   return null;
 }
 
+/**
+ * The checks every prepared batch passes before it is written: uniqueness, then the before-save
+ * hooks, then the stored size. Null when all may be written, else one error object per draft.
+ */
+async function checkDrafts(
+  core: EngineCore,
+  def: ModelDef,
+  prepared: Prepared[],
+  options: WriteOptions,
+): Promise<FieldErrors[] | null> {
+  const uniq = await checkUnique(core, def, prepared.map((p) => p.draft));
+  if (uniq.some((e) => e !== null)) return uniq.map((e) => e ?? {});
+  if (options.hooks !== false && def.beforeSave) {
+    for (const p of prepared) await def.beforeSave(p.draft, p.ctx);
+  }
+  const sizes = prepared.map((p) => sizeError(core, p.draft));
+  if (sizes.some((e) => e !== null)) return sizes.map((e) => e ?? {});
+  return null;
+}
+
 async function rollbackCreates(core: EngineCore, committed: ObjectWrite[]): Promise<void> {
   if (committed.length === 0) return;
   const deletes: ObjectWrite[] = [];
@@ -153,21 +173,8 @@ export async function createMany(
       errors: inputs.length === 1 && !Array.isArray(inputs) ? errors[0] : errors,
     };
   }
-  const uniq = await checkUnique(core, def, prepared.map((p) => p.draft));
-  if (uniq.some((e) => e !== null)) {
-    return { ok: false, reason: "invalid", errors: uniq.map((e) => e ?? {}) };
-  }
-  if (options.hooks !== false && def.beforeSave) {
-    for (const p of prepared) await def.beforeSave(p.draft, p.ctx);
-  }
-  const sizes = prepared.map((p) => sizeError(core, p.draft));
-  if (sizes.some((e) => e !== null)) {
-    return {
-      ok: false,
-      reason: "invalid",
-      errors: sizes.map((e) => e ?? {}),
-    };
-  }
+  const refused = await checkDrafts(core, def, prepared, options);
+  if (refused) return { ok: false, reason: "invalid", errors: refused };
   const writes: ObjectWrite[] = prepared.map((p) => ({
     model,
     id: p.draft.id,
@@ -285,25 +292,8 @@ export async function updateMany(
       });
     }
     if (failed) return { ok: false, reason: "invalid", errors };
-    const uniq = await checkUnique(core, def, prepared.map((p) => p.draft));
-    if (uniq.some((e) => e !== null)) {
-      return {
-        ok: false,
-        reason: "invalid",
-        errors: uniq.map((e) => e ?? {}),
-      };
-    }
-    if (options.hooks !== false && def.beforeSave) {
-      for (const p of prepared) await def.beforeSave(p.draft, p.ctx);
-    }
-    const sizes = prepared.map((p) => sizeError(core, p.draft));
-    if (sizes.some((e) => e !== null)) {
-      return {
-        ok: false,
-        reason: "invalid",
-        errors: sizes.map((e) => e ?? {}),
-      };
-    }
+    const refused = await checkDrafts(core, def, prepared, options);
+    if (refused) return { ok: false, reason: "invalid", errors: refused };
     const writes: ObjectWrite[] = prepared.map((p) => ({
       model,
       id: p.draft.id,
