@@ -49,6 +49,20 @@ export async function readLimitedText(req: Request, limit = MAX_BODY_BYTES): Pro
 }
 
 /** Parameters of a request body (query parameters are not included). */
+/** A JSON request body, which must be one object. */
+export function jsonObjectBody(text: string): RawParams {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    throw new BodyError("request body is not valid JSON");
+  }
+  if (!parsed || typeof parsed !== "object" || Array.isArray(parsed)) {
+    throw new BodyError("request body must be a JSON object");
+  }
+  return parsed as RawParams;
+}
+
 export async function readBody(req: Request): Promise<ParsedBody> {
   const files: Record<string, UploadedFile> = {};
   if (req.method === "GET" || req.method === "HEAD" || !req.body) return { params: {}, files };
@@ -67,16 +81,7 @@ export async function readBody(req: Request): Promise<ParsedBody> {
   const text = await readLimitedText(req);
   if (!text.trim()) return { params: {}, files };
   if (type.includes("application/json")) {
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(text);
-    } catch {
-      throw new BodyError("request body is not valid JSON");
-    }
-    if (!parsed || typeof parsed !== "object" || Array.isArray(parsed)) {
-      throw new BodyError("request body must be a JSON object");
-    }
-    return { params: parsed as RawParams, files };
+    return { params: jsonObjectBody(text), files };
   }
   const params: RawParams = {};
   for (const [k, v] of new URLSearchParams(text)) addParam(params, k, v);

@@ -26,7 +26,7 @@ import {
 } from "../../domain/hypervisor_schema/validate.ts";
 import type { EngineFailure, EngineSuccess } from "../../domain/hypervisor_schema/exchange.ts";
 import { bodyFailure, credentials, formatResult, type Mount, MOUNT_PREFIX } from "./wire.ts";
-import { addParam, BodyError, readLimitedText } from "./body.ts";
+import { addParam, jsonObjectBody, readLimitedText } from "./body.ts";
 import { hypervisorToolingRoutes } from "./codegen.ts";
 import type { ActiveSchema } from "./versions.ts";
 import {
@@ -70,16 +70,7 @@ async function requestParams(req: Request, url: URL): Promise<RawParams> {
   if (!text.trim()) return out;
   const type = (req.headers.get("content-type") ?? "").toLowerCase();
   if (type.includes("application/json")) {
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(text);
-    } catch {
-      throw new BodyError("request body is not valid JSON");
-    }
-    if (!parsed || typeof parsed !== "object" || Array.isArray(parsed)) {
-      throw new BodyError("request body must be a JSON object");
-    }
-    return { ...out, ...(parsed as RawParams) };
+    return { ...out, ...jsonObjectBody(text) };
   }
   const body: RawParams = {};
   for (const [k, v] of new URLSearchParams(text)) addParam(body, k, v);
