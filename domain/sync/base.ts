@@ -176,6 +176,8 @@ export interface ClusterBase {
   pluginEndpoint: number;
   /** The plugin cluster record (endpoint + PVE cluster name). */
   pluginCluster: InventoryObject;
+  /** True when this run made the plugin cluster record (the devices stage fills in its facts). */
+  pluginClusterMade: boolean;
   /** The virtualization cluster and its site. */
   cluster: number;
   site: number;
@@ -243,6 +245,7 @@ export function clusterBase(ctx: StageContext): Promise<ClusterBase> {
       });
       site = siteObject.id;
     }
+    const pluginClusterMade = !record;
     if (!record) {
       [record] = await ctx.inv.create(PATHS.pluginClusters, [{
         endpoint: pe,
@@ -262,6 +265,7 @@ export function clusterBase(ctx: StageContext): Promise<ClusterBase> {
     return {
       pluginEndpoint: pe,
       pluginCluster: record,
+      pluginClusterMade,
       cluster,
       site: site!,
       name: pveName,

@@ -3,7 +3,7 @@
  * ownership tag and then kept only when their parent is one of this endpoint's, so several
  * endpoints never see each other's objects and hand-made objects are never touched.
  */
-import { memo, type StageContext } from "./context.ts";
+import { memo, memoShared, type StageContext } from "./context.ts";
 import { PATHS, syncTags } from "./base.ts";
 import type { InventoryObject } from "./ports.ts";
 import { refId } from "./reconcile.ts";
@@ -58,13 +58,17 @@ export function assignedTo(
   return out;
 }
 
-/** VLANs of a site by vid (any, hand-made ones too: they are referenced, never changed). */
+/**
+ * VLANs of a site by vid (any, hand-made ones too: they are referenced, never changed). Known
+ * run-wide, not per endpoint: two endpoints may share a site, and a VLAN the first one made must
+ * not be made again by the second (the rerun would then move prefixes to the older copy).
+ */
 export async function ensureVlans(
   ctx: StageContext,
   site: number,
   wanted: Map<number, string>,
 ): Promise<Map<number, number>> {
-  const known = await memo(ctx, `vlans:${site}`, async () => {
+  const known = await memoShared(ctx, `vlans:${site}`, async () => {
     const list = await ctx.inv.list(PATHS.vlans, { site_id: String(site) }, ctx.signal);
     const out = new Map<number, number>();
     for (const v of [...list].sort((a, b) => a.id - b.id)) {

@@ -499,6 +499,36 @@ Deno.test("e2e sync: two endpoints sync into one inventory without mixing", asyn
   }
 });
 
+Deno.test("e2e sync: a first run creates each object once; two copies of one hypervisor share a site's VLANs and rerun with no write", async () => {
+  // The default seed has VLAN-tagged guest NICs and SDN vnets; `lab (inv:1)` is how a copy
+  // pushed by the inventory plugin is named, beside the one made on the backend.
+  const world = await syncWorld(undefined, FAST_TASKS);
+  try {
+    await addInventoryCopy(world);
+    await world.addHypervisorCopy("lab");
+    await world.addHypervisorCopy("lab (inv:1)");
+    const first = stageResults(await world.stream("/full-update/stream"));
+    // The plugin cluster record is made with the cluster, then its facts are filled in: one
+    // creation, not a creation and an update.
+    assert.equal(first.devices.updated, 0, JSON.stringify(first.devices));
+    // `lab (inv:1)` names plugin endpoint 1, the record made for `lab`: one endpoint, one cluster.
+    assert.equal((await world.inventory("virtualization/clusters/")).length, 1);
+    const vlans = await world.inventory("ipam/vlans/");
+    const keys = vlans.map((v: any) => `${v.site?.id ?? v.scope_id}:${v.vid}`);
+    assert.deepEqual(keys, [...new Set(keys)], "one VLAN per site and vid");
+    const again = stageResults(await world.stream("/full-update/stream"));
+    for (const [stage, r] of Object.entries(again)) {
+      assert.equal(
+        r.created + r.updated + r.deleted + r.failed,
+        0,
+        `${stage} ${JSON.stringify(r)}`,
+      );
+    }
+  } finally {
+    await world.close();
+  }
+});
+
 Deno.test("e2e sync: a client that disconnects stops the work (no write after the abort)", async () => {
   const logger = new WaitingLogger();
   let release: (() => void) | null = null;

@@ -72,6 +72,7 @@ export async function syncDevices(ctx: StageContext): Promise<void> {
     (statusByName.get(n)?.online ??
       (nodeList.find((x) => x.node === n)?.status === "online" ? 1 : 0)) === 1
   );
+  const updatedBefore = ctx.result.updated;
   await reconcile(ctx, {
     path: PATHS.pluginClusters,
     existing: new Map([["cluster", base.pluginCluster]]),
@@ -88,6 +89,8 @@ export async function syncDevices(ctx: StageContext): Promise<void> {
     }],
     touch: { last_synced: new Date(ctx.now()).toISOString() },
   });
+  // A record made earlier in this run is completed here, not changed: it counts as one creation.
+  if (base.pluginClusterMade) ctx.result.updated = updatedBefore;
 
   // Devices: ours are found through the plugin node records, else by name among our tagged
   // devices in this cluster (a node record deleted by hand).
