@@ -61,3 +61,52 @@ export async function selfSigned(commonName: string): Promise<{ cert: string; ke
     await Deno.remove(dir, { recursive: true });
   }
 }
+
+/**
+ * A private CA and a server certificate for localhost / 127.0.0.1 signed by it, written to `dir`
+ * as ca.pem (ca.key), cert.pem and key.pem.
+ */
+export async function caSignedCertificate(
+  dir: string,
+): Promise<{ ca: string; cert: string; key: string }> {
+  const ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"];
+  const subject = (cn: string) => ["-days", "2", "-subj", `/CN=${cn}`];
+  await openssl(
+    ["req", "-x509", ...ec, "-keyout", "ca.key", "-out", "ca.pem", ...subject("CA")],
+    dir,
+  );
+  await openssl([
+    "req",
+    ...ec,
+    "-keyout",
+    "key.pem",
+    "-out",
+    "server.csr",
+    "-subj",
+    "/CN=localhost",
+  ], dir);
+  await Deno.writeTextFile(
+    `${dir}/ext.cnf`,
+    "subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\n" +
+      "keyUsage=digitalSignature\nextendedKeyUsage=serverAuth\n",
+  );
+  await openssl([
+    "x509",
+    "-req",
+    "-in",
+    "server.csr",
+    "-CA",
+    "ca.pem",
+    "-CAkey",
+    "ca.key",
+    "-CAcreateserial",
+    "-out",
+    "cert.pem",
+    "-days",
+    "2",
+    "-extfile",
+    "ext.cnf",
+  ], dir);
+  const read = (name: string) => Deno.readTextFile(`${dir}/${name}`);
+  return { ca: await read("ca.pem"), cert: await read("cert.pem"), key: await read("key.pem") };
+}

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { ConfigError, parseConfig } from "../config.ts";
-import { HAS_OPENSSL, openssl, selfSigned } from "./_tls.ts";
+import { caSignedCertificate, HAS_OPENSSL, selfSigned } from "./_tls.ts";
 
 /** Starts main.ts; resolves with its logged URL, or with its exit code and stderr if it stops. */
 async function runMain(env: Record<string, string>) {
@@ -26,50 +26,6 @@ async function runMain(env: Record<string, string>) {
   return { child, url: null, text, code: (await child.status).code };
 }
 
-/** A private CA and a server certificate for localhost / 127.0.0.1 signed by it, in `dir`. */
-async function serverCertificate(dir: string): Promise<{ ca: string; cert: string; key: string }> {
-  const ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"];
-  const subject = (cn: string) => ["-days", "2", "-subj", `/CN=${cn}`];
-  await openssl(
-    ["req", "-x509", ...ec, "-keyout", "ca.key", "-out", "ca.pem", ...subject("CA")],
-    dir,
-  );
-  await openssl([
-    "req",
-    ...ec,
-    "-keyout",
-    "key.pem",
-    "-out",
-    "server.csr",
-    "-subj",
-    "/CN=localhost",
-  ], dir);
-  await Deno.writeTextFile(
-    `${dir}/ext.cnf`,
-    "subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\n" +
-      "keyUsage=digitalSignature\nextendedKeyUsage=serverAuth\n",
-  );
-  await openssl([
-    "x509",
-    "-req",
-    "-in",
-    "server.csr",
-    "-CA",
-    "ca.pem",
-    "-CAkey",
-    "ca.key",
-    "-CAcreateserial",
-    "-out",
-    "cert.pem",
-    "-days",
-    "2",
-    "-extfile",
-    "ext.cnf",
-  ], dir);
-  const read = (name: string) => Deno.readTextFile(`${dir}/${name}`);
-  return { ca: await read("ca.pem"), cert: await read("cert.pem"), key: await read("key.pem") };
-}
-
 Deno.test("config: SERVICE_TLS_CERT_FILE and SERVICE_TLS_KEY_FILE go together", () => {
   assert.equal(parseConfig({}).tls, undefined);
   assert.deepEqual(
@@ -92,7 +48,7 @@ Deno.test({
   ignore: !HAS_OPENSSL,
   async fn() {
     const dir = await Deno.makeTempDir();
-    const { ca } = await serverCertificate(dir);
+    const { ca } = await caSignedCertificate(dir);
     const started = await runMain({
       SERVICE_TLS_CERT_FILE: `${dir}/cert.pem`,
       SERVICE_TLS_KEY_FILE: `${dir}/key.pem`,
@@ -197,7 +153,7 @@ Deno.test({
   ignore: !HAS_OPENSSL || PYTHON === null,
   async fn() {
     const dir = await Deno.makeTempDir();
-    await serverCertificate(dir);
+    await caSignedCertificate(dir);
     const started = await runMain({
       SERVICE_TLS_CERT_FILE: `${dir}/cert.pem`,
       SERVICE_TLS_KEY_FILE: `${dir}/key.pem`,

@@ -15,7 +15,7 @@ import {
 } from "../../../routes/hypervisor/real.ts";
 import { type TestDeps, testDeps } from "../../_helpers.ts";
 import { refusingListener } from "../../_net.ts";
-import { HAS_OPENSSL, openssl } from "../../_tls.ts";
+import { caSignedCertificate, HAS_OPENSSL } from "../../_tls.ts";
 import type { MemoryLogger } from "../../../infra/logger.ts";
 import { schema92 } from "./_tooling.ts";
 
@@ -42,58 +42,8 @@ interface Certs {
 /** A private CA and a server certificate for 127.0.0.1 signed by it. */
 async function makeCerts(): Promise<Certs> {
   const dir = await Deno.makeTempDir({ prefix: "pve-tls-" });
-  const ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"];
-  await openssl([
-    "req",
-    "-x509",
-    ...ec,
-    "-keyout",
-    "ca.key",
-    "-out",
-    "ca.pem",
-    "-days",
-    "2",
-    "-subj",
-    "/CN=Bridgebox Test CA",
-  ], dir);
-  await openssl([
-    "req",
-    ...ec,
-    "-keyout",
-    "server.key",
-    "-out",
-    "server.csr",
-    "-subj",
-    "/CN=127.0.0.1",
-  ], dir);
-  await Deno.writeTextFile(
-    `${dir}/ext.cnf`,
-    "subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\n" +
-      "keyUsage=digitalSignature\nextendedKeyUsage=serverAuth\n",
-  );
-  await openssl([
-    "x509",
-    "-req",
-    "-in",
-    "server.csr",
-    "-CA",
-    "ca.pem",
-    "-CAkey",
-    "ca.key",
-    "-CAcreateserial",
-    "-out",
-    "server.pem",
-    "-days",
-    "2",
-    "-extfile",
-    "ext.cnf",
-  ], dir);
-  return {
-    dir,
-    caFile: `${dir}/ca.pem`,
-    cert: await Deno.readTextFile(`${dir}/server.pem`),
-    key: await Deno.readTextFile(`${dir}/server.key`),
-  };
+  const { cert, key } = await caSignedCertificate(dir);
+  return { dir, caFile: `${dir}/ca.pem`, cert, key };
 }
 
 async function startUpstream(tls?: Certs): Promise<Upstream> {
