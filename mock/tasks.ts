@@ -8,15 +8,7 @@ import type { MockState, Task } from "./state.ts";
 const hex8 = (n: number) => (n >>> 0).toString(16).toUpperCase().padStart(8, "0");
 
 export function formatUpid(
-  t: {
-    node: string;
-    pid: number;
-    pstart: number;
-    starttime: number;
-    type: string;
-    id: string;
-    user: string;
-  },
+  t: Pick<Task, "node" | "pid" | "pstart" | "starttime" | "type" | "id" | "user">,
 ): string {
   return `UPID:${t.node}:${hex8(t.pid)}:${hex8(t.pstart)}:${
     hex8(t.starttime)
