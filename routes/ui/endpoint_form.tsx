@@ -217,7 +217,10 @@ export function bodyFromForm(kind: Kind, form: Record<string, unknown>): Json {
 /** The form's single host field stands for the API's `domain` and `ip_address`. */
 const FIELD_ALIASES: Record<string, string> = { ip_address: "domain" };
 
-function errorsOf(body: Json): Errors {
+/** The form's errors from a refused save: field errors on 400, else the answer's detail. */
+function errorsOf(answer: { status: number; body: Json }): Errors {
+  if (answer.status !== 400) return { non_field_errors: [detailOf(answer)] };
+  const body = answer.body;
   if (!body || typeof body !== "object" || Array.isArray(body)) return {};
   const out: Errors = {};
   for (const [key, v] of Object.entries(body)) {
@@ -447,9 +450,7 @@ export function endpointFormRoutes(_ctx: ConsoleServices): Hono<ConsoleEnv> {
     if (answer.status === 201) {
       return c.redirect(`/ui/endpoints/${kind}/${answer.body.id}?notice=created`, 303);
     }
-    const errors = answer.status === 400
-      ? errorsOf(answer.body)
-      : { non_field_errors: [detailOf(answer)] };
+    const errors = errorsOf(answer);
     return c.html(
       <EndpointForm
         c={c}
@@ -511,9 +512,7 @@ export function endpointFormRoutes(_ctx: ConsoleServices): Hono<ConsoleEnv> {
     if (current.status !== 200) {
       return notFound(c, `There is no ${KINDS[kind].label} with this id.`);
     }
-    const errors = answer.status === 400
-      ? errorsOf(answer.body)
-      : { non_field_errors: [detailOf(answer)] };
+    const errors = errorsOf(answer);
     return c.html(
       <EndpointForm
         c={c}
