@@ -395,6 +395,14 @@ function readRoutes(
     }
   }
 
+  /** What a read across the hypervisor endpoints answers besides its 200. */
+  const readFailures = {
+    404: jsonContent(Detail, "Unknown endpoint_id"),
+    409: jsonContent(z.union([Detail, CredentialUndecryptable]), "Disabled, or secrets"),
+    502: jsonContent(Detail, "The hypervisor failed; detail names the call"),
+    ...ErrorResponses,
+  };
+
   const list = (path: string, summary: string, extraQuery = false) => {
     const query = extraQuery
       ? EndpointQuery.extend({
@@ -413,10 +421,7 @@ function readRoutes(
         request: { query },
         responses: {
           200: jsonContent(Annotated, "Items of every chosen endpoint"),
-          404: jsonContent(Detail, "Unknown endpoint_id"),
-          409: jsonContent(z.union([Detail, CredentialUndecryptable]), "Disabled, or secrets"),
-          502: jsonContent(Detail, "The hypervisor failed; detail names the call"),
-          ...ErrorResponses,
+          ...readFailures,
         },
       }),
       async (c) => {
@@ -447,10 +452,7 @@ function readRoutes(
       request: { query: EndpointQuery },
       responses: {
         200: jsonContent(Annotated, "One version record per endpoint"),
-        404: jsonContent(Detail, "Unknown endpoint_id"),
-        409: jsonContent(z.union([Detail, CredentialUndecryptable]), "Disabled, or secrets"),
-        502: jsonContent(Detail, "The hypervisor failed; detail names the call"),
-        ...ErrorResponses,
+        ...readFailures,
       },
     }),
     async (c) => {
