@@ -173,6 +173,12 @@ export interface ModelStore {
   countByIndex(model: string, field: string, value: IndexValue): Promise<number>;
   /** countByIndex for several values of one field, in their order, in few reads. */
   countsByIndex(model: string, field: string, values: readonly IndexValue[]): Promise<number[]>;
+  /**
+   * An id list derived from `model` alone (a filtered, sorted list result), kept under `key`
+   * while no commit touches the model: `make` runs only on a miss. Paged reads of one list
+   * then sort it once, not once per page.
+   */
+  derivedIds(model: string, key: string, make: () => Promise<number[]>): Promise<number[]>;
   /** One page of ids under (field, value): by id, or by the ordered index when `ordered`. */
   pageByIndex(
     model: string,

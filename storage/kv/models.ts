@@ -94,11 +94,27 @@ export function storedSize(value: unknown): number {
   return /[^\x00-\xff]/.test(json) ? json.length * 2 : json.length;
 }
 
-const encoder = new TextEncoder();
+/** UTF-8 length of a string without encoding it (planning a bulk write sizes thousands of keys). */
+export function utf8Length(text: string): number {
+  let n = text.length;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c < 0x80) continue;
+    if (c < 0x800) n += 1;
+    else if (c >= 0xd800 && c <= 0xdbff && i + 1 < text.length) {
+      const low = text.charCodeAt(i + 1);
+      if (low >= 0xdc00 && low <= 0xdfff) {
+        n += 2; // a pair: two UTF-16 units, four bytes
+        i++;
+      } else n += 2; // a lone surrogate is encoded as U+FFFD (three bytes)
+    } else n += 2;
+  }
+  return n;
+}
 
 function keyBytes(key: Deno.KvKey): number {
   let n = 0;
-  for (const part of key) n += typeof part === "string" ? encoder.encode(part).length + 2 : 10;
+  for (const part of key) n += typeof part === "string" ? utf8Length(part) + 2 : 10;
   return n;
 }
 
@@ -360,6 +376,10 @@ export class KvModelStore implements ModelStore {
     missing.forEach((v, i) => cache.lists.set(keyOf(v), [counts[i]]));
     let next = 0;
     return out.map((c) => (c >= 0 ? c : counts[next++]));
+  }
+
+  derivedIds(model: string, key: string, make: () => Promise<number[]>): Promise<number[]> {
+    return this.#cachedList(model, ["derived", key], make);
   }
 
   pageByIndex(

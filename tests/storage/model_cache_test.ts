@@ -4,7 +4,7 @@
  * every cache of it stale at once.
  */
 import assert from "node:assert/strict";
-import { KvModelStore } from "../../storage/kv/models.ts";
+import { KvModelStore, utf8Length } from "../../storage/kv/models.ts";
 import type { ObjectWrite, StoredObject } from "../../storage/ports.ts";
 
 const MODEL = "test.widget";
@@ -104,5 +104,29 @@ Deno.test("model cache: a write through another store (another process) is seen 
     kvA.close();
     kvB.close();
     await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("utf8Length agrees with TextEncoder (ASCII, 2-, 3- and 4-byte, lone surrogates)", () => {
+  const samples = [
+    "",
+    "abc",
+    "é",
+    "ü-node",
+    "€",
+    "日本語",
+    "😀",
+    "a😀b",
+    "\ud83d",
+    "x\udc00y",
+    "\ud83d\ud83d",
+  ];
+  const random = Array.from(
+    { length: 200 },
+    () =>
+      String.fromCharCode(...Array.from({ length: 8 }, () => Math.floor(Math.random() * 0x10000))),
+  );
+  for (const text of [...samples, ...random]) {
+    assert.equal(utf8Length(text), new TextEncoder().encode(text).length, JSON.stringify(text));
   }
 });

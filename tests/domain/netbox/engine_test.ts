@@ -79,6 +79,52 @@ Deno.test("bulk create of 1,000 VMs: few atomics, each within KV limits, all ind
   }
 });
 
+Deno.test("a filtered list is sorted once for all its pages while the model is unchanged", async () => {
+  const { kv, store, e } = await engine();
+  try {
+    const ct = await e.insert("virtualization.clustertype", { name: "PVE", slug: "pve" });
+    assert.ok(ct.ok);
+    const cl = await e.insert("virtualization.cluster", { name: "c", type: ct.value.id });
+    assert.ok(cl.ok);
+    const model = "virtualization.virtualmachine";
+    const r = await e.createMany(
+      model,
+      Array.from(
+        { length: 120 },
+        (_, i) => ({ name: `vm-${(i * 37) % 120}`, cluster: cl.value.id }),
+      ),
+    );
+    assert.ok(r.ok);
+    // name__ic has no index: the general path (scan, filter, sort).
+    const walk = async (query: string) => {
+      const ids: number[] = [];
+      for (let offset = 0; offset < 120; offset += 25) {
+        const page = await e.list(model, new URLSearchParams(`${query}&limit=25&offset=${offset}`));
+        assert.equal(page.count, 120);
+        ids.push(...page.records.map((x) => x.id));
+      }
+      return ids;
+    };
+    const whole = async (query: string) =>
+      (await e.list(model, new URLSearchParams(`${query}&limit=1000`))).records.map((x) => x.id);
+    store.scans = [];
+    const byName = await walk("name__ic=vm");
+    assert.equal(store.scans.length, 1, "one scan for five pages");
+    assert.deepEqual(byName, await whole("name__ic=vm"));
+    assert.equal(store.scans.length, 1, "the whole list comes from the same sorted ids");
+    assert.deepEqual(await walk("name__ic=vm&ordering=-name"), [...byName].reverse());
+    assert.equal(store.scans.length, 2, "another ordering is another list");
+    // A write makes the kept order stale at once: the renamed VM moves to the front.
+    const last = byName.at(-1)!;
+    assert.ok((await e.update(model, last, { name: "vm-" })).ok);
+    const after = await walk("name__ic=vm");
+    assert.equal(store.scans.length, 3);
+    assert.deepEqual(after, [last, ...byName.slice(0, -1)]);
+  } finally {
+    kv.close();
+  }
+});
+
 Deno.test("fast pages read only the page; they agree with the general path", async () => {
   const { kv, store, e } = await engine();
   try {
