@@ -57,6 +57,31 @@ function fakeBackend() {
   return { port: server.addr.port, reached: reached.promise, close: () => server.shutdown() };
 }
 
+/** Reads the job's live log stream until a line with `message` arrives. */
+async function logLine(port: number, id: number, message: string): Promise<void> {
+  const abort = new AbortController();
+  const res = await fetch(`http://127.0.0.1:${port}${P}jobs/${id}/stream`, {
+    headers: { authorization: `Token ${ROOT}` },
+    signal: abort.signal,
+  });
+  assert.equal(res.status, 200);
+  let seen = false;
+  const parser = createParser({
+    onEvent(m) {
+      if (m.event === "log" && JSON.parse(m.data).message === message) seen = true;
+    },
+  });
+  try {
+    for await (const chunk of res.body!.pipeThrough(new TextDecoderStream())) {
+      parser.feed(chunk);
+      if (seen) break;
+    }
+  } finally {
+    abort.abort();
+  }
+  assert.ok(seen, `the job logged ${message}`);
+}
+
 Deno.test("e2e: a sync job whose process is killed is settled errored after the lease, by the restart", async () => {
   const backend = fakeBackend();
   const dir = await Deno.makeTempDir({ prefix: "job-kill-" });
@@ -112,6 +137,9 @@ Deno.test("e2e: a sync job whose process is killed is settled errored after the 
     const id = job.body.job_id;
 
     await backend.reached; // the stage stream is open: the job is mid-run
+    // The kill must come after the job has logged the stage's start (the evidence asserted
+    // below): the job's own live stream says when, so no timing is assumed.
+    await logLine(first.port, id, 'devices for "pve": started');
     const running = await call(first.port, "GET", `/api/core/jobs/${id}/`);
     assert.equal(running.body.status.value, "running");
     await first.kill();
