@@ -449,8 +449,8 @@ Deno.test("sync: usage errors exit 2 and name the problem", async () => {
   }
   const { io, sio } = captureIo();
   assert.equal(await syncMain(["--list"], {}, sio), 0);
-  assert.match(io.out.split("\n")[0], /^ 1  devices {13}\S/);
-  assert.match(io.out.split("\n")[12], /^13  backup-routines {5}\S/);
+  assert.match(io.out.split("\n")[0], /^ 1 {2}devices {13}\S/);
+  assert.match(io.out.split("\n")[12], /^13 {2}backup-routines {5}\S/);
 });
 
 Deno.test("sync: the table's seconds run from a stage's start to its end", () => {
