@@ -74,7 +74,36 @@ export function failThrow(message: string): never {
   throw failed(message);
 }
 
+/**
+ * The last digest of each config object, with the values it was computed from: configs are
+ * flat and often changed in place, so a hit is checked value by value (far cheaper than
+ * serialising, sorting and hashing on every GET of a config).
+ */
+const digests = new WeakMap<object, { values: Map<string, unknown>; digest: string }>();
+
+function unchangedSince(config: Record<string, unknown>, values: Map<string, unknown>): boolean {
+  let count = 0;
+  for (const key in config) {
+    if (!Object.hasOwn(config, key)) continue;
+    count++;
+    if (!values.has(key) || values.get(key) !== config[key]) return false;
+  }
+  return count === values.size;
+}
+
 export function digestOf(config: Record<string, unknown>): string {
+  const hit = digests.get(config);
+  if (hit && unchangedSince(config, hit.values)) return hit.digest;
+  const digest = computeDigest(config);
+  const entries = Object.entries(config);
+  // A nested object could change behind an unchanged reference: such configs are not kept.
+  if (entries.every(([, v]) => v === null || typeof v !== "object")) {
+    digests.set(config, { values: new Map(entries), digest });
+  }
+  return digest;
+}
+
+function computeDigest(config: Record<string, unknown>): string {
   let h = 0x811c9dc5;
   const text = JSON.stringify(Object.entries(config).filter(([k]) => k !== "digest").sort());
   for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 16777619);
