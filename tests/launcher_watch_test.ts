@@ -20,8 +20,18 @@ Deno.test("launcher watch: the parent pid is read past a command name with space
 Deno.test("launcher watch: fires once the task's launcher changes, never while it stays, never outside deno task", async () => {
   let launcher = 7;
   const task = Deno.ppid;
+  // Each look at the process table is counted, so "it has not fired" is asserted after the
+  // watch has looked several times, not after some time has passed.
+  let looks = 0;
+  let looked: { count: number; resolve: () => void } | null = null;
+  const lookedAgain = (count: number) =>
+    new Promise<void>((resolve) => looked = { count: looks + count, resolve });
   const table = {
-    parentPid: (pid: number) => Promise.resolve(pid === task ? launcher : null),
+    parentPid: (pid: number) => {
+      looks++;
+      if (looked && looks >= looked.count) looked.resolve();
+      return Promise.resolve(pid === task ? launcher : null);
+    },
     commandLine: () => Promise.resolve(["deno", "task", "start"]),
   };
   let fired = "";
@@ -31,7 +41,9 @@ Deno.test("launcher watch: fires once the task's launcher changes, never while i
     fired = reason;
     gone();
   }, { intervalMs: 5, table });
-  await new Promise((resolve) => setTimeout(resolve, 30));
+  const held = setTimeout(() => {}, 5000);
+  await lookedAgain(3);
+  clearTimeout(held);
   assert.equal(fired, "");
   launcher = 1;
   // The watch timer is unref'ed (it must not keep a server alive): hold the loop open here.
@@ -41,12 +53,14 @@ Deno.test("launcher watch: fires once the task's launcher changes, never while i
   assert.match(fired, /pid 7\) has exited/);
   stop();
 
+  const before = looks;
   const outside = await watchLauncher(() => assert.fail("not under deno task"), {
     intervalMs: 5,
     table: { ...table, commandLine: () => Promise.resolve(["deno", "run", "main.ts"]) },
   });
   launcher = 2;
-  await new Promise((resolve) => setTimeout(resolve, 30));
+  // Outside `deno task` the process table is never even looked at: nothing is watched.
+  assert.equal(looks, before);
   outside();
 });
 

@@ -15,6 +15,7 @@ import {
   WaitingLogger,
 } from "./_sync_harness.ts";
 import { STAGES } from "../../domain/sync/runner.ts";
+import { refusingListener } from "../_net.ts";
 
 const FAST_TASKS = { HYPERVISOR_MOCK_TASK_DELAY_MS: "0" };
 
@@ -427,13 +428,13 @@ Deno.test("e2e sync: a rejected inventory token is an error frame naming the req
 });
 
 Deno.test("e2e sync: an unreachable hypervisor fails its stages with a hint; disabled and unscoped endpoints are skipped", async () => {
+  // Held by this test and closing every connection: nothing else can take the port.
+  const refusing = refusingListener();
   const world = await syncWorld(undefined, FAST_TASKS);
   try {
     await addInventoryCopy(world);
     const good = await world.addHypervisorCopy("lab");
-    const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-    const deadPort = (listener.addr as Deno.NetAddr).port;
-    listener.close();
+    const deadPort = refusing.port;
     const dead = await world.addHypervisorCopy("dead", { port: deadPort });
     const off = await world.addHypervisorCopy("off", { enabled: false, port: deadPort });
 
@@ -460,6 +461,7 @@ Deno.test("e2e sync: an unreachable hypervisor fails its stages with a hint; dis
     assert.equal(disabledOnly.status, 200);
     assert.equal(disabledOnly.body.result.created, 0);
   } finally {
+    refusing.close();
     await world.close();
   }
 });
