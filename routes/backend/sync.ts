@@ -443,6 +443,8 @@ function readRoutes(
   list("/nodes", "Nodes of every enabled hypervisor endpoint (or one)");
   list("/cluster/resources", "Cluster resources (guests, storage, nodes)", true);
 
+  taskRoute(app, services, read);
+
   app.openapi(
     createRoute({
       method: "get",
@@ -471,3 +473,102 @@ function readRoutes(
     },
   );
 }
+
+/** A UPID as the hypervisor writes it: `UPID:<node>:<pid>:<pstart>:<starttime>:<type>:<id>:<user>:`. */
+const UPID_PATTERN =
+  /^UPID:([a-zA-Z0-9][a-zA-Z0-9.-]*):[0-9A-Fa-f]{8}:[0-9A-Fa-f]{8,9}:[0-9A-Fa-f]{8}:[\w@.!=+-]+:[\w@.!=+-]*:[\w@.!=+-]+:$/;
+
+const TaskParams = z.object({
+  upid: z.string().max(512).regex(UPID_PATTERN, {
+    message: "Not a task id: expected UPID:<node>:<pid>:<pstart>:<starttime>:<type>:<id>:<user>:",
+  }).openapi({
+    param: { name: "upid", in: "path" },
+    example: "UPID:pve1:0000A1B2:00C0FFEE:6560A000:qmstart:100:root@pam:",
+  }),
+});
+
+const TaskQuery = z.object({
+  endpoint_id: z.coerce.number().int().min(1).openapi({
+    description: "The hypervisor endpoint copy the task runs on (the verb's endpoint_id).",
+  }),
+});
+
+const TaskStatus = z.object({
+  upid: z.string(),
+  node: z.string(),
+  status: z.enum(["running", "stopped"]),
+  exitstatus: z.string().nullable().openapi({
+    description: '"OK" when it succeeded, the error text when it failed, null while running.',
+  }),
+  type: z.string(),
+  id: z.string(),
+  starttime: z.number().int(),
+  endtime: z.number().int().optional(),
+}).openapi("HypervisorTaskStatus");
+
+/** `GET /hypervisor/tasks/{upid}`: one task's status, so a verb's caller can follow it. */
+function taskRoute(
+  app: ReturnType<typeof backendRouter<BackendEnv>>,
+  services: BackendServices,
+  read: (
+    record: HypervisorEndpointRecord,
+    path: string,
+    params: Record<string, string> | undefined,
+    signal: AbortSignal | undefined,
+  ) => Promise<unknown>,
+) {
+  app.openapi(
+    createRoute({
+      method: "get",
+      path: "/hypervisor/tasks/{upid}",
+      tags: ["hypervisor"],
+      summary: "Status of one hypervisor task (the task_upid a verb answers)",
+      request: { params: TaskParams, query: TaskQuery },
+      responses: {
+        200: jsonContent(TaskStatus, "The task, running or stopped with its exit status"),
+        404: jsonContent(Reason404, "Unknown endpoint_id"),
+        409: jsonContent(z.union([Detail, CredentialUndecryptable]), "Disabled, or secrets"),
+        502: jsonContent(Detail, "The hypervisor failed; detail names the call"),
+        ...ErrorResponses,
+      },
+    }),
+    async (c) => {
+      const { upid } = c.req.valid("param");
+      const { endpoint_id: id } = c.req.valid("query");
+      const record = await services.hypervisorEndpoints.get(id);
+      if (!record) {
+        throw new ApiError(404, {
+          reason: "endpoint_not_found",
+          detail: `Hypervisor endpoint ${id} not found.`,
+          endpoint_id: id,
+        });
+      }
+      if (!record.enabled) {
+        throw fail(409, `Hypervisor endpoint ${id} ("${record.name}") is disabled.`);
+      }
+      const node = UPID_PATTERN.exec(upid)![1];
+      // The pattern admits no "/", "?", "#" or "%": the UPID goes into the path as it is.
+      const path = `/nodes/${node}/tasks/${upid}/status`;
+      const raw = await read(record, path, undefined, c.req.raw.signal);
+      const data = (raw && typeof raw === "object" ? raw : {}) as Record<string, unknown>;
+      const stopped = data.status === "stopped";
+      const endtime = Number(data.endtime);
+      return c.json({
+        upid,
+        node,
+        status: stopped ? "stopped" as const : "running" as const,
+        exitstatus: stopped ? String(data.exitstatus ?? "unknown") : null,
+        type: String(data.type ?? ""),
+        id: String(data.id ?? ""),
+        starttime: Number.isInteger(Number(data.starttime)) ? Number(data.starttime) : 0,
+        ...(stopped && Number.isInteger(endtime) ? { endtime } : {}),
+      }, 200);
+    },
+  );
+}
+
+const Reason404 = z.object({
+  reason: z.literal("endpoint_not_found"),
+  detail: z.string(),
+  endpoint_id: z.number().int(),
+});
