@@ -35,3 +35,11 @@ console.log(JSON.stringify({ aborted }));`,
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("deno.json: the tasks a user runs start Deno with --quiet (a first start would list ~900 npm download and unpack lines)", async () => {
+  const config = JSON.parse(await Deno.readTextFile(new URL("../deno.json", import.meta.url)));
+  for (const task of ["start", "dev", "demo", "token:create", "sync", "rekey"]) {
+    const command: string = config.tasks[task];
+    assert.match(command, /^deno run --quiet /, `${task}: ${command}`);
+  }
+});
