@@ -96,6 +96,8 @@ export interface PageProps {
   session?: Session;
   /** Attributes on <body> that console.js reads (live parts). */
   live?: Record<string, string>;
+  /** Extra <head> content (a page that refreshes itself while something runs). */
+  head?: unknown;
 }
 
 export const Layout: FC<PropsWithChildren<PageProps>> = (props) => {
@@ -111,6 +113,7 @@ export const Layout: FC<PropsWithChildren<PageProps>> = (props) => {
           <link rel="icon" href="/ui/favicon.svg" type="image/svg+xml" />
           <link rel="stylesheet" href={`${STATIC}/console.css`} />
           <script src={`${STATIC}/console.js`} defer></script>
+          {props.head}
         </head>
         <body {...(props.live ?? {})}>
           <a class="skip" href="#main">Skip to content</a>

@@ -20,6 +20,7 @@ import {
   When,
 } from "./layout.tsx";
 import { errorPage } from "./errors.tsx";
+import { followedTask, isRunning, pollUrl, TaskCard, taskRoutes } from "./task.tsx";
 
 const P = "/api/plugins/service";
 export const VERBS = ["start", "stop", "snapshot"] as const;
@@ -94,8 +95,22 @@ export function vmRoutes(_ctx: ConsoleServices): Hono<ConsoleEnv> {
     ]);
     const writes = endpoint?.allow_writes === true;
     const notice = c.req.query("done");
+    const followed = await followedTask(c, c.req.query("task"), c.req.query("endpoint"));
+    const running = isRunning(followed);
     return c.html(
-      <Layout title={vm.name} active="vms" auth={c.get("auth")} session={c.get("session")}>
+      <Layout
+        title={vm.name}
+        active="vms"
+        auth={c.get("auth")}
+        session={c.get("session")}
+        // Without JavaScript the page reloads while the task runs; console.js polls instead.
+        head={running && (
+          <noscript>
+            <meta http-equiv="refresh" content="2" />
+          </noscript>
+        )}
+        live={running && followed ? { "data-task-poll": pollUrl(id, followed) } : undefined}
+      >
         <PageHead
           title={vm.name}
           sub={
@@ -116,6 +131,9 @@ export function vmRoutes(_ctx: ConsoleServices): Hono<ConsoleEnv> {
             )}
             <a href="/ui/actions">See the audit entry</a>.
           </Notice>
+        )}
+        {followed && (
+          <TaskCard followed={followed} here={c.req.path + "?" + new URL(c.req.url).searchParams} />
         )}
         <div class="two">
           <section class="card">
@@ -348,9 +366,13 @@ export function vmRoutes(_ctx: ConsoleServices): Hono<ConsoleEnv> {
       );
     }
     const done = new URLSearchParams({ done: `${verb}: ${answer.body?.result ?? "ok"}` });
-    if (typeof answer.body?.task_upid === "string") done.set("task", answer.body.task_upid);
+    if (typeof answer.body?.task_upid === "string") {
+      done.set("task", answer.body.task_upid);
+      done.set("endpoint", String(backendId));
+    }
     return c.redirect(`/ui/vms/${id}?${done}`, 303);
   });
 
+  taskRoutes(app);
   return app;
 }

@@ -170,9 +170,36 @@ function follow(url, table, log, onEnd) {
   return source;
 }
 
+// A hypervisor task a verb started: polled until it stops, its cells filled in place.
+function pollTask(url) {
+  const tick = async () => {
+    let task;
+    try {
+      const response = await fetch(url, { headers: { accept: "application/json" } });
+      if (!response.ok) return;
+      task = await response.json();
+    } catch {
+      return;
+    }
+    for (const cell of document.querySelectorAll("[data-task-status]")) {
+      cell.textContent = task.status;
+    }
+    const exit = String(task.exitstatus ?? "");
+    const result = task.status !== "stopped"
+      ? badge("running", "info")
+      : exit === "OK"
+      ? badge("OK", "ok")
+      : badge("failed: " + (exit || "unknown"), "bad");
+    for (const cell of document.querySelectorAll("[data-task-exit]")) cell.replaceChildren(result);
+    if (task.status === "stopped") clearInterval(timer);
+  };
+  const timer = setInterval(tick, 2000);
+}
+
 document.addEventListener("DOMContentLoaded", () => {
   const body = document.body;
   if (body.dataset.liveStatus) followStatus(body.dataset.liveStatus);
+  if (body.dataset.taskPoll) pollTask(body.dataset.taskPoll);
   if (body.dataset.jobStream) {
     const table = document.querySelector("[data-stage-table]");
     const log = document.querySelector("[data-log]");

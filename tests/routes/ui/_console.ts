@@ -5,7 +5,7 @@
  * pushes) reach the same app in process.
  */
 import { createApp } from "../../../app.ts";
-import { type TestDeps, testDeps } from "../../_helpers.ts";
+import { type TestDeps, testDeps, type TestOverrides } from "../../_helpers.ts";
 
 export const ROOT = "ui0123456789abcdef0123456789abcdef012345";
 export const ORIGIN = "http://console.test";
@@ -112,6 +112,7 @@ export interface Harness {
 export async function consoleHarness(
   env: Record<string, string> = {},
   fetchOverride?: typeof fetch,
+  overrides: TestOverrides = {},
 ): Promise<Harness> {
   let app: Awaited<ReturnType<typeof createApp>> | null = null;
   const inProcess: typeof fetch = (input, init) => {
@@ -120,7 +121,7 @@ export async function consoleHarness(
   };
   const deps = await testDeps(
     { INVENTORY_BOOTSTRAP_TOKEN: ROOT, SERVICE_ALLOW_LOOPBACK_TARGETS: "true", ...env },
-    { fetch: fetchOverride ?? inProcess },
+    { fetch: fetchOverride ?? inProcess, ...overrides },
   );
   app = await createApp(deps);
   const built = app;
