@@ -10,23 +10,17 @@
 import { baseUrl } from "./backend.ts";
 import { fetchFor, tokenId } from "./hypervisor_probe.ts";
 import { UpstreamCallError } from "./upstream_error.ts";
+import type { HypervisorEndpointRecord } from "../storage/ports.ts";
 
 /** Proxmox tickets live 2 h; renew after 90 min so a long sync never holds an expired one. */
 export const TICKET_RENEW_AFTER_MS = 90 * 60_000;
 const EXCERPT_CHARS = 300;
 
-export interface HypervisorConnection {
-  id: number;
-  name: string;
-  ip: string;
-  port: number;
-  use_https: boolean;
-  verify_ssl: boolean;
-  username: string | null;
-  token_name: string | null;
-  /** Seconds per call. */
-  timeout: number;
-}
+/** What a connection needs of a stored copy (`timeout` is seconds per call). */
+export type HypervisorConnection = Pick<
+  HypervisorEndpointRecord,
+  "id" | "name" | "ip" | "port" | "use_https" | "verify_ssl" | "username" | "token_name" | "timeout"
+>;
 
 export interface HypervisorSecrets {
   password: string | null;

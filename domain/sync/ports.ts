@@ -2,6 +2,7 @@
  * The two narrow ports the sync stages talk through (docs/sync.md). Implementations live in
  * clients/ (HTTP) and in tests (in-memory fakes); the stages never know which.
  */
+import type { HypervisorEndpointRecord } from "../../storage/ports.ts";
 
 /** Reads the hypervisor API (Proxmox VE paths such as `/cluster/resources`), returning `data`. */
 export interface HypervisorReader {
@@ -57,12 +58,7 @@ export interface CallFailure {
 }
 
 /** The hypervisor endpoint a stage runs for, as the stages need to know it. */
-export interface SyncEndpoint {
-  id: number;
-  name: string;
-  ip: string;
-  port: number;
-  use_https: boolean;
-  verify_ssl: boolean;
-  username: string | null;
-}
+export type SyncEndpoint = Pick<
+  HypervisorEndpointRecord,
+  "id" | "name" | "ip" | "port" | "use_https" | "verify_ssl" | "username"
+>;
