@@ -5,26 +5,13 @@
  */
 import assert from "node:assert/strict";
 import { hostEnv, startMain } from "../_process.ts";
+import { hangingHypervisor } from "../_hanging_hypervisor.ts";
 
 const KEY = "k".repeat(48);
 
 Deno.test("e2e: a verb cut short by a killed process stays in_progress in the audit trail", async () => {
   // A hypervisor that logs in, knows guest 100, and never answers the start itself.
-  const reached = Promise.withResolvers<void>();
-  const never = Promise.withResolvers<Response>();
-  const hypervisor = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, (req) => {
-    const path = new URL(req.url).pathname;
-    if (path === "/api2/json/access/ticket") {
-      return Response.json({ data: { ticket: "PVE:t", CSRFPreventionToken: "c" } });
-    }
-    if (path === "/api2/json/cluster/resources") {
-      return Response.json({
-        data: [{ vmid: 100, node: "pve1", type: "qemu", status: "stopped" }],
-      });
-    }
-    reached.resolve();
-    return never.promise;
-  });
+  const hypervisor = hangingHypervisor();
   const dir = await Deno.makeTempDir({ prefix: "verb-kill-" });
   const env = {
     SERVICE_KV_PATH: `${dir}/kv`,
@@ -48,7 +35,7 @@ Deno.test("e2e: a verb cut short by a killed process stays in_progress in the au
       body: JSON.stringify({
         name: "hangs",
         ip: "127.0.0.1",
-        port: hypervisor.addr.port,
+        port: hypervisor.port,
         use_https: false,
         username: "root@pam",
         password: "secret-password",
@@ -60,7 +47,7 @@ Deno.test("e2e: a verb cut short by a killed process stays in_progress in the au
       method: "POST",
       headers: { "X-Service-Actor": "night-shift" },
     }).catch((error) => error);
-    await reached.promise;
+    await hypervisor.reached;
     await first.kill();
     await pending;
 
@@ -79,8 +66,7 @@ Deno.test("e2e: a verb cut short by a killed process stays in_progress in the au
       await second.stop();
     }
   } finally {
-    never.resolve(new Response(null, { status: 503 }));
-    await hypervisor.shutdown();
+    await hypervisor.close();
     await Deno.remove(dir, { recursive: true }).catch(() => {});
   }
 });

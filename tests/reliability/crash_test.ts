@@ -10,6 +10,7 @@
 import assert from "node:assert/strict";
 import { baseEnv, call, type Child, readStream, startMain } from "./_process.ts";
 import { addInventoryCopy, ROOT as REFERENCE_ROOT, syncWorld } from "../e2e/_sync_harness.ts";
+import { hangingHypervisor } from "../_hanging_hypervisor.ts";
 
 const KEY = "crash-key-0123456789abcdef0123456789abcdef0123";
 const ROOT = "c0ffee0123456789abcdef0123456789abcdef01";
@@ -89,21 +90,7 @@ Deno.test({
 }, async () => {
   const dir = await Deno.makeTempDir({ prefix: "bridgebox-crash-" });
   // A hypervisor that takes a verb and never answers: the verb's outcome is unknown at the kill.
-  const verbReached = Promise.withResolvers<void>();
-  const never = Promise.withResolvers<Response>();
-  const hanging = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, (req) => {
-    const path = new URL(req.url).pathname;
-    if (path === "/api2/json/access/ticket") {
-      return Response.json({ data: { ticket: "PVE:t", CSRFPreventionToken: "c" } });
-    }
-    if (path === "/api2/json/cluster/resources") {
-      return Response.json({
-        data: [{ vmid: 100, node: "pve1", type: "qemu", status: "stopped" }],
-      });
-    }
-    verbReached.resolve();
-    return never.promise;
-  });
+  const hanging = hangingHypervisor();
   const env: Record<string, string> = {
     ...baseEnv(dir),
     INVENTORY_BOOTSTRAP_TOKEN: ROOT,
@@ -245,7 +232,7 @@ Deno.test({
     const hung = await call(base(), "POST", "/hypervisor/endpoints", backendHeaders, {
       name: "hangs",
       ip: "127.0.0.1",
-      port: hanging.addr.port,
+      port: hanging.port,
       use_https: false,
       username: "root@pam",
       password: "pw",
@@ -256,7 +243,7 @@ Deno.test({
       ...backendHeaders,
       "x-service-actor": "reliability",
     }).catch(() => null);
-    await verbReached.promise;
+    await hanging.reached;
     await restart("verb");
     await verb;
     const unknown = await call(
@@ -278,9 +265,8 @@ Deno.test({
     assert.deepEqual(await inventoryShape(base()), expected);
     console.log(`crash safety: ${faults.length} kills (${faults.join("; ")}); ${notes.join("; ")}`);
   } finally {
-    never.resolve(new Response(null, { status: 503 }));
     await child?.stop();
-    await hanging.shutdown();
+    await hanging.close();
     await Deno.remove(dir, { recursive: true }).catch(() => {});
   }
 });
