@@ -169,3 +169,31 @@ export async function wireBackend(h: Harness): Promise<void> {
   });
   if (r.status !== 201) throw new Error(JSON.stringify(r.body));
 }
+
+/**
+ * Wires the plugin to this very app (backend, inventory, and its hypervisor mock with writes
+ * allowed) and runs a full sync in process: the state the inventory and VM pages need.
+ */
+export async function wireAndSync(h: Harness, encryptionKey: string): Promise<void> {
+  const here = { domain: "console.test", port: 80, use_https: false };
+  const must = async (path: string, body: unknown) => {
+    const r = await h.api("POST", `/api/plugins/service/${path}`, body);
+    if (r.status !== 201) throw new Error(`${path}: ${r.status} ${JSON.stringify(r.body)}`);
+    return r.body;
+  };
+  await h.api("PATCH", "/api/plugins/service/settings/", { encryption_key: encryptionKey });
+  const backend = await must("endpoints/backend/", { name: "self", ...here });
+  await must("endpoints/inventory/", { name: "self", ...here, token_version: "v1", token: 1 });
+  await must("endpoints/hypervisor/", {
+    name: "lab",
+    ...here,
+    username: h.deps.config.hypervisor.mockUser,
+    password: h.deps.config.hypervisor.mockPassword,
+    allow_writes: true,
+  });
+  const sync = await h.app.request(`${ORIGIN}/full-update`, {
+    headers: { "x-service-api-key": backend.token },
+  });
+  const result = await sync.json();
+  if (result.ok !== true) throw new Error(`full update: ${JSON.stringify(result).slice(0, 500)}`);
+}

@@ -5,7 +5,7 @@
  * route console.js polls.
  */
 import assert from "node:assert/strict";
-import { consoleHarness } from "./_console.ts";
+import { consoleHarness, wireAndSync } from "./_console.ts";
 
 const DELAY_MS = 60_000;
 
@@ -20,26 +20,7 @@ Deno.test("console task: a started guest's task shows running, then OK", async (
     { now: () => clock },
   );
   try {
-    const here = { domain: "console.test", port: 80, use_https: false };
-    const must = async (path: string, body: unknown) => {
-      const r = await h.api("POST", `/api/plugins/service/${path}`, body);
-      assert.equal(r.status, 201, JSON.stringify(r.body));
-      return r.body;
-    };
-    await h.api("PATCH", "/api/plugins/service/settings/", { encryption_key: "console task key" });
-    const backend = await must("endpoints/backend/", { name: "self", ...here });
-    await must("endpoints/inventory/", { name: "self", ...here, token_version: "v1", token: 1 });
-    await must("endpoints/hypervisor/", {
-      name: "lab",
-      ...here,
-      username: h.deps.config.hypervisor.mockUser,
-      password: h.deps.config.hypervisor.mockPassword,
-      allow_writes: true,
-    });
-    const sync = await h.app.request("http://console.test/full-update", {
-      headers: { "x-service-api-key": backend.token },
-    });
-    assert.equal((await sync.json()).ok, true);
+    await wireAndSync(h, "console task key");
 
     const c = h.client();
     await c.signIn("ui0123456789abcdef0123456789abcdef012345");

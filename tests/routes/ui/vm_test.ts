@@ -5,31 +5,11 @@
  * backend key to.
  */
 import assert from "node:assert/strict";
-import { consoleHarness, type Harness, ROOT } from "./_console.ts";
+import { consoleHarness, type Harness, ROOT, wireAndSync } from "./_console.ts";
 
 async function synced(): Promise<Harness> {
   const h = await consoleHarness({ HYPERVISOR_MOCK_SEED: "nodes=2,vms=4,cts=2,storages=1" });
-  const here = { domain: "console.test", port: 80, use_https: false };
-  const must = async (path: string, body: unknown) => {
-    const r = await h.api("POST", `/api/plugins/service/${path}`, body);
-    assert.equal(r.status, 201, JSON.stringify(r.body));
-    return r.body;
-  };
-  await h.api("PATCH", "/api/plugins/service/settings/", { encryption_key: "console vm test key" });
-  const backend = await must("endpoints/backend/", { name: "self", ...here });
-  await must("endpoints/inventory/", { name: "self", ...here, token_version: "v1", token: 1 });
-  await must("endpoints/hypervisor/", {
-    name: "lab",
-    ...here,
-    username: h.deps.config.hypervisor.mockUser,
-    password: h.deps.config.hypervisor.mockPassword,
-    allow_writes: true,
-  });
-  const sync = await h.app.request("http://console.test/full-update", {
-    headers: { "x-service-api-key": backend.token },
-  });
-  const result = await sync.json();
-  assert.equal(result.ok, true, JSON.stringify(result).slice(0, 500));
+  await wireAndSync(h, "console vm test key");
   return h;
 }
 
