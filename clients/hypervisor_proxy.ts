@@ -9,12 +9,13 @@
  *   A caller may pass its own credentials instead (they are forwarded unchanged).
  * - TLS: verified by default against the system roots plus `HYPERVISOR_CA_FILE` (PEM) when set;
  *   `HYPERVISOR_VERIFY_TLS=false` turns verification off explicitly (Deno's HttpClient cannot,
- *   so those requests go through node:https with `rejectUnauthorized: false`).
+ *   so those requests go through `nodeExchange` of clients/outbound.ts: node:https without
+ *   certificate checks, the one certificate-skipping path of the app).
  * - Failures are classified, never thrown: timeout, unreachable, tls, auth, status.
  */
-import https from "node:https";
 import type { Config } from "../config.ts";
 import type { Logger } from "../infra/logger.ts";
+import { nodeExchange } from "./outbound.ts";
 
 export type ProxyAuth =
   | { kind: "token"; tokenId: string; secret: string }
@@ -412,64 +413,14 @@ export function encodeParams(params: Record<string, unknown>): URLSearchParams {
   return form;
 }
 
-/** HTTPS without certificate verification (explicit opt-out), via node:https. */
-function insecureRequest(
+/** HTTPS without certificate verification (an explicit opt-out), over the shared node exchange. */
+async function insecureRequest(
   method: string,
   url: string,
   headers: Record<string, string>,
   body: string | ReadableStream<Uint8Array> | undefined,
   signal: AbortSignal,
 ): Promise<RawResponse> {
-  return new Promise((resolve, reject) => {
-    const sendHeaders: Record<string, string> = { ...headers };
-    if (typeof body === "string") {
-      sendHeaders["content-length"] = String(new TextEncoder().encode(body).length);
-    }
-    const req = https.request(
-      url,
-      { method, headers: sendHeaders, rejectUnauthorized: false },
-      (res) => {
-        const chunks: Uint8Array[] = [];
-        res.on("data", (c: Uint8Array) => chunks.push(c));
-        res.on("end", () => {
-          let n = 0;
-          for (const c of chunks) n += c.length;
-          const all = new Uint8Array(n);
-          let at = 0;
-          for (const c of chunks) {
-            all.set(c, at);
-            at += c.length;
-          }
-          resolve({
-            status: res.statusCode ?? 502,
-            statusText: res.statusMessage ?? "",
-            text: new TextDecoder().decode(all),
-          });
-        });
-        res.on("error", reject);
-      },
-    );
-    const onAbort = () => {
-      req.destroy();
-      reject(signal.reason ?? new DOMException("timed out", "TimeoutError"));
-    };
-    if (signal.aborted) return onAbort();
-    signal.addEventListener("abort", onAbort, { once: true });
-    req.on("error", (err: Error) => {
-      signal.removeEventListener("abort", onAbort);
-      reject(err);
-    });
-    req.on("close", () => signal.removeEventListener("abort", onAbort));
-    if (body instanceof ReadableStream) {
-      (async () => {
-        for await (const chunk of body) {
-          if (!req.write(chunk)) await new Promise((r) => req.once("drain", r));
-        }
-        req.end();
-      })().catch((err) => req.destroy(err as Error));
-      return;
-    }
-    if (body !== undefined) req.write(body);
-    req.end();
-  });
+  const res = await nodeExchange(new URL(url), { method, headers, body, verifyTls: false, signal });
+  return { status: res.status, statusText: res.statusText, text: await res.text() };
 }

@@ -160,38 +160,58 @@ interface Agents {
   https: https.Agent;
 }
 
-/** One exchange over node:http(s), connecting only to `address`. */
-function pinnedExchange(
-  agents: Agents,
-  url: URL,
-  address: string,
-  request: Request,
-  body: Uint8Array | undefined,
-  init: OutboundInit,
-): Promise<Response> {
-  const signal = init.signal ?? null;
+/** What one node:http(s) exchange sends; see `nodeExchange`. */
+export interface NodeExchange {
+  method: string;
+  headers: Record<string, string>;
+  /** Sent with its length, or streamed (chunked) when a stream. */
+  body?: Uint8Array | string | ReadableStream<Uint8Array>;
+  /** false: accept any certificate (an explicit opt-out). */
+  verifyTls: boolean;
+  /** Connect only to this address (the one a check accepted); default: resolve the host. */
+  address?: string;
+  agent?: http.Agent;
+  signal?: AbortSignal | null;
+}
+
+/**
+ * One exchange over node:http(s): the only way Deno can skip certificate verification or pin
+ * the connected address. The answer streams; redirects are the caller's to judge. The guarded
+ * transport below and the real-mode hypervisor proxy (clients/hypervisor_proxy.ts) share it.
+ */
+export function nodeExchange(url: URL, exchange: NodeExchange): Promise<Response> {
+  const signal = exchange.signal ?? null;
   const hostname = url.hostname.replace(/^\[|\]$/g, "");
-  const family = address.includes(":") ? 6 : 4;
-  const headers: Record<string, string> = {};
-  request.headers.forEach((value, name) => headers[name] = value);
-  if (body) headers["content-length"] = String(body.length);
+  const headers: Record<string, string> = { ...exchange.headers };
+  const body = typeof exchange.body === "string"
+    ? new TextEncoder().encode(exchange.body)
+    : exchange.body;
+  if (body instanceof Uint8Array) headers["content-length"] = String(body.length);
   const secure = url.protocol === "https:";
   return new Promise<Response>((resolve, reject) => {
     if (signal?.aborted) return reject(signal.reason);
     const options: https.RequestOptions = {
-      method: request.method,
+      method: exchange.method,
       hostname,
       port: defaultPort(url),
       path: `${url.pathname}${url.search}`,
       headers,
-      agent: secure ? agents.https : agents.http,
-      lookup: ((_host: string, opts: { all?: boolean }, callback: (...args: unknown[]) => void) => {
+      agent: exchange.agent,
+    };
+    const address = exchange.address;
+    if (address) {
+      const family = address.includes(":") ? 6 : 4;
+      options.lookup = ((
+        _host: string,
+        opts: { all?: boolean },
+        callback: (...args: unknown[]) => void,
+      ) => {
         if (opts?.all) callback(null, [{ address, family }]);
         else callback(null, address, family);
-      }) as unknown as https.RequestOptions["lookup"],
-    };
+      }) as unknown as https.RequestOptions["lookup"];
+    }
     if (secure) {
-      options.rejectUnauthorized = init.verifyTls !== false;
+      options.rejectUnauthorized = exchange.verifyTls;
       if (!isIpAddress(hostname)) options.servername = hostname;
     }
     const onAbort = () => {
@@ -200,22 +220,51 @@ function pinnedExchange(
     };
     const req = (secure ? https : http).request(options, (res) => {
       signal?.removeEventListener("abort", onAbort);
-      const status = res.statusCode ?? 0;
-      if (status >= 300 && status <= 399) {
-        res.destroy();
-        const location = res.headers.location;
-        reject(redirectError(status, typeof location === "string" ? location : null, url));
-        return;
-      }
-      resolve(toResponse(res, request.method, signal));
+      resolve(toResponse(res, exchange.method, signal));
     });
     signal?.addEventListener("abort", onAbort, { once: true });
     req.on("error", (error: Error) => {
       signal?.removeEventListener("abort", onAbort);
       reject(error);
     });
+    if (body instanceof ReadableStream) {
+      (async () => {
+        for await (const chunk of body) {
+          if (!req.write(chunk)) await new Promise((r) => req.once("drain", r));
+        }
+        req.end();
+      })().catch((error) => req.destroy(error as Error));
+      return;
+    }
     req.end(body);
   });
+}
+
+/** One exchange connecting only to `address`; a 3xx is refused, never followed. */
+async function pinnedExchange(
+  agents: Agents,
+  url: URL,
+  address: string,
+  request: Request,
+  body: Uint8Array | undefined,
+  init: OutboundInit,
+): Promise<Response> {
+  const headers: Record<string, string> = {};
+  request.headers.forEach((value, name) => headers[name] = value);
+  const response = await nodeExchange(url, {
+    method: request.method,
+    headers,
+    body,
+    verifyTls: init.verifyTls !== false,
+    address,
+    agent: url.protocol === "https:" ? agents.https : agents.http,
+    signal: init.signal ?? null,
+  });
+  if (response.status >= 300 && response.status <= 399) {
+    await response.body?.cancel();
+    throw redirectError(response.status, response.headers.get("location"), url);
+  }
+  return response;
 }
 
 /** The guarded transport. See the module note for the rules. */
