@@ -12,6 +12,23 @@ import { SYNC_TYPES } from "../../domain/jobs/stages.ts";
 const STAGE_STREAM =
   /^\/(full-update|dcim|virtualization|hypervisor\/(sdn|replication|cluster\/backup))\/.*stream$/;
 
+/**
+ * A jobs world whose backend holds every full-update call until `open()`; `reached` resolves
+ * when the first one arrives (the job is then running).
+ */
+async function gatedWorld() {
+  const gate = Promise.withResolvers<void>();
+  const reached = Promise.withResolvers<void>();
+  const w = await jobsWorld({}, {}, async (request, next) => {
+    if (new URL(request.url).pathname === "/full-update/stream") {
+      reached.resolve();
+      await gate.promise;
+    }
+    return next();
+  });
+  return { w, open: () => gate.resolve(), reached: reached.promise };
+}
+
 function stageCalls(seen: string[]): string[] {
   return seen.filter((s) => s.startsWith("GET ") && STAGE_STREAM.test(s.slice(4)));
 }
@@ -92,17 +109,8 @@ Deno.test("jobs e2e: a full sync job runs all 13 stages, ends completed, leaves 
 });
 
 Deno.test("jobs e2e: the live stream follows a running job to its end", async () => {
-  let open!: () => void;
-  const gate = new Promise<void>((resolve) => open = resolve);
-  let reached!: () => void;
-  const stageReached = new Promise<void>((resolve) => reached = resolve);
-  const w = await jobsWorld({}, {}, async (request, next) => {
-    if (new URL(request.url).pathname === "/full-update/stream") {
-      reached();
-      await gate; // the stage call waits until the test has seen the job running
-    }
-    return next();
-  });
+  // The stage call waits until the test has seen the job running.
+  const { w, open, reached: stageReached } = await gatedWorld();
   try {
     await w.wire();
     const started = await w.call("POST", P + "sync/", { sync_types: ["all"] });
@@ -216,12 +224,7 @@ Deno.test("jobs e2e: a 4xx from the backend is not retried and its status and bo
 });
 
 Deno.test("jobs e2e: concurrent sync requests never run twice; the losers get 409 naming the job", async () => {
-  let open!: () => void;
-  const gate = new Promise<void>((resolve) => open = resolve);
-  const w = await jobsWorld({}, {}, async (request, next) => {
-    if (new URL(request.url).pathname === "/full-update/stream") await gate;
-    return next();
-  });
+  const { w, open } = await gatedWorld();
   try {
     await w.wire();
     const answers = await Promise.all(
@@ -255,12 +258,7 @@ Deno.test("jobs e2e: concurrent sync requests never run twice; the losers get 40
 });
 
 Deno.test("jobs e2e: repair reconciles, queues a full sync, refuses a duplicate; bootstrap-status relays 200", async () => {
-  let open!: () => void;
-  const gate = new Promise<void>((resolve) => open = resolve);
-  const w = await jobsWorld({}, {}, async (request, next) => {
-    if (new URL(request.url).pathname === "/full-update/stream") await gate;
-    return next();
-  });
+  const { w, open } = await gatedWorld();
   try {
     await w.wire();
     const before = await w.call("GET", P + "bootstrap-status/");
