@@ -16,3 +16,26 @@ export function clientIp(c: Context, trustedProxies: ReadonlySet<string>): strin
   }
   return peer;
 }
+
+/**
+ * The origin as the client sees it. Behind a configured trusted proxy (socket peer in
+ * SERVICE_TRUSTED_PROXIES) X-Forwarded-Proto / X-Forwarded-Host are believed.
+ */
+export function publicOrigin(c: Context, trustedProxies: ReadonlySet<string>): string {
+  const url = new URL(c.req.url);
+  const peer = (c.env as ServeEnv | undefined)?.remoteAddr?.hostname;
+  if (!peer || !trustedProxies.has(peer)) return url.origin;
+  const proto = c.req.header("x-forwarded-proto")?.split(",")[0].trim().toLowerCase();
+  const host = c.req.header("x-forwarded-host")?.split(",")[0].trim();
+  const scheme = proto === "https" || proto === "http" ? proto : url.protocol.slice(0, -1);
+  const authority = host && /^[a-z0-9.\-:\[\]]+$/i.test(host) ? host : url.host;
+  return `${scheme}://${authority}`;
+}
+
+/**
+ * Whether the client reached us over HTTPS: directly (a TLS listener), or through a trusted
+ * proxy that terminated TLS and says so in X-Forwarded-Proto. Cookies are marked `Secure` then.
+ */
+export function isHttps(c: Context, trustedProxies: ReadonlySet<string>): boolean {
+  return publicOrigin(c, trustedProxies).startsWith("https:");
+}

@@ -15,7 +15,8 @@ import {
   PLUGIN_VERSION,
 } from "./context.ts";
 import { ApiError, MAX_BODY_BYTES, methodNotAllowed, notFound } from "./errors.ts";
-import { apiRootListing, handleModelRequest, publicOrigin } from "./models.ts";
+import { apiRootListing, handleModelRequest } from "./models.ts";
+import { publicOrigin } from "../_lib/client_ip.ts";
 import { buildOpenApi } from "./openapi.ts";
 
 export type { InventoryContext, InventoryEnv };

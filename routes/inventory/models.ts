@@ -48,21 +48,6 @@ export function originOf(c: Context): string {
   return (c.get("origin") as string | undefined) ?? new URL(c.req.url).origin;
 }
 
-/**
- * The origin as the client sees it. Behind a configured trusted proxy (socket peer in
- * SERVICE_TRUSTED_PROXIES) X-Forwarded-Proto / X-Forwarded-Host are believed.
- */
-export function publicOrigin(c: Context, trustedProxies: ReadonlySet<string>): string {
-  const url = new URL(c.req.url);
-  const peer = (c.env as { remoteAddr?: { hostname: string } } | undefined)?.remoteAddr?.hostname;
-  if (!peer || !trustedProxies.has(peer)) return url.origin;
-  const proto = c.req.header("x-forwarded-proto")?.split(",")[0].trim().toLowerCase();
-  const host = c.req.header("x-forwarded-host")?.split(",")[0].trim();
-  const scheme = proto === "https" || proto === "http" ? proto : url.protocol.slice(0, -1);
-  const authority = host && /^[a-z0-9.\-:\[\]]+$/i.test(host) ? host : url.host;
-  return `${scheme}://${authority}`;
-}
-
 function pageUrl(c: Context, raw: URL, limit: number, offset: number): string {
   const url = new URL(raw.pathname + raw.search, originOf(c));
   url.searchParams.set("limit", String(limit));

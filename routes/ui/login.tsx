@@ -7,7 +7,7 @@
 import { Hono } from "hono";
 import { deleteCookie, getCookie, setCookie } from "hono/cookie";
 import { Lockout } from "../../domain/lockout.ts";
-import { clientIp } from "../_lib/client_ip.ts";
+import { clientIp, isHttps } from "../_lib/client_ip.ts";
 import type { ConsoleEnv, ConsoleServices, Ctx } from "./context.ts";
 import { Layout, Notice } from "./layout.tsx";
 import {
@@ -76,7 +76,7 @@ export function loginRoutes(ctx: ConsoleServices): Hono<ConsoleEnv> {
       path: "/ui",
       httpOnly: true,
       sameSite: "Strict",
-      secure: new URL(c.req.url).protocol === "https:",
+      secure: isHttps(c, ctx.deps.config.trustedProxies),
       maxAge: 3600,
     });
     return c.html(
@@ -135,7 +135,7 @@ export function loginRoutes(ctx: ConsoleServices): Hono<ConsoleEnv> {
       path: "/ui",
       httpOnly: true,
       sameSite: "Strict",
-      secure: new URL(c.req.url).protocol === "https:",
+      secure: isHttps(c, ctx.deps.config.trustedProxies),
       maxAge: Math.floor(SESSION_TTL_MS / 1000),
     });
     return c.redirect(safeNext(next), 303);

@@ -233,3 +233,60 @@ Deno.test("console: every state-changing form checks the CSRF token and the orig
     h.close();
   }
 });
+
+/** Signs in over `origin` with the given connection facts; answers both cookies' Set-Cookie lines. */
+async function signInCookies(
+  h: Awaited<ReturnType<typeof consoleHarness>>,
+  origin: string,
+  env: { remoteAddr?: { hostname: string } },
+  headers: Record<string, string> = {},
+): Promise<{ csrf: string; session: string }> {
+  const form = await h.app.request(origin + "/ui/login", { headers }, env);
+  const csrfLine = form.headers.getSetCookie().find((s) => s.startsWith("bridgebox_login_csrf="))!;
+  const csrf = /name="_login_csrf" value="([^"]+)"/.exec(await form.text())![1];
+  const res = await h.app.request(origin + "/ui/login", {
+    method: "POST",
+    headers: {
+      ...headers,
+      cookie: csrfLine.split(";")[0],
+      "content-type": "application/x-www-form-urlencoded",
+    },
+    body: new URLSearchParams({ _login_csrf: csrf, token: ROOT }),
+  }, env);
+  assert.equal(res.status, 303, "signed in");
+  const session = res.headers.getSetCookie().find((s) => s.startsWith("bridgebox_session="))!;
+  assert.ok(session, "a session cookie was set");
+  return { csrf: csrfLine, session };
+}
+
+const SECURE = /;\s*Secure(;|$)/i;
+
+Deno.test("console: cookies are Secure on direct HTTPS and behind a trusted TLS-terminating proxy", async () => {
+  const h = await consoleHarness({ SERVICE_TRUSTED_PROXIES: "10.9.8.7" });
+  try {
+    const direct = await signInCookies(h, "https://console.test", {
+      remoteAddr: { hostname: "203.0.113.9" },
+    });
+    assert.match(direct.session, SECURE, "direct HTTPS: session cookie Secure");
+    assert.match(direct.csrf, SECURE, "direct HTTPS: sign-in form cookie Secure");
+
+    const proxied = await signInCookies(h, "http://console.test", {
+      remoteAddr: { hostname: "10.9.8.7" },
+    }, { "x-forwarded-proto": "https", "x-forwarded-for": "198.51.100.4" });
+    assert.match(proxied.session, SECURE, "trusted proxy saying https: session cookie Secure");
+    assert.match(proxied.csrf, SECURE, "trusted proxy saying https: form cookie Secure");
+
+    // Plain HTTP (the laptop setup) must keep working, so no Secure there; and a header from a
+    // peer that is not a configured proxy is not believed.
+    const plain = await signInCookies(h, "http://console.test", {
+      remoteAddr: { hostname: "203.0.113.9" },
+    });
+    assert.doesNotMatch(plain.session, SECURE);
+    const spoofed = await signInCookies(h, "http://console.test", {
+      remoteAddr: { hostname: "203.0.113.9" },
+    }, { "x-forwarded-proto": "https" });
+    assert.doesNotMatch(spoofed.session, SECURE);
+  } finally {
+    h.close();
+  }
+});
