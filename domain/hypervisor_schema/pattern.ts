@@ -38,6 +38,12 @@ const isSpace: CharTest = (c) => c === 32 || (c >= 9 && c <= 13) || c === 0xa0 |
 function caseless(test: CharTest): CharTest {
   return (c) => {
     if (test(c)) return true;
+    // ASCII without building strings: this runs once per active state per input character.
+    if (c < 128) {
+      if (c >= 65 && c <= 90) return test(c + 32);
+      if (c >= 97 && c <= 122) return test(c - 32);
+      return false;
+    }
     const ch = String.fromCharCode(c);
     const lo = ch.toLowerCase().charCodeAt(0);
     const up = ch.toUpperCase().charCodeAt(0);
@@ -418,9 +424,24 @@ class Builder {
   }
 }
 
+/**
+ * A budget of matching steps shared by several tests (one request's pattern filters): each
+ * NFA state visited costs one step, and a test that would go past the budget throws
+ * WorkBudgetExceeded instead of finishing, so the work one caller can cause is bounded.
+ */
+export interface WorkMeter {
+  remaining: number;
+}
+
+export class WorkBudgetExceeded extends Error {
+  constructor() {
+    super("pattern matching work budget exceeded");
+  }
+}
+
 export interface SafePattern {
   /** Whether the whole string matches (the pattern is anchored at both ends). */
-  test(s: string): boolean;
+  test(s: string, meter?: WorkMeter): boolean;
 }
 
 class Nfa implements SafePattern {
@@ -431,11 +452,16 @@ class Nfa implements SafePattern {
     this.#mark = new Uint32Array(states.length);
   }
 
-  /** Adds `from` and every state reachable from it without input (iteratively). */
-  #add(list: number[], from: number, pos: number, len: number): void {
+  /**
+   * Adds `from` and every state reachable from it without input (iteratively); answers how
+   * many states it visited (the work, for a WorkMeter).
+   */
+  #add(list: number[], from: number, pos: number, len: number): number {
     const stack = [from];
+    let visited = 0;
     while (stack.length) {
       const s = stack.pop()!;
+      visited++;
       if (s < 0 || this.#mark[s] === this.#gen) continue;
       this.#mark[s] = this.#gen;
       const st = this.states[s];
@@ -453,22 +479,32 @@ class Nfa implements SafePattern {
           list.push(s);
       }
     }
+    return visited;
   }
 
-  test(input: string): boolean {
+  test(input: string, meter?: WorkMeter): boolean {
     const len = input.length;
     let current: number[] = [];
     this.#step();
-    this.#add(current, this.start, 0, len);
+    let work = this.#add(current, this.start, 0, len);
     for (let i = 0; i < len && current.length; i++) {
+      if (meter) {
+        meter.remaining -= work + current.length;
+        if (meter.remaining < 0) throw new WorkBudgetExceeded();
+        work = 0;
+      }
       const c = input.charCodeAt(i);
       const next: number[] = [];
       this.#step();
       for (const s of current) {
         const st = this.states[s];
-        if (st.kind === CHAR && st.test!(c)) this.#add(next, st.out, i + 1, len);
+        if (st.kind === CHAR && st.test!(c)) work += this.#add(next, st.out, i + 1, len);
       }
       current = next;
+    }
+    if (meter) {
+      meter.remaining -= work;
+      if (meter.remaining < 0) throw new WorkBudgetExceeded();
     }
     return current.some((s) => this.states[s].kind === MATCH);
   }

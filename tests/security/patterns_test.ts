@@ -3,7 +3,7 @@
  * "Patterns"): a read-only token cannot stall the process with a catastrophic regex.
  */
 import assert from "node:assert/strict";
-import { harness } from "../routes/plugin/_harness.ts";
+import { harness, ROOT_TOKEN as ROOT } from "../routes/plugin/_harness.ts";
 
 Deno.test("patterns: a catastrophic __regex from a read-only token answers at once", async () => {
   const h = await harness();
@@ -95,5 +95,84 @@ Deno.test("patterns: custom-field validation_regex is checked in linear time, an
     assert.equal(ok.status, 201, JSON.stringify(ok.body));
   } finally {
     await h.close();
+  }
+});
+
+Deno.test("patterns: one request's pattern filters are bounded in number and in total work (400 naming the limit), and /health is answered meanwhile", async () => {
+  const { serveApp } = await import("../e2e/_served_app.ts");
+  const served = await serveApp({ INVENTORY_BOOTSTRAP_TOKEN: ROOT }, {});
+  const call = async (path: string, auth: string, init: RequestInit = {}) => {
+    const res = await fetch(`${served.base}${path}`, {
+      ...init,
+      headers: {
+        authorization: auth,
+        "content-type": "application/json",
+        accept: "application/json",
+      },
+    });
+    return { status: res.status, body: await res.json() };
+  };
+  try {
+    const root = `Token ${ROOT}`;
+    // 400 sites with 200-character descriptions: each 250-character pattern below visits
+    // about 200 × 200 / 2 states per site, so three of them need ~30 million steps (seconds
+    // of one core, and minutes with 5,000 sites) where the budget allows 5 million.
+    const sites = Array.from({ length: 400 }, (_, i) => ({
+      name: `site-${String(i).padStart(3, "0")}`,
+      slug: `site-${i}`,
+      description: "a".repeat(200),
+    }));
+    const created = await call("/api/dcim/sites/", root, {
+      method: "POST",
+      body: JSON.stringify(sites),
+    });
+    assert.equal(created.status, 201, JSON.stringify(created.body).slice(0, 300));
+    const tokenRes = await call("/api/users/tokens/", root, {
+      method: "POST",
+      body: JSON.stringify({
+        version: 1,
+        permissions: ["dcim.view_site"],
+        write_enabled: false,
+      }),
+    });
+    assert.equal(tokenRes.status, 201, JSON.stringify(tokenRes.body));
+    const reader = tokenRes.body.header ?? `Token ${tokenRes.body.token}`;
+
+    const long = encodeURIComponent("a".repeat(250));
+    const heavy = call(
+      `/api/dcim/sites/?description__iregex=${long}&description__iregex=${long}a&description__iregex=${long}b`,
+      reader,
+    );
+    const health = fetch(`${served.base}/health`).then(async (r) => ({
+      status: r.status,
+      body: await r.json(),
+    }));
+    const [refused, healthy] = await Promise.all([heavy, health]);
+    assert.equal(refused.status, 400, JSON.stringify(refused.body).slice(0, 300));
+    assert.match(refused.body.description__iregex[0], /at most 5,000,000 matching steps/);
+    assert.equal(healthy.status, 200);
+
+    // More than five pattern values in one request: refused before any matching.
+    const many = Array.from({ length: 6 }, (_, i) => `name__regex=site-${i}`).join("&");
+    const counted = await call(`/api/dcim/sites/?${many}`, reader);
+    assert.equal(counted.status, 400);
+    assert.match(JSON.stringify(counted.body), /At most 5 __regex \/ __iregex filter values/);
+
+    // Everyday patterns over the same sites stay well inside the budget.
+    const fine = await call(
+      `/api/dcim/sites/?name__iregex=${encodeURIComponent("^SITE-00\\d$")}&description__regex=a`,
+      reader,
+    );
+    assert.equal(fine.status, 200, JSON.stringify(fine.body).slice(0, 300));
+    assert.equal(fine.body.count, 10);
+    // Other filters run first, so a heavy pattern over the few records they leave is fine.
+    const narrowed = await call(
+      `/api/dcim/sites/?name=site-007&description__iregex=${long}`,
+      reader,
+    );
+    assert.equal(narrowed.status, 200, JSON.stringify(narrowed.body).slice(0, 300));
+    assert.equal(narrowed.body.count, 0);
+  } finally {
+    await served.close();
   }
 });

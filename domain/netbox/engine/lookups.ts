@@ -4,9 +4,14 @@
  */
 import type { StoredObject } from "../../../storage/ports.ts";
 import { parseBool } from "../fields.ts";
-import { userPattern } from "../user_patterns.ts";
+import {
+  PATTERN_BUDGET_MESSAGE,
+  userPattern,
+  WorkBudgetExceeded,
+  type WorkMeter,
+} from "../user_patterns.ts";
 import type { FieldDef } from "../types.ts";
-import { type Condition, splitList } from "./query.ts";
+import { type Condition, QueryError, splitList } from "./query.ts";
 
 function naturalCompare(a: unknown, b: unknown): number {
   if (a === b) return 0;
@@ -18,8 +23,32 @@ function naturalCompare(a: unknown, b: unknown): number {
     (String(a) < String(b) ? -1 : String(a) > String(b) ? 1 : 0);
 }
 
-/** The test a record must pass for one condition. */
+/**
+ * The test a record must pass for one condition. A pattern condition that runs out of the
+ * request's budget stops the whole list with a QueryError naming its parameter (a 400).
+ */
 export function predicate(cond: Condition): (r: StoredObject) => boolean {
+  const test = bareTest(cond);
+  if (!("meter" in cond) || !cond.meter) return test;
+  const param = cond.param;
+  return (r) => {
+    try {
+      return test(r);
+    } catch (error) {
+      if (error instanceof WorkBudgetExceeded) {
+        throw new QueryError({ [param]: [PATTERN_BUDGET_MESSAGE] });
+      }
+      throw error;
+    }
+  };
+}
+
+/** Whether a condition matches records by a user pattern (run those after the cheap ones). */
+export function isPatternCondition(cond: Condition): boolean {
+  return "meter" in cond && cond.meter !== undefined;
+}
+
+function bareTest(cond: Condition): (r: StoredObject) => boolean {
   switch (cond.kind) {
     case "none":
       return () => false;
@@ -28,9 +57,9 @@ export function predicate(cond: Condition): (r: StoredObject) => boolean {
     case "predicate":
       return cond.test;
     case "id":
-      return (r) => matchScalar({ type: "int" }, r.id, cond.lookup, cond.values);
+      return (r) => matchScalar({ type: "int" }, r.id, cond.lookup, cond.values, cond.meter);
     case "field":
-      return (r) => matchScalar(cond.def, r[cond.field], cond.lookup, cond.values);
+      return (r) => matchScalar(cond.def, r[cond.field], cond.lookup, cond.values, cond.meter);
     case "cf":
       return (r) =>
         matchScalar(
@@ -38,6 +67,7 @@ export function predicate(cond: Condition): (r: StoredObject) => boolean {
           (r.custom_fields as Record<string, unknown> | undefined)?.[cond.name] ?? null,
           cond.lookup,
           cond.values,
+          cond.meter,
         );
     case "rel":
       return (r) => {
@@ -62,6 +92,7 @@ export function matchScalar(
   value: unknown,
   lookup: string,
   rawValues: string[],
+  meter?: WorkMeter,
 ): boolean {
   if (lookup === "isnull") {
     const want = parseBool(rawValues[0]) !== false;
@@ -113,7 +144,7 @@ export function matchScalar(
     case "iregex":
       return any((v, f) => {
         const pattern = userPattern(f, lookup === "iregex");
-        return pattern.ok && pattern.test(String(v ?? ""));
+        return pattern.ok && pattern.test(String(v ?? ""), meter);
       });
     case "gt":
     case "gte":

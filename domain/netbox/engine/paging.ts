@@ -7,7 +7,7 @@ import type { IndexValue, StoredObject } from "../../../storage/ports.ts";
 import type { ModelDef } from "../types.ts";
 import { type EngineCore, newCache } from "./core.ts";
 import { orderField } from "./index_state.ts";
-import { predicate } from "./lookups.ts";
+import { isPatternCondition, predicate } from "./lookups.ts";
 import { type Condition, parseConditions, splitList, typedFilterValue } from "./query.ts";
 import { searchCondition } from "./search.ts";
 
@@ -240,7 +240,12 @@ async function filterRecords(
   const records = ids === null
     ? await core.store.scan(model)
     : await core.store.getMany(model, [...ids].sort((a, b) => a - b));
-  const tests = conditions.map((c) => predicate(c));
+  // Patterns last: a record another filter already refused costs no pattern work.
+  const ordered = [
+    ...conditions.filter((c) => !isPatternCondition(c)),
+    ...conditions.filter(isPatternCondition),
+  ];
+  const tests = ordered.map((c) => predicate(c));
   return records.filter((r) => tests.every((t) => t(r)));
 }
 

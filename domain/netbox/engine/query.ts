@@ -3,7 +3,13 @@
  * `cf_owner=x`, custom filters) become conditions; bad values are a QueryError listing every
  * offending parameter. Matching the conditions is lookups.ts; choosing records, paging.ts.
  */
-import { userPatternProblem } from "../user_patterns.ts";
+import {
+  MAX_PATTERN_FILTERS,
+  PATTERN_COUNT_MESSAGE,
+  patternMeter,
+  userPatternProblem,
+  type WorkMeter,
+} from "../user_patterns.ts";
 import type { IndexValue, StoredObject } from "../../../storage/ports.ts";
 import { parseBool } from "../fields.ts";
 import type { FieldDef, FieldErrors, ModelDef } from "../types.ts";
@@ -53,9 +59,21 @@ export class QueryError extends Error {
   }
 }
 
+/**
+ * `meter`: the request's pattern budget, on `__regex` / `__iregex` conditions (one shared by
+ * all of them; see user_patterns.ts).
+ */
 export type Condition =
-  | { kind: "id"; lookup: string; values: string[]; param: string }
-  | { kind: "field"; field: string; def: FieldDef; lookup: string; values: string[]; param: string }
+  | { kind: "id"; lookup: string; values: string[]; param: string; meter?: WorkMeter }
+  | {
+    kind: "field";
+    field: string;
+    def: FieldDef;
+    lookup: string;
+    values: string[];
+    param: string;
+    meter?: WorkMeter;
+  }
   | {
     kind: "rel";
     field: string;
@@ -64,7 +82,7 @@ export type Condition =
     ids: (number | null)[];
     all: boolean;
   }
-  | { kind: "cf"; name: string; lookup: string; values: string[] }
+  | { kind: "cf"; name: string; lookup: string; values: string[]; param: string; meter?: WorkMeter }
   | { kind: "ids"; ids: Set<number> }
   | { kind: "predicate"; test: (r: StoredObject) => boolean }
   | { kind: "none" };
@@ -82,6 +100,8 @@ export async function parseConditions(
   const conditions: Condition[] = [];
   const errors: FieldErrors = {};
   const grouped = new Map<string, string[]>();
+  const meter = patternMeter();
+  let patternValues = 0;
   for (const [k, v] of params) {
     if (RESERVED_PARAMS.has(k)) continue;
     const list = grouped.get(k) ?? [];
@@ -108,7 +128,13 @@ export async function parseConditions(
     }
     // "allowed_tenants__id" is the same as "allowed_tenants_id".
     if (name.endsWith("__id")) name = name.slice(0, -4) + "_id";
-    if (lookup === "regex" || lookup === "iregex") {
+    const isPattern = lookup === "regex" || lookup === "iregex";
+    if (isPattern) {
+      patternValues += values.length;
+      if (patternValues > MAX_PATTERN_FILTERS) {
+        errors[param] = [PATTERN_COUNT_MESSAGE];
+        continue;
+      }
       const problems = values.map(userPatternProblem).filter((p): p is string => p !== null);
       if (problems.length) {
         errors[param] = problems;
@@ -117,6 +143,11 @@ export async function parseConditions(
     }
     try {
       const cond = await condition(core, def, name, lookup, values, param, cache);
+      if (
+        cond && isPattern && (cond.kind === "id" || cond.kind === "field" || cond.kind === "cf")
+      ) {
+        cond.meter = meter;
+      }
       if (cond) conditions.push(cond);
     } catch (error) {
       if (error instanceof QueryError) Object.assign(errors, error.errors);
@@ -145,7 +176,7 @@ async function condition(
     return { kind: "id", lookup, values, param };
   }
   if (name.startsWith("cf_") && def.customFields !== false) {
-    return { kind: "cf", name: name.slice(3), lookup, values };
+    return { kind: "cf", name: name.slice(3), lookup, values, param };
   }
   if (def.tags !== false && (name === "tag" || name === "tag_id")) {
     return relCondition(
