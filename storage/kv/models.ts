@@ -151,6 +151,8 @@ export interface KvModelStoreOptions {
    * engine's unique checks and before their atomics, to race them deterministically.
    */
   beforeCommit?: (writes: readonly ObjectWrite[]) => Promise<void>;
+  /** Records cached per model before the cache starts afresh (default 20,000). */
+  maxCachedRecords?: number;
 }
 
 /**
@@ -170,11 +172,14 @@ export class KvModelStore implements ModelStore {
   readonly maxIndexedLength = MAX_INDEXED_LENGTH;
   readonly maxRecordBytes = MAX_RECORD_BYTES;
   readonly #caches = new Map<string, ModelCache>();
+  readonly #maxCachedRecords: number;
 
   constructor(
     private readonly kv: Deno.Kv,
     private readonly options: KvModelStoreOptions = {},
-  ) {}
+  ) {
+    this.#maxCachedRecords = options.maxCachedRecords ?? MAX_CACHED_RECORDS;
+  }
 
   recordSize(value: unknown): number {
     return storedSize(value);
@@ -219,7 +224,13 @@ export class KvModelStore implements ModelStore {
   async getMany(model: string, ids: readonly number[]): Promise<StoredObject[]> {
     if (ids.length === 0) return [];
     const cache = await this.#cacheOf(model);
-    const missing = [...new Set(ids.filter((id) => !cache.records.has(id)))];
+    // Hits are taken now: another call may empty the cache while this one awaits its reads.
+    const hits = new Map<number, StoredObject | null>();
+    for (const id of ids) {
+      const record = cache.records.get(id);
+      if (record !== undefined) hits.set(id, record);
+    }
+    const missing = [...new Set(ids.filter((id) => !hits.has(id)))];
     const batches: Promise<Deno.KvEntryMaybe<StoredObject>[]>[] = [];
     for (let i = 0; i < missing.length; i += 10) {
       const slice = missing.slice(i, i + 10).map((id) => keys.inventoryObject(model, id));
@@ -230,13 +241,16 @@ export class KvModelStore implements ModelStore {
     for (const batch of await Promise.all(batches)) {
       for (const entry of batch) fetched.set(missing[at++], deepFreeze(entry.value));
     }
-    if (cache.records.size + fetched.size > MAX_CACHED_RECORDS) cache.records.clear();
-    for (const [id, record] of fetched) cache.records.set(id, record);
+    // The answer never reads the cache after the awaits: emptying it first lost every record
+    // this call had found there (pages of 1,000 past 20,000 cached records came back short,
+    // and a bulk write's reference check then took live objects for deleted ones).
     const out: StoredObject[] = [];
     for (const id of ids) {
-      const record = fetched.has(id) ? fetched.get(id) : cache.records.get(id);
+      const record = fetched.has(id) ? fetched.get(id) : hits.get(id);
       if (record) out.push(record);
     }
+    if (cache.records.size + fetched.size > this.#maxCachedRecords) cache.records.clear();
+    for (const [id, record] of fetched) cache.records.set(id, record);
     return out;
   }
 

@@ -130,3 +130,63 @@ Deno.test("utf8Length agrees with TextEncoder (ASCII, 2-, 3- and 4-byte, lone su
     assert.equal(utf8Length(text), new TextEncoder().encode(text).length, JSON.stringify(text));
   }
 });
+
+Deno.test("model cache: pages of 1,000 past the cache's 20,000 records all come back whole", async () => {
+  // 25,000 records read in 1,000-id pages, twice, the second walk mixing cached ids with ids the
+  // cache dropped: every page crossing the 20,000-record bound used to lose its cached part.
+  const kv = await Deno.openKv(":memory:");
+  try {
+    const store = new KvModelStore(kv);
+    const total = 25_000;
+    const writes = Array.from(
+      { length: total },
+      (_, i) => created({ id: i + 1, name: `w${i}`, colour: "red" }),
+    );
+    for (const group of store.plan(writes)) assert.ok((await store.commit(group)).ok);
+    for (const stride of [1, 7]) {
+      for (let first = 0; first < total; first += 1000) {
+        const ids = Array.from({ length: 1000 }, (_, k) => ((first + k * stride) % total) + 1);
+        const got = await store.getMany(MODEL, ids);
+        assert.deepEqual(got.map((r) => r.id), ids, `page at ${first}, stride ${stride}`);
+      }
+    }
+  } finally {
+    kv.close();
+  }
+});
+
+Deno.test("model cache: a read whose cache another read empties meanwhile keeps its hits", async () => {
+  const kv = await Deno.openKv(":memory:");
+  try {
+    // The first read's KV reads are held until the second read (which empties the cache) is done.
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => release = resolve);
+    let holding = false;
+    const gated = new Proxy(kv, {
+      get(target, prop) {
+        const value = Reflect.get(target, prop, target);
+        if (prop !== "getMany") return typeof value === "function" ? value.bind(target) : value;
+        return async (keys: Deno.KvKey[]) => {
+          if (holding && keys.some((k) => (k[k.length - 1] as number) <= 100)) await held;
+          return target.getMany(keys);
+        };
+      },
+    });
+    const store = new KvModelStore(gated, { maxCachedRecords: 100 });
+    const writes = Array.from(
+      { length: 300 },
+      (_, i) => created({ id: i + 1, name: `w${i}`, colour: "red" }),
+    );
+    assert.ok((await store.commit(writes)).ok);
+    await store.getMany(MODEL, Array.from({ length: 50 }, (_, i) => i + 1));
+    holding = true;
+    const mixed = Array.from({ length: 100 }, (_, i) => i + 1); // 50 cached, 50 held reads
+    const first = store.getMany(MODEL, mixed);
+    const other = Array.from({ length: 150 }, (_, i) => i + 151); // empties the cache
+    assert.deepEqual((await store.getMany(MODEL, other)).map((r) => r.id), other);
+    release();
+    assert.deepEqual((await first).map((r) => r.id), mixed);
+  } finally {
+    kv.close();
+  }
+});
