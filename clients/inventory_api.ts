@@ -34,6 +34,8 @@ export class InventoryApiError extends UpstreamCallError {
   /** A bulk write NetBox refused item by item: one error object per item (`{}` = fine). */
   itemErrors?: Record<string, unknown>[];
   object?: string;
+  /** The inventory answered and refused the data (validation, "already exists"): 400/409. */
+  refused?: boolean;
   constructor(
     operation: string,
     url: string,
@@ -147,6 +149,7 @@ export class InventoryApiClient implements InventoryApi {
         excerpt(location ? `redirect to ${location}` : text, token),
         hintFor(response.status),
       );
+      error.refused = response.status === 400 || response.status === 409;
       // NetBox answers a bulk write with one error object per item: point at the first bad one.
       try {
         const parsed = JSON.parse(text);

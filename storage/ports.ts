@@ -470,6 +470,39 @@ export interface JobStore {
   watch(jobId: number, signal: AbortSignal): AsyncIterable<void>;
 }
 
+/**
+ * Who is syncing one hypervisor endpoint right now (docs/sync.md, "One run per endpoint"). A
+ * hold lives until `expires_at` (epoch ms) unless renewed, so a process that died frees its
+ * endpoints by itself.
+ */
+export interface SyncRunHold {
+  run_id: string;
+  /** The process holding it (one id per running app). */
+  owner: string;
+  endpoint_id: number;
+  /** What runs: `full-update` or a stage's type. */
+  what: string;
+  started_at: number;
+  expires_at: number;
+}
+
+/** Holds one sync run per hypervisor endpoint at a time, across every process on one store. */
+export interface SyncRunLockStore {
+  /**
+   * Takes every endpoint of `endpointIds` for `hold.run_id` in one atomic step (all or none);
+   * on refusal, the live hold that stands in the way.
+   */
+  take(
+    endpointIds: readonly number[],
+    hold: Omit<SyncRunHold, "endpoint_id" | "expires_at">,
+    ttlMs: number,
+  ): Promise<{ ok: true } | { ok: false; held: SyncRunHold }>;
+  /** Extends the holds of `runId`; false when one is no longer ours. */
+  renew(endpointIds: readonly number[], runId: string, ttlMs: number): Promise<boolean>;
+  /** Frees the holds that still name `runId`. */
+  release(endpointIds: readonly number[], runId: string): Promise<void>;
+}
+
 // ---------------------------------------------------------------- everything, wired once
 
 /**
@@ -489,4 +522,6 @@ export interface Storage {
   rateLimits: RateLimiter;
   /** Sync jobs: requests, admission slots, the run lease, the queue. */
   jobs: JobStore;
+  /** One sync run per hypervisor endpoint at a time (backend routes). */
+  syncRuns: SyncRunLockStore;
 }

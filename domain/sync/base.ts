@@ -5,7 +5,7 @@
  * site). Reference objects that already exist are used as they are, never modified.
  */
 import { hvGet, memo, memoShared, type StageContext } from "./context.ts";
-import type { InventoryBody, InventoryObject } from "./ports.ts";
+import type { CallFailure, InventoryBody, InventoryObject } from "./ports.ts";
 import { refId } from "./reconcile.ts";
 import { slugify } from "./proxmox.ts";
 
@@ -41,6 +41,26 @@ export const PATHS = {
   backupRoutines: "plugins/service/backup-routines/",
 } as const;
 
+/**
+ * An "ensure" write: create, and when the inventory refuses because the object appeared in the
+ * meantime (another run of another endpoint made it: "tag with this name already exists"),
+ * read it and go on. `refind` reads afresh; when it still finds nothing, the refusal stands.
+ */
+export async function createOrRead<T>(
+  ctx: StageContext,
+  create: () => Promise<T>,
+  refind: () => Promise<T | null>,
+): Promise<{ value: T; made: boolean }> {
+  try {
+    return { value: await create(), made: true };
+  } catch (error) {
+    if (ctx.signal.aborted || !(error as CallFailure | null)?.refused) throw error;
+    const found = await refind();
+    if (found === null) throw error;
+    return { value: found, made: false };
+  }
+}
+
 export interface Tags {
   synced: number;
   missing: number;
@@ -61,15 +81,41 @@ export async function ensureTags(
   const missing = wanted.filter((w) => !known.has(w.slug));
   const unique = [...new Map(missing.map((m) => [m.slug, m])).values()];
   if (unique.length) {
-    const made = await ctx.inv.create(
-      PATHS.tags,
-      unique.map((m) => ({
-        name: m.name,
-        slug: m.slug,
-        color: m.color ?? "9e9e9e",
-        description: m.description ?? "",
-      })),
-      ctx.signal,
+    const { value: made } = await createOrRead(
+      ctx,
+      () =>
+        ctx.inv.create(
+          PATHS.tags,
+          unique.map((m) => ({
+            name: m.name,
+            slug: m.slug,
+            color: m.color ?? "9e9e9e",
+            description: m.description ?? "",
+          })),
+          ctx.signal,
+        ),
+      async () => {
+        // Another run made some of them: take what exists now, create only the rest.
+        const now = await ctx.inv.list(PATHS.tags, {}, ctx.signal);
+        const bySlug = new Map(now.map((t) => [String(t.slug), t]));
+        const rest = unique.filter((m) => !bySlug.has(m.slug));
+        const made = rest.length
+          ? await ctx.inv.create(
+            PATHS.tags,
+            rest.map((m) => ({
+              name: m.name,
+              slug: m.slug,
+              color: m.color ?? "9e9e9e",
+              description: m.description ?? "",
+            })),
+            ctx.signal,
+          )
+          : [];
+        return [
+          ...unique.filter((m) => bySlug.has(m.slug)).map((m) => bySlug.get(m.slug)!),
+          ...made,
+        ];
+      },
     );
     made.forEach((t) => known.set(String(t.slug), t.id));
   }
@@ -113,9 +159,15 @@ export function ensureBySlug(
     const [found] = await ctx.inv.list(path, { slug }, ctx.signal);
     if (found && found.slug === slug) return found;
     const tags = await syncTags(ctx);
-    const [made] = await ctx.inv.create(path, [{ slug, ...body, tags: [tags.synced] }], ctx.signal);
-    ctx.result.created++;
-    return made;
+    const { value, made } = await createOrRead(
+      ctx,
+      async () =>
+        (await ctx.inv.create(path, [{ slug, ...body, tags: [tags.synced] }], ctx.signal))[0],
+      async () =>
+        (await ctx.inv.list(path, { slug }, ctx.signal)).find((o) => o.slug === slug) ?? null,
+    );
+    if (made) ctx.result.created++;
+    return value;
   });
 }
 
@@ -145,17 +197,24 @@ export function pluginEndpoint(ctx: StageContext): Promise<number> {
     const found = (await ctx.inv.list(PATHS.pluginEndpoints, { name }, ctx.signal))
       .filter((e) => e.name === name && sameHost(e)).sort((a, b) => a.id - b.id)[0];
     if (found) return found.id;
-    const [made] = await ctx.inv.create(PATHS.pluginEndpoints, [{
-      name,
-      domain: ctx.endpoint.ip,
-      port: ctx.endpoint.port,
-      username: ctx.endpoint.username ?? "root@pam",
-      use_https: ctx.endpoint.use_https,
-      verify_ssl: ctx.endpoint.verify_ssl,
-      enabled: false,
-    }], ctx.signal);
-    ctx.result.created++;
-    return made.id;
+    const { value, made } = await createOrRead(
+      ctx,
+      async () =>
+        (await ctx.inv.create(PATHS.pluginEndpoints, [{
+          name,
+          domain: ctx.endpoint.ip,
+          port: ctx.endpoint.port,
+          username: ctx.endpoint.username ?? "root@pam",
+          use_https: ctx.endpoint.use_https,
+          verify_ssl: ctx.endpoint.verify_ssl,
+          enabled: false,
+        }], ctx.signal))[0],
+      async () =>
+        (await ctx.inv.list(PATHS.pluginEndpoints, { name }, ctx.signal))
+          .filter((e) => e.name === name && sameHost(e)).sort((a, b) => a.id - b.id)[0] ?? null,
+    );
+    if (made) ctx.result.created++;
+    return value.id;
   });
 }
 
@@ -216,26 +275,36 @@ export function clusterBase(ctx: StageContext): Promise<ClusterBase> {
         description: "Proxmox VE cluster",
       });
       // Two endpoints may run clusters of the same name: the second gets its endpoint's name.
-      const taken = (await ctx.inv.list(PATHS.clusters, { name: pveName }, ctx.signal))
-        .some((c) => String(c.name).toLowerCase() === pveName.toLowerCase());
-      const name = taken
-        ? `${pveName} (${ctx.endpoint.name.replace(INV_SUFFIX, "")})`.slice(0, 100)
-        : pveName;
-      const siteObject = await ensureBySlug(ctx, PATHS.sites, slugify(name), {
-        name,
-        status: "active",
-        description: `Proxmox VE cluster ${pveName}`,
-      });
-      site = siteObject.id;
-      const [made] = await ctx.inv.create(PATHS.clusters, [{
-        name,
-        type: type.id,
-        status: "active",
-        scope_type: "dcim.site",
-        scope_id: site,
-        tags: [tags.synced],
-      }], ctx.signal);
-      cluster = made.id;
+      const own = `${pveName} (${ctx.endpoint.name.replace(INV_SUFFIX, "")})`.slice(0, 100);
+      const isTaken = async () =>
+        (await ctx.inv.list(PATHS.clusters, { name: pveName }, ctx.signal))
+          .some((c) => String(c.name).toLowerCase() === pveName.toLowerCase());
+      const make = async (name: string) => {
+        const siteObject = await ensureBySlug(ctx, PATHS.sites, slugify(name), {
+          name,
+          status: "active",
+          description: `Proxmox VE cluster ${pveName}`,
+        });
+        const [made] = await ctx.inv.create(PATHS.clusters, [{
+          name,
+          type: type.id,
+          status: "active",
+          scope_type: "dcim.site",
+          scope_id: siteObject.id,
+          tags: [tags.synced],
+        }], ctx.signal);
+        return { cluster: made.id, site: siteObject.id };
+      };
+      const first = await isTaken() ? own : pveName;
+      // Another endpoint's run may take the name between the look and the write (runs of
+      // different endpoints go side by side): then this one takes its endpoint's name.
+      const { value } = await createOrRead(
+        ctx,
+        () => make(first),
+        async () => first === pveName && await isTaken() ? await make(own) : null,
+      );
+      cluster = value.cluster;
+      site = value.site;
       ctx.result.created++;
     }
     if (site === null) {

@@ -4,7 +4,7 @@
  * endpoints never see each other's objects and hand-made objects are never touched.
  */
 import { memo, memoShared, type StageContext } from "./context.ts";
-import { PATHS, syncTags } from "./base.ts";
+import { createOrRead, PATHS, syncTags } from "./base.ts";
 import type { InventoryObject } from "./ports.ts";
 import { refId } from "./reconcile.ts";
 
@@ -79,19 +79,36 @@ export async function ensureVlans(
   const missing = [...wanted].filter(([vid]) => !known.has(vid)).sort((a, b) => a[0] - b[0]);
   if (missing.length) {
     const tags = await syncTags(ctx);
-    const made = await ctx.inv.create(
-      PATHS.vlans,
-      missing.map(([vid, name]) => ({
-        vid,
-        name: name.slice(0, 64),
-        site,
-        status: "active",
-        tags: [tags.synced],
-      })),
-      ctx.signal,
+    const write = (list: [number, string][]) =>
+      list.length
+        ? ctx.inv.create(
+          PATHS.vlans,
+          list.map(([vid, name]) => ({
+            vid,
+            name: name.slice(0, 64),
+            site,
+            status: "active",
+            tags: [tags.synced],
+          })),
+          ctx.signal,
+        )
+        : Promise.resolve([]);
+    const { value: made, made: allMade } = await createOrRead(
+      ctx,
+      () => write(missing),
+      async () => {
+        // Another run made some of them: use those, create only the rest.
+        const now = await ctx.inv.list(PATHS.vlans, { site_id: String(site) }, ctx.signal);
+        for (const v of [...now].sort((a, b) => a.id - b.id)) {
+          if (refId(v.site) === site && !known.has(Number(v.vid))) known.set(Number(v.vid), v.id);
+        }
+        const rest = await write(missing.filter(([vid]) => !known.has(vid)));
+        ctx.result.created += rest.length;
+        return rest;
+      },
     );
     made.forEach((v) => known.set(Number(v.vid), v.id));
-    ctx.result.created += made.length;
+    if (allMade) ctx.result.created += made.length;
   }
   return known;
 }

@@ -55,6 +55,8 @@ export interface CallFailure {
   hint?: string;
   /** Which object a failed inventory write was about. */
   object?: string;
+  /** The inventory answered and refused the data (validation, "already exists"). */
+  refused?: boolean;
 }
 
 /** The hypervisor endpoint a stage runs for, as the stages need to know it. */

@@ -14,7 +14,8 @@ import { runSync, type StageDef, STAGES, type SyncEvent } from "../../domain/syn
 import type { HypervisorReader, SyncEndpoint } from "../../domain/sync/ports.ts";
 import { HypervisorApiClient, HypervisorApiError } from "../../clients/hypervisor_api.ts";
 import { InventoryApiClient } from "../../clients/inventory_api.ts";
-import type { HypervisorEndpointRecord } from "../../storage/ports.ts";
+import type { HypervisorEndpointRecord, SyncRunHold } from "../../storage/ports.ts";
+import { type HeldRun, isRunning, SyncRunLocks } from "../../domain/sync/run_lock.ts";
 
 export const NO_INVENTORY =
   "No inventory endpoint found. Please add an inventory endpoint in the database.";
@@ -64,6 +65,38 @@ const SyncFailed = z.object({
   result: Result,
   stages: z.array(z.object({ step: z.string(), result: Result })),
 }).openapi("SyncFailed");
+
+const SyncRunning = z.object({
+  reason: z.literal("sync_running"),
+  detail: z.string(),
+  running: z.object({
+    run_id: z.string(),
+    endpoint_id: z.number().int(),
+    endpoint_name: z.string(),
+    what: z.string(),
+    started_at: z.string(),
+  }),
+}).openapi("SyncRunning");
+
+/** The 409 body: which run holds which endpoint, since when, and what to do. */
+function runningAnswer(running: SyncRunHold, all: HypervisorEndpointRecord[]) {
+  const name = all.find((e) => e.id === running.endpoint_id)?.name ?? "";
+  const since = new Date(running.started_at).toISOString();
+  return {
+    reason: "sync_running" as const,
+    detail: `A sync run (${running.what}, run ${running.run_id}, started ${since}) is already ` +
+      `running for hypervisor endpoint ${running.endpoint_id} ("${name}"). One run per ` +
+      "endpoint at a time: wait for it to end, or scope this run to other endpoints with " +
+      "?hypervisor_endpoint_ids=.",
+    running: {
+      run_id: running.run_id,
+      endpoint_id: running.endpoint_id,
+      endpoint_name: name,
+      what: running.what,
+      started_at: since,
+    },
+  };
+}
 
 const Scope = z.object({
   hypervisor_endpoint_ids: z.string().regex(/^\s*\d+(\s*,\s*\d+)*\s*$/, {
@@ -149,6 +182,7 @@ export function syncRoutes(services: BackendServices, options: SyncRouteOptions 
   const app = backendRouter<BackendEnv>();
   const hypervisorClient = clientPool(services);
   const keepaliveMs = options.keepaliveMs ?? KEEPALIVE_MS;
+  const runLocks = new SyncRunLocks(services.deps.storage.syncRuns, services.deps.now);
 
   /** Everything a run needs, checked before any frame (the 400 comes first). */
   async function prepare(scope: string | undefined) {
@@ -179,12 +213,41 @@ export function syncRoutes(services: BackendServices, options: SyncRouteOptions 
       const client = hypervisorClient(records.get(endpoint.id)!);
       return { get: (path, params, signal) => client.get(path, params, { signal }) };
     };
-    return { endpoints: endpoints.map(toSyncEndpoint), inventoryApi, hypervisor };
+    return { endpoints: endpoints.map(toSyncEndpoint), inventoryApi, hypervisor, all };
   }
 
-  function stream(c: Context<BackendEnv>, stages: readonly StageDef[], scope?: string) {
-    return prepare(scope).then(({ endpoints, inventoryApi, hypervisor }) => {
-      const abort = new AbortController();
+  /** Holds the run's endpoints, or answers 409 naming the run in the way (before any frame). */
+  async function hold(
+    all: HypervisorEndpointRecord[],
+    endpoints: SyncEndpoint[],
+    what: string,
+    abort: AbortController,
+  ): Promise<HeldRun> {
+    const held = await runLocks.acquire(
+      endpoints.map((e) => e.id),
+      what,
+      () => abort.abort(new DOMException("the run lost its hold on the endpoint", "AbortError")),
+      (running) =>
+        services.deps.logger.log("info", "sync run waits for a cancelled run to end", {
+          endpoint_id: running.endpoint_id,
+          run_id: running.run_id,
+        }),
+    );
+    if (!isRunning(held)) return held;
+    throw new ApiError(409, runningAnswer(held.running, all));
+  }
+
+  async function stream(
+    c: Context<BackendEnv>,
+    stages: readonly StageDef[],
+    what: string,
+    scope?: string,
+  ) {
+    const { endpoints, inventoryApi, hypervisor, all } = await prepare(scope);
+    const abort = new AbortController();
+    const held = await hold(all, endpoints, what, abort);
+    abort.signal.addEventListener("abort", () => held.cancelled(), { once: true });
+    {
       const requestSignal = c.req.raw.signal;
       const onRequestAbort = () => abort.abort(new DOMException("client went away", "AbortError"));
       requestSignal?.addEventListener("abort", onRequestAbort, { once: true });
@@ -241,9 +304,14 @@ export function syncRoutes(services: BackendServices, options: SyncRouteOptions 
                 }],
               },
             });
-          }).finally(() => {
+          }).finally(async () => {
             clearInterval(timer);
             requestSignal?.removeEventListener("abort", onRequestAbort);
+            await held.end().catch((error) =>
+              services.deps.logger.log("error", "sync run hold not released", {
+                error: error instanceof Error ? error.message : String(error),
+              })
+            );
             if (!closed) {
               closed = true;
               try {
@@ -267,21 +335,40 @@ export function syncRoutes(services: BackendServices, options: SyncRouteOptions 
           "x-accel-buffering": "no",
         },
       });
-    });
+    }
   }
 
-  async function json(c: Context<BackendEnv>, stages: readonly StageDef[], scope?: string) {
-    const { endpoints, inventoryApi, hypervisor } = await prepare(scope);
-    const complete = await runSync({
-      stages,
-      endpoints,
-      hypervisor,
-      inventory: inventoryApi,
-      emit: () => {},
-      signal: c.req.raw.signal ?? new AbortController().signal,
-      now: services.deps.now,
-      concurrency: options.concurrency,
-    });
+  async function json(
+    c: Context<BackendEnv>,
+    stages: readonly StageDef[],
+    what: string,
+    scope?: string,
+  ) {
+    const { endpoints, inventoryApi, hypervisor, all } = await prepare(scope);
+    const abort = new AbortController();
+    const held = await hold(all, endpoints, what, abort);
+    const requestSignal = c.req.raw.signal;
+    const onRequestAbort = () => {
+      held.cancelled();
+      abort.abort(requestSignal?.reason);
+    };
+    requestSignal?.addEventListener("abort", onRequestAbort, { once: true });
+    let complete;
+    try {
+      complete = await runSync({
+        stages,
+        endpoints,
+        hypervisor,
+        inventory: inventoryApi,
+        emit: () => {},
+        signal: abort.signal,
+        now: services.deps.now,
+        concurrency: options.concurrency,
+      });
+    } finally {
+      requestSignal?.removeEventListener("abort", onRequestAbort);
+      await held.end();
+    }
     if (complete.ok) return c.json(complete, 200);
     const errors = complete.errors ?? [];
     const detail = errors.map((e) => e.detail).join("; ");
@@ -298,7 +385,13 @@ export function syncRoutes(services: BackendServices, options: SyncRouteOptions 
     return c.json({ detail, errors, result: complete.result, stages: complete.stages }, 502);
   }
 
-  const register = (path: string, summary: string, stages: readonly StageDef[], tag: string) => {
+  const register = (
+    path: string,
+    summary: string,
+    stages: readonly StageDef[],
+    tag: string,
+    what: string,
+  ) => {
     app.openapi(
       createRoute({
         method: "get",
@@ -314,10 +407,11 @@ export function syncRoutes(services: BackendServices, options: SyncRouteOptions 
           },
           400: jsonContent(Detail, "No inventory endpoint copy"),
           404: jsonContent(Detail, "Unknown hypervisor endpoint id in the scope"),
+          409: jsonContent(SyncRunning, "Another run holds one of the endpoints"),
           ...ErrorResponses,
         },
       }),
-      (c) => stream(c, stages, c.req.query("hypervisor_endpoint_ids")),
+      (c) => stream(c, stages, what, c.req.query("hypervisor_endpoint_ids")),
     );
     app.openapi(
       createRoute({
@@ -330,18 +424,27 @@ export function syncRoutes(services: BackendServices, options: SyncRouteOptions 
           200: jsonContent(Complete, "Every stage ran without error"),
           400: jsonContent(Detail, "No inventory endpoint copy"),
           404: jsonContent(Detail, "Unknown hypervisor endpoint id in the scope"),
-          409: jsonContent(CredentialUndecryptable, "Stored credentials cannot be decrypted"),
+          409: jsonContent(
+            z.union([CredentialUndecryptable, SyncRunning]),
+            "Stored credentials cannot be decrypted, or another run holds one of the endpoints",
+          ),
           502: jsonContent(SyncFailed, "A stage failed; `detail` names what and why"),
           ...ErrorResponses,
         },
       }),
-      (c) => json(c, stages, c.req.query("hypervisor_endpoint_ids")),
+      (c) => json(c, stages, what, c.req.query("hypervisor_endpoint_ids")),
     );
   };
 
-  register("/full-update", "Full update: all 13 stages in order", STAGES, "sync");
+  register("/full-update", "Full update: all 13 stages in order", STAGES, "sync", "full-update");
   for (const stage of STAGES) {
-    register(stage.path, `Sync stage ${stage.type}: ${stage.summary}`, [stage], "sync stages");
+    register(
+      stage.path,
+      `Sync stage ${stage.type}: ${stage.summary}`,
+      [stage],
+      "sync stages",
+      stage.type,
+    );
   }
 
   // ------------------------------------------------------------ hypervisor read routes

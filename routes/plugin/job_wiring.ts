@@ -58,7 +58,12 @@ export function link(client: BackendApi): BackendLink {
         signal,
         connectTimeoutMs: STREAM_CONNECT_TIMEOUT_MS,
       });
-      return out.ok ? out : { ...out, reason: refusalOf(out.status) };
+      if (out.ok) return out;
+      // Another run holds an endpoint (docs/sync.md, "One run per endpoint"): it ends by itself,
+      // so the job tries again with backoff instead of failing.
+      const busy = out.status === 409 &&
+        (out.body as { reason?: unknown } | undefined)?.reason === "sync_running";
+      return { ...out, reason: busy ? "retryable" : refusalOf(out.status) };
     },
     reconcile: async () => classified(await client.reconcileCustomFields()),
     async copies() {

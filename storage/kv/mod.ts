@@ -20,6 +20,7 @@ import { KvPluginSettingsStore } from "./plugin_settings.ts";
 import { KvRateLimiter } from "./rate_limits.ts";
 import { KvSchemaVersionStore } from "./schema_versions.ts";
 import { KvVerbAuditStore } from "./verb_audit.ts";
+import { KvSyncRunLockStore } from "./sync_runs.ts";
 import { retryWhenBusy } from "./busy_retry.ts";
 
 export interface KvStorageOptions {
@@ -49,5 +50,6 @@ export function createKvStorage(handle: Deno.Kv, options: KvStorageOptions): Sto
     schemaVersions: new KvSchemaVersionStore(kv),
     rateLimits: new KvRateLimiter(kv, options.now),
     jobs: new KvJobStore(kv, options.now),
+    syncRuns: new KvSyncRunLockStore(kv, options.now),
   };
 }

@@ -55,6 +55,7 @@ export class FakeInventory implements InventoryApi {
         operation: "bulk write on",
         url: `http://inventory.test/api/${path}`,
         status: 400,
+        refused: true,
         itemErrors: errors,
         itemIndex: errors.findIndex((e) => Object.keys(e).length),
       });
