@@ -31,10 +31,11 @@ import { displayOf, Renderer, type RenderOptions, urlOf } from "./engine/render.
 import { type IndexState, orderField, stateOf } from "./engine/index_state.ts";
 import { createMany, updateMany, type WriteOptions } from "./engine/write.ts";
 import { patchStored } from "./engine/patch.ts";
-import { deleteMany } from "./engine/delete.ts";
+import { deleteMany, type DeleteOptions } from "./engine/delete.ts";
 
 export { DEFAULT_PAGE_SIZE, type ListPage, MAX_PAGE_SIZE } from "./engine/paging.ts";
 export { QueryError } from "./engine/query.ts";
+export { parseChangelogMessage } from "./engine/prepare.ts";
 export { CUSTOM_FIELD_MODEL, TAG_MODEL } from "./engine/registry.ts";
 export type { RenderOptions } from "./engine/render.ts";
 
@@ -252,8 +253,9 @@ export class ModelEngine implements EngineApi {
     model: string,
     ids: number[],
     auth: AuthInfo | null = null,
+    options: DeleteOptions = {},
   ): Promise<WriteResult<null>> {
-    return deleteMany(this.#core, model, ids, auth);
+    return deleteMany(this.#core, model, ids, auth, options);
   }
 
   remove(model: string, id: number): Promise<WriteResult<null>> {

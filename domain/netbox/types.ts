@@ -202,7 +202,13 @@ export interface ModelDef {
  * Why a write was refused (each surface's error mapper picks the answer): the object does not
  * exist, the model is read-only, it clashes with stored data, or the caller may not do it.
  */
-export type WriteRefusal = "not_found" | "not_allowed" | "conflict" | "forbidden";
+export type WriteRefusal =
+  | "not_found"
+  | "not_allowed"
+  | "conflict"
+  | "forbidden"
+  /** An If-Match the object's current ETag does not satisfy. */
+  | "precondition_failed";
 
 /** Result of an engine write: `invalid` carries NetBox-style field errors (one set per item). */
 export type WriteResult<T> =

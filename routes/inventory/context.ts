@@ -21,6 +21,6 @@ export type InventoryEnv = {
 };
 
 /** NetBox API version announced in the `API-Version` header and /api/status/. */
-export const API_VERSION = "4.2";
-export const NETBOX_VERSION = "4.2.0";
+export const API_VERSION = "4.6";
+export const NETBOX_VERSION = "4.6.8";
 export const PLUGIN_VERSION = "0.0.15";

@@ -17,7 +17,12 @@ export function bulkTooLarge(count: number): { detail: string } {
 }
 
 export class ApiError extends Error {
-  constructor(readonly status: number, readonly body: unknown) {
+  constructor(
+    readonly status: number,
+    readonly body: unknown,
+    /** Headers the error answer carries (a 412's current ETag). */
+    readonly headers: Record<string, string> = {},
+  ) {
     super(
       typeof body === "object" && body && "detail" in body
         ? String((body as { detail: unknown }).detail)
@@ -33,6 +38,7 @@ export const WRITE_REFUSAL_STATUS = {
   not_allowed: 405,
   conflict: 409,
   forbidden: 403,
+  precondition_failed: 412,
 } as const satisfies Record<WriteRefusal, number>;
 
 export const notFound = () => new ApiError(404, { detail: "Not found." });

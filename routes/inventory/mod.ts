@@ -119,7 +119,9 @@ export async function createInventoryApp(
   const app = new Hono<InventoryEnv>({ strict: false });
 
   app.onError((error, c) => {
-    if (error instanceof ApiError) return c.json(error.body as object, error.status as 400);
+    if (error instanceof ApiError) {
+      return c.json(error.body as object, error.status as 400, error.headers);
+    }
     deps.logger.log("error", "inventory request failed", {
       method: c.req.method,
       path: new URL(c.req.url).pathname,

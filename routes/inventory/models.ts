@@ -4,7 +4,8 @@
  * (PUT/PATCH a list of objects with ids) and bulk delete (DELETE a list of {id}).
  */
 import type { Context } from "hono";
-import { QueryError } from "../../domain/netbox/engine.ts";
+import { parseChangelogMessage, QueryError } from "../../domain/netbox/engine.ts";
+import { etagOf, parseIfMatch } from "../../domain/netbox/etag.ts";
 import { permissionFor } from "../../domain/netbox/tokens.ts";
 import type {
   FieldErrors,
@@ -41,6 +42,32 @@ export function unwrap<T>(result: WriteResult<T>): { value: T; extras?: Record<s
   if (result.ok) return { value: result.value, extras: result.extras };
   if (result.reason === "invalid") throw new ApiError(400, result.errors);
   throw new ApiError(WRITE_REFUSAL_STATUS[result.reason], { detail: result.detail });
+}
+
+/**
+ * unwrap for a single-object write that sent If-Match: a 412 carries the object's current
+ * ETag, as NetBox 4.6 answers, so the client can re-read and retry.
+ */
+async function unwrapGuarded<T>(
+  ctx: InventoryContext,
+  model: string,
+  id: number,
+  result: WriteResult<T>,
+): Promise<{ value: T; extras?: Record<string, unknown> }> {
+  if (!result.ok && result.reason === "precondition_failed") {
+    const current = await ctx.engine.get(model, id);
+    const etag = current ? etagOf(current) : null;
+    throw new ApiError(412, { detail: result.detail }, etag ? { ETag: etag } : {});
+  }
+  return unwrap(result);
+}
+
+/** The `changelog_message` of a DELETE body (single: the object; bulk: each item). */
+function deleteMessage(item: unknown): string {
+  if (!item || typeof item !== "object" || Array.isArray(item)) return "";
+  const parsed = parseChangelogMessage((item as Record<string, unknown>).changelog_message);
+  if (!parsed.ok) throw new ApiError(400, { changelog_message: [parsed.error] });
+  return parsed.value;
 }
 
 /** The origin absolute URLs use: set per request by createInventoryApp, else the request's. */
@@ -120,7 +147,9 @@ async function respondRecords(
     await ctx.engine.render(model, records, renderOptions(c, url)),
   );
   if (!many && extras) Object.assign(rendered[0], extras);
-  return c.json(many ? rendered : rendered[0], status);
+  // NetBox 4.6 tags single-object answers (GET, POST, PUT, PATCH) with a weak ETag.
+  const etag = many ? null : etagOf(records[0]);
+  return c.json(many ? rendered : rendered[0], status, etag ? { ETag: etag } : {});
 }
 
 /** Applies the model's per-reader redaction (e.g. the backend key) to rendered records. */
@@ -302,6 +331,8 @@ export async function handleModelRequest(
     return respondRecords(ctx, c, url, model, [record], 200);
   }
 
+  // If-Match (NetBox 4.6) guards single-object PUT, PATCH and DELETE; `*` matches anything.
+  const ifMatch = parseIfMatch(request.headers.get("if-match"));
   const body = await readJsonBody(request);
   if (Array.isArray(body) && body.length > MAX_BULK_ITEMS) {
     throw new ApiError(400, bulkTooLarge(body.length));
@@ -321,17 +352,27 @@ export async function handleModelRequest(
       const { value } = unwrap(await ctx.engine.updateMany(model, items, partial, auth));
       return respondRecords(ctx, c, url, model, value, 200, undefined, true);
     }
-    const { value, extras } = unwrap(
-      await ctx.engine.updateOne(model, id, body ?? {}, partial, auth),
+    const { value, extras } = await unwrapGuarded(
+      ctx,
+      model,
+      id,
+      await ctx.engine.updateOne(model, id, body ?? {}, partial, auth, { ifMatch }),
     );
     return respondRecords(ctx, c, url, model, [value], 200, extras);
   }
   // DELETE
   if (id === null) {
     const items = listItems(body, true);
+    for (const item of items) deleteMessage(item.data);
     unwrap(await ctx.engine.deleteMany(model, items.map((i) => i.id), auth));
     return c.body(null, 204);
   }
-  unwrap(await ctx.engine.deleteMany(model, [id], auth));
+  deleteMessage(body);
+  await unwrapGuarded(
+    ctx,
+    model,
+    id,
+    await ctx.engine.deleteMany(model, [id], auth, { ifMatch }),
+  );
   return c.body(null, 204);
 }

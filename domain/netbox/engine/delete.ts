@@ -11,6 +11,7 @@ import type { EngineCore } from "./core.ts";
 import { stateOf } from "./index_state.ts";
 import { dropRef, patchStored } from "./patch.ts";
 import { displayOf } from "./render.ts";
+import { matchesIfMatch } from "../etag.ts";
 
 /** A reference that survives the delete and must be cleared (or an m2m member removed). */
 interface Detach {
@@ -26,7 +27,20 @@ export interface DeletionPlan {
   /** model → id → record, in the order they were reached (roots first). */
   toDelete: Map<string, Map<number, StoredObject>>;
   detach: Detach[];
+  /** If-Match ETags the objects asked for must still satisfy when deleted (NetBox 4.6). */
+  ifMatch?: { model: string; ids: number[]; etags: readonly string[] };
 }
+
+export interface DeleteOptions {
+  /** If-Match ETags (single deletes): a mismatch refuses with `precondition_failed`. */
+  ifMatch?: readonly string[];
+}
+
+const PRECONDITION_FAILED: Refusal = {
+  ok: false,
+  reason: "precondition_failed",
+  detail: "Precondition failed.",
+};
 
 type Refusal = Extract<WriteResult<null>, { ok: false }>;
 
@@ -36,10 +50,25 @@ export async function deleteMany(
   model: string,
   ids: number[],
   auth: AuthInfo | null,
+  options: DeleteOptions = {},
 ): Promise<WriteResult<null>> {
   const collected = await collectDeletion(core, model, ids, auth);
   if (!collected.ok) return collected;
+  if (options.ifMatch?.length) {
+    const { toDelete } = collected.plan;
+    const roots = ids.map((id) => toDelete.get(model)!.get(id)!);
+    if (!roots.every((r) => matchesIfMatch(r, options.ifMatch!))) return PRECONDITION_FAILED;
+    collected.plan.ifMatch = { model, ids, etags: options.ifMatch };
+  }
   return executeDeletion(core, collected.plan);
+}
+
+/** Do the objects a guarded delete asks for still match its If-Match (re-read)? */
+async function stillMatches(core: EngineCore, plan: DeletionPlan): Promise<boolean> {
+  if (!plan.ifMatch) return true;
+  const { model, ids, etags } = plan.ifMatch;
+  const current = await core.store.getMany(model, ids);
+  return current.every((r) => matchesIfMatch(r, etags));
 }
 
 /** Collect: what deleting `ids` of `model` deletes and detaches, or why it may not. */
@@ -138,6 +167,7 @@ export async function executeDeletion(
   plan: DeletionPlan,
 ): Promise<WriteResult<null>> {
   const { toDelete } = plan;
+  if (!(await stillMatches(core, plan))) return PRECONDITION_FAILED;
   // Detach references that survive (SET_NULL and m2m memberships), then delete.
   for (const n of plan.detach) {
     if (toDelete.get(n.model)?.has(n.id)) continue;
@@ -154,6 +184,11 @@ export async function executeDeletion(
     for (const r of records.values()) {
       const cur = await core.store.get(m, r.id);
       if (!cur) continue;
+      // The commit is checked against this version: a guarded object must still match here.
+      if (
+        plan.ifMatch && m === plan.ifMatch.model && plan.ifMatch.ids.includes(r.id) &&
+        !matchesIfMatch(cur.record, plan.ifMatch.etags)
+      ) return PRECONDITION_FAILED;
       writes.push({
         model: m,
         id: r.id,

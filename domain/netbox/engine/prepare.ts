@@ -16,6 +16,76 @@ import { TAGS_FIELD } from "./registry.ts";
 export interface Prepared {
   draft: StoredObject;
   ctx: HookContext;
+  /** The client's write-only `changelog_message` ("" when none), for the change log. */
+  message: string;
+}
+
+/** Longest `changelog_message` kept (NetBox's ObjectChange.message is 200 characters). */
+export const CHANGELOG_MESSAGE_MAX = 200;
+
+/**
+ * NetBox 4.4's write-only `changelog_message` (a DRF CharField): a string (numbers are taken as
+ * text), trimmed, not blank, at most 200 characters (NetBox's database would refuse more).
+ */
+export function parseChangelogMessage(
+  value: unknown,
+): { ok: true; value: string } | { ok: false; error: string } {
+  if (value === undefined) return { ok: true, value: "" };
+  if (value === null) return { ok: false, error: MESSAGES.null };
+  if (typeof value !== "string" && typeof value !== "number") {
+    return { ok: false, error: "Not a valid string." };
+  }
+  const text = String(value).trim();
+  if (text === "") return { ok: false, error: MESSAGES.blank };
+  if (text.length > CHANGELOG_MESSAGE_MAX) {
+    return { ok: false, error: MESSAGES.maxLength(CHANGELOG_MESSAGE_MAX) };
+  }
+  return { ok: true, value: text };
+}
+
+/** The tag ids of `data`'s `tags`, `add_tags` and `remove_tags` (absent: undefined). */
+interface TagInput {
+  tags?: number[];
+  add?: number[];
+  remove?: number[];
+}
+
+/**
+ * NetBox 4.6's tag writes: `tags` replaces the set; `add_tags`/`remove_tags` (write-only) change
+ * it without naming the tags others set. The three rules are TaggableModelSerializer.validate's,
+ * checked once every field parsed, with its texts.
+ */
+async function tagRules(
+  core: EngineCore,
+  input: TagInput,
+  creating: boolean,
+): Promise<FieldErrors | null> {
+  const { tags, add, remove } = input;
+  if (tags?.length && (add?.length || remove?.length)) {
+    return { tags: ['Cannot specify "tags" together with "add_tags" or "remove_tags".'] };
+  }
+  if (creating && remove?.length) {
+    return { remove_tags: ['Cannot use "remove_tags" when creating a new object.'] };
+  }
+  const both = (add ?? []).filter((id) => remove?.includes(id));
+  if (both.length > 0) {
+    const names = (await core.store.getMany(TAGS_FIELD.model!, both)).map((t) => String(t.name));
+    return {
+      remove_tags: [
+        `Tags may not be present in both "add_tags" and "remove_tags": ${names.join(", ")}`,
+      ],
+    };
+  }
+  return null;
+}
+
+/** The tag set a write leaves: `tags` when sent, else the current set plus/minus the changes. */
+function nextTags(input: TagInput, current: number[]): number[] {
+  if (input.tags !== undefined) return input.tags;
+  let out = [...current];
+  for (const id of input.add ?? []) if (!out.includes(id)) out.push(id);
+  if (input.remove) out = out.filter((id) => !input.remove!.includes(id));
+  return out;
 }
 
 /**
@@ -97,13 +167,17 @@ export async function prepare(
     const found = await resolveRef(core, String(t), { id: i as number }, cache);
     if (!found.ok) errors[f.idField!] ??= [found.error];
   }
+  const tagInput: TagInput = {};
   if (def.tags !== false) {
-    if ("tags" in data && data.tags !== undefined) {
-      const r = await parseRelation(core, TAGS_FIELD, data.tags, cache);
-      if (!r.ok) errors.tags = [r.error];
-      else draft.tags = r.value;
-    } else if (!existing) draft.tags = [];
+    for (const [key, slot] of [["tags", "tags"], ["add_tags", "add"], ["remove_tags", "remove"]]) {
+      if (!(key in data) || data[key] === undefined) continue;
+      const r = await parseRelation(core, TAGS_FIELD, data[key], cache);
+      if (!r.ok) errors[key] = [r.error];
+      else tagInput[slot as keyof TagInput] = r.value as number[];
+    }
   }
+  const message = parseChangelogMessage(data.changelog_message);
+  if (!message.ok) errors.changelog_message = [message.error];
   if (def.customFields !== false) {
     const model = core.registry.nameOf(def);
     const cfs = await customFieldsFor(core, model, cache);
@@ -143,9 +217,14 @@ export async function prepare(
     },
   };
   if (Object.keys(errors).length > 0) return { ok: false, errors };
+  if (def.tags !== false) {
+    const refused = await tagRules(core, tagInput, !existing);
+    if (refused) return { ok: false, errors: refused };
+    draft.tags = nextTags(tagInput, (existing?.tags as number[] | undefined) ?? []);
+  }
   if (def.validate) {
     const more = await def.validate(draft, ctx);
     if (more && Object.keys(more).length > 0) return { ok: false, errors: more };
   }
-  return { ok: true, prepared: { draft, ctx } };
+  return { ok: true, prepared: { draft, ctx, message: message.ok ? message.value : "" } };
 }

@@ -5,6 +5,7 @@
  * are undone (create) or follow that delete's rule (update). `afterSave` hooks run last.
  */
 import type { IndexValue, ObjectWrite, StoredObject } from "../../../storage/ports.ts";
+import { matchesIfMatch } from "../etag.ts";
 import { MESSAGES } from "../fields.ts";
 import type {
   AuthInfo,
@@ -24,6 +25,11 @@ import { danglingRefs } from "./references.ts";
 export interface WriteOptions {
   /** Run beforeSave/afterSave hooks (default true). */
   hooks?: boolean;
+  /**
+   * If-Match ETags (single updates): checked against the record read for the write, whose
+   * commit is version-checked, so a concurrent edit in between is caught on the retry.
+   */
+  ifMatch?: readonly string[];
 }
 
 function uniqueMessage(def: ModelDef, u: UniqueDef): string {
@@ -277,6 +283,9 @@ export async function updateMany(
         failed = true;
         errors.push({ id: [`Object with id ${id} does not exist.`] });
         continue;
+      }
+      if (options.ifMatch && !matchesIfMatch(current.record, options.ifMatch)) {
+        return { ok: false, reason: "precondition_failed", detail: "Precondition failed." };
       }
       const r = await prepare(core, def, data, current.record, partial, auth, cache, id);
       if (!r.ok) {

@@ -15,6 +15,7 @@ import {
   within,
 } from "../ip.ts";
 import { configContextField } from "./config_context.ts";
+import { applyTypeDefaults, VIRTUAL_MACHINE_TYPE, VM_TYPE_MODEL } from "./vm_types.ts";
 import {
   AIRFLOW,
   always,
@@ -127,6 +128,12 @@ const VM_STATUS = [
   ["failed", "Failed"],
   ["decommissioning", "Decommissioning"],
   ["paused", "Paused"],
+] as const;
+/** NetBox 4.5's VirtualMachineStartOnBootChoices (Proxmox's `onboot`). */
+const VM_START_ON_BOOT = [
+  ["on", "On"],
+  ["off", "Off"],
+  ["laststate", "Last State"],
 ] as const;
 const CLUSTER_STATUS = [
   ["planned", "Planned"],
@@ -973,7 +980,9 @@ export const VIRTUAL_MACHINE: ModelDef = {
   path: "virtualization/virtual-machines/",
   fields: {
     name: name(64),
+    virtual_machine_type: fk(VM_TYPE_MODEL, { onDelete: "protect" }),
     status: choice(VM_STATUS, { default: "active" }),
+    start_on_boot: choice(VM_START_ON_BOOT, { default: "off" }),
     site: fk("dcim.site", { onDelete: "protect" }),
     cluster: fk("virtualization.cluster", { onDelete: "protect" }),
     device: fk("dcim.device", { onDelete: "protect" }),
@@ -1021,8 +1030,9 @@ export const VIRTUAL_MACHINE: ModelDef = {
     }
     return primaryIpRules("virtualization.virtualmachine")(draft, ctx);
   },
-  // NetBox: a VM without a site takes its cluster's site.
+  // NetBox: a VM without a site takes its cluster's site; a new VM takes its type's defaults.
   beforeSave: async (draft, ctx) => {
+    if (ctx.op === "create") await applyTypeDefaults(draft, ctx.read);
     if (draft.site === null || draft.site === undefined) {
       const site = await siteOfCluster(draft.cluster, ctx);
       if (site) draft.site = site.id;
@@ -1534,6 +1544,7 @@ export const CORE_MODELS: ModelDef[] = [
   MAC_ADDRESS,
   CLUSTER_TYPE,
   CLUSTER,
+  VIRTUAL_MACHINE_TYPE,
   VIRTUAL_MACHINE,
   VM_INTERFACE,
   VIRTUAL_DISK,

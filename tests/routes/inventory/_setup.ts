@@ -1,5 +1,5 @@
 import { createInventoryApp } from "../../../routes/inventory/mod.ts";
-import { testDeps } from "../../_helpers.ts";
+import { testDeps, type TestOverrides } from "../../_helpers.ts";
 
 export const TOKEN = "0123456789abcdef0123456789abcdef01234567";
 
@@ -18,8 +18,11 @@ export interface Inv {
 }
 
 /** An inventory app on :memory: KV with a v1 superuser bootstrap token. */
-export async function setup(env: Record<string, string> = {}): Promise<Inv> {
-  const deps = await testDeps({ INVENTORY_BOOTSTRAP_TOKEN: TOKEN, ...env });
+export async function setup(
+  env: Record<string, string> = {},
+  overrides: TestOverrides = {},
+): Promise<Inv> {
+  const deps = await testDeps({ INVENTORY_BOOTSTRAP_TOKEN: TOKEN, ...env }, overrides);
   const app = await createInventoryApp(deps);
   return {
     app,

@@ -15,7 +15,7 @@ Deno.test("missing and invalid credentials: 403 with NetBox's texts", async () =
     const none = await inv.call("GET", "/api/dcim/sites/", undefined, null);
     assert.equal(none.status, 403);
     assert.deepEqual(none.body, { detail: "Authentication credentials were not provided." });
-    assert.equal(none.headers.get("API-Version"), "4.2");
+    assert.equal(none.headers.get("API-Version"), "4.6");
     const wrong = await inv.call("GET", "/api/dcim/sites/", undefined, "Token nope");
     assert.deepEqual([wrong.status, wrong.body], [403, { detail: "Invalid token" }]);
     const badV2 = await inv.call("GET", "/api/dcim/sites/", undefined, "Bearer nbt_abc.def");
@@ -286,7 +286,7 @@ Deno.test("token:create path and SERVICE_ENCRYPTION_KEY sealing; mounted under t
       headers: { authorization: `Token ${token}` },
     });
     assert.equal(r.status, 200);
-    assert.equal(r.headers.get("API-Version"), "4.2");
+    assert.equal(r.headers.get("API-Version"), "4.6");
     await r.body?.cancel();
   } finally {
     deps.kv.close();

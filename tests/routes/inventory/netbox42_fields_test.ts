@@ -300,7 +300,9 @@ const NETBOX_42: Record<string, string[]> = {
   ],
   "virtualization/virtual-machines/": [
     "name",
+    "virtual_machine_type",
     "status",
+    "start_on_boot",
     "site",
     "cluster",
     "device",

@@ -54,7 +54,7 @@ Deno.test("OPTIONS carries DRF's actions metadata, so pynetbox's choices() works
     for (const [prop, meta] of Object.entries(post as Record<string, { choices?: unknown[] }>)) {
       if (meta.choices) choices[prop] = meta.choices;
     }
-    assert.deepEqual(Object.keys(choices).sort(), ["status"]);
+    assert.deepEqual(Object.keys(choices).sort(), ["start_on_boot", "status"]);
     const detail = await inv.call("OPTIONS", "/api/virtualization/virtual-machines/1/");
     assert.ok(detail.body.actions.PUT);
     // Read-only resources describe no write action.

@@ -86,7 +86,7 @@ Deno.test("pynetbox-style client flow over a real socket", async () => {
     const vms = nb.endpoint("virtualization", "virtual-machines");
 
     const ct = await clusterTypes.create({ name: "Proxmox VE", slug: "proxmox-ve" }) as Rec;
-    assert.equal(nb.version, "4.2");
+    assert.equal(nb.version, "4.6");
     const cl = await clusters.create({ name: "pve-lab", type: ct.id }) as Rec;
     const made = await vms.create(
       Array.from({ length: 130 }, (_, i) => ({
