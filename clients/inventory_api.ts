@@ -175,29 +175,48 @@ export class InventoryApiClient implements InventoryApi {
     }
   }
 
+  /**
+   * Every object matching `filters`, walked by id (`ordering=id&id__gt=<last id>`, which every
+   * NetBox version and this app's inventory answer): a list written while it is read (another
+   * run, a user) still yields each object present throughout exactly once, where offset pages
+   * skip one object for every earlier one created, tagged or deleted meanwhile.
+   */
   async list(
     path: string,
     filters: Record<string, string | string[]>,
     signal?: AbortSignal,
   ): Promise<InventoryObject[]> {
     const out: InventoryObject[] = [];
-    for (let offset = 0;; offset += PAGE_SIZE) {
+    for (let after = 0;;) {
       const query = new URLSearchParams();
       for (const [k, v] of Object.entries(filters)) {
         for (const value of Array.isArray(v) ? v : [v]) query.append(k, value);
       }
+      query.set("ordering", "id");
+      query.set("id__gt", String(after));
       query.set("limit", String(PAGE_SIZE));
-      query.set("offset", String(offset));
-      const page = await this.#call(
-        "GET",
-        `list ${path}`,
-        `${this.api}${path}?${query}`,
-        undefined,
-        signal,
-      ) as { results?: InventoryObject[]; next?: string | null; count?: number } | null;
+      const url = `${this.api}${path}?${query}`;
+      const page = await this.#call("GET", `list ${path}`, url, undefined, signal) as
+        | { results?: InventoryObject[]; next?: string | null }
+        | null;
       const results = page?.results ?? [];
+      if (results.length === 0) return out;
+      let last = after;
+      for (const o of results) if (typeof o.id === "number" && o.id > last) last = o.id;
+      if (last <= after) {
+        throw new InventoryApiError(
+          `list ${path}`,
+          url.split("?")[0],
+          null,
+          `a page after id ${after} held no higher id`,
+          "The inventory ignored the id__gt filter: is this a NetBox API?",
+        );
+      }
       out.push(...results);
-      if (!page?.next || results.length === 0) return out;
+      after = last;
+      // A full page may have a successor even when `next` says otherwise (counted a moment
+      // earlier); an empty page ends the walk.
+      if (!page?.next && results.length < PAGE_SIZE) return out;
     }
   }
 

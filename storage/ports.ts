@@ -187,6 +187,19 @@ export interface ModelStore {
     page: { offset: number; limit: number; reverse: boolean; ordered: boolean },
   ): Promise<number[]>;
   /**
+   * Keyset page: up to `limit` ids above `after` (ascending) under (field, value), or of every
+   * object when field is "*". Stable while others write: an id never moves.
+   */
+  idsAfter(
+    model: string,
+    field: string,
+    value: IndexValue,
+    after: number,
+    limit: number,
+  ): Promise<number[]>;
+  /** How many ids up to `upTo` (inclusive) are under (field, value), or "*" for all objects. */
+  countUpTo(model: string, field: string, value: IndexValue, upTo: number): Promise<number>;
+  /**
    * Splits writes into groups that each fit one atomic operation (mutation, check and size
    * limits of the backing store).
    */

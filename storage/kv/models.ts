@@ -436,6 +436,68 @@ export class KvModelStore implements ModelStore {
     }, []);
   }
 
+  #walkPrefix(model: string, field: string, value: IndexValue): Deno.KvKey {
+    return field === "*"
+      ? keys.inventoryObjectPrefix(model)
+      : keys.inventoryIndexPrefix(model, field, value);
+  }
+
+  /** The cache key of "how many ids up to `id`" (a walk's position, kept per generation). */
+  #rankKey(field: string, value: IndexValue, id: number): string {
+    return JSON.stringify(["rank", field, typeof value, String(value), id]);
+  }
+
+  async idsAfter(
+    model: string,
+    field: string,
+    value: IndexValue,
+    after: number,
+    limit: number,
+  ): Promise<number[]> {
+    const out: number[] = [];
+    if (limit <= 0) return out;
+    const cache = await this.#cacheOf(model);
+    const prefix = this.#walkPrefix(model, field, value);
+    const start = Math.max(0, Math.floor(after)) + 1;
+    const iter = this.kv.list({ prefix, start: [...prefix, start] }, {
+      limit,
+      batchSize: Math.min(1000, limit),
+    });
+    await orNothing(async () => {
+      for await (const entry of iter) out.push(entry.key[entry.key.length - 1] as number);
+    }, undefined);
+    // A walk reads its pages in order: the position after this page follows from the one
+    // before it, so counting what is left (NetBox's `count`) never rescans the list.
+    const before = start <= 1 ? [0] : cache.lists.get(this.#rankKey(field, value, start - 1));
+    if (before && out.length > 0) {
+      if (cache.lists.size >= MAX_CACHED_LISTS) cache.lists.clear();
+      cache.lists.set(this.#rankKey(field, value, out[out.length - 1]), [before[0] + out.length]);
+    }
+    return out;
+  }
+
+  async countUpTo(
+    model: string,
+    field: string,
+    value: IndexValue,
+    upTo: number,
+  ): Promise<number> {
+    const last = Math.floor(upTo);
+    if (last <= 0) return 0;
+    const cache = await this.#cacheOf(model);
+    const known = cache.lists.get(this.#rankKey(field, value, last));
+    if (known) return known[0];
+    const prefix = this.#walkPrefix(model, field, value);
+    let n = 0;
+    const iter = this.kv.list({ prefix, end: [...prefix, last + 1] }, { batchSize: 1000 });
+    await orNothing(async () => {
+      for await (const _ of iter) n++;
+    }, undefined);
+    if (cache.lists.size >= MAX_CACHED_LISTS) cache.lists.clear();
+    cache.lists.set(this.#rankKey(field, value, last), [n]);
+    return n;
+  }
+
   async localSecret(generate: () => string): Promise<string> {
     const key = keys.inventoryLocalSecretKey();
     const existing = await this.kv.get<string>(key);

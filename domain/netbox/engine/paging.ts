@@ -60,6 +60,10 @@ export async function listPage(
   if (q !== null && q.trim() !== "") conditions.push(await searchCondition(core, def, q.trim()));
 
   const byId = ordering.length === 1 && ordering[0].field === "id";
+  const keyset = byId && !ordering[0].desc
+    ? await keysetPage(core, def, conditions, offset, limit)
+    : null;
+  if (keyset) return keyset;
   const fast = await fastPage(core, def, conditions, ordering, offset, limit);
   if (fast) return fast;
   if (conditions.length === 0 && byId) {
@@ -272,34 +276,9 @@ async function fastPage(
   limit: number,
 ): Promise<ListPage | null> {
   const model = core.registry.nameOf(def);
-  let field: string;
-  let value: IndexValue;
-  if (conditions.length === 0) {
-    field = "*";
-    value = 0;
-  } else if (conditions.length === 1) {
-    const c = conditions[0];
-    if (
-      c.kind === "rel" && c.lookup === "exact" && !c.all && c.ids.length === 1 &&
-      typeof c.ids[0] === "number" && c.ids[0] > 0
-    ) {
-      field = c.field;
-      value = c.ids[0];
-    } else if (
-      c.kind === "field" && c.def.index && c.lookup === "exact" && c.values.length === 1
-    ) {
-      const typed = typedFilterValue(c.def, c.values[0]);
-      if (
-        typed === undefined ||
-        (typeof typed === "string" &&
-          (typed.length > core.store.maxIndexedLength || typed === ""))
-      ) {
-        return null;
-      }
-      field = c.field;
-      value = typed;
-    } else return null;
-  } else return null;
+  const target = indexTarget(core, conditions);
+  if (!target) return null;
+  const { field, value } = target;
   const primary = ordering[0];
   const byId = primary.field === "id" && ordering.length === 1;
   const order = orderField(def);
@@ -319,4 +298,68 @@ async function fastPage(
     }),
   ]);
   return { count, records: await core.store.getMany(model, ids), limit, offset };
+}
+
+/**
+ * The one index a list reads: every object ("*") for no condition, else one exact FK or
+ * indexed-field value. Null when the conditions need more than one index.
+ */
+function indexTarget(
+  core: EngineCore,
+  conditions: Condition[],
+): { field: string; value: IndexValue } | null {
+  if (conditions.length === 0) return { field: "*", value: 0 };
+  if (conditions.length !== 1) return null;
+  const c = conditions[0];
+  if (
+    c.kind === "rel" && c.lookup === "exact" && !c.all && c.ids.length === 1 &&
+    typeof c.ids[0] === "number" && c.ids[0] > 0
+  ) {
+    return { field: c.field, value: c.ids[0] };
+  }
+  if (c.kind === "field" && c.def.index && c.lookup === "exact" && c.values.length === 1) {
+    const typed = typedFilterValue(c.def, c.values[0]);
+    if (
+      typed === undefined ||
+      (typeof typed === "string" && (typed.length > core.store.maxIndexedLength || typed === ""))
+    ) {
+      return null;
+    }
+    return { field: c.field, value: typed };
+  }
+  return null;
+}
+
+/**
+ * A keyset page (`ordering=id&id__gt=<last id seen>`, how the sync walks a list): the ids
+ * above the last one seen under one index, read from there. Offset paging over a list being
+ * written skips or repeats objects when an earlier one comes or goes, and reads every key
+ * before the offset; a keyset walk sees each object present throughout exactly once and
+ * reads one page of keys per page.
+ */
+async function keysetPage(
+  core: EngineCore,
+  def: ModelDef,
+  conditions: Condition[],
+  offset: number,
+  limit: number,
+): Promise<ListPage | null> {
+  const at = conditions.findIndex((c) =>
+    c.kind === "id" && (c.lookup === "gt" || c.lookup === "gte") && c.values.length === 1 &&
+    /^\d{1,15}$/.test(c.values[0].trim())
+  );
+  if (at < 0) return null;
+  const bound = conditions[at] as Extract<Condition, { kind: "id" }>;
+  const target = indexTarget(core, conditions.filter((_, i) => i !== at));
+  if (!target) return null;
+  const model = core.registry.nameOf(def);
+  const after = Number(bound.values[0].trim()) - (bound.lookup === "gte" ? 1 : 0);
+  const { field, value } = target;
+  const [total, before, ids] = await Promise.all([
+    field === "*" ? core.store.count(model) : core.store.countByIndex(model, field, value),
+    core.store.countUpTo(model, field, value, after),
+    core.store.idsAfter(model, field, value, after, offset + limit),
+  ]);
+  const records = await core.store.getMany(model, ids.slice(offset));
+  return { count: Math.max(0, total - before), records, limit, offset };
 }
