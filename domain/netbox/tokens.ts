@@ -93,6 +93,11 @@ export interface TokenServiceDeps {
   store: ModelStore;
   encryptionKey: string | undefined;
   now: () => number;
+  /**
+   * Permissions beyond the four model actions that a token may hold (as a NetBox model
+   * declares extra ones in its Meta): the plugin's `service.open_ssh_terminal`.
+   */
+  customPermissions?: readonly string[];
 }
 
 const LAST_SUPERUSER =
@@ -218,10 +223,12 @@ export class TokenService {
           return { non_field_errors: [LAST_SUPERUSER] };
         }
         const perms = (draft.permissions as string[]) ?? [];
-        const bad = perms.filter((p) => !PERMISSION_RE.test(p));
+        const custom = this.deps.customPermissions ?? [];
+        const bad = perms.filter((p) => !PERMISSION_RE.test(p) && !custom.includes(p));
         if (bad.length > 0) {
+          const also = custom.length ? ` (or one of: ${custom.join(", ")})` : "";
           errors.permissions = bad.map((p) =>
-            `Invalid permission "${p}": use the app.action_model form, e.g. "dcim.view_site".`
+            `Invalid permission "${p}": use the app.action_model form, e.g. "dcim.view_site"${also}.`
           );
         }
         if (

@@ -33,7 +33,7 @@ import {
   str,
 } from "./fields.ts";
 import { APP, CORE, MODELS, SECRET_FIELDS, SSH_SECRET_FIELDS } from "./names.ts";
-import { sshReadiness } from "./ssh.ts";
+import { checkReuseSwitch, sshReadiness } from "./ssh.ts";
 
 export { APP, CORE, MODELS, SECRET_FIELDS, SSH_SECRET_FIELDS, sshFacts };
 
@@ -130,6 +130,7 @@ export function pluginModels(services: PluginServices): ModelDef[] {
         checkSsh(draft),
         checkSecretsAreText(draft, SECRET_FIELDS[MODELS.hypervisor]),
         await services.sshSecretsNeedKey(draft, ctx),
+        checkReuseSwitch(draft, ctx),
       );
       return Object.keys(errors).length ? errors : null;
     },

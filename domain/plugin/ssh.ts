@@ -11,6 +11,13 @@
 import { type Opened, openWithKeyring } from "./secrets.ts";
 import { isValidFingerprint } from "./validation.ts";
 
+/**
+ * The permission that reads SSH secrets back (with `service.view_hypervisorendpoint`; the
+ * original plugin's name): `…/ssh-secrets/` answers only to it, and a browser terminal opens
+ * its sessions with it. Changing an endpoint is not enough (SECURITY.md).
+ */
+export const SSH_TERMINAL_PERMISSION = "service.open_ssh_terminal";
+
 export type SshSource = "dedicated" | "reuse_endpoint";
 export type SshAuthMethod = "password" | "key";
 
@@ -182,5 +189,33 @@ export async function resolveSshSecrets(
       password: e.ssh_auth_method === "key" ? "" : password,
       private_key: e.ssh_auth_method === "key" ? privateKey : "",
     },
+  };
+}
+
+/**
+ * Switching an endpoint to `reuse_endpoint` makes its stored password readable through
+ * `…/ssh-secrets/` (to holders of SSH_TERMINAL_PERMISSION): a password nobody may read back
+ * would become readable by whoever flips the switch. So a non-superuser may switch only while
+ * sending `password` in the same write (it knows the secret it exposes); a superuser set the
+ * password or could have.
+ */
+export function checkReuseSwitch(
+  draft: Readonly<Record<string, unknown>>,
+  ctx: {
+    op: "create" | "update";
+    existing: Readonly<Record<string, unknown>> | null;
+    input: Record<string, unknown>;
+    auth: { isSuperuser: boolean } | null;
+  },
+): Record<string, string[]> {
+  if (draft.ssh_credential_source !== "reuse_endpoint") return {};
+  if (ctx.op !== "update" || ctx.existing?.ssh_credential_source === "reuse_endpoint") return {};
+  if (!ctx.auth || ctx.auth.isSuperuser || "password" in ctx.input) return {};
+  if (typeof ctx.existing?.password !== "string" || ctx.existing.password === "") return {};
+  return {
+    ssh_credential_source: [
+      "Switching to reuse_endpoint makes the endpoint password readable to SSH terminal " +
+      "users: send the endpoint password again in the same request (or ask a superuser).",
+    ],
   };
 }

@@ -5,6 +5,7 @@ import { tokenModel } from "../../domain/netbox/models/core.ts";
 import { INVENTORY_MODELS } from "../../domain/netbox/models/mod.ts";
 import { AUTH_MESSAGES, TOKEN_MODEL, TokenService } from "../../domain/netbox/tokens.ts";
 import { createPlugin, pluginOpenApiPaths, type PluginOptions } from "../plugin/mod.ts";
+import { SSH_TERMINAL_PERMISSION } from "../../domain/plugin/ssh.ts";
 import { createJobRoutes, type JobOptions } from "../plugin/jobs.ts";
 import { docsRoutes } from "../_lib/docs.ts";
 import {
@@ -29,6 +30,7 @@ export function createInventoryCore(deps: AppDeps): InventoryContext {
     store,
     encryptionKey: deps.config.encryptionKey,
     now: deps.now,
+    customPermissions: [SSH_TERMINAL_PERMISSION],
   });
   engine.register(...INVENTORY_MODELS, tokenModel(tokens.hooks()));
   return { deps, engine, tokens };

@@ -43,6 +43,7 @@ import {
   upsertMany,
 } from "../../domain/plugin/operations.ts";
 import { PluginServices, type TokenPlaintextReader } from "../../domain/plugin/service.ts";
+import { SSH_TERMINAL_PERMISSION } from "../../domain/plugin/ssh.ts";
 import {
   parseSettingsPatch,
   type PluginSettingsStore,
@@ -74,6 +75,12 @@ export const PERMISSIONS = {
   changeBackend: "service.change_backendendpoint",
   viewHypervisor: "service.view_hypervisorendpoint",
   changeHypervisor: "service.change_hypervisorendpoint",
+  /**
+   * Reading SSH secrets back (`…/ssh-secrets/`, either credential source), checked with the
+   * view permission: the permission a browser SSH terminal opens a session with. Changing an
+   * endpoint grants no reading back (SECURITY.md "Who may read which secret back").
+   */
+  openSshTerminal: SSH_TERMINAL_PERMISSION,
   viewSettings: "service.view_pluginsettings",
   changeSettings: "service.change_pluginsettings",
 } as const;
@@ -211,12 +218,13 @@ export function createPlugin(deps: AppDeps, options: PluginOptions): Plugin {
   );
   routes.all(`/endpoints/hypervisor/:id${ID}/status`, notAllowed(["GET"]));
 
-  // Secrets: only for tokens that may change the endpoint (and so could set them). A
-  // write_enabled=false token cannot change it, and a shell is no read-only access.
+  // Secrets: only for tokens granted the terminal permission (with view), never for one that
+  // can merely change the endpoint. write_enabled=false never gets them: a shell on the host is
+  // no read-only access.
   routes.get(
     `/endpoints/hypervisor/:id${ID}/ssh-secrets`,
     mayView(PERMISSIONS.viewHypervisor),
-    mayChange(PERMISSIONS.changeHypervisor),
+    mayChange(PERMISSIONS.openSshTerminal),
     async function hypervisorSshSecrets(c) {
       return respond(await sshSecrets(services, c.env.engine, id(c)));
     },

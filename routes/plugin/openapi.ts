@@ -74,7 +74,8 @@ export function pluginOpenApiPaths(): Record<string, Schema> {
       get: {
         tags: [TAG],
         operationId: "service_hypervisorendpoint_ssh_secrets",
-        summary: "SSH credentials for a terminal session (needs view and change permission)",
+        summary:
+          "SSH credentials for a terminal session (needs service.view_hypervisorendpoint and service.open_ssh_terminal on a write-enabled token)",
         parameters: [idParam],
         responses: {
           200: ok({
