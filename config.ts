@@ -50,6 +50,11 @@ export interface Config {
   };
   inventoryBootstrapToken: string | undefined;
   /**
+   * INVENTORY_ANONYMOUS_API_ROOT: answer `GET /api/` without a token (the section links), for
+   * pynetbox 7.0.0's tokenless version probe. Default false: 403, as NetBox answers.
+   */
+  inventoryAnonymousApiRoot: boolean;
+  /**
    * HTTPS on PORT: PEM certificate (chain) and private key files. Both or neither; main.ts reads
    * them (a file it cannot read is a configuration error too).
    */
@@ -218,6 +223,7 @@ export function parseConfig(env: Env): Config {
       taskDelayMs: millis(env, "HYPERVISOR_MOCK_TASK_DELAY_MS", 1_000),
     },
     inventoryBootstrapToken: text(env, "INVENTORY_BOOTSTRAP_TOKEN"),
+    inventoryAnonymousApiRoot: bool(env, "INVENTORY_ANONYMOUS_API_ROOT", false),
     tls: tls(env),
     hostAgentMock: { token: text(env, "HOST_AGENT_MOCK_TOKEN") },
     jobs: {

@@ -78,10 +78,21 @@ export async function createSuperuserToken(
   return { id: result.value.id, token: String(result.extras?.token) };
 }
 
+/** The host name /api/status/ reports, as NetBox's settings.HOSTNAME (empty when not allowed). */
+function hostname(): string {
+  try {
+    return Deno.hostname();
+  } catch {
+    return "";
+  }
+}
+
+/** `/api/status/` as NetBox 4.6 renders it (`installed_apps` was `installed-apps` before 4.6). */
 function statusBody(_ctx: InventoryContext): Record<string, unknown> {
   return {
-    "django-version": "5.1",
-    "installed-apps": {
+    "django-version": "5.2",
+    "hostname": hostname(),
+    "installed_apps": {
       "bridgebox": "deno",
       "hono": "4",
     },
@@ -171,10 +182,13 @@ export async function createInventoryApp(
     }),
   );
 
-  // The API root without a token: pynetbox 7.0.0 (Debian bookworm's, under Ansible's
-  // netbox.netbox modules) reads the version from this page's API-Version header without sending
-  // its token. The page only names the API's sections; a token that is sent is still checked.
+  // The API root without a token, only when INVENTORY_ANONYMOUS_API_ROOT is set: pynetbox 7.0.0
+  // (Debian bookworm's, under Ansible's netbox.netbox modules) reads the version from this page's
+  // API-Version header without sending its token. NetBox answers 403 (the default here too; the
+  // header is sent either way). The page only names the API's sections; a token that is sent is
+  // still checked. docs/api-behaviour.md, Inventory: authentication.
   app.on(["GET", "HEAD"], ["/api", "/api/"], async (c, next) => {
+    if (!deps.config.inventoryAnonymousApiRoot) return await next();
     if (c.req.header("authorization") !== undefined) return await next();
     c.set("origin", publicOrigin(c, deps.config.trustedProxies));
     return c.json(apiRootListing(ctx, c, "/api/"));

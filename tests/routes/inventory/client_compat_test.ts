@@ -1,12 +1,27 @@
 /**
  * What unchanged NetBox clients need beyond the models: pynetbox 7.0.0 (Debian bookworm, under
- * Ansible's netbox.netbox) probes the API root for its version without sending its token.
+ * Ansible's netbox.netbox) probes the API root for its version without sending its token, which
+ * INVENTORY_ANONYMOUS_API_ROOT allows (NetBox, and the default here, answer 403).
  */
 import assert from "node:assert/strict";
 import { setup } from "./_setup.ts";
 
-Deno.test("the API root answers without a token (API-Version header, section names only); a wrong token and every other path stay 403", async () => {
+Deno.test("the API root without a token: 403 as NetBox by default (API-Version still sent)", async () => {
   const inv = await setup();
+  try {
+    const root = await inv.call("GET", "/api/", undefined, null);
+    assert.equal(root.status, 403);
+    assert.deepEqual(root.body, { detail: "Authentication credentials were not provided." });
+    assert.equal(root.headers.get("API-Version"), "4.6");
+    const withToken = await inv.call("GET", "/api/");
+    assert.equal(withToken.body.dcim, "http://inv.test/api/dcim/");
+  } finally {
+    inv.close();
+  }
+});
+
+Deno.test("INVENTORY_ANONYMOUS_API_ROOT=true: the API root answers without a token (section names only); a wrong token and every other path stay 403", async () => {
+  const inv = await setup({ INVENTORY_ANONYMOUS_API_ROOT: "true" });
   try {
     const root = await inv.call("GET", "/api/", undefined, null);
     assert.equal(root.status, 200);

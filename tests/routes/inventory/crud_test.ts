@@ -326,7 +326,18 @@ Deno.test("API root, app roots and /api/status/ answer like NetBox", async () =>
     assert.equal(status.status, 200);
     assert.equal(status.body["netbox-version"], "4.6.8");
     assert.ok("django-version" in status.body && "python-version" in status.body);
-    assert.ok("installed-apps" in status.body && "rq-workers-running" in status.body);
+    // NetBox 4.6's keys: installed_apps (renamed from installed-apps), hostname, full version.
+    assert.deepEqual(Object.keys(status.body).sort(), [
+      "django-version",
+      "hostname",
+      "installed_apps",
+      "netbox-full-version",
+      "netbox-version",
+      "plugins",
+      "python-version",
+      "rq-workers-running",
+    ]);
+    assert.match(status.body["netbox-full-version"], /^4\.6\.8/);
     assert.equal(typeof status.body.plugins.service, "string");
     assert.equal(status.headers.get("API-Version"), "4.6");
     assert.equal((await inv.call("GET", "/api/nothing-here/")).status, 404);
