@@ -5,6 +5,7 @@
  * never part of it, even when the host-agent echoes it back.
  */
 import { z } from "zod";
+import { redactSecrets } from "../domain/redaction.ts";
 import type {
   AgentAssets,
   AgentCapabilities,
@@ -115,14 +116,14 @@ export class HostAgentClient implements HostAgentPort {
     }
     if (!response.ok) {
       throw this.#error(
-        `${what}: HTTP ${response.status}${excerptOf(text)}${hint(response.status)}`,
+        `${what}: HTTP ${response.status}${excerptOf(text, this.#token)}${hint(response.status)}`,
       );
     }
     let parsed: unknown;
     try {
       parsed = JSON.parse(text);
     } catch {
-      throw this.#error(`${what}: the answer is not JSON${excerptOf(text)}`);
+      throw this.#error(`${what}: the answer is not JSON${excerptOf(text, this.#token)}`);
     }
     const checked = schema.safeParse(parsed);
     if (!checked.success) {
@@ -135,7 +136,7 @@ export class HostAgentClient implements HostAgentPort {
   }
 
   #error(message: string): HostAgentError {
-    return new HostAgentError(this.#token ? message.split(this.#token).join("***") : message);
+    return new HostAgentError(redactSecrets(message, [this.#token]));
   }
 }
 
@@ -148,14 +149,16 @@ function describe(error: unknown, timeoutMs: number): string {
 }
 
 /** The host-agent's own error text (its `error` or `detail` field when JSON), shortened. */
-function excerptOf(text: string): string {
+function excerptOf(text: string, token: string | null | undefined): string {
   let shown = text;
   try {
     const body = JSON.parse(text);
     const field = body?.error ?? body?.detail;
     if (typeof field === "string") shown = field;
   } catch { /* not JSON: show the text */ }
-  shown = shown.replace(/\s+/g, " ").trim().slice(0, EXCERPT_CHARS);
+  // The token goes before the cut, or a prefix of it could survive at the end.
+  shown = redactSecrets(shown.slice(0, EXCERPT_CHARS * 16), [token]).replace(/\s+/g, " ").trim()
+    .slice(0, EXCERPT_CHARS);
   return shown ? `: ${shown}` : "";
 }
 

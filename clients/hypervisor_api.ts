@@ -10,6 +10,7 @@
 import { baseUrl } from "./backend.ts";
 import { fetchFor, tokenId } from "./hypervisor_probe.ts";
 import { UpstreamCallError } from "./upstream_error.ts";
+import { redactSecrets } from "../domain/redaction.ts";
 import type { HypervisorEndpointRecord } from "../storage/ports.ts";
 
 /** Proxmox tickets live 2 h; renew after 90 min so a long sync never holds an expired one. */
@@ -70,11 +71,13 @@ function causeOf(error: unknown): string {
   return String(error);
 }
 
-/** Excerpts must never echo a secret back: drop anything that looks like one. */
+/**
+ * Excerpts must never echo a secret back, in any spelling (a login form comes back
+ * form-encoded): secrets are removed before the text is cut, so no prefix of one survives.
+ */
 function excerpt(text: string, secrets: readonly (string | null)[]): string {
-  let out = text.slice(0, EXCERPT_CHARS).replace(/\s+/g, " ").trim();
-  for (const secret of secrets) if (secret) out = out.split(secret).join("***");
-  return out;
+  const window = text.slice(0, EXCERPT_CHARS * 16);
+  return redactSecrets(window, secrets).replace(/\s+/g, " ").trim().slice(0, EXCERPT_CHARS);
 }
 
 function encodeParams(params: HypervisorParams | undefined): URLSearchParams {
@@ -181,7 +184,9 @@ export class HypervisorApiClient {
         method,
         shownUrl,
         null,
-        cause === "timed out" ? `timed out after ${this.connection.timeout} s` : cause,
+        cause === "timed out"
+          ? `timed out after ${this.connection.timeout} s`
+          : excerpt(cause, [secrets.password, secrets.token_value]),
         hintFor(null, cause),
       );
     }
@@ -253,7 +258,13 @@ export class HypervisorApiClient {
     } catch (error) {
       if (signal?.aborted) throw signal.reason ?? error;
       const cause = causeOf(error);
-      throw new HypervisorApiError("login (POST)", url, null, cause, hintFor(null, cause));
+      throw new HypervisorApiError(
+        "login (POST)",
+        url,
+        null,
+        excerpt(cause, [secrets.password]),
+        hintFor(null, cause),
+      );
     }
     const text = await response.text().catch(() => "");
     let data: { ticket?: string; CSRFPreventionToken?: string } | undefined;

@@ -8,6 +8,7 @@
 import { baseUrl } from "./backend.ts";
 import { fetchFor } from "./hypervisor_probe.ts";
 import { UpstreamCallError } from "./upstream_error.ts";
+import { redactSecrets } from "../domain/redaction.ts";
 import type { InventoryApi, InventoryBody, InventoryObject } from "../domain/sync/ports.ts";
 
 export const PAGE_SIZE = 1000;
@@ -73,10 +74,10 @@ function hintFor(status: number | null, cause = ""): string {
   return "The inventory refused the request.";
 }
 
+/** Any spelling of the token is removed before the text is cut (no prefix of it survives). */
 function excerpt(text: string, token: string): string {
-  let out = text.replace(/\s+/g, " ").trim().slice(0, EXCERPT_CHARS);
-  if (token) out = out.split(token).join("***");
-  return out;
+  const window = text.slice(0, EXCERPT_CHARS * 16);
+  return redactSecrets(window, [token]).replace(/\s+/g, " ").trim().slice(0, EXCERPT_CHARS);
 }
 
 function causeOf(error: unknown): string {

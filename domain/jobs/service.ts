@@ -16,6 +16,7 @@
  */
 import type { EngineApi, StoredObject } from "../netbox/types.ts";
 import type { Logger } from "../../infra/logger.ts";
+import { redactDeep, redactSecrets } from "../redaction.ts";
 import {
   appendJobLog,
   createJob,
@@ -72,13 +73,12 @@ function statusOf(job: StoredObject | null): string | null {
   return typeof s === "string" ? s : null;
 }
 
-/** Replaces every known secret in a message (a job log never holds one). */
+/**
+ * Replaces every known secret, in every spelling (raw, URL/form-encoded, JSON-escaped, base64;
+ * domain/redaction.ts), in a message: a job log never holds one.
+ */
 export function scrub(message: string, secrets: readonly string[]): string {
-  let out = message;
-  for (const secret of secrets) {
-    if (secret.length >= 6 && out.includes(secret)) out = out.split(secret).join("[redacted]");
-  }
-  return out;
+  return redactSecrets(message, secrets, "[redacted]");
 }
 
 /**
@@ -326,7 +326,8 @@ export class JobService {
     let last = 0;
     return {
       log: (level, message) => this.log(jobId, level, message, secrets),
-      record: async (record: StageRecord) => {
+      record: async (stageRecord: StageRecord) => {
+        const record = redactDeep(stageRecord, secrets, "[redacted]");
         await engine.patchStored(JOB_MODEL, jobId, (current) => {
           const data = Array.isArray(current.data) ? [...current.data] : [];
           data.push(record);
@@ -344,7 +345,7 @@ export class JobService {
         const t = this.deps.now();
         if (frame.status === "progress" && t - last < every) return;
         last = t;
-        await store.setProgress(jobId, JSON.parse(scrub(JSON.stringify(frame), secrets)));
+        await store.setProgress(jobId, redactDeep(frame, secrets, "[redacted]"));
       },
     };
   }

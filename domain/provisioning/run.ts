@@ -3,6 +3,7 @@
  * first failure ending the run with that step's name. Pure: the host-agent is a port and the
  * events go to a callback (the SSE stream, or nowhere for the JSON route).
  */
+import { redactSecrets } from "../redaction.ts";
 import {
   type AgentMicrovm,
   type HostAgentPort,
@@ -24,11 +25,9 @@ export interface RunOptions {
 /** A step that cannot go on; the message is shown to the caller as is. */
 class StepFailure extends Error {}
 
-/** Removes every occurrence of the secrets from a text shown to the caller. */
+/** Removes every spelling of the secrets (domain/redaction.ts) from a text shown to the caller. */
 export function redact(text: string, secrets: readonly (string | null | undefined)[]): string {
-  let out = text;
-  for (const secret of secrets) if (secret) out = out.split(secret).join("***");
-  return out;
+  return redactSecrets(text, secrets);
 }
 
 export function instanceRef(request: ProvisionRequest): string | undefined {

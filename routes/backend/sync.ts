@@ -10,6 +10,7 @@ import { ApiError, backendRouter, fail } from "./errors.ts";
 import { CredentialUndecryptable, Detail, ErrorResponses, jsonContent } from "./schemas.ts";
 import { CredentialError } from "../../domain/credentials.ts";
 import { endpointLabel } from "../../domain/endpoints.ts";
+import { redactDeep } from "../../domain/redaction.ts";
 import { runSync, type StageDef, STAGES, type SyncEvent } from "../../domain/sync/runner.ts";
 import type { HypervisorReader, SyncEndpoint } from "../../domain/sync/ports.ts";
 import { HypervisorApiClient, HypervisorApiError } from "../../clients/hypervisor_api.ts";
@@ -213,7 +214,17 @@ export function syncRoutes(services: BackendServices, options: SyncRouteOptions 
       const client = hypervisorClient(records.get(endpoint.id)!);
       return { get: (path, params, signal) => client.get(path, params, { signal }) };
     };
-    return { endpoints: endpoints.map(toSyncEndpoint), inventoryApi, hypervisor, all };
+    // Every secret this run may send, so no frame carries one in any spelling (the clients
+    // already scrub their excerpts; this is the last gate before the caller reads it).
+    const opened = await Promise.all([
+      services.vault.open(inventory.token, inventory.key_source, label),
+      ...endpoints.flatMap((e) => [
+        services.vault.open(e.password, e.key_source, endpointLabel(e)),
+        services.vault.open(e.token_value, e.key_source, endpointLabel(e)),
+      ]),
+    ].map((p) => p.catch(() => null)));
+    const secrets = opened.filter((v): v is string => typeof v === "string" && v !== "");
+    return { endpoints: endpoints.map(toSyncEndpoint), inventoryApi, hypervisor, all, secrets };
   }
 
   /** Holds the run's endpoints, or answers 409 naming the run in the way (before any frame). */
@@ -243,7 +254,7 @@ export function syncRoutes(services: BackendServices, options: SyncRouteOptions 
     what: string,
     scope?: string,
   ) {
-    const { endpoints, inventoryApi, hypervisor, all } = await prepare(scope);
+    const { endpoints, inventoryApi, hypervisor, all, secrets } = await prepare(scope);
     const abort = new AbortController();
     const held = await hold(all, endpoints, what, abort);
     abort.signal.addEventListener("abort", () => held.cancelled(), { once: true });
@@ -268,7 +279,8 @@ export function syncRoutes(services: BackendServices, options: SyncRouteOptions 
           timer = setInterval(() => {
             if (Date.now() - last >= keepaliveMs) write(encoder.encode(": keepalive\n\n"));
           }, Math.max(10, Math.min(1000, keepaliveMs / 3)));
-          const emit = (event: SyncEvent) => write(frame(event.event, event.data));
+          const emit = (event: SyncEvent) =>
+            write(frame(event.event, redactDeep(event.data, secrets)));
           runSync({
             stages,
             endpoints,
@@ -344,7 +356,7 @@ export function syncRoutes(services: BackendServices, options: SyncRouteOptions 
     what: string,
     scope?: string,
   ) {
-    const { endpoints, inventoryApi, hypervisor, all } = await prepare(scope);
+    const { endpoints, inventoryApi, hypervisor, all, secrets } = await prepare(scope);
     const abort = new AbortController();
     const held = await hold(all, endpoints, what, abort);
     const requestSignal = c.req.raw.signal;
@@ -369,6 +381,7 @@ export function syncRoutes(services: BackendServices, options: SyncRouteOptions 
       requestSignal?.removeEventListener("abort", onRequestAbort);
       await held.end();
     }
+    complete = redactDeep(complete, secrets);
     if (complete.ok) return c.json(complete, 200);
     const errors = complete.errors ?? [];
     const detail = errors.map((e) => e.detail).join("; ");

@@ -146,7 +146,7 @@ export function pluginSide(services: PluginServices, engine: EngineApi): PluginS
         }
       }
       for (const hv of await engine.find(MODELS.hypervisor)) {
-        for (const field of ["password", "token_value"]) {
+        for (const field of ["password", "token_value", "ssh_password", "ssh_private_key"]) {
           const stored = hv[field];
           if (typeof stored !== "string" || !stored) continue;
           const o = await services.open(stored).catch(() => null);
