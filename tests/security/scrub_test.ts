@@ -1,4 +1,3 @@
-// deno-lint-ignore-file no-explicit-any
 /**
  * Secrets in error text (SECURITY.md "Secrets in error text"): a hypervisor that echoes the
  * login form it was sent returns the password form-encoded (`+` for space, `%40` for `@`), and
