@@ -41,14 +41,56 @@ export interface RequestOptions {
   signal?: AbortSignal;
 }
 
-export class HypervisorApiError extends UpstreamCallError {}
+export class HypervisorApiError extends UpstreamCallError {
+  /**
+   * The endpoint cannot be used at all (no connection, or its login refused): a sync reports it
+   * once and skips the endpoint for the rest of the run (docs/sync.md, Errors).
+   */
+  unusable?: boolean;
+}
 
-function hintFor(status: number | null, cause?: string): string {
-  if (status === null) {
-    return cause?.includes("timed out")
-      ? "The hypervisor did not answer in time: check it is up, or raise the endpoint's timeout."
-      : "Check the endpoint's ip, port and use_https, and that the hypervisor is reachable.";
+/**
+ * What to do about a call that got no answer, from the transport's words. The real cause is
+ * named: a refused port is a wrong port (or a stopped API), not a policy switch.
+ */
+function connectionHint(cause: string, where: string): string {
+  const text = cause.toLowerCase();
+  if (text.includes("timed out")) {
+    return "The hypervisor did not answer in time: check it is up, or raise the endpoint's timeout.";
   }
+  if (text.includes("service_allow_loopback_targets")) {
+    return "This app refuses local and private targets: set SERVICE_ALLOW_LOOPBACK_TARGETS=true " +
+      "to allow them (demos and tests), or use the hypervisor's public address.";
+  }
+  if (text.includes("econnrefused") || text.includes("connection refused")) {
+    return `Nothing accepts connections on ${where}: the port is wrong or the API is not running ` +
+      "(Proxmox VE listens on 8006, use_https true).";
+  }
+  if (
+    text.includes("econnreset") || text.includes("hang up") || text.includes("connection closed") ||
+    text.includes("connection reset") || text.includes("unexpected eof")
+  ) {
+    return `Something on ${where} closed the connection without answering: is it really the ` +
+      "Proxmox VE API (port 8006, use_https true)?";
+  }
+  if (
+    text.includes("enotfound") || text.includes("eai_again") || text.includes("lookup") ||
+    text.includes("resolve")
+  ) {
+    return "The endpoint's host name does not resolve: check its ip (a name or an address).";
+  }
+  if (text.includes("certificate") || text.includes("tls") || text.includes("ssl")) {
+    return "The TLS handshake failed: set verify_ssl false for a self-signed certificate, " +
+      "or use_https false if the port speaks plain HTTP.";
+  }
+  if (text.includes("ehostunreach") || text.includes("enetunreach")) {
+    return `No route to ${where}: check the ip and the network between this app and the hypervisor.`;
+  }
+  return "Check the endpoint's ip, port and use_https, and that the hypervisor is reachable.";
+}
+
+function hintFor(status: number | null, cause?: string, where = "the endpoint"): string {
+  if (status === null) return connectionHint(cause ?? "", where);
   if (status === 401) {
     return "The hypervisor rejected the credentials: check username/password or the API token.";
   }
@@ -157,13 +199,15 @@ export class HypervisorApiClient {
       if (!inQuery) headers.csrfpreventiontoken = ticket.csrf;
       usedTicket = true;
     } else {
-      throw new HypervisorApiError(
+      const failure = new HypervisorApiError(
         method,
         shownUrl,
         null,
         "",
         "The endpoint has neither a password nor an API token: save one on the endpoint.",
       );
+      failure.unusable = true;
+      throw failure;
     }
     if (!inQuery && encoded.size) headers["content-type"] = "application/x-www-form-urlencoded";
     const signals = [AbortSignal.timeout(this.connection.timeout * 1000)];
@@ -180,15 +224,17 @@ export class HypervisorApiClient {
     } catch (error) {
       if (options.signal?.aborted) throw options.signal.reason ?? error;
       const cause = causeOf(error);
-      throw new HypervisorApiError(
+      const failure = new HypervisorApiError(
         method,
         shownUrl,
         null,
         cause === "timed out"
           ? `timed out after ${this.connection.timeout} s`
           : excerpt(cause, [secrets.password, secrets.token_value]),
-        hintFor(null, cause),
+        hintFor(null, cause, this.#where()),
       );
+      failure.unusable = true;
+      throw failure;
     }
     const text = await response.text().catch(() => "");
     if (response.status === 401 && usedTicket && !freshTicket) {
@@ -198,13 +244,17 @@ export class HypervisorApiClient {
     }
     if (!response.ok) {
       const where = response.headers.get("location");
-      throw new HypervisorApiError(
+      const failure = new HypervisorApiError(
         method,
         shownUrl,
         response.status,
         excerpt(where ? `redirect to ${where}` : text, [secrets.password, secrets.token_value]),
         hintFor(response.status),
       );
+      // Credentials refused (after a fresh ticket) or a redirect: no later call can do better.
+      failure.unusable = response.status === 401 ||
+        (response.status >= 300 && response.status < 400);
+      throw failure;
     }
     let body: { data?: unknown } | null = null;
     try {
@@ -219,6 +269,11 @@ export class HypervisorApiClient {
       );
     }
     return { data: body?.data ?? null, retry: false };
+  }
+
+  #where(): string {
+    const host = this.connection.ip.includes(":") ? `[${this.connection.ip}]` : this.connection.ip;
+    return `${host}:${this.connection.port}`;
   }
 
   #login(secrets: HypervisorSecrets, signal: AbortSignal | undefined, fresh: boolean) {
@@ -258,13 +313,15 @@ export class HypervisorApiClient {
     } catch (error) {
       if (signal?.aborted) throw signal.reason ?? error;
       const cause = causeOf(error);
-      throw new HypervisorApiError(
+      const failure = new HypervisorApiError(
         "login (POST)",
         url,
         null,
         excerpt(cause, [secrets.password]),
-        hintFor(null, cause),
+        hintFor(null, cause, this.#where()),
       );
+      failure.unusable = true;
+      throw failure;
     }
     const text = await response.text().catch(() => "");
     let data: { ticket?: string; CSRFPreventionToken?: string } | undefined;
@@ -272,7 +329,7 @@ export class HypervisorApiClient {
       data = JSON.parse(text)?.data ?? undefined;
     } catch { /* reported below */ }
     if (!response.ok || !data?.ticket) {
-      throw new HypervisorApiError(
+      const failure = new HypervisorApiError(
         "login (POST)",
         url,
         response.status,
@@ -281,6 +338,9 @@ export class HypervisorApiClient {
           ? "The hypervisor rejected the username/password."
           : hintFor(response.status),
       );
+      // A login that failed fails the same way for every later call of this run.
+      failure.unusable = true;
+      throw failure;
     }
     return { ticket: data.ticket, csrf: data.CSRFPreventionToken ?? "", at: this.#now() };
   }

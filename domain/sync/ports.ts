@@ -57,6 +57,8 @@ export interface CallFailure {
   object?: string;
   /** The inventory answered and refused the data (validation, "already exists"). */
   refused?: boolean;
+  /** The hypervisor endpoint cannot be used at all (no connection, login refused). */
+  unusable?: boolean;
 }
 
 /** The hypervisor endpoint a stage runs for, as the stages need to know it. */

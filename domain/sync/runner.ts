@@ -213,6 +213,8 @@ export async function runSync(options: RunOptions): Promise<CompleteFrame> {
   const caches = new Map<number, Map<string, unknown>>();
   const shared = new Map<string, unknown>();
   const readers = new Map<number, HypervisorReader>();
+  /** Endpoints that cannot be used (no connection, login refused): reported once, then skipped. */
+  const unusable = new Set<number>();
   let cancelled = false;
 
   for (const stage of options.stages) {
@@ -229,6 +231,7 @@ export async function runSync(options: RunOptions): Promise<CompleteFrame> {
     const startedAt = now();
     for (const endpoint of options.endpoints) {
       if (signal.aborted) break;
+      if (unusable.has(endpoint.id)) continue;
       let cache = caches.get(endpoint.id);
       if (!cache) caches.set(endpoint.id, cache = new Map());
       let hv = readers.get(endpoint.id);
@@ -281,6 +284,14 @@ export async function runSync(options: RunOptions): Promise<CompleteFrame> {
         }
         ctx.result.failed++;
         const frame = describeFailure(stage.type, endpoint, error);
+        if (error instanceof CredentialError || (error as CallFailure | null)?.unusable) {
+          unusable.add(endpoint.id);
+          const rest = options.stages.slice(options.stages.indexOf(stage) + 1);
+          if (rest.length) {
+            frame.detail += ` (endpoint ${endpoint.id} is skipped for the rest of this run: ` +
+              `${rest.map((s) => s.type).join(", ")})`;
+          }
+        }
         errors.push(frame);
         await options.emit({ event: "error", data: frame });
       } finally {

@@ -111,7 +111,44 @@ Deno.test("hypervisor client: unreachable port names the URL and a hint", async 
   assert.ok(error instanceof HypervisorApiError);
   assert.equal(error.status, null);
   assert.match(error.message, /127\.0\.0\.1/);
-  assert.match(error.hint, /reachable/);
+  assert.match(error.hint, new RegExp(`127\\.0\\.0\\.1:${refusing.port} closed the connection`));
+  assert.equal(error.unusable, true, "a sync skips this endpoint for the rest of its run");
+});
+
+Deno.test("hypervisor client: the hint names the real cause (a refused port is a wrong port, a refused local target is the switch)", async () => {
+  const failureOf = (call: Promise<unknown>) =>
+    call.then(() => assert.fail("expected a failure"), (e) => e as HypervisorApiError);
+  const failing = (message: string): typeof fetch => () =>
+    Promise.reject(Object.assign(new TypeError("fetch failed"), { cause: new Error(message) }));
+  const withFetch = (fetchFn: typeof fetch) =>
+    new HypervisorApiClient({
+      id: 1,
+      name: "lab",
+      ip: "127.0.0.1",
+      port: 8007,
+      use_https: false,
+      verify_ssl: false,
+      username: "root@pam",
+      token_name: null,
+      timeout: 5,
+    }, {
+      fetch: fetchFn,
+      secrets: () => Promise.resolve({ password: "x", token_value: null }),
+    });
+  const refused = await failureOf(
+    withFetch(failing("connect ECONNREFUSED 127.0.0.1:8007")).get("/version"),
+  );
+  assert.match(refused.hint, /Nothing accepts connections on 127\.0\.0\.1:8007: the port is wrong/);
+  assert.doesNotMatch(refused.hint, /LOOPBACK/);
+  assert.equal(refused.unusable, true);
+  // The guarded transport without the switch refuses the local target before connecting.
+  const guarded = createOutboundFetch({ allowLoopbackTargets: false });
+  const local = await failureOf(withFetch(guarded).get("/version"));
+  assert.match(local.hint, /SERVICE_ALLOW_LOOPBACK_TARGETS=true/);
+  const unknown = await failureOf(
+    withFetch(failing("getaddrinfo ENOTFOUND pve.invalid")).get("/version"),
+  );
+  assert.match(unknown.hint, /does not resolve/);
 });
 
 Deno.test("hypervisor client: an aborted signal stops the call with the abort reason", async () => {

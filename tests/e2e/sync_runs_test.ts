@@ -170,3 +170,52 @@ Deno.test("sync run holds: two processes on one KV file never both take an endpo
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("e2e sync runs: an endpoint that cannot connect or log in is reported once and skipped for the rest of the run", async () => {
+  // A port that accepts and closes every connection, counting them.
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  let connections = 0;
+  const accepting = (async () => {
+    try {
+      for await (const conn of listener) {
+        connections++;
+        conn.close();
+      }
+    } catch { /* closed */ }
+  })();
+  const world = await syncWorld("nodes=1,vms=2,cts=1,storages=1", FAST_TASKS);
+  try {
+    await addInventoryCopy(world);
+    await world.addHypervisorCopy("lab");
+    const deadPort = (listener.addr as Deno.NetAddr).port;
+    const dead = await world.addHypervisorCopy("dead", { port: deadPort });
+    const wrong = await world.addHypervisorCopy("wrong", { password: "not-the-password" });
+    const logins = () => world.seen.filter((s) => s === "POST /api2/json/access/ticket").length;
+    const loginsBefore = logins();
+
+    const frames = await world.stream("/full-update/stream");
+    const errors = errorsOf(frames);
+    assert.deepEqual(errors.map((e) => [e.endpoint_id, e.step]), [
+      [dead, "devices"],
+      [wrong, "devices"],
+    ]);
+    assert.match(errors[0].hint, new RegExp(`127\\.0\\.0\\.1:${deadPort} closed the connection`));
+    assert.match(errors[0].detail, /skipped for the rest of this run: storage, virtual-machines/);
+    assert.match(errors[1].hint, /rejected the username\/password/);
+    assert.equal(connections, 1, "one connection attempt to the dead endpoint in 13 stages");
+    // The good endpoint logs in once; the wrong password is tried once, not once per stage.
+    assert.ok(logins() - loginsBefore <= 2, `${logins() - loginsBefore} logins`);
+    const done = completeOf(frames);
+    assert.equal(done.ok, false);
+    assert.equal(done.result.failed, 2);
+    const byStage = new Map<string, any>(done.stages.map((s: any) => [s.step, s.result]));
+    assert.equal(byStage.get("devices").failed, 2);
+    assert.equal(byStage.get("storage").failed, 0, "later stages do not fail again");
+    // The good endpoint's guests all arrived.
+    assert.equal((await world.inventory("virtualization/virtual-machines/")).length, 3);
+  } finally {
+    listener.close();
+    await accepting;
+    await world.close();
+  }
+});
