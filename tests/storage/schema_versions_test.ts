@@ -3,7 +3,7 @@ import { KvSchemaVersionStore, SchemaIntegrityError } from "../../storage/kv/sch
 import { KvRateLimiter } from "../../storage/kv/rate_limits.ts";
 import { keys } from "../../storage/kv/keys.ts";
 
-const SCHEMA = new URL("../../../shared/hypervisor-schema/pve-9.2.json", import.meta.url);
+import { NEEDS_SCHEMAS, SCHEMA_92 as SCHEMA } from "../_schemas.ts";
 
 function meta(version: string) {
   return {
@@ -15,31 +15,35 @@ function meta(version: string) {
   };
 }
 
-Deno.test("schema versions: a 4 MB schema round-trips through compressed chunks", async () => {
-  const kv = await Deno.openKv(":memory:");
-  try {
-    const store = new KvSchemaVersionStore(kv);
-    const text = await Deno.readTextFile(SCHEMA);
-    const saved = await store.save(meta("a"), text);
-    assert.ok(saved.ok);
-    assert.equal(saved.record.bytes, new TextEncoder().encode(text).length);
-    assert.equal(await store.loadText("a"), text);
-    assert.equal(await store.loadText("nope"), null);
-    assert.deepEqual((await store.list()).map((v) => v.version), ["a"]);
-    // Tampering is detected, never served.
-    await kv.set(keys.hypervisorSchemaChunk(saved.record.blob, 1), new Uint8Array([1, 2, 3]));
-    await assert.rejects(() => store.loadText("a"), SchemaIntegrityError);
-    assert.equal(await store.delete("a"), true);
-    assert.equal(await store.get("a"), null);
-    let left = 0;
-    for await (
-      const _ of kv.list({ prefix: keys.hypervisorSchemaChunkPrefix(saved.record.blob) })
-    ) left++;
-    assert.equal(left, 0, "deleting a version deletes its chunks");
-  } finally {
-    kv.close();
-  }
-});
+Deno.test(
+  "schema versions: a 4 MB schema round-trips through compressed chunks",
+  NEEDS_SCHEMAS,
+  async () => {
+    const kv = await Deno.openKv(":memory:");
+    try {
+      const store = new KvSchemaVersionStore(kv);
+      const text = await Deno.readTextFile(SCHEMA);
+      const saved = await store.save(meta("a"), text);
+      assert.ok(saved.ok);
+      assert.equal(saved.record.bytes, new TextEncoder().encode(text).length);
+      assert.equal(await store.loadText("a"), text);
+      assert.equal(await store.loadText("nope"), null);
+      assert.deepEqual((await store.list()).map((v) => v.version), ["a"]);
+      // Tampering is detected, never served.
+      await kv.set(keys.hypervisorSchemaChunk(saved.record.blob, 1), new Uint8Array([1, 2, 3]));
+      await assert.rejects(() => store.loadText("a"), SchemaIntegrityError);
+      assert.equal(await store.delete("a"), true);
+      assert.equal(await store.get("a"), null);
+      let left = 0;
+      for await (
+        const _ of kv.list({ prefix: keys.hypervisorSchemaChunkPrefix(saved.record.blob) })
+      ) left++;
+      assert.equal(left, 0, "deleting a version deletes its chunks");
+    } finally {
+      kv.close();
+    }
+  },
+);
 
 Deno.test("schema versions: concurrent saves of one label store exactly one", async () => {
   const kv = await Deno.openKv(":memory:");

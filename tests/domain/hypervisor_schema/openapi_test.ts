@@ -9,7 +9,7 @@ import {
   SERVICE_EXTENSION,
 } from "../../../domain/hypervisor_schema/openapi.ts";
 
-const SHARED = new URL("../../../../shared/hypervisor-schema/", import.meta.url);
+import { NEEDS_SCHEMAS, SCHEMA_DIR as SHARED } from "../../_schemas.ts";
 const FILES = [
   { file: "pve-9.2.json", version: "9.2", paths: 444, operations: 675 },
   { file: "pve-9.1.11.json", version: "9.1.11", paths: 431, operations: 649 },
@@ -96,108 +96,117 @@ function assertValidOpenApi(doc: OpenApiDocument): void {
 }
 
 for (const { file, version, paths, operations } of FILES) {
-  Deno.test(`openapi: ${file} has every operation (${operations}) in both flavours`, async () => {
-    const t = await tree(file);
-    for (const flavour of ["pve", "api2"] as const) {
-      const doc = buildOpenApi(t, { flavour, version });
-      const ops = schemaOperations(doc);
-      assert.equal(ops.length, operations);
-      assert.equal(new Set(ops.map(([p]) => p)).size, paths);
-      assert.equal(doc.info.version, version);
-      assert.equal(doc.servers[0].url, flavour === "pve" ? "/pve" : "/api2/json");
-      assertValidOpenApi(doc);
-      // The document survives a JSON round trip unchanged (no undefined, functions, cycles).
-      assert.deepEqual(JSON.parse(JSON.stringify(doc)), doc);
-    }
-  });
+  Deno.test(
+    `openapi: ${file} has every operation (${operations}) in both flavours`,
+    NEEDS_SCHEMAS,
+    async () => {
+      const t = await tree(file);
+      for (const flavour of ["pve", "api2"] as const) {
+        const doc = buildOpenApi(t, { flavour, version });
+        const ops = schemaOperations(doc);
+        assert.equal(ops.length, operations);
+        assert.equal(new Set(ops.map(([p]) => p)).size, paths);
+        assert.equal(doc.info.version, version);
+        assert.equal(doc.servers[0].url, flavour === "pve" ? "/pve" : "/api2/json");
+        assertValidOpenApi(doc);
+        // The document survives a JSON round trip unchanged (no undefined, functions, cycles).
+        assert.deepEqual(JSON.parse(JSON.stringify(doc)), doc);
+      }
+    },
+  );
 }
 
-Deno.test("openapi: parameters, bodies, responses and security map from the schema", async () => {
-  const t = await tree("pve-9.2.json");
-  const pve = buildOpenApi(t, { flavour: "pve", version: "9.2" });
-  const api2 = buildOpenApi(t, { flavour: "api2", version: "9.2" });
+Deno.test(
+  "openapi: parameters, bodies, responses and security map from the schema",
+  NEEDS_SCHEMAS,
+  async () => {
+    const t = await tree("pve-9.2.json");
+    const pve = buildOpenApi(t, { flavour: "pve", version: "9.2" });
+    const api2 = buildOpenApi(t, { flavour: "api2", version: "9.2" });
 
-  // GET list: path parameter, boolean as 0/1 query parameter, paging added.
-  const list = pve.paths["/nodes/{node}/qemu"].get;
-  assert.equal(list.operationId, "getNodesNodeQemu");
-  assert.deepEqual(list.tags, ["nodes"]);
-  const byName = Object.fromEntries(list.parameters.map((p: JsonSchema) => [p.name, p]));
-  assert.equal(byName.node.in, "path");
-  assert.equal(byName.node.schema.type, "string");
-  assert.equal(byName.full.in, "query");
-  assert.equal(byName.full.required, false);
-  assert.deepEqual(byName.full.schema.enum, [0, 1]);
-  assert.equal(byName.full.schema.type, "integer");
-  assert.equal(byName.limit.schema.type, "integer");
-  assert.equal(byName.start.schema.default, 0);
-  // Bare array on /pve, {data: array} on /api2/json.
-  const bare = list.responses["200"].content["application/json"].schema;
-  assert.equal(bare.type, "array");
-  assert.ok(bare.items.properties.vmid);
-  const wrapped = api2.paths["/nodes/{node}/qemu"].get.responses["200"].content["application/json"]
-    .schema;
-  assert.deepEqual(wrapped.required, ["data"]);
-  assert.equal(wrapped.properties.data.type, "array");
-  assert.equal(wrapped.properties.total.type, "integer");
+    // GET list: path parameter, boolean as 0/1 query parameter, paging added.
+    const list = pve.paths["/nodes/{node}/qemu"].get;
+    assert.equal(list.operationId, "getNodesNodeQemu");
+    assert.deepEqual(list.tags, ["nodes"]);
+    const byName = Object.fromEntries(list.parameters.map((p: JsonSchema) => [p.name, p]));
+    assert.equal(byName.node.in, "path");
+    assert.equal(byName.node.schema.type, "string");
+    assert.equal(byName.full.in, "query");
+    assert.equal(byName.full.required, false);
+    assert.deepEqual(byName.full.schema.enum, [0, 1]);
+    assert.equal(byName.full.schema.type, "integer");
+    assert.equal(byName.limit.schema.type, "integer");
+    assert.equal(byName.start.schema.default, 0);
+    // Bare array on /pve, {data: array} on /api2/json.
+    const bare = list.responses["200"].content["application/json"].schema;
+    assert.equal(bare.type, "array");
+    assert.ok(bare.items.properties.vmid);
+    const wrapped =
+      api2.paths["/nodes/{node}/qemu"].get.responses["200"].content["application/json"]
+        .schema;
+    assert.deepEqual(wrapped.required, ["data"]);
+    assert.equal(wrapped.properties.data.type, "array");
+    assert.equal(wrapped.properties.total.type, "integer");
 
-  // POST create: integer vmid with bounds, required list, net[n] as a pattern property.
-  const create = pve.paths["/nodes/{node}/qemu"].post;
-  const body = create.requestBody.content["application/x-www-form-urlencoded"].schema;
-  assert.deepEqual(create.requestBody.content["application/json"].schema, body);
-  assert.equal(create.requestBody.required, true);
-  assert.ok(body.required.includes("vmid"));
-  assert.ok(!("node" in body.properties), "path parameters stay out of the body");
-  assert.equal(body.properties.vmid.type, "integer");
-  assert.equal(body.properties.vmid.minimum, 100);
-  assert.equal(body.properties.vmid.format, "pve-vmid");
-  assert.ok(body.patternProperties["^net\\d+$"]);
-  assert.equal(body.additionalProperties, false);
-  assert.ok(body.properties.ostype.enum.includes("l26"));
-  assert.equal(create.parameters.find((p: JsonSchema) => p.name === "node").in, "path");
-  // Writes need the CSRF header with the ticket; tokens are accepted where allowtoken is 1.
-  assert.deepEqual(create.security, [
-    { PVEAuthCookie: [], CSRFPreventionToken: [] },
-    { PVEAPIToken: [] },
-  ]);
-  assert.deepEqual(list.security, [{ PVEAuthCookie: [] }, { PVEAPIToken: [] }]);
-  // Login is open to the world.
-  assert.deepEqual(pve.paths["/access/ticket"].post.security, [{}]);
-  assert.ok(pve.components.securitySchemes.PVEAuthCookie.in === "cookie");
-  assert.equal(pve.components.securitySchemes.CSRFPreventionToken.name, "CSRFPreventionToken");
-  assert.equal(pve.components.securitySchemes.PVEAPIToken.name, "Authorization");
+    // POST create: integer vmid with bounds, required list, net[n] as a pattern property.
+    const create = pve.paths["/nodes/{node}/qemu"].post;
+    const body = create.requestBody.content["application/x-www-form-urlencoded"].schema;
+    assert.deepEqual(create.requestBody.content["application/json"].schema, body);
+    assert.equal(create.requestBody.required, true);
+    assert.ok(body.required.includes("vmid"));
+    assert.ok(!("node" in body.properties), "path parameters stay out of the body");
+    assert.equal(body.properties.vmid.type, "integer");
+    assert.equal(body.properties.vmid.minimum, 100);
+    assert.equal(body.properties.vmid.format, "pve-vmid");
+    assert.ok(body.patternProperties["^net\\d+$"]);
+    assert.equal(body.additionalProperties, false);
+    assert.ok(body.properties.ostype.enum.includes("l26"));
+    assert.equal(create.parameters.find((p: JsonSchema) => p.name === "node").in, "path");
+    // Writes need the CSRF header with the ticket; tokens are accepted where allowtoken is 1.
+    assert.deepEqual(create.security, [
+      { PVEAuthCookie: [], CSRFPreventionToken: [] },
+      { PVEAPIToken: [] },
+    ]);
+    assert.deepEqual(list.security, [{ PVEAuthCookie: [] }, { PVEAPIToken: [] }]);
+    // Login is open to the world.
+    assert.deepEqual(pve.paths["/access/ticket"].post.security, [{}]);
+    assert.ok(pve.components.securitySchemes.PVEAuthCookie.in === "cookie");
+    assert.equal(pve.components.securitySchemes.CSRFPreventionToken.name, "CSRFPreventionToken");
+    assert.equal(pve.components.securitySchemes.PVEAPIToken.name, "Authorization");
 
-  // On /pve a task action answers {success, task}; on /api2/json the UPID string.
-  const start = "/nodes/{node}/qemu/{vmid}/status/start";
-  const startPve = pve.paths[start].post.responses["200"].content["application/json"].schema;
-  assert.deepEqual(startPve.oneOf[1], { $ref: "#/components/schemas/TaskStarted" });
-  assert.deepEqual(pve.components.schemas.TaskStarted.required, ["success", "task"]);
-  const startWire = api2.paths[start].post.responses["200"].content["application/json"].schema;
-  assert.equal(startWire.properties.data.type, "string");
+    // On /pve a task action answers {success, task}; on /api2/json the UPID string.
+    const start = "/nodes/{node}/qemu/{vmid}/status/start";
+    const startPve = pve.paths[start].post.responses["200"].content["application/json"].schema;
+    assert.deepEqual(startPve.oneOf[1], { $ref: "#/components/schemas/TaskStarted" });
+    assert.deepEqual(pve.components.schemas.TaskStarted.required, ["success", "task"]);
+    const startWire = api2.paths[start].post.responses["200"].content["application/json"].schema;
+    assert.equal(startWire.properties.data.type, "string");
 
-  // /version returns an object with required fields.
-  const ver = pve.paths["/version"].get.responses["200"].content["application/json"].schema;
-  assert.equal(ver.type, "object");
-  assert.ok(ver.required.includes("version") && !ver.required.includes("console"));
-  assert.deepEqual(
-    new Set(pve.tags.map((x: JsonSchema) => x.name)),
-    new Set([
-      "cluster",
-      "nodes",
-      "storage",
-      "access",
-      "pools",
-      "version",
-      "codegen",
-    ]),
-  );
+    // /version returns an object with required fields.
+    const ver = pve.paths["/version"].get.responses["200"].content["application/json"].schema;
+    assert.equal(ver.type, "object");
+    assert.ok(ver.required.includes("version") && !ver.required.includes("console"));
+    assert.deepEqual(
+      new Set(pve.tags.map((x: JsonSchema) => x.name)),
+      new Set([
+        "cluster",
+        "nodes",
+        "storage",
+        "access",
+        "pools",
+        "version",
+        "codegen",
+      ]),
+    );
 
-  // The /pve flavour documents the service's own routes; /api2/json does not.
-  assert.ok(pve.paths["/codegen/generate"].post[SERVICE_EXTENSION]);
-  assert.ok(pve.paths["/versions"].get);
-  assert.equal(api2.paths["/codegen/generate"], undefined);
-  assert.equal(pve.components.schemas.Error.properties.errors.type, "array");
-  assert.equal(api2.components.schemas.Error.properties.errors.type, "object");
-});
+    // The /pve flavour documents the service's own routes; /api2/json does not.
+    assert.ok(pve.paths["/codegen/generate"].post[SERVICE_EXTENSION]);
+    assert.ok(pve.paths["/versions"].get);
+    assert.equal(api2.paths["/codegen/generate"], undefined);
+    assert.equal(pve.components.schemas.Error.properties.errors.type, "array");
+    assert.equal(api2.components.schemas.Error.properties.errors.type, "object");
+  },
+);
 
 Deno.test("openapi: Perl patterns become anchored ECMA-262 patterns", () => {
   assert.equal(ecmaPattern("(?^:[a-z]+)"), "^(?:(?:[a-z]+))$");
@@ -213,7 +222,7 @@ Deno.test("openapi: Perl patterns become anchored ECMA-262 patterns", () => {
   assert.ok(!new RegExp(anchored, "u").test("x12M"));
 });
 
-Deno.test("openapi: the cache builds once per tree and flavour", async () => {
+Deno.test("openapi: the cache builds once per tree and flavour", NEEDS_SCHEMAS, async () => {
   const t = await tree("pve-9.1.11.json");
   const cache = new OpenApiCache();
   const a = cache.get(t, { flavour: "pve", version: "9.1.11" });

@@ -4,6 +4,7 @@ import { compileSafePattern } from "../../../domain/hypervisor_schema/pattern.ts
 import { ecmaPattern } from "../../../domain/hypervisor_schema/openapi.ts";
 import { SCHEMA_9111, SCHEMA_92, sharedSchema } from "../../routes/hypervisor/_hv.ts";
 import type { SchemaTree } from "../../../domain/hypervisor_schema/schema.ts";
+import { NEEDS_SCHEMAS } from "../../_schemas.ts";
 
 function patternsOf(tree: SchemaTree): Set<string> {
   const out = new Set<string>();
@@ -81,39 +82,43 @@ function mutations(seed: string, rng: () => number): string[] {
   return out;
 }
 
-Deno.test("regex: the NFA matcher agrees with JavaScript on every pattern of both schemas", async () => {
-  let seed = 42;
-  const rng = () => ((seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648);
-  for (const url of [SCHEMA_92, SCHEMA_9111]) {
-    const patterns = patternsOf(await sharedSchema(url));
-    assert.ok(patterns.size > 50);
-    for (const pattern of patterns) {
-      const safe = compileSafePattern(pattern);
-      assert.ok(safe, `unsupported: ${pattern}`);
-      // Perl's stringified groups as JavaScript modifiers: `(?^i:` is `(?i:`.
-      const translated = pattern.replace(/\(\?\^([a-z]*):/g, (_, f: string) => {
-        const keep = f.replace(/[^is]/g, "");
-        return keep ? `(?${keep}:` : "(?:";
-      });
-      // JavaScript reads `{,n}` literally, Perl ≥ 5.34 as `{0,n}`: checked separately below.
-      if (/\{,\d/.test(pattern)) continue;
-      let native: RegExp;
-      try {
-        native = new RegExp(`^(?:${translated})$`, "u");
-      } catch {
-        const ecma = ecmaPattern(pattern);
-        if (!ecma || /\(\?\^[a-z]*i/.test(pattern)) continue;
-        native = new RegExp(ecma, "u");
-      }
-      for (const example of EXAMPLES) {
-        for (const s of mutations(example, rng)) {
-          if (s.length > 22) continue; // keep the native engine out of its slow cases
-          assert.equal(safe.test(s), native.test(s), `${pattern} on ${JSON.stringify(s)}`);
+Deno.test(
+  "regex: the NFA matcher agrees with JavaScript on every pattern of both schemas",
+  NEEDS_SCHEMAS,
+  async () => {
+    let seed = 42;
+    const rng = () => ((seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648);
+    for (const url of [SCHEMA_92, SCHEMA_9111]) {
+      const patterns = patternsOf(await sharedSchema(url));
+      assert.ok(patterns.size > 50);
+      for (const pattern of patterns) {
+        const safe = compileSafePattern(pattern);
+        assert.ok(safe, `unsupported: ${pattern}`);
+        // Perl's stringified groups as JavaScript modifiers: `(?^i:` is `(?i:`.
+        const translated = pattern.replace(/\(\?\^([a-z]*):/g, (_, f: string) => {
+          const keep = f.replace(/[^is]/g, "");
+          return keep ? `(?${keep}:` : "(?:";
+        });
+        // JavaScript reads `{,n}` literally, Perl ≥ 5.34 as `{0,n}`: checked separately below.
+        if (/\{,\d/.test(pattern)) continue;
+        let native: RegExp;
+        try {
+          native = new RegExp(`^(?:${translated})$`, "u");
+        } catch {
+          const ecma = ecmaPattern(pattern);
+          if (!ecma || /\(\?\^[a-z]*i/.test(pattern)) continue;
+          native = new RegExp(ecma, "u");
+        }
+        for (const example of EXAMPLES) {
+          for (const s of mutations(example, rng)) {
+            if (s.length > 22) continue; // keep the native engine out of its slow cases
+            assert.equal(safe.test(s), native.test(s), `${pattern} on ${JSON.stringify(s)}`);
+          }
         }
       }
     }
-  }
-});
+  },
+);
 
 Deno.test("regex: constructs behave (classes, flags, anchors, bounds, alternation)", () => {
   const cases: [string, string, boolean][] = [

@@ -6,7 +6,7 @@ import {
   TypeScriptCache,
 } from "../../../domain/hypervisor_schema/typescript.ts";
 
-const SHARED = new URL("../../../../shared/hypervisor-schema/", import.meta.url);
+import { NEEDS_SCHEMAS, SCHEMA_DIR as SHARED } from "../../_schemas.ts";
 
 async function denoCheck(text: string, extra = ""): Promise<{ ok: boolean; output: string }> {
   const dir = await Deno.makeTempDir({ prefix: "pve-types-" });
@@ -36,22 +36,26 @@ export { e, list, p, v };
 `;
 
 for (const [file, operations] of [["pve-9.2.json", 675], ["pve-9.1.11.json", 649]] as const) {
-  Deno.test(`typescript: ${file} types every operation and type-checks`, async () => {
-    const tree: SchemaTree = await loadSchema(new URL(file, SHARED).pathname);
-    const text = generateTypeScript(tree, { version: file });
-    const keys = text.match(/^ {2}"(GET|POST|PUT|DELETE) \/[^"]*": \{ params: /gm) ?? [];
-    assert.equal(keys.length, operations);
-    assert.match(text, /export interface GetNodesNodeQemuParams \{/);
-    assert.match(text, /export type GetNodesNodeQemuReturns = Array<\{/);
-    const good = await denoCheck(text, USAGE);
-    assert.ok(good.ok, good.output.slice(0, 4000));
-    const bad = await denoCheck(
-      text,
-      `import type { ParamsOf } from "./pve.ts";\nexport const p: ParamsOf<"POST /nodes/{node}/qemu"> = { node: "pve1", vmid: "x" };\n`,
-    );
-    assert.ok(!bad.ok, "a string vmid must not type-check");
-    assert.match(bad.output, /vmid/);
-  });
+  Deno.test(
+    `typescript: ${file} types every operation and type-checks`,
+    NEEDS_SCHEMAS,
+    async () => {
+      const tree: SchemaTree = await loadSchema(new URL(file, SHARED).pathname);
+      const text = generateTypeScript(tree, { version: file });
+      const keys = text.match(/^ {2}"(GET|POST|PUT|DELETE) \/[^"]*": \{ params: /gm) ?? [];
+      assert.equal(keys.length, operations);
+      assert.match(text, /export interface GetNodesNodeQemuParams \{/);
+      assert.match(text, /export type GetNodesNodeQemuReturns = Array<\{/);
+      const good = await denoCheck(text, USAGE);
+      assert.ok(good.ok, good.output.slice(0, 4000));
+      const bad = await denoCheck(
+        text,
+        `import type { ParamsOf } from "./pve.ts";\nexport const p: ParamsOf<"POST /nodes/{node}/qemu"> = { node: "pve1", vmid: "x" };\n`,
+      );
+      assert.ok(!bad.ok, "a string vmid must not type-check");
+      assert.match(bad.output, /vmid/);
+    },
+  );
 }
 
 Deno.test("typescript: schema types map to TypeScript", () => {
@@ -71,9 +75,13 @@ Deno.test("typescript: schema types map to TypeScript", () => {
   );
 });
 
-Deno.test("typescript: the cache returns the same text per tree and version", async () => {
-  const tree = await loadSchema(new URL("pve-9.1.11.json", SHARED).pathname);
-  const cache = new TypeScriptCache();
-  assert.equal(cache.get(tree, { version: "a" }), cache.get(tree, { version: "a" }));
-  assert.match(cache.get(tree, { version: "b" }), /schema version b\./);
-});
+Deno.test(
+  "typescript: the cache returns the same text per tree and version",
+  NEEDS_SCHEMAS,
+  async () => {
+    const tree = await loadSchema(new URL("pve-9.1.11.json", SHARED).pathname);
+    const cache = new TypeScriptCache();
+    assert.equal(cache.get(tree, { version: "a" }), cache.get(tree, { version: "a" }));
+    assert.match(cache.get(tree, { version: "b" }), /schema version b\./);
+  },
+);

@@ -4,9 +4,8 @@ import type { HypervisorEngine } from "../../../mock/engine.ts";
 import { loadSchema, type SchemaTree } from "../../../domain/hypervisor_schema/schema.ts";
 import { testDeps } from "../../_helpers.ts";
 
-export const SCHEMA_DIR = new URL("../../../../shared/hypervisor-schema/", import.meta.url);
-export const SCHEMA_92 = new URL("pve-9.2.json", SCHEMA_DIR);
-export const SCHEMA_9111 = new URL("pve-9.1.11.json", SCHEMA_DIR);
+export { HAS_SCHEMAS, SCHEMA_9111, SCHEMA_92, SCHEMA_DIR } from "../../_schemas.ts";
+import { SCHEMA_92 } from "../../_schemas.ts";
 
 const trees = new Map<string, Promise<SchemaTree>>();
 /** The shared schema files, loaded once per test process (read-only trees). */

@@ -8,8 +8,8 @@ import {
 } from "../../../routes/hypervisor/codegen.ts";
 import { type TestDeps, testDeps } from "../../_helpers.ts";
 
-export const SHARED_DIR = new URL("../../../../shared/hypervisor-schema/", import.meta.url).pathname
-  .replace(/\/$/, "");
+export { HAS_SCHEMAS, SCHEMA_DIR_PATH as SHARED_DIR } from "../../_schemas.ts";
+import { SCHEMA_DIR_PATH as SHARED_DIR } from "../../_schemas.ts";
 
 let tree92: Promise<SchemaTree> | undefined;
 export function schema92(): Promise<SchemaTree> {

@@ -6,6 +6,7 @@
 import assert from "node:assert/strict";
 import { indexSchema } from "../../../domain/hypervisor_schema/schema.ts";
 import { call, type Harness, harness, login, SCHEMA_9111, SCHEMA_92, sharedSchema } from "./_hv.ts";
+import { NEEDS_SCHEMAS } from "../../_schemas.ts";
 
 function fill(path: string, values: Record<string, string>): string {
   const guest = /\/(qemu|lxc)\/\{vmid\}/.exec(path)?.[1];
@@ -46,57 +47,61 @@ for (
     ["9.1.11", SCHEMA_9111, 431, 649],
   ] as const
 ) {
-  Deno.test(`hypervisor: every operation of pve-${label}.json is routed on both mounts`, async () => {
-    const tree = await sharedSchema(url);
-    const index = indexSchema(tree);
-    assert.equal(index.pathCount, paths);
-    assert.equal(index.operations.length, ops);
+  Deno.test(
+    `hypervisor: every operation of pve-${label}.json is routed on both mounts`,
+    NEEDS_SCHEMAS,
+    async () => {
+      const tree = await sharedSchema(url);
+      const index = indexSchema(tree);
+      assert.equal(index.pathCount, paths);
+      assert.equal(index.operations.length, ops);
 
-    const h = await harness({}, { schemaUrl: url });
-    try {
-      assert.equal(h.engine.router.routes.length, paths);
-      const s = await login(h);
-      const values = pathValues(h);
-      const seen = new Map<string, number>();
-      let called = 0;
-      for (const { method, path } of index.operations) {
-        for (const mount of ["/pve", "/api2/json"]) {
-          h.engine.reset();
-          const res = await call(h, s, method, mount + fill(path, values));
-          called++;
-          const where = `${method} ${mount}${path} -> ${res.status} ${
-            JSON.stringify(res.body).slice(0, 200)
-          }`;
-          assert.notEqual(res.status, 501, where);
-          assert.notEqual(res.status, 405, where);
-          if (mount === "/pve") assert.ok(res.status < 500, where);
-          else {
-            // Proxmox answers 500 for a missing resource; never for our own crash (the crash
-            // handler also answers a `message`, so its text is what tells them apart).
-            assert.ok(res.status < 500 || res.body?.message, where);
-            assert.ok(res.status < 500 || !/^internal error/.test(res.body.message), where);
+      const h = await harness({}, { schemaUrl: url });
+      try {
+        assert.equal(h.engine.router.routes.length, paths);
+        const s = await login(h);
+        const values = pathValues(h);
+        const seen = new Map<string, number>();
+        let called = 0;
+        for (const { method, path } of index.operations) {
+          for (const mount of ["/pve", "/api2/json"]) {
+            h.engine.reset();
+            const res = await call(h, s, method, mount + fill(path, values));
+            called++;
+            const where = `${method} ${mount}${path} -> ${res.status} ${
+              JSON.stringify(res.body).slice(0, 200)
+            }`;
+            assert.notEqual(res.status, 501, where);
+            assert.notEqual(res.status, 405, where);
+            if (mount === "/pve") assert.ok(res.status < 500, where);
+            else {
+              // Proxmox answers 500 for a missing resource; never for our own crash (the crash
+              // handler also answers a `message`, so its text is what tells them apart).
+              assert.ok(res.status < 500 || res.body?.message, where);
+              assert.ok(res.status < 500 || !/^internal error/.test(res.body.message), where);
+            }
+            seen.set(String(res.status), (seen.get(String(res.status)) ?? 0) + 1);
           }
-          seen.set(String(res.status), (seen.get(String(res.status)) ?? 0) + 1);
         }
-      }
-      assert.equal(called, ops * 2);
-      // Most operations succeed outright with these values (not just "routed").
-      assert.ok((seen.get("200") ?? 0) > ops, JSON.stringify(Object.fromEntries(seen)));
+        assert.equal(called, ops * 2);
+        // Most operations succeed outright with these values (not just "routed").
+        assert.ok((seen.get("200") ?? 0) > ops, JSON.stringify(Object.fromEntries(seen)));
 
-      // Methods the schema lacks on a known path and unknown paths answer 501 as Proxmox does.
-      const unknown = await call(h, s, "PATCH", "/api2/json/nodes/pve1/qemu");
-      assert.equal(unknown.status, 501);
-      assert.equal(unknown.res.statusText, "Method 'PATCH /nodes/pve1/qemu' not implemented");
-      const nopath = await call(h, s, "GET", "/pve/nodes/pve1/no-such-thing");
-      assert.equal(nopath.status, 501);
-      assert.deepEqual(nopath.body, {
-        detail: "Method 'GET /nodes/pve1/no-such-thing' not implemented",
-        errors: [],
-      });
-    } finally {
-      h.close();
-    }
-  });
+        // Methods the schema lacks on a known path and unknown paths answer 501 as Proxmox does.
+        const unknown = await call(h, s, "PATCH", "/api2/json/nodes/pve1/qemu");
+        assert.equal(unknown.status, 501);
+        assert.equal(unknown.res.statusText, "Method 'PATCH /nodes/pve1/qemu' not implemented");
+        const nopath = await call(h, s, "GET", "/pve/nodes/pve1/no-such-thing");
+        assert.equal(nopath.status, 501);
+        assert.deepEqual(nopath.body, {
+          detail: "Method 'GET /nodes/pve1/no-such-thing' not implemented",
+          errors: [],
+        });
+      } finally {
+        h.close();
+      }
+    },
+  );
 }
 
 Deno.test("hypervisor: every operation of the built-in catalogue is routed and answers without error", async () => {
