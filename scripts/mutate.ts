@@ -1,15 +1,22 @@
 /**
- * Mutation testing, one module at a time: `deno task mutate <module.ts> [test files...]`.
+ * Mutation testing: `deno task mutate <module.ts> [test files...]` for one module, or
+ * `deno task mutate --group <name>` / `--all` for the core module groups (GROUPS below), with a
+ * kill rate per module.
  *
  * Copies the committed tree (git archive HEAD, or the working tree with --worktree) into a
- * temporary directory, then for each one-line mutation of the module (comparison and boolean
- * operator swaps, flipped literals, removed guards and KV checks) writes the mutant, runs the
- * module's tests there and restores the line. A mutant no test notices "survives": either a
- * missing test or code that does not matter. The repository itself is never modified.
+ * temporary directory, then for each one-line mutation of a module (comparison, boolean and
+ * arithmetic operator swaps, flipped literals, removed guards, writes and KV checks) writes the
+ * mutant, runs the tests there and restores the line. A mutant no test notices "survives":
+ * either a missing test or code no user could tell apart (then it belongs in
+ * scripts/mutate_equivalent.ts, with the reason). The repository itself is never modified.
  *
  * Options: --worktree (copy uncommitted files too), --line <n> or <n-m> (only those lines),
- * --max <n> (stop after n mutants), --list (print the mutants without running anything).
+ * --max <n> (stop after n mutants), --list (print the mutants without running anything),
+ * --sample <n> (n mutants per group, drawn with --seed <text>), --budget <seconds> (start no
+ * mutant after that), --min-kill <percent> (exit 1 when a group kills fewer of its
+ * non-equivalent mutants), --report <file.md> (write the table there too).
  */
+import { EQUIVALENT } from "./mutate_equivalent.ts";
 
 /** Tests that exercise each module (default: test files that import it by name). */
 const AUTH_TESTS = [
@@ -45,6 +52,77 @@ const RELATED: Record<string, string[]> = {
   "domain/plugin/push.ts": ["tests/domain/plugin/push_test.ts", "tests/routes/plugin/"],
 };
 
+/**
+ * The core module groups (README "Tests, benchmarks and mutation testing"): each group's modules
+ * (files, or folders taken whole) and the tests that guard them. Faster files first: with
+ * --fail-fast a killed mutant usually stops in the first one.
+ */
+export const GROUPS: Record<string, { modules: string[]; tests: string[] }> = {
+  sync: {
+    modules: ["domain/sync/"],
+    tests: [
+      "tests/domain/sync/",
+      "tests/e2e/sync_upstream_test.ts",
+      "tests/e2e/sync_test.ts",
+      "tests/routes/backend/sync_test.ts",
+    ],
+  },
+  jobs: {
+    modules: ["domain/jobs/"],
+    tests: [
+      "tests/domain/jobs/",
+      "tests/storage/jobs_store_test.ts",
+      "tests/e2e/jobs_test.ts",
+      "tests/routes/ui/jobs_test.ts",
+    ],
+  },
+  verbs: {
+    modules: ["domain/verbs/"],
+    tests: [
+      "tests/storage/contract/idempotency_test.ts",
+      "tests/routes/backend/verb_idempotency_test.ts",
+      "tests/routes/backend/verbs_test.ts",
+      "tests/routes/backend/verb_audit_test.ts",
+    ],
+  },
+  engine: {
+    modules: ["domain/netbox/engine/"],
+    tests: [
+      "tests/domain/netbox/",
+      "tests/routes/inventory/query_test.ts",
+      "tests/routes/inventory/crud_test.ts",
+      "tests/routes/inventory/rules_test.ts",
+      "tests/routes/inventory/object_rules_test.ts",
+      "tests/routes/inventory/custom_fields_test.ts",
+      "tests/routes/inventory/addressing_test.ts",
+    ],
+  },
+  outbound: {
+    modules: ["clients/outbound.ts", "domain/outbound_policy.ts"],
+    tests: [
+      "tests/clients/outbound_test.ts",
+      "tests/security/destination_test.ts",
+      "tests/security/outbound_test.ts",
+      "tests/reliability/ssrf_test.ts",
+    ],
+  },
+  "ui-auth": {
+    modules: [
+      "routes/ui/login.tsx",
+      "routes/ui/session.ts",
+      "routes/ui/mod.ts",
+      "routes/ui/live.ts",
+      "domain/console_sessions.ts",
+    ],
+    tests: [
+      "tests/storage/contract/console_sessions_test.ts",
+      "tests/routes/ui/session_test.ts",
+      "tests/security/login_test.ts",
+      "tests/routes/ui/pages_test.ts",
+    ],
+  },
+};
+
 interface Mutant {
   line: number;
   what: string;
@@ -66,6 +144,8 @@ const SWAPS: Array<[RegExp, string, string]> = [
   [/\bfalse\b/g, "true", "false → true"],
   [/ \+ 1\b/g, " - 1", "+ 1 → - 1"],
   [/ - 1\b/g, " + 1", "- 1 → + 1"],
+  [/ \+ (?!1\b)/g, " - ", "+ → -"],
+  [/ - (?!1\b)/g, " + ", "- → +"],
   [/\bif \(!/g, "if (", "drop ! in if"],
   [/\breturn null;/g, "return undefined as never;", "return null → undefined"],
 ];
@@ -76,6 +156,8 @@ const REMOVABLE = [
   /^\s*\.?check\(.*\)[;,]?\s*$/,
   /^\s*op\.(check|set|delete|sum)\(.*\);\s*$/,
   /^\s*await [\w.#]+\(.*\);\s*$/,
+  /^\s*[\w.#\[\]]+\.(push|add|set|delete)\(.*\);\s*$/,
+  /^\s*[\w.#\[\]]+(\+\+|--);\s*$/,
 ];
 
 /** Type-only lines: union members and property declarations (types vanish at run time). */
@@ -109,7 +191,14 @@ export function mutantsOf(source: string): Mutant[] {
       out.push({ line: i + 1, what: "remove line", text: "" });
     }
   });
-  return out;
+  // Two rules can make the same line (e.g. `+ 1`): keep one.
+  const seen = new Set<string>();
+  return out.filter((m) => {
+    const id = `${m.line}\n${m.text}`;
+    if (seen.has(id)) return false;
+    seen.add(id);
+    return true;
+  });
 }
 
 async function run(cmd: string[], cwd: string, timeoutMs: number) {
@@ -149,70 +238,267 @@ async function relatedTests(module: string): Promise<string[]> {
   return r.out.split("\n").filter((f) => f.endsWith("_test.ts"));
 }
 
+/** A seeded shuffle (mulberry32 over a string hash): one seed, one sample, on any machine. */
+export function shuffled<T>(items: T[], seed: string): T[] {
+  let h = 1779033703 ^ seed.length;
+  for (let i = 0; i < seed.length; i++) {
+    h = Math.imul(h ^ seed.charCodeAt(i), 3432918353);
+    h = (h << 13) | (h >>> 19);
+  }
+  let state = h >>> 0;
+  const random = () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+  const out = [...items];
+  for (let i = out.length - 1; i > 0; i--) {
+    const j = Math.floor(random() * (i + 1));
+    [out[i], out[j]] = [out[j], out[i]];
+  }
+  return out;
+}
+
+/** Whether a surviving mutant is listed as one no user could tell apart. */
+export function isEquivalent(module: string, original: string, m: Mutant): boolean {
+  return EQUIVALENT.some((e) =>
+    e.module === module && e.what === m.what && original.trim().includes(e.line)
+  );
+}
+
+interface Planned extends Mutant {
+  module: string;
+  original: string;
+}
+
+interface Tally {
+  mutants: number;
+  run: number;
+  killed: number;
+  timedOut: number;
+  survived: Planned[];
+  equivalent: number;
+}
+
+/** The .ts/.tsx files of a group (folders taken whole, tests excluded). */
+async function modulesOf(entries: string[]): Promise<string[]> {
+  const out: string[] = [];
+  for (const entry of entries) {
+    if (!entry.endsWith("/")) {
+      out.push(entry);
+      continue;
+    }
+    const r = await run(["git", "ls-files", entry], Deno.cwd(), 30_000);
+    out.push(...r.out.split("\n").filter((f) => /\.tsx?$/.test(f) && !f.endsWith("_test.ts")));
+  }
+  return out;
+}
+
+function rate(t: { run: number; killed: number; equivalent: number }): string {
+  const counted = t.run - t.equivalent;
+  return counted === 0 ? "-" : `${(100 * t.killed / counted).toFixed(1)}%`;
+}
+
+function table(group: string, tallies: Map<string, Tally>): string {
+  const rows = [
+    `| ${group} module | mutants | run | killed (timeouts) | survived | equivalent | kill rate |`,
+    "|---|---:|---:|---:|---:|---:|---:|",
+  ];
+  const total: Tally = { mutants: 0, run: 0, killed: 0, timedOut: 0, survived: [], equivalent: 0 };
+  for (const [module, t] of tallies) {
+    rows.push(
+      `| ${module} | ${t.mutants} | ${t.run} | ${t.killed} (${t.timedOut}) | ${
+        t.survived.length - t.equivalent
+      } | ${t.equivalent} | ${rate(t)} |`,
+    );
+    total.mutants += t.mutants;
+    total.run += t.run;
+    total.killed += t.killed;
+    total.timedOut += t.timedOut;
+    total.equivalent += t.equivalent;
+    total.survived.push(...t.survived);
+  }
+  rows.push(
+    `| **${group}** | ${total.mutants} | ${total.run} | ${total.killed} (${total.timedOut}) | ${
+      total.survived.length - total.equivalent
+    } | ${total.equivalent} | **${rate(total)}** |`,
+  );
+  return rows.join("\n");
+}
+
 async function main(args: string[]) {
   const flags = new Set(args.filter((a) => a.startsWith("--")));
+  const VALUED = ["--line", "--max", "--group", "--sample", "--seed", "--budget", "--min-kill"];
   const value = (name: string) => {
     const i = args.indexOf(name);
     return i >= 0 ? args[i + 1] : undefined;
   };
   const positional = args.filter((a, i) =>
-    !a.startsWith("--") && !["--line", "--max"].includes(args[i - 1])
+    !a.startsWith("--") && ![...VALUED, "--report"].includes(args[i - 1])
   );
+  const groupNames = flags.has("--all")
+    ? Object.keys(GROUPS)
+    : (value("--group")?.split(",").filter(Boolean) ?? []);
+  for (const g of groupNames) {
+    if (!GROUPS[g]) {
+      console.error(`no group ${g}; groups: ${Object.keys(GROUPS).join(", ")}`);
+      Deno.exit(2);
+    }
+  }
   const [module, ...explicitTests] = positional;
-  if (!module) {
-    console.error("usage: deno task mutate <module.ts> [test files...] [--worktree] [--list]");
+  if (!module && groupNames.length === 0) {
+    console.error(
+      "usage: deno task mutate <module.ts> [test files...] [--worktree] [--list]\n" +
+        `       deno task mutate --group <${Object.keys(GROUPS).join("|")}> | --all\n` +
+        "         [--sample n] [--seed text] [--budget seconds] [--min-kill percent] [--report f]",
+    );
     Deno.exit(2);
   }
-  const source = await Deno.readTextFile(module);
-  let mutants = mutantsOf(source);
-  const onlyLine = value("--line");
-  if (onlyLine) {
-    const [from, to = from] = onlyLine.split("-").map(Number);
-    mutants = mutants.filter((m) => m.line >= from && m.line <= to);
+  const plans: { name: string; modules: string[]; tests: string[] }[] = groupNames.length
+    ? await Promise.all(groupNames.map(async (name) => ({
+      name,
+      modules: await modulesOf(GROUPS[name].modules),
+      tests: GROUPS[name].tests,
+    })))
+    : [{
+      name: module,
+      modules: [module],
+      tests: explicitTests.length > 0 ? explicitTests : await relatedTests(module),
+    }];
+  const seed = value("--seed") ?? new Date().toISOString().slice(0, 10);
+  const sample = value("--sample") ? Number(value("--sample")) : undefined;
+  const budgetMs = value("--budget") ? Number(value("--budget")) * 1000 : Infinity;
+  const started = Date.now();
+
+  const sources = new Map<string, string>();
+  const work = [];
+  for (const plan of plans) {
+    let mutants: Planned[] = [];
+    for (const m of plan.modules) {
+      const source = await Deno.readTextFile(m);
+      sources.set(m, source);
+      const lines = source.split("\n");
+      mutants.push(
+        ...mutantsOf(source).map((x) => ({ ...x, module: m, original: lines[x.line - 1] })),
+      );
+    }
+    const onlyLine = value("--line");
+    if (onlyLine) {
+      const [from, to = from] = onlyLine.split("-").map(Number);
+      mutants = mutants.filter((m) => m.line >= from && m.line <= to);
+    }
+    const all = new Map(plan.modules.map((m) => [m, mutants.filter((x) => x.module === m).length]));
+    if (sample !== undefined) {
+      mutants = shuffled(mutants, `${seed}:${plan.name}`).slice(0, sample);
+    } else if (budgetMs !== Infinity) mutants = shuffled(mutants, `${seed}:${plan.name}`);
+    const max = value("--max");
+    if (max) mutants = mutants.slice(0, Number(max));
+    work.push({ ...plan, mutants, all });
   }
-  const max = value("--max");
-  if (max) mutants = mutants.slice(0, Number(max));
-  const lines = source.split("\n");
   if (flags.has("--list")) {
-    for (const m of mutants) console.log(`${module}:${m.line}  ${m.what}\n    ${m.text.trim()}`);
-    console.log(`${mutants.length} mutants`);
+    for (const plan of work) {
+      for (const m of plan.mutants) {
+        console.log(`${m.module}:${m.line}  ${m.what}\n    ${m.text.trim() || "(removed)"}`);
+      }
+      console.log(`${plan.name}: ${plan.mutants.length} mutants`);
+    }
     return;
   }
-  const tests = explicitTests.length > 0 ? explicitTests : await relatedTests(module);
+
   const dir = await copyTree(flags.has("--worktree"));
-  const testCmd = ["deno", "test", "-A", "--no-check", "--fail-fast", "--quiet", ...tests];
-  console.log(`mutating ${module} (${mutants.length} mutants) against: ${tests.join(" ")}`);
-  console.log(`copy: ${dir}`);
+  console.log(`copy: ${dir} (seed ${seed})`);
+  const report: string[] = [];
+  let short = false;
   try {
-    const baseline = await run(testCmd, dir, 300_000);
-    if (baseline.code !== 0) {
-      console.error("the tests fail before any mutation; fix them first:\n" + baseline.out);
-      Deno.exit(1);
-    }
-    const survivors: Mutant[] = [];
-    let killed = 0;
-    for (const m of mutants) {
-      const mutated = [...lines];
-      mutated[m.line - 1] = m.text;
-      await Deno.writeTextFile(`${dir}/${module}`, mutated.join("\n"));
-      const r = await run(testCmd, dir, 180_000);
-      if (r.code === 0) {
-        survivors.push(m);
+    for (const plan of work) {
+      const testCmd = ["deno", "test", "-A", "--no-check", "--fail-fast", "--quiet", ...plan.tests];
+      console.log(
+        `\n${plan.name}: ${plan.mutants.length} mutants of ${plan.modules.length} module(s) ` +
+          `against: ${plan.tests.join(" ")}`,
+      );
+      const t0 = Date.now();
+      const baseline = await run(testCmd, dir, 600_000);
+      if (baseline.code !== 0) {
+        console.error("the tests fail before any mutation; fix them first:\n" + baseline.out);
+        Deno.exit(1);
+      }
+      // A mutant that makes the tests hang is killed by the clock (and counts as killed).
+      const timeoutMs = Math.max(60_000, 3 * (Date.now() - t0));
+      const tallies = new Map<string, Tally>();
+      for (const m of plan.modules) {
+        tallies.set(m, {
+          mutants: plan.all.get(m) ?? 0,
+          run: 0,
+          killed: 0,
+          timedOut: 0,
+          survived: [],
+          equivalent: 0,
+        });
+      }
+      for (const m of plan.mutants) {
+        if (Date.now() - started > budgetMs) {
+          console.log(`budget spent: ${plan.name} stops here`);
+          break;
+        }
+        const source = sources.get(m.module)!;
+        const mutated = source.split("\n");
+        mutated[m.line - 1] = m.text;
+        await Deno.writeTextFile(`${dir}/${m.module}`, mutated.join("\n"));
+        const r = await run(testCmd, dir, timeoutMs);
+        await Deno.writeTextFile(`${dir}/${m.module}`, source);
+        const tally = tallies.get(m.module)!;
+        tally.run++;
+        if (r.code !== 0) {
+          tally.killed++;
+          if (r.signal === "SIGKILL") tally.timedOut++;
+          continue;
+        }
+        tally.survived.push(m);
+        const equivalent = isEquivalent(m.module, m.original, m);
+        if (equivalent) tally.equivalent++;
         console.log(
-          `SURVIVED ${module}:${m.line} ${m.what}\n    ${lines[m.line - 1].trim()}\n ->  ${
+          `SURVIVED${
+            equivalent ? " (equivalent)" : ""
+          } ${m.module}:${m.line} ${m.what}\n    ${m.original.trim()}\n ->  ${
             m.text.trim() || "(removed)"
           }`,
         );
-      } else {
-        killed++;
       }
+      const text = table(plan.name, tallies);
+      console.log("\n" + text);
+      const survivors = [...tallies.values()].flatMap((t) => t.survived)
+        .filter((m) => !isEquivalent(m.module, m.original, m));
+      report.push(
+        text,
+        ...survivors.map((m) =>
+          `- survived ${m.module}:${m.line} ${m.what}: \`${m.original.trim()}\``
+        ),
+        "",
+      );
+      const counted = [...tallies.values()].reduce(
+        (a, t) => ({
+          run: a.run + t.run,
+          killed: a.killed + t.killed,
+          equivalent: a.equivalent + t.equivalent,
+        }),
+        { run: 0, killed: 0, equivalent: 0 },
+      );
+      const minKill = value("--min-kill");
+      if (
+        minKill && counted.run > counted.equivalent &&
+        100 * counted.killed / (counted.run - counted.equivalent) < Number(minKill)
+      ) short = true;
     }
-    await Deno.writeTextFile(`${dir}/${module}`, source);
-    console.log(
-      `\n${module}: ${mutants.length} mutants, ${killed} killed, ${survivors.length} survived`,
-    );
   } finally {
     await Deno.remove(dir, { recursive: true });
+  }
+  const file = value("--report");
+  if (file) await Deno.writeTextFile(file, report.join("\n") + "\n");
+  if (short) {
+    console.error(`a group kills fewer than ${value("--min-kill")}% of its mutants`);
+    Deno.exit(1);
   }
 }
 
