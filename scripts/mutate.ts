@@ -211,7 +211,13 @@ async function run(cmd: string[], cwd: string, timeoutMs: number) {
   const timer = setTimeout(() => child.kill("SIGKILL"), timeoutMs);
   const result = await child.output();
   clearTimeout(timer);
-  return { code: result.code, signal: result.signal, out: new TextDecoder().decode(result.stdout) };
+  const decode = (b: Uint8Array) => new TextDecoder().decode(b);
+  return {
+    code: result.code,
+    signal: result.signal,
+    out: decode(result.stdout),
+    err: decode(result.stderr),
+  };
 }
 
 async function copyTree(worktree: boolean): Promise<string> {
@@ -421,7 +427,10 @@ async function main(args: string[]) {
       const t0 = Date.now();
       const baseline = await run(testCmd, dir, 600_000);
       if (baseline.code !== 0) {
-        console.error("the tests fail before any mutation; fix them first:\n" + baseline.out);
+        console.error(
+          "the tests fail before any mutation; fix them first:\n" +
+            (baseline.out + baseline.err).slice(-4000),
+        );
         Deno.exit(1);
       }
       // A mutant that makes the tests hang is killed by the clock (and counts as killed).

@@ -254,3 +254,29 @@ Deno.test("hypervisor client: the ticket is renewed before Proxmox's two-hour ex
     assert.equal(counts.get("POST /api2/json/access/ticket"), 2);
   });
 });
+
+Deno.test("hypervisor client: an answer that echoes the API token shows it nowhere in the error", async () => {
+  // A proxy in front of the cluster that repeats the request headers in its error pages.
+  const value = "3f1c2a9e-token-value-7b44";
+  let notJson = false;
+  const echo = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, (req) => {
+    const text = `denied: ${req.headers.get("authorization")}`;
+    return notJson ? new Response(text, { status: 200 }) : new Response(text, { status: 500 });
+  });
+  try {
+    const api = client(echo.addr.port, { token_value: value }, { token_name: "sync" });
+    const failed = await api.get("/nodes").catch((e) => e);
+    assert.ok(failed instanceof HypervisorApiError);
+    assert.equal(failed.status, 500);
+    // The excerpt is kept (the user needs it), with the secret replaced.
+    assert.match(failed.message, /denied: PVEAPIToken=root@pam!sync=\*\*\*/);
+    assert.ok(!JSON.stringify({ ...failed, message: failed.message }).includes(value));
+    notJson = true;
+    const garbled = await api.get("/nodes").catch((e) => e);
+    assert.ok(garbled instanceof HypervisorApiError);
+    assert.match(garbled.message, /denied: PVEAPIToken=root@pam!sync=\*\*\*/);
+    assert.ok(!JSON.stringify({ ...garbled, message: garbled.message }).includes(value));
+  } finally {
+    await echo.shutdown();
+  }
+});

@@ -64,6 +64,9 @@ Deno.test("outbound: link-local and metadata addresses are refused before any co
   try {
     const targets: [string, "domain" | "ip"][] = [
       ["169.254.169.254", "ip"],
+      // Alibaba Cloud's metadata service, inside the shared (CGNAT) range endpoints may use.
+      ["100.100.100.200", "ip"],
+      ["::ffff:100.100.100.200", "ip"],
       ["metadata.google.internal", "domain"],
       ["fd00:ec2::254", "ip"],
       ["fe80::1", "ip"],
