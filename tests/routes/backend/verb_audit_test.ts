@@ -75,7 +75,7 @@ Deno.test("audit: in_progress while the hypervisor works, finalised with the out
   assert.equal(answer.audit_id, 1);
 });
 
-Deno.test("audit: a record that cannot be written refuses the verb (409) and sends nothing", async () => {
+Deno.test("audit: a record that cannot be written refuses the verb (409) and sends nothing; once storage is back the same key runs", async () => {
   const deps = await testDeps({
     SERVICE_ALLOW_LOOPBACK_TARGETS: "true",
     HYPERVISOR_MOCK_TASK_DELAY_MS: "0",
@@ -89,9 +89,11 @@ Deno.test("audit: a record that cannot be written refuses the verb (409) and sen
   };
   hypervisor = await createApp(deps);
   const real = new KvVerbAuditStore(deps.kv);
-  // The audit store's storage is down: every write is refused.
+  // The audit store's storage is down: every write is refused (until it comes back).
+  let down = true;
   const broken: VerbAuditStore = {
-    begin: () => Promise.reject(new Error("storage unavailable")),
+    begin: (record) =>
+      down ? Promise.reject(new Error("storage unavailable")) : real.begin(record),
     finish: (id, outcome) => real.finish(id, outcome),
     list: (filter, page) => real.list(filter, page),
   };
@@ -130,6 +132,22 @@ Deno.test("audit: a record that cannot be written refuses the verb (409) and sen
     const listed = await (await call("/hypervisor/actions")).json();
     assert.equal(listed.count, 0);
     assert.ok(deps.logger.lines.some((l) => /audit record could not be written/.test(l.message)));
+
+    // Storage is back: a retry with the same key runs (a refusal did nothing, so it is not
+    // an answer to replay), and the hypervisor gets the call now.
+    down = false;
+    const retried = await call(`/hypervisor/qemu/100/start?endpoint_id=${id}`, {
+      method: "POST",
+      headers: { "Idempotency-Key": "refused-start" },
+    });
+    const body = await retried.json();
+    assert.equal(retried.headers.get("Idempotent-Replayed"), null);
+    assert.notEqual(body.reason, "audit_unavailable", JSON.stringify(body));
+    assert.equal(body.verb, "start", JSON.stringify(body));
+    assert.ok(sent.some((s) => /\/qemu\/100\/status\//.test(s)), JSON.stringify(sent));
+    const trail = await (await call("/hypervisor/actions")).json();
+    assert.equal(trail.count, 1);
+    assert.equal(trail.results[0].idempotency_key, "refused-start");
   } finally {
     deps.kv.close();
   }
