@@ -256,6 +256,42 @@ Deno.test("provision: a request over capacity or for an unsupported network fail
   assert.equal((await agent(h, "/microvms")).body.microvms.length, 0);
 });
 
+Deno.test("provision: capacity is checked at its edges, each resource against its own free figure", async () => {
+  await using h = await wholeApp({ env });
+  await agent(h, "/mock/capacity", { vcpus: 2, memory_mib: 1024, disk_mib: 8192 });
+  const provision = async (extra: Record<string, unknown>) => {
+    const res = await h.call("/cloud/microvm/provision", {
+      method: "POST",
+      json: provisionBody(h.base, { name: `edge-${crypto.randomUUID().slice(0, 8)}`, ...extra }),
+    });
+    return { status: res.status, body: await res.json() };
+  };
+  // Exactly what is free fits; the disk asked for is more than the free memory, which is fine.
+  const exact = await provision({ vcpus: 2, memory_mib: 1024, disk_mib: 4096 });
+  assert.equal(exact.status, 200, JSON.stringify(exact.body));
+  assert.equal(exact.body.status, "running");
+  // It now holds every vCPU: one more is refused, naming the figures.
+  const more = await provision({ vcpus: 1, memory_mib: 64, disk_mib: 64 });
+  assert.equal(more.status, 502);
+  assert.equal(more.body.step, "capabilities");
+  assert.match(more.body.error, /1 vCPUs requested, 0 available/);
+  // Room for two more vCPUs and 1024 MiB: the disk left (4096 MiB) is the limit now.
+  await agent(h, "/mock/capacity", { vcpus: 4, memory_mib: 2048 });
+  const disk = await provision({ vcpus: 1, memory_mib: 512, disk_mib: 4097 });
+  assert.equal(disk.status, 502);
+  assert.match(disk.body.error, /4097 MiB disk requested, 4096 MiB available/);
+  const memory = await provision({ vcpus: 1, memory_mib: 1025, disk_mib: 64 });
+  assert.equal(memory.status, 502);
+  assert.match(memory.body.error, /1025 MiB memory requested, 1024 MiB available/);
+  const fits = await provision({ vcpus: 2, memory_mib: 1024, disk_mib: 4096 });
+  assert.equal(fits.status, 200, JSON.stringify(fits.body));
+  const listed = await agent(h, "/microvms");
+  assert.deepEqual(
+    listed.body.microvms.map((vm: { vcpus: number; disk_mib: number }) => [vm.vcpus, vm.disk_mib]),
+    [[2, 4096], [2, 4096]],
+  );
+});
+
 Deno.test("provision: a wrong token fails the health step, and no token is in any answer", async () => {
   await using h = await wholeApp({ env });
   const wrong = "wrong-token-7d1e0b5a";
