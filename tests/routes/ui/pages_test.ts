@@ -4,7 +4,7 @@
  * server does not offer yet). Never a stack trace.
  */
 import assert from "node:assert/strict";
-import { consoleHarness, ROOT, wireBackend } from "./_console.ts";
+import { consoleHarness, type Harness, ROOT, wireBackend } from "./_console.ts";
 
 const PAGES = [
   "/ui/",
@@ -436,6 +436,43 @@ Deno.test("console live: a live stage run needs the page's CSRF token; a missing
     assert.equal(stream.headers.get("content-type"), "text/event-stream");
     assert.match(stream.html, /^event: unavailable\ndata: \{"status":404,/);
     assert.match(stream.html, /This job no longer exists/);
+  } finally {
+    h.close();
+  }
+});
+
+Deno.test("console live: a live stage run needs core.add_job; a view-only token starts nothing", async () => {
+  let app: Harness["app"] | null = null;
+  const seen: string[] = [];
+  const recording: typeof fetch = (input, init) => {
+    const request = new Request(input, init);
+    seen.push(`${request.method} ${new URL(request.url).pathname}`);
+    return Promise.resolve(app!.fetch(request, { remoteAddr: { hostname: "127.0.0.1" } }));
+  };
+  const h = await consoleHarness({}, recording);
+  app = h.app;
+  try {
+    await wireBackend(h);
+    const runs = () =>
+      seen.filter((s) => /\/(full-update|virtualization|dcim|ipam)\S*\/stream$/.test(s));
+    const csrfOf = (html: string) => /name="_csrf" value="([^"]+)"/.exec(html)![1];
+    const t = await h.token({ permissions: ["service.view_backendendpoint", "core.view_job"] });
+    const viewer = h.client();
+    await viewer.signIn(t.value);
+    const csrf = csrfOf((await viewer.get("/ui/sync")).html);
+    const refused = await viewer.get(`/ui/live/stages?sync_types=all&_csrf=${csrf}`);
+    assert.equal(refused.headers.get("content-type"), "text/event-stream");
+    assert.match(
+      refused.html,
+      /event: complete\ndata: \{"ok":false,"message":"Starting a sync needs core\.add_job\."/,
+    );
+    assert.deepEqual(runs(), [], "no sync stream was opened");
+    // The same request from a token that may start jobs does open the run.
+    const admin = h.client();
+    await admin.signIn(ROOT);
+    const adminCsrf = csrfOf((await admin.get("/ui/sync")).html);
+    await admin.get(`/ui/live/stages?sync_types=all&_csrf=${adminCsrf}`);
+    assert.deepEqual(runs(), ["GET /full-update/stream"]);
   } finally {
     h.close();
   }
