@@ -92,8 +92,7 @@ Deno.test("audit: a record that cannot be written refuses the verb (409) and sen
   // The audit store's storage is down: every write is refused (until it comes back).
   let down = true;
   const broken: VerbAuditStore = {
-    begin: (record) =>
-      down ? Promise.reject(new Error("storage unavailable")) : real.begin(record),
+    begin: (record) => down ? Promise.reject(new Error("storage unavailable")) : real.begin(record),
     finish: (id, outcome) => real.finish(id, outcome),
     list: (filter, page) => real.list(filter, page),
   };
