@@ -73,6 +73,8 @@ function demoConfig(env: DemoOptions["env"]): Config {
   return parseConfig({
     // Secrets at rest are sealed even in memory; a key for this run only, unless one is set.
     SERVICE_ENCRYPTION_KEY: crypto.getRandomValues(new Uint8Array(32)).toHex(),
+    // The host-agent mock always wants a bearer token; the demo makes one and says it below.
+    HOST_AGENT_MOCK_TOKEN: crypto.getRandomValues(new Uint8Array(24)).toHex(),
     ...env,
     SERVICE_KV_PATH: ":memory:",
     SERVICE_SURFACES: "",
@@ -159,7 +161,7 @@ export async function startDemo(options: DemoOptions): Promise<Demo> {
           "inventory stays empty. Everything else is wired and serving.\n",
       );
     }
-    io.out(await whereToLook(url, port));
+    io.out(await whereToLook(url, port, config.hostAgentMock.token));
     return {
       url,
       port,
@@ -256,7 +258,11 @@ async function wire(
   return key;
 }
 
-async function whereToLook(url: string, port: number): Promise<string> {
+async function whereToLook(
+  url: string,
+  port: number,
+  hostAgentToken: string | undefined,
+): Promise<string> {
   // The console ships with a later build; it is listed only when it answers (an unknown path
   // is a 401 from the backend, which authenticates before routing).
   const ui = await fetch(`http://127.0.0.1:${port}/ui/`, { redirect: "manual" });
@@ -267,6 +273,7 @@ async function whereToLook(url: string, port: number): Promise<string> {
     `  backend docs        ${url}/docs`,
     `  inventory API       ${url}/api/   (docs ${url}/api/docs; Authorization: Token …)`,
     `  hypervisor (mock)   ${url}/pve/docs   (Proxmox wire format at ${url}/api2/json)`,
+    `  host-agent (mock)   ${url}/host-agent/docs   (Authorization: Bearer ${hostAgentToken})`,
   ];
   if (ui.status < 400) lines.push(`  console             ${url}/ui/   (sign in with the token)`);
   lines.push(

@@ -23,6 +23,12 @@ async function answeredBy(res: Response): Promise<string> {
   }
   if (res.status === 200 && "dcim" in body) return "plugin"; // the inventory API root
   if (res.status === 200 && body.ok === true && body.status === "ready") return "host-agent";
+  // The host-agent mock always wants its bearer token (a generated one when none is set).
+  if (
+    res.status === 401 && (body as { error?: unknown }).error === "Missing or invalid bearer token"
+  ) {
+    return "host-agent";
+  }
   if (res.status === 200 && typeof body.data === "object" && body.data && "release" in body.data) {
     return "hypervisor";
   }

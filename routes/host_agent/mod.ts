@@ -6,6 +6,7 @@
  */
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import type { MiddlewareHandler } from "hono";
+import { bodyLimit } from "hono/body-limit";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import type { AppDeps, ServeEnv } from "../_lib/deps.ts";
 import { APP_NAME, APP_VERSION } from "../../config.ts";
@@ -21,6 +22,7 @@ type Env = { Bindings: ServeEnv };
 
 const ErrorBody = z.object({ error: z.string() }).openapi("HostAgentError");
 const MAX_BODY_BYTES = 256 * 1024;
+const TOO_LARGE = "Request body too large (limit 256 KiB)";
 
 const json = <T extends z.ZodType>(schema: T, description: string) => ({
   content: { "application/json": { schema } },
@@ -30,8 +32,10 @@ const body = <T extends z.ZodType>(schema: T) => ({
   body: { content: { "application/json": { schema } }, required: true },
 });
 const Errors = {
-  401: json(ErrorBody, "Missing or wrong bearer token (when HOST_AGENT_MOCK_TOKEN is set)"),
+  401: json(ErrorBody, "Missing or wrong bearer token"),
   400: json(ErrorBody, "Invalid request"),
+  413: json(ErrorBody, "Body larger than 256 KiB (counted as it arrives, chunked too)"),
+  415: json(ErrorBody, "A body that is not JSON"),
 };
 
 const Sha256 = z.string().regex(/^[0-9a-fA-F]{64}$/, "must be 64 hexadecimal characters");
@@ -135,10 +139,10 @@ class AgentError extends Error {
 /** Paths no token is needed for: the docs a browser opens. */
 const PUBLIC = new Set(["/docs", "/openapi.json", "/static/scalar.js"]);
 
-function bearer(token: string | undefined): MiddlewareHandler<Env> {
-  const expected = token ? new TextEncoder().encode(`Bearer ${token}`) : null;
+function bearer(token: string): MiddlewareHandler<Env> {
+  const expected = new TextEncoder().encode(`Bearer ${token}`);
   return async function hostAgentBearer(c, next) {
-    if (!expected || PUBLIC.has(c.req.path)) return await next();
+    if (PUBLIC.has(c.req.path)) return await next();
     const given = new TextEncoder().encode(c.req.header("authorization") ?? "");
     if (!sameBytes(given, expected)) {
       return c.json({ error: "Missing or invalid bearer token" }, 401, {
@@ -156,7 +160,36 @@ function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
   return diff === 0;
 }
 
-export function createHostAgentRouter(mock: HostAgentMock, token: string | undefined) {
+/** JSON, as `application/json` or any `+json` type, parameters allowed. */
+function isJsonType(type: string): boolean {
+  const base = type.split(";")[0].trim().toLowerCase();
+  return base === "application/json" || /^application\/[\w.+-]+\+json$/.test(base);
+}
+
+/**
+ * Bodies are JSON or nothing: anything else (text/plain JSON, XML, forms, multipart) is a 415,
+ * read within the size limit first, so no body reaches a handler unparsed.
+ */
+const jsonBodiesOnly: MiddlewareHandler<Env> = async function jsonBodiesOnly(c, next) {
+  if (["POST", "PUT", "PATCH"].includes(c.req.method)) {
+    const type = c.req.header("content-type") ?? "";
+    // Read once: Hono keeps it for the validator.
+    const empty = (await c.req.arrayBuffer()).byteLength === 0;
+    if (!empty && !isJsonType(type)) {
+      return c.json({
+        error: `Unsupported Content-Type ${JSON.stringify(type || "(none)")}: send application/json`,
+      }, 415);
+    }
+  }
+  await next();
+};
+
+/**
+ * The mock always wants a bearer token (docs excepted): `HOST_AGENT_MOCK_TOKEN`, else one made
+ * at start (createHostAgentApp logs it). Anonymous, anyone on the network could reset it,
+ * inject faults or fill its memory (SECURITY.md, "The host-agent mock").
+ */
+export function createHostAgentRouter(mock: HostAgentMock, token: string) {
   const app = new OpenAPIHono<Env>({
     defaultHook: (result, c) => {
       if (result.success) return;
@@ -167,7 +200,7 @@ export function createHostAgentRouter(mock: HostAgentMock, token: string | undef
   app.onError((error, c) => {
     if (error instanceof AgentError) return c.json({ error: error.message }, error.status);
     const status = (error as { status?: number }).status;
-    if (status === 413) return c.json({ error: "Request body too large" }, 413);
+    if (status === 413) return c.json({ error: TOO_LARGE }, 413);
     if (error instanceof SyntaxError || /json|body/i.test(error.message)) {
       return c.json({ error: "Request body is not valid JSON" }, 400);
     }
@@ -175,11 +208,12 @@ export function createHostAgentRouter(mock: HostAgentMock, token: string | undef
   });
   app.notFound((c) => c.json({ error: "Not Found" }, 404));
   app.use("*", bearer(token));
-  app.use("*", async (c, next) => {
-    const length = Number(c.req.header("content-length") ?? 0);
-    if (length > MAX_BODY_BYTES) return c.json({ error: "Request body too large" }, 413);
-    await next();
-  });
+  // Counts the bytes as they arrive (a chunked body has no Content-Length to trust).
+  app.use(
+    "*",
+    bodyLimit({ maxSize: MAX_BODY_BYTES, onError: (c) => c.json({ error: TOO_LARGE }, 413) }),
+  );
+  app.use("*", jsonBodiesOnly);
 
   /** The injected delay, then the injected failure when this call is the faulty step. */
   const faulted = async (step: MockStep): Promise<void> => {
@@ -407,7 +441,7 @@ export function createHostAgentRouter(mock: HostAgentMock, token: string | undef
       title: `${APP_NAME} host-agent mock`,
       version: APP_VERSION,
       description:
-        "Provisions micro-VMs without a real host. Bearer token required when HOST_AGENT_MOCK_TOKEN is set.",
+        "Provisions micro-VMs without a real host. Every route but the docs wants the bearer token: HOST_AGENT_MOCK_TOKEN, or the one the app prints at start when that is unset.",
     },
     security: [{ Bearer: [] }],
   });
@@ -425,8 +459,21 @@ export function createHostAgentRouter(mock: HostAgentMock, token: string | undef
   return app;
 }
 
-/** Host-agent mock (micro-VM provisioning without a real host); mounted at /host-agent. */
+/**
+ * Host-agent mock (micro-VM provisioning without a real host); mounted at /host-agent. Without
+ * HOST_AGENT_MOCK_TOKEN a token is generated for this run and logged once, as the start line is.
+ */
 // deno-lint-ignore require-await
 export async function createHostAgentApp(deps: AppDeps) {
-  return createHostAgentRouter(new HostAgentMock(deps.now), deps.config.hostAgentMock.token);
+  let token = deps.config.hostAgentMock.token;
+  if (!token) {
+    token = crypto.getRandomValues(new Uint8Array(24)).toBase64({ alphabet: "base64url" });
+    deps.logger.log(
+      "warning",
+      `HOST_AGENT_MOCK_TOKEN is not set: the host-agent mock wants "Authorization: Bearer ${token}" ` +
+        "(generated for this run; send it as host_agent_token when provisioning through it)",
+      { host_agent_mock_token: token },
+    );
+  }
+  return createHostAgentRouter(new HostAgentMock(deps.now), token);
 }

@@ -132,6 +132,7 @@ Deno.test({
     {
       HYPERVISOR_MOCK_SEED: "nodes=2,vms=40,cts=10,storages=2",
       SERVICE_ALLOW_LOOPBACK_TARGETS: "true",
+      HOST_AGENT_MOCK_TOKEN: "streams-agent-token",
     },
     { kv } as Partial<AppDeps>,
   );
@@ -164,6 +165,7 @@ Deno.test({
           headers: { ...key, "content-type": "application/json" },
           body: JSON.stringify({
             host_agent_base_url: `${world.base}/host-agent`,
+            host_agent_token: "streams-agent-token",
             name: "edge-1",
             image: {
               name: "alpine",

@@ -86,6 +86,16 @@ Deno.test("demo: wires the key, the token and both copies against itself", async
     for (const where of ["/docs", "/api/docs", "/pve/docs", "deno task sync --url"]) {
       assert.ok(seen.out.includes(where), where);
     }
+    // The host-agent mock's token is said, and it opens the mock (which refuses anonymous calls).
+    const agentToken = seen.out.match(/host-agent\/docs\s+\(Authorization: Bearer (\S+)\)/)?.[1];
+    assert.ok(agentToken, seen.out);
+    const anonymous = await fetch(`${base}/host-agent/mock/faults`);
+    assert.equal(anonymous.status, 401);
+    await anonymous.body?.cancel();
+    const agent = await fetch(`${base}/host-agent/mock/faults`, {
+      headers: { authorization: `Bearer ${agentToken}` },
+    });
+    assert.equal((await agent.json()).fail_step, null);
   } finally {
     await demo.close();
   }

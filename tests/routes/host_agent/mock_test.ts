@@ -40,7 +40,22 @@ async function agent(env: Record<string, string> = { HOST_AGENT_MOCK_TOKEN: TOKE
     } catch { /* HTML docs page */ }
     return { status: res.status, body: body as Record<string, unknown>, headers: res.headers };
   };
-  return { call, [Symbol.dispose]: () => deps.kv.close() };
+  /** A body sent as given, with exactly these headers. */
+  const raw = async (
+    method: string,
+    path: string,
+    body: BodyInit,
+    headers: Record<string, string>,
+  ) => {
+    const res = await app.request(path, { method, headers, body });
+    const text = await res.text();
+    let parsed: Record<string, unknown> = {};
+    try {
+      parsed = JSON.parse(text);
+    } catch { /* asserted by the caller */ }
+    return { status: res.status, body: parsed, type: res.headers.get("content-type") ?? "" };
+  };
+  return { call, raw, [Symbol.dispose]: () => deps.kv.close() };
 }
 
 Deno.test("host-agent mock: created micro-VMs are listed and can be started and stopped", async () => {
@@ -84,7 +99,7 @@ Deno.test("host-agent mock: created micro-VMs are listed and can be started and 
   }
 });
 
-Deno.test("host-agent mock: the bearer token is required when configured, and only then", async () => {
+Deno.test("host-agent mock: the configured bearer token is required", async () => {
   {
     using a = await agent();
     const attempts: Record<string, string>[] = [{}, { authorization: "Bearer wrong" }, {
@@ -101,13 +116,134 @@ Deno.test("host-agent mock: the bearer token is required when configured, and on
     assert.equal((await a.call("GET", "/openapi.json", undefined, {})).status, 200);
     assert.equal((await a.call("GET", "/docs", undefined, {})).status, 200);
   }
-  {
-    using open = await agent({});
-    assert.deepEqual((await open.call("GET", "/health", undefined, {})).body, {
-      ok: true,
-      status: "ready",
+});
+
+Deno.test("host-agent mock: without HOST_AGENT_MOCK_TOKEN a token is generated, logged once, and wanted everywhere but the docs", async () => {
+  const deps = await testDeps({ SERVICE_SURFACES: "host-agent" });
+  try {
+    const app = await createHostAgentApp(deps);
+    const logged = deps.logger.lines.filter((l) => "host_agent_mock_token" in l);
+    assert.equal(logged.length, 1);
+    const token = String(logged[0].host_agent_mock_token);
+    assert.ok(token.length >= 32, token);
+    assert.ok(logged[0].message.includes(`Bearer ${token}`), logged[0].message);
+    const send = async (method: string, path: string, json?: unknown, auth?: string) => {
+      const res = await app.request(path, {
+        method,
+        headers: {
+          ...(auth ? { authorization: auth } : {}),
+          ...(json === undefined ? {} : { "content-type": "application/json" }),
+        },
+        body: json === undefined ? undefined : JSON.stringify(json),
+      });
+      return { status: res.status, body: await res.json().catch(() => null) };
+    };
+    // Anonymous: every state-changing and /mock/* route is refused, and nothing changed.
+    const anonymous: [string, string, unknown][] = [
+      ["POST", "/mock/faults", { fail_step: "create_microvm" }],
+      ["POST", "/mock/capacity", { vcpus: 0 }],
+      ["POST", "/mock/reset", undefined],
+      ["GET", "/mock/faults", undefined],
+      ["POST", "/assets/prepare", { image: IMAGE }],
+      ["POST", "/microvms/x/actions/start", undefined],
+      ["DELETE", "/microvms/x", undefined],
+      ["GET", "/microvms", undefined],
+      ["GET", "/health", undefined],
+    ];
+    for (const [method, path, json] of anonymous) {
+      const res = await send(method, path, json);
+      assert.equal(res.status, 401, `${method} ${path}`);
+      assert.deepEqual(res.body, { error: "Missing or invalid bearer token" });
+    }
+    const bearer = `Bearer ${token}`;
+    assert.deepEqual((await send("GET", "/mock/faults", undefined, bearer)).body, {
+      fail_step: null,
+      fail_status: 500,
+      delay_ms: 0,
     });
+    assert.equal((await send("GET", "/capabilities", undefined, bearer)).body.available_vcpus, 16);
+    // The docs stay public.
+    assert.equal((await app.request("/openapi.json")).status, 200);
+  } finally {
+    deps.kv.close();
   }
+});
+
+Deno.test("host-agent mock: a body over 256 KiB is refused on the bytes read (chunked too), and nothing is created", async () => {
+  const deps = await testDeps({ SERVICE_SURFACES: "host-agent", HOST_AGENT_MOCK_TOKEN: TOKEN });
+  const app = await createHostAgentApp(deps);
+  const server = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen() {} },
+    (request, info) => app.fetch(request, info),
+  );
+  const base = `http://127.0.0.1:${server.addr.port}`;
+  const auth = { authorization: `Bearer ${TOKEN}` };
+  try {
+    const prepared = await fetch(`${base}/assets/prepare`, {
+      method: "POST",
+      headers: { ...auth, "content-type": "application/json" },
+      body: JSON.stringify({ image: IMAGE }),
+    });
+    const paths = await prepared.json();
+    const vm = JSON.stringify({
+      microvm_id: "big",
+      name: "big",
+      vcpus: 1,
+      memory_mib: 64,
+      disk_mib: 1,
+      ...paths,
+      network: { mode: "nat" },
+      metadata: { blob: "m".repeat(300 * 1024) },
+    });
+    // A stream body goes out chunked: no Content-Length for a header check to see.
+    const bytes = new TextEncoder().encode(vm);
+    let sent = 0;
+    const chunked = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        if (sent >= bytes.length) return controller.close();
+        controller.enqueue(bytes.subarray(sent, sent + 16 * 1024));
+        sent += 16 * 1024;
+      },
+    });
+    const res = await fetch(`${base}/microvms`, {
+      method: "POST",
+      headers: { ...auth, "content-type": "application/json" },
+      body: chunked,
+    });
+    assert.equal(res.status, 413);
+    assert.deepEqual(await res.json(), { error: "Request body too large (limit 256 KiB)" });
+    const listed = await fetch(`${base}/microvms`, { headers: auth });
+    assert.deepEqual(await listed.json(), { microvms: [] });
+  } finally {
+    await server.shutdown();
+    deps.kv.close();
+  }
+});
+
+Deno.test("host-agent mock: bodies that are not JSON answer 415 or 400 JSON, never 500", async () => {
+  using a = await agent();
+  const cases: [string, string, BodyInit, number][] = [
+    ["/microvms", "text/plain", JSON.stringify({ microvm_id: "x" }), 415],
+    ["/microvms", "application/xml", "<microvm/>", 415],
+    ["/microvms", "multipart/form-data", "--x\r\n", 415],
+    ["/microvms", "application/x-www-form-urlencoded", "%%%=%", 415],
+    ["/mock/faults", "application/x-www-form-urlencoded", "fail_step=create_microvm", 415],
+    ["/mock/capacity", "", '{"vcpus":1}', 415],
+    ["/assets/prepare", "application/json", "{", 400],
+    ["/mock/faults", "application/json", "[]", 400],
+    ["/mock/faults", "application/json", "null", 400],
+    ["/microvms", "application/json", "", 400],
+  ];
+  for (const [path, type, body, status] of cases) {
+    const raw = await a.raw("POST", path, body, {
+      authorization: `Bearer ${TOKEN}`,
+      ...(type ? { "content-type": type } : {}),
+    });
+    assert.equal(raw.status, status, `${type || "(none)"} ${path}: ${JSON.stringify(raw.body)}`);
+    assert.equal(typeof raw.body.error, "string", `${type} ${path}`);
+  }
+  // Nothing was changed by the refused bodies.
+  assert.deepEqual((await a.call("GET", "/mock/faults")).body.fail_step, null);
 });
 
 Deno.test("host-agent mock: faults make a step fail or every call slow, until cleared", async () => {
