@@ -219,3 +219,32 @@ Deno.test("e2e sync runs: an endpoint that cannot connect or log in is reported 
     await world.close();
   }
 });
+
+Deno.test("e2e sync runs: a first run on an empty inventory counts each object once as created, none as updated", async () => {
+  const world = await syncWorld(undefined, FAST_TASKS);
+  try {
+    await addInventoryCopy(world);
+    await world.addHypervisorCopy("lab");
+    const frames = await world.stream("/full-update/stream");
+    assert.deepEqual(errorsOf(frames), []);
+    const done = completeOf(frames);
+    const updated = done.stages.filter((s: any) => s.result.updated > 0);
+    assert.deepEqual(updated, [], "nothing is updated on a first run");
+    // Objects written equal objects made: count what the inventory holds now.
+    const vms = await world.inventory("virtualization/virtual-machines/");
+    assert.ok(vms.some((v: any) => v.primary_ip4), "primary IPs are set");
+    const vmStage = done.stages.find((s: any) => s.step === "virtual-machines").result;
+    assert.ok(vmStage.created >= vms.length);
+    // The VM writes: one bulk create, then only the primary-IP link (the address must exist on
+    // the VM's interface first), one bulk PATCH for all of them.
+    const vmWrites = world.seen.filter((s) =>
+      /^(POST|PATCH|PUT) \/api\/virtualization\/virtual-machines\/$/.test(s)
+    );
+    assert.deepEqual(vmWrites, [
+      "POST /api/virtualization/virtual-machines/",
+      "PATCH /api/virtualization/virtual-machines/",
+    ]);
+  } finally {
+    await world.close();
+  }
+});

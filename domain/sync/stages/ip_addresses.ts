@@ -9,7 +9,8 @@ import { hvGet, mapLimit, type StageContext } from "../context.ts";
 import { PATHS, syncTags } from "../base.ts";
 import { type Guest, guests, ownedVms, vmAnchors } from "../guests.ts";
 import { guestNics, propertyString } from "../proxmox.ts";
-import { deleteOrphans, type Desired, reconcile } from "../reconcile.ts";
+import { changes, deleteOrphans, type Desired, reconcile } from "../reconcile.ts";
+import { createdThisRun } from "./virtual_machines.ts";
 import { assignedTo, childrenOf, refreshTagged, taggedObjects } from "../owned.ts";
 import { VM_IFACE } from "./vm_interfaces.ts";
 import type { InventoryObject } from "../ports.ts";
@@ -140,9 +141,16 @@ export async function syncIpAddresses(ctx: StageContext): Promise<void> {
     });
   }
   const before = { ...ctx.result };
+  const made = createdThisRun(ctx);
+  const changed = vmDesired.filter((d) => {
+    const vm = vmExisting.get(d.key)!;
+    return !made.has(vm.id) && changes(vm, d.body, undefined) !== null;
+  }).length;
   const saved = await reconcile(ctx, { path: PATHS.vms, existing: vmExisting, desired: vmDesired });
-  // VMs are counted by their own stage; here only real changes count, as updates.
+  // VMs are counted by their own stage; here only real changes count, as updates, and a VM
+  // this run created is only being completed (its address had to exist first).
   ctx.result.unchanged = before.unchanged;
+  ctx.result.updated = before.updated + Math.min(changed, ctx.result.updated - before.updated);
   for (const [vmid, vm] of saved.objects) owned.set(Number(vmid), vm);
   await deleteOrphans(ctx, PATHS.ips, existing, desired);
   refreshTagged(ctx, PATHS.ips);

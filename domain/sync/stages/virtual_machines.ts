@@ -22,6 +22,13 @@ import type { InventoryObject } from "../ports.ts";
 
 const NAME_MAX = 64;
 
+/** Ids of the VMs this run created (per endpoint). */
+export function createdThisRun(ctx: StageContext): Set<number> {
+  let made = ctx.cache.get("vms-created") as Set<number> | undefined;
+  if (!made) ctx.cache.set("vms-created", made = new Set());
+  return made;
+}
+
 /** VM status in the inventory for a guest status upstream. */
 export function vmStatus(status: string | undefined): string {
   if (status === "running") return "active";
@@ -154,6 +161,10 @@ export async function syncVirtualMachines(ctx: StageContext): Promise<void> {
     orphan: () => ({ status: "decommissioning", tags: [tags.synced, tags.missing] }),
   });
   for (const [key, vm] of later.objects) vms.objects.set(key, vm);
+  // VMs created by this run: a later stage completing them (the primary IP, which needs the
+  // address on the VM's interface first) does not count them again as updated.
+  const made = createdThisRun(ctx);
+  for (const [key, vm] of vms.objects) if (!existing.has(key)) made.add(vm.id);
 
   // The sidecar: identity and last-seen facts, one per guest ever synced.
   const now = new Date(ctx.now()).toISOString();
