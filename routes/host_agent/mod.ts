@@ -176,9 +176,8 @@ const jsonBodiesOnly: MiddlewareHandler<Env> = async function jsonBodiesOnly(c, 
     // Read once: Hono keeps it for the validator.
     const empty = (await c.req.arrayBuffer()).byteLength === 0;
     if (!empty && !isJsonType(type)) {
-      return c.json({
-        error: `Unsupported Content-Type ${JSON.stringify(type || "(none)")}: send application/json`,
-      }, 415);
+      const given = JSON.stringify(type || "(none)");
+      return c.json({ error: `Unsupported Content-Type ${given}: send application/json` }, 415);
     }
   }
   await next();
