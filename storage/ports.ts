@@ -157,6 +157,11 @@ export interface ModelStore {
   get(model: string, id: number): Promise<{ record: StoredObject; version: string } | null>;
   /** Records in the order of `ids`; missing ones are skipped. */
   getMany(model: string, ids: readonly number[]): Promise<StoredObject[]>;
+  /** get() for many ids at once, aligned with `ids` (null: absent); never cached. */
+  getVersioned(
+    model: string,
+    ids: readonly number[],
+  ): Promise<Array<{ record: StoredObject; version: string } | null>>;
   /** Every record of a model in id order (the fallback for filters without an index). */
   scan(model: string): Promise<StoredObject[]>;
   /** `limit` records in id order after skipping `offset` (ascending unless reverse). */
@@ -169,6 +174,11 @@ export interface ModelStore {
     constraint: string,
     values: readonly IndexValue[],
   ): Promise<number | null>;
+  /** idByUnique for many value combinations at once, aligned with `lookups`. */
+  idsByUnique(
+    model: string,
+    lookups: ReadonlyArray<{ constraint: string; values: readonly IndexValue[] }>,
+  ): Promise<Array<number | null>>;
   /** How many ids the value index holds under (field, value), without listing them. */
   countByIndex(model: string, field: string, value: IndexValue): Promise<number>;
   /** countByIndex for several values of one field, in their order, in few reads. */

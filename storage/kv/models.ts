@@ -221,6 +221,43 @@ export class KvModelStore implements ModelStore {
     return { record: entry.value, version: entry.versionstamp };
   }
 
+  async getVersioned(
+    model: string,
+    ids: readonly number[],
+  ): Promise<Array<{ record: StoredObject; version: string } | null>> {
+    const batches: Promise<Deno.KvEntryMaybe<StoredObject>[]>[] = [];
+    for (let i = 0; i < ids.length; i += 10) {
+      const slice = ids.slice(i, i + 10).map((id) => keys.inventoryObject(model, id));
+      batches.push(this.kv.getMany<StoredObject[]>(slice));
+    }
+    return (await Promise.all(batches)).flat().map((entry) =>
+      entry.value === null || entry.versionstamp === null
+        ? null
+        : { record: entry.value, version: entry.versionstamp }
+    );
+  }
+
+  async idsByUnique(
+    model: string,
+    lookups: ReadonlyArray<{ constraint: string; values: readonly IndexValue[] }>,
+  ): Promise<Array<number | null>> {
+    const chunks: Promise<Array<number | null>>[] = [];
+    for (let i = 0; i < lookups.length; i += 10) {
+      const chunk = lookups.slice(i, i + 10);
+      const read = async () =>
+        (await this.kv.getMany<number[]>(
+          chunk.map((l) => keys.inventoryUnique(model, l.constraint, [...l.values])),
+        )).map((e) => e.value ?? null);
+      // A value too long for a key cannot be held: look those up one by one (null each).
+      chunks.push(
+        orNothing(read, null).then((found) =>
+          found ?? Promise.all(chunk.map((l) => this.idByUnique(model, l.constraint, l.values)))
+        ),
+      );
+    }
+    return (await Promise.all(chunks)).flat();
+  }
+
   async getMany(model: string, ids: readonly number[]): Promise<StoredObject[]> {
     if (ids.length === 0) return [];
     const cache = await this.#cacheOf(model);

@@ -3,7 +3,7 @@ import { ModelEngine } from "../../../domain/netbox/engine.ts";
 import { coerce, parseDatetime } from "../../../domain/netbox/fields.ts";
 import { CORE_MODELS } from "../../../domain/netbox/models/core.ts";
 import { MemoryLogger } from "../../../infra/logger.ts";
-import type { ObjectWrite } from "../../../storage/ports.ts";
+import type { IndexValue, ObjectWrite } from "../../../storage/ports.ts";
 import { KvModelStore } from "../../../storage/kv/models.ts";
 
 /** The real KV store, counting the calls the engine makes (no behaviour replaced). */
@@ -22,6 +22,16 @@ class CountingStore extends KvModelStore {
   override commit(writes: readonly ObjectWrite[]) {
     this.commits.push(writes.length);
     return super.commit(writes);
+  }
+  /** Point reads (a record, a unique holder): one per object of a bulk write is the bug. */
+  pointReads = 0;
+  override get(model: string, id: number) {
+    this.pointReads++;
+    return super.get(model, id);
+  }
+  override idByUnique(model: string, constraint: string, values: readonly IndexValue[]) {
+    this.pointReads++;
+    return super.idByUnique(model, constraint, values);
   }
 }
 
@@ -319,6 +329,47 @@ Deno.test("long values never make storage keys too large", async () => {
     assert.equal(long.ok, false);
     const fine = await e2.insert("t.u", { name: "1 ".repeat(150) });
     assert.ok(fine.ok);
+  } finally {
+    kv.close();
+  }
+});
+
+Deno.test("bulk create and update of 500 VMs: reads batched, never one per object, nothing read back", async () => {
+  const { kv, store, e } = await engine();
+  try {
+    const ct = await e.insert("virtualization.clustertype", { name: "PVE", slug: "pve" });
+    assert.ok(ct.ok);
+    const cl = await e.insert("virtualization.cluster", { name: "c", type: ct.value.id });
+    assert.ok(cl.ok);
+    store.pointReads = 0;
+    store.loaded = 0;
+    const made = await e.createMany(
+      "virtualization.virtualmachine",
+      Array.from({ length: 500 }, (_, i) => ({ name: `vm${i}`, cluster: cl.value.id })),
+    );
+    assert.ok(made.ok);
+    assert.ok(store.pointReads < 10, `point reads for 500 creates: ${store.pointReads}`);
+    assert.equal(store.loaded, 0, "the created VMs are answered as committed, not read back");
+    assert.deepEqual(made.value.map((v) => v.name), made.value.map((_, i) => `vm${i}`));
+    store.pointReads = 0;
+    const done = await e.updateMany(
+      "virtualization.virtualmachine",
+      made.value.map((v) => ({ id: v.id, data: { memory: 2048 } })),
+      true,
+    );
+    assert.ok(done.ok);
+    assert.ok(store.pointReads < 10, `point reads for 500 updates: ${store.pointReads}`);
+    assert.equal(store.loaded, 0, "the updated VMs are answered as committed, not read back");
+    const stored = await e.getMany("virtualization.virtualmachine", made.value.map((v) => v.id));
+    assert.deepEqual(stored.map((v) => v.memory), made.value.map(() => 2048));
+    assert.deepEqual(done.value.map((v) => v.memory), made.value.map(() => 2048));
+    // A name taken in the same batch and one taken in the store are both refused.
+    const clash = await e.createMany("virtualization.virtualmachine", [
+      { name: "new", cluster: cl.value.id },
+      { name: "NEW", cluster: cl.value.id },
+      { name: "vm7", cluster: cl.value.id },
+    ]);
+    assert.equal(clash.ok, false);
   } finally {
     kv.close();
   }
