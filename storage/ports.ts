@@ -425,6 +425,8 @@ export interface JobSpec {
   interval_minutes: number | null;
   /** Who asked: the token's id and description, for the log. */
   requested_by: string;
+  /** The token that asked; re-checked before every run (older specs lack it). */
+  token_id?: number;
 }
 
 /** Who holds the run lease: one job of one process, until `expires_at` (epoch ms). */

@@ -13,10 +13,15 @@
  * - Scheduling: `scheduled` jobs are queued with a delay; an interval job queues its next
  *   run (a new `scheduled` job) when it finishes. Deleting a scheduled job cancels it.
  * - Retention: the last `retention` finished jobs per kind are kept, older ones deleted.
+ * - Bounds per token: at most MAX_WAITING_JOBS_PER_TOKEN scheduled or waiting jobs each; the
+ *   token that asked is checked again before every run (and before an interval job queues its
+ *   next run): deleted, disabled, expired, read-only or without `core.add_job`, the job fails
+ *   with the reason and its series ends.
  */
 import type { EngineApi, StoredObject } from "../netbox/types.ts";
 import type { Logger } from "../../infra/logger.ts";
 import { redactDeep, redactSecrets } from "../redaction.ts";
+import { authInfo, can, TOKEN_MODEL } from "../netbox/tokens.ts";
 import {
   appendJobLog,
   createJob,
@@ -38,6 +43,8 @@ import type { SyncRequest } from "./request.ts";
 export const FINISHED: ReadonlySet<string> = new Set(["completed", "errored", "failed"]);
 export const DEFAULT_LEASE_MS = 30_000;
 export const DEFAULT_RETENTION = 100;
+/** Scheduled or waiting (`scheduled`, `pending`) jobs one token may have at once. */
+export const MAX_WAITING_JOBS_PER_TOKEN = 20;
 /** A waiting job re-checks the lease this often (besides being woken by the holder). */
 const WAIT_RECHECK_MS = 15_000;
 /** Bytes of `data` (stage records) kept per job; the log has its own budget. */
@@ -65,7 +72,8 @@ export interface JobRequester {
 
 export type Admission =
   | { ok: true; job: StoredObject }
-  | { ok: false; reason: "busy"; holder: number };
+  | { ok: false; reason: "busy"; holder: number }
+  | { ok: false; reason: "cap"; limit: number };
 
 function statusOf(job: StoredObject | null): string | null {
   const s = job?.status;
@@ -121,6 +129,34 @@ export class JobService {
     await appendJobLog(this.deps.engine, jobId, level, scrub(message, secrets), this.deps.now);
   }
 
+  /** Scheduled or waiting jobs asked for by this token (their `user.token_id`). */
+  async waitingJobsOf(tokenId: number): Promise<number> {
+    const waiting = await this.deps.engine.find(JOB_MODEL, { status: ["scheduled", "pending"] });
+    return waiting.filter((j) => (j.user as { token_id?: unknown } | null)?.token_id === tokenId)
+      .length;
+  }
+
+  /**
+   * Why the token that asked for this job may no longer run it, or null. Old specs without a
+   * token id fall back to the job record's `user`.
+   */
+  async #requesterRefusal(job: StoredObject, spec: JobSpec): Promise<string | null> {
+    const tokenId = spec.token_id ??
+      (job.user as { token_id?: unknown } | null | undefined)?.token_id;
+    if (typeof tokenId !== "number") return null;
+    const token = await this.deps.engine.get(TOKEN_MODEL, tokenId);
+    const who = `token ${tokenId}, which asked for this job,`;
+    if (!token) return `The ${who} was deleted`;
+    if (token.enabled === false) return `The ${who} is disabled`;
+    if (typeof token.expires === "string" && Date.parse(token.expires) <= this.deps.now()) {
+      return `The ${who} has expired`;
+    }
+    if (!can(authInfo(token), "core.add_job")) {
+      return `The ${who} may no longer add jobs (it needs core.add_job and write access)`;
+    }
+    return null;
+  }
+
   // ------------------------------------------------------------------ admission
 
   async submit(
@@ -148,7 +184,13 @@ export class JobService {
       })
     );
     try {
-      return await this.#admit(job, request, requestedBy, kind, scheduled, all);
+      // Counted after the job exists, so two racing requests cannot both squeeze under the cap
+      // (at worst both are refused).
+      if ((await this.waitingJobsOf(requester.token_id)) > MAX_WAITING_JOBS_PER_TOKEN) {
+        await engine.remove(JOB_MODEL, job.id);
+        return { ok: false, reason: "cap", limit: MAX_WAITING_JOBS_PER_TOKEN };
+      }
+      return await this.#admit(job, request, requestedBy, kind, scheduled, all, requester);
     } catch (error) {
       // Nothing half-made stays behind: a record without its queue message would wait forever.
       await engine.remove(JOB_MODEL, job.id).catch(() => {});
@@ -165,6 +207,7 @@ export class JobService {
     kind: JobKind,
     scheduled: boolean,
     all: boolean,
+    requester: JobRequester,
   ): Promise<Admission> {
     const { engine, store } = this.deps;
     if (request.interval_minutes) {
@@ -176,6 +219,7 @@ export class JobService {
       endpoint_ids: request.endpoint_ids,
       interval_minutes: request.interval_minutes,
       requested_by: requestedBy,
+      token_id: requester.token_id,
     };
     await store.saveSpec(job.id, spec);
     if (!scheduled) {
@@ -243,6 +287,15 @@ export class JobService {
       const lease = await store.lease();
       if (lease && lease.job_id === jobId && lease.expires_at > now) return; // alive elsewhere
       await this.#abandon(job, spec, lease?.job_id === jobId ? lease.expires_at : null);
+      return;
+    }
+    const refusal = await this.#requesterRefusal(job, spec);
+    if (refusal) {
+      await this.#settle(job, { ...spec, interval_minutes: null }, {
+        status: "failed",
+        error: `${refusal}: not run${spec.interval_minutes ? ", and not scheduled again" : ""}.`,
+        endpoints: [],
+      });
       return;
     }
     const took = await store.takeLease(jobId, this.deps.owner, this.leaseMs);
@@ -385,7 +438,12 @@ export class JobService {
     if (spec) {
       await store.markFinished(spec.kind, jobId);
       await this.#prune(spec.kind);
-      if (spec.interval_minutes) await this.#next(job, spec);
+      if (spec.interval_minutes) {
+        const refusal = await this.#requesterRefusal(job, spec);
+        if (refusal) {
+          await this.log(jobId, "warning", `${refusal}: the series is not scheduled again.`);
+        } else await this.#next(job, spec);
+      }
     }
     await engine.patchStored(JOB_MODEL, jobId, (current) => ({
       status: outcome.status,
@@ -409,6 +467,7 @@ export class JobService {
       status: "scheduled",
       scheduled: this.#iso(due),
       data: [],
+      ...(current?.user ? { user: current.user } : {}),
     });
     await this.deps.engine.patchStored(JOB_MODEL, next.id, { interval: spec.interval_minutes });
     await this.deps.store.saveSpec(next.id, spec);

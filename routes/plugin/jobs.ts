@@ -131,6 +131,16 @@ export function createJobRoutes(
     }
   }
 
+  /** The per-token bound on scheduled and waiting jobs (SECURITY.md "Limits"). */
+  function capAnswer(limit: number): Response {
+    return json({
+      ok: false,
+      detail: `This token already has ${limit} scheduled or waiting jobs, the most one token ` +
+        `may have (limit ${limit}); delete one (DELETE /api/core/jobs/{id}/) or let one run first.`,
+      limit,
+    }, 429);
+  }
+
   async function sync(request: Request, auth: AuthInfo): Promise<Response> {
     if (request.method !== "POST") {
       return json({ detail: `Method "${request.method}" not allowed.` }, 405, { allow: "POST" });
@@ -144,6 +154,7 @@ export function createJobRoutes(
     const by = await requester(auth);
     const admitted = await submitOr503(() => service.submit(parsed.value, by));
     if (admitted instanceof Response) return admitted;
+    if (!admitted.ok && admitted.reason === "cap") return capAnswer(admitted.limit);
     if (!admitted.ok) {
       return json({
         ok: false,
@@ -186,6 +197,7 @@ export function createJobRoutes(
       )
     );
     if (admitted instanceof Response) return admitted;
+    if (!admitted.ok && admitted.reason === "cap") return capAnswer(admitted.limit);
     if (!admitted.ok) {
       return json({
         ok: false,
