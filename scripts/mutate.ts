@@ -475,7 +475,10 @@ async function main(args: string[]) {
           }`,
         );
       }
-      const text = table(plan.name, tallies);
+      const text = table(plan.name, tallies) +
+        `\n\n${plan.name}: ${Math.round((Date.now() - t0) / 1000)} s (tests alone ${
+          Math.round(timeoutMs / 3000)
+        } s)`;
       console.log("\n" + text);
       const survivors = [...tallies.values()].flatMap((t) => t.survived)
         .filter((m) => !isEquivalent(m.module, m.original, m));
