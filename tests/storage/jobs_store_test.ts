@@ -58,6 +58,16 @@ Deno.test("job store: the lease is exclusive until it expires; only its holder r
     const holder = (await store.lease())!;
     assert.equal(await store.renewLease(holder.job_id === 1 ? 2 : 1, "x", 100), false);
     assert.equal(await store.renewLease(holder.job_id, holder.owner, 100), true);
+    // Another process (owner) picking up the very job being run must not run it too; its
+    // holder taking it again (a retry in the same process) keeps it.
+    const other = await store.takeLease(holder.job_id, "another-process", 100);
+    assert.equal(other.ok, false, "one job, two owners");
+    assert.deepEqual(!other.ok && [other.lease.job_id, other.lease.owner], [
+      holder.job_id,
+      holder.owner,
+    ]);
+    assert.equal((await store.takeLease(holder.job_id, holder.owner, 100)).ok, true);
+    assert.equal((await store.lease())!.owner, holder.owner);
     now += 99;
     assert.equal((await store.takeLease(9, "z", 100)).ok, false, "still held");
     now += 200; // expired: anyone may take it, and the old holder can no longer renew
