@@ -218,13 +218,61 @@ Deno.test("jobs e2e: a 4xx from the backend is not retried and its status and bo
     ]);
     assert.deepEqual(job.data.map((r: any) => r.sync_type), ["devices"]);
     assert.equal(job.data[0].stream_path, "/dcim/devices/create/stream");
+    // The endpoint's devices went well, but its sync did not finish: its last sync is no success.
+    const hv = (await w.call("GET", `${P}endpoints/hypervisor/`)).body.results[0];
+    assert.deepEqual([hv.last_sync.ok, hv.last_sync.status, hv.last_sync.job_id], [
+      false,
+      "errored",
+      started.body.job_id,
+    ]);
   } finally {
     await w.close();
   }
 });
 
-Deno.test("jobs e2e: concurrent sync requests never run twice; the losers get 409 naming the job", async () => {
-  const { w, open } = await gatedWorld();
+Deno.test("jobs e2e: an endpoint's last sync is a success only when its job completed", async () => {
+  let fullUpdates = 0;
+  const w = await jobsWorld({}, {}, (request, next) => {
+    // The first endpoint's full update goes through; the second one's is refused (final).
+    if (new URL(request.url).pathname === "/full-update/stream" && ++fullUpdates === 2) {
+      return Promise.resolve(Response.json({ detail: "no such endpoint" }, { status: 404 }));
+    }
+    return next();
+  });
+  try {
+    const { hypervisor } = await w.wire();
+    const second = await w.call("POST", P + "endpoints/hypervisor/", {
+      name: "pve-b",
+      domain: "127.0.0.1",
+      port: w.port,
+      use_https: false,
+      username: w.deps.config.hypervisor.mockUser,
+      password: w.deps.config.hypervisor.mockPassword,
+    });
+    assert.equal(second.status, 201, JSON.stringify(second.body));
+    const started = await w.call("POST", P + "sync/", { sync_types: ["all"] });
+    assert.equal(started.status, 201, JSON.stringify(started.body));
+    await w.sse(`${P}jobs/${started.body.job_id}/stream`);
+    assert.equal(statusOf(await w.job(started.body.job_id)), "errored");
+    assert.equal(fullUpdates, 2);
+    const lastSync = async (id: number) =>
+      (await w.call("GET", `${P}endpoints/hypervisor/${id}/`)).body.last_sync;
+    // The first endpoint's stages all went well, yet the run it was part of failed.
+    for (const id of [hypervisor, second.body.id]) {
+      const last = await lastSync(id);
+      assert.deepEqual([last.ok, last.status, last.job_id], [
+        false,
+        "errored",
+        started.body.job_id,
+      ]);
+    }
+  } finally {
+    await w.close();
+  }
+});
+
+Deno.test("jobs e2e: concurrent sync requests never run twice; the losers get 409 naming the job; a running job cannot be deleted", async () => {
+  const { w, open, reached } = await gatedWorld();
   try {
     await w.wire();
     const answers = await Promise.all(
@@ -242,6 +290,13 @@ Deno.test("jobs e2e: concurrent sync requests never run twice; the losers get 40
     // While it holds ownership, another request is refused too.
     const busy = await w.call("POST", P + "sync/", { sync_types: ["devices"] });
     assert.equal(busy.status, 409);
+    // Running now: deleting it is refused, it stays, and it still holds the slot.
+    await reached;
+    const kept = await w.call("DELETE", `/api/core/jobs/${id}/`);
+    assert.equal(kept.status, 409);
+    assert.match(kept.body.detail, /running job cannot be deleted/);
+    assert.equal(statusOf(await w.job(id)), "running");
+    assert.equal((await w.call("POST", P + "sync/", { sync_types: ["devices"] })).status, 409);
     open();
     await w.sse(`${P}jobs/${id}/stream`);
     assert.equal(statusOf(await w.job(id)), "completed");
