@@ -14,7 +14,8 @@ import { retryAtomic } from "./ids.ts";
 /** Deno KV limits per atomic operation, with headroom for our own estimates. */
 const MAX_CHECKS = 100;
 const MAX_MUTATIONS = 1000;
-const MAX_KEY_BYTES = 64 * 1024; // KV allows 80 KiB of keys per atomic
+// KV allows 80 KiB of keys per atomic; keyBytes() never undercounts KV's own measure.
+const MAX_KEY_BYTES = 78 * 1024;
 const MAX_TOTAL_BYTES = 640 * 1024; // KV allows 800 KiB of keys + values per atomic
 /** KvU64 arithmetic wraps, so adding 2^64-1 subtracts one. */
 const MINUS_ONE = 0xffff_ffff_ffff_ffffn;
@@ -112,9 +113,13 @@ export function utf8Length(text: string): number {
   return n;
 }
 
+/** A key's size as KV measures it, or more (a NUL inside a string is escaped to two bytes). */
 function keyBytes(key: Deno.KvKey): number {
   let n = 0;
-  for (const part of key) n += typeof part === "string" ? utf8Length(part) + 2 : 10;
+  for (const part of key) {
+    if (typeof part !== "string") n += 10;
+    else n += utf8Length(part) + 2 + (part.includes("\0") ? part.split("\0").length - 1 : 0);
+  }
   return n;
 }
 
@@ -143,6 +148,8 @@ interface Cost {
   mutations: number;
   keyBytes: number;
   totalBytes: number;
+  /** Value counters the write moves (id → key bytes): one sum each per atomic, however many. */
+  counters?: Map<string, number>;
 }
 
 export interface KvModelStoreOptions {
@@ -559,23 +566,40 @@ export class KvModelStore implements ModelStore {
       return { checks: 0, mutations: models.length * 2, keyBytes: bytes, totalBytes: bytes };
     };
     let total: Cost = reserved();
+    // Counters already summed in the current group: writes sharing a value (one cluster, one
+    // tag) add one mutation for all of them, not one each.
+    let counters = new Set<string>();
     for (const write of writes) {
       const cost = this.#cost(write);
+      const extra = { mutations: 0, keyBytes: 0 };
+      const add = (into: { mutations: number; keyBytes: number }, known: Set<string>) => {
+        for (const [id, bytes] of cost.counters ?? []) {
+          if (known.has(id)) continue;
+          into.mutations++;
+          into.keyBytes += bytes;
+        }
+      };
+      add(extra, counters);
       const fits = total.checks + cost.checks <= MAX_CHECKS &&
-        total.mutations + cost.mutations <= MAX_MUTATIONS &&
-        total.keyBytes + cost.keyBytes <= MAX_KEY_BYTES &&
-        total.totalBytes + cost.totalBytes <= MAX_TOTAL_BYTES;
+        total.mutations + cost.mutations + extra.mutations <= MAX_MUTATIONS &&
+        total.keyBytes + cost.keyBytes + extra.keyBytes <= MAX_KEY_BYTES &&
+        total.totalBytes + cost.totalBytes + extra.keyBytes + 16 * extra.mutations <=
+          MAX_TOTAL_BYTES;
       if (!fits && current.length > 0) {
         groups.push(current);
         current = [];
         total = reserved();
+        counters = new Set();
+        extra.mutations = extra.keyBytes = 0;
+        add(extra, counters);
       }
       current.push(write);
+      for (const id of cost.counters?.keys() ?? []) counters.add(id);
       total = {
         checks: total.checks + cost.checks,
-        mutations: total.mutations + cost.mutations,
-        keyBytes: total.keyBytes + cost.keyBytes,
-        totalBytes: total.totalBytes + cost.totalBytes,
+        mutations: total.mutations + cost.mutations + extra.mutations,
+        keyBytes: total.keyBytes + cost.keyBytes + extra.keyBytes,
+        totalBytes: total.totalBytes + cost.totalBytes + extra.keyBytes + 16 * extra.mutations,
       };
     }
     if (current.length > 0) groups.push(current);
@@ -660,24 +684,30 @@ export class KvModelStore implements ModelStore {
     const objectKey = keys.inventoryObject(model, id);
     let checks = prev ? 1 : 0;
     let mutations = 1;
-    let kb = keyBytes(objectKey) * 2;
+    // The object's key is set, and checked too when it replaces a version.
+    let kb = keyBytes(objectKey) * (prev ? 2 : 1);
     let total = kb + (next ? JSON.stringify(next.record).length * 2 : 0);
     const prevIdx = new Set((prev?.indexes ?? []).map(indexId));
     const nextIdx = new Set((next?.indexes ?? []).map(indexId));
     const prevUq = new Set((prev?.uniques ?? []).map(uniqueId));
     const nextUq = new Set((next?.uniques ?? []).map(uniqueId));
-    // Each index change also moves its value count (counted once per entry: an upper bound).
+    // Each index change also moves its value's counter (plan counts each counter once a group).
+    const counters = new Map<string, number>();
+    const indexChange = (e: IndexEntry, entry: string) => {
+      mutations++;
+      kb += keyBytes(keys.inventoryIndex(model, e[0], e[1], id));
+      counters.set(
+        `${model}\u0000${entry}`,
+        keyBytes(keys.inventoryIndexCount(model, e[0], e[1])) + 16,
+      );
+    };
     for (const e of prev?.indexes ?? []) {
-      if (!nextIdx.has(indexId(e))) {
-        mutations += 2;
-        kb += keyBytes(keys.inventoryIndex(model, e[0], e[1], id)) * 2;
-      }
+      const entry = indexId(e);
+      if (!nextIdx.has(entry)) indexChange(e, entry);
     }
     for (const e of next?.indexes ?? []) {
-      if (!prevIdx.has(indexId(e))) {
-        mutations += 2;
-        kb += keyBytes(keys.inventoryIndex(model, e[0], e[1], id)) * 2;
-      }
+      const entry = indexId(e);
+      if (!prevIdx.has(entry)) indexChange(e, entry);
     }
     const prevOrd = new Set((prev?.ordered ?? []).map(orderedId));
     const nextOrd = new Set((next?.ordered ?? []).map(orderedId));
@@ -707,6 +737,6 @@ export class KvModelStore implements ModelStore {
       }
     }
     total += kb;
-    return { checks, mutations, keyBytes: kb, totalBytes: total };
+    return { checks, mutations, keyBytes: kb, totalBytes: total, counters };
   }
 }
