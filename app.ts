@@ -1,4 +1,6 @@
+import { AsyncLocalStorage } from "node:async_hooks";
 import { Hono } from "hono";
+import { clientIp } from "./routes/_lib/client_ip.ts";
 import type { Surface } from "./config.ts";
 import type { AppDeps, ServeEnv } from "./routes/_lib/deps.ts";
 
@@ -61,19 +63,31 @@ export async function createApp(deps: AppDeps): Promise<Hono<{ Bindings: ServeEn
   const app = new Hono<{ Bindings: ServeEnv }>();
   const served = Object.keys(surfaces).filter((k) => k !== "console") as Surface[];
   const onlyOne = served.length === 1;
+  // The client behind each outside request, for the whole of its handling: a request the app
+  // then sends to itself in-process (clients/outbound.ts) runs inside that context, so it
+  // carries the originating client as `origin` (failed logins count against it: SECURITY.md).
+  const origins = new AsyncLocalStorage<string>();
   app.all("*", (c) => {
-    const url = new URL(c.req.url);
-    for (const [prefix, surface, strip] of PREFIXES) {
-      const target = surfaces[surface];
-      if (!target || !claims(url.pathname, prefix)) continue;
-      if (!strip) return target.fetch(c.req.raw, c.env);
-      url.pathname = url.pathname.slice(prefix.length) || "/";
-      return target.fetch(new Request(url, c.req.raw), c.env);
-    }
-    // A surface served alone answers at "/" (e.g. the host-agent mock as a stand-alone agent).
-    const fallback = surfaces.backend ?? (onlyOne ? surfaces[served[0]] : undefined);
-    if (fallback) return fallback.fetch(c.req.raw, c.env);
-    return c.json({ detail: "Not Found" }, 404);
+    const given: ServeEnv = c.env ?? {};
+    const env: ServeEnv = given.internal
+      ? { ...given, origin: given.origin ?? origins.getStore() }
+      : given;
+    const client = env.internal ? env.origin : clientIp(c, deps.config.trustedProxies);
+    const route = () => {
+      const url = new URL(c.req.url);
+      for (const [prefix, surface, strip] of PREFIXES) {
+        const target = surfaces[surface];
+        if (!target || !claims(url.pathname, prefix)) continue;
+        if (!strip) return target.fetch(c.req.raw, env);
+        url.pathname = url.pathname.slice(prefix.length) || "/";
+        return target.fetch(new Request(url, c.req.raw), env);
+      }
+      // A surface served alone answers at "/" (e.g. the host-agent mock as a stand-alone agent).
+      const fallback = surfaces.backend ?? (onlyOne ? surfaces[served[0]] : undefined);
+      if (fallback) return fallback.fetch(c.req.raw, env);
+      return c.json({ detail: "Not Found" }, 404);
+    };
+    return client === undefined ? route() : origins.run(client, route);
   });
   return app;
 }

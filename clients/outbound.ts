@@ -6,7 +6,8 @@
  * 1. http and https only, no credentials in the URL.
  * 2. A local host (any spelling of loopback or the unspecified address, or `localhost`) on the
  *    app's own port is the app itself: the request is answered in-process by the app's own
- *    fetch (no socket; marked `internal` so it never counts as a failed login).
+ *    fetch (no socket; marked `internal`: it never locks the app out, and app.ts attaches the
+ *    originating client so failed mock logins still count against it).
  * 3. Origins the operator configured (HYPERVISOR_URL, a HYPERVISOR_SCHEMA URL) are trusted and
  *    go to the plain platform fetch.
  * 4. Everything else: the name is resolved once, every address is checked

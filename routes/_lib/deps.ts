@@ -34,4 +34,9 @@ export interface ServeEnv {
    * touched a socket, so there is no remote address to count failed logins against.
    */
   internal?: boolean;
+  /**
+   * On an in-process request: the client address of the outside request that caused it (app.ts
+   * carries it across the call), so failed logins still count against that client.
+   */
+  origin?: string;
 }

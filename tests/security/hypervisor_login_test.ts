@@ -87,3 +87,81 @@ Deno.test(
     }
   },
 );
+
+Deno.test("hypervisor login: guesses carried in-process (an endpoint pointed at the app's own port) count against the caller and lock the login", async () => {
+  const { ROOT_TOKEN, P } = await import("../routes/plugin/_harness.ts");
+  const { createApp } = await import("../../app.ts");
+  const { testDeps } = await import("../_helpers.ts");
+  const deps = await testDeps({
+    INVENTORY_BOOTSTRAP_TOKEN: ROOT_TOKEN,
+    HYPERVISOR_MOCK_PASSWORD: "the-real-one",
+  });
+  const app = await createApp(deps);
+  const server = Deno.serve(
+    { port: 0, hostname: "127.0.0.1", onListen() {} },
+    (request, info) => app.fetch(request, info),
+  );
+  // As main.ts: calls to the app's own port are answered in-process (no socket, no peer).
+  deps.self = { port: server.addr.port, fetch: (r) => app.fetch(r, { internal: true }) };
+  const base = `http://127.0.0.1:${server.addr.port}`;
+  const call = async (auth: string, method: string, path: string, body?: unknown) => {
+    const res = await fetch(base + path, {
+      method,
+      headers: { authorization: auth, "content-type": "application/json" },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    return { status: res.status, body: await res.json() };
+  };
+  try {
+    const root = `Token ${ROOT_TOKEN}`;
+    const ep = await call(root, "POST", P + "endpoints/hypervisor/", {
+      name: "self",
+      ip_address: null,
+      domain: "127.0.0.1",
+      port: server.addr.port,
+      use_https: false,
+      username: "root@pam",
+    });
+    assert.equal(ep.status, 201, JSON.stringify(ep.body));
+    const token = await call(root, "POST", "/api/users/tokens/", {
+      version: 1,
+      permissions: ["service.view_hypervisorendpoint", "service.change_hypervisorendpoint"],
+    });
+    const editor = token.body.header ?? `Token ${token.body.token}`;
+    const item = `${P}endpoints/hypervisor/${ep.body.id}/`;
+    const guess = async (password: string) => {
+      const patched = await call(editor, "PATCH", item, { password });
+      assert.equal(patched.status, 200, JSON.stringify(patched.body));
+      return (await call(editor, "GET", `${item}status/`)).body;
+    };
+    for (let i = 0; i < 5; i++) {
+      const probe = await guess(`guess-${i}`);
+      assert.equal(probe.status, "unauthorized", JSON.stringify(probe));
+      assert.equal(probe.http_status, 401, JSON.stringify(probe));
+    }
+    // The sixth try, with the right password, is refused: the login is locked.
+    const right = await guess("the-real-one");
+    assert.notEqual(right.status, "online", JSON.stringify(right));
+    assert.equal(right.http_status, 429, JSON.stringify(right));
+    // Any in-process login is locked for now (the shared key: the one login they all reach),
+    // even one no outside request caused (a background sync).
+    const background = await deps.self.fetch(
+      new Request(`http://127.0.0.1:${server.addr.port}/api2/json/access/ticket`, {
+        method: "POST",
+        body: new URLSearchParams({ username: "root@pam", password: "the-real-one" }),
+      }),
+    );
+    assert.equal(background.status, 429);
+    await background.body?.cancel();
+    // And the caller's own address is locked out of the login too (it caused the failures).
+    const direct = await fetch(`${base}/api2/json/access/ticket`, {
+      method: "POST",
+      body: new URLSearchParams({ username: "root@pam", password: "the-real-one" }),
+    });
+    assert.equal(direct.status, 429);
+    await direct.body?.cancel();
+  } finally {
+    await server.shutdown();
+    deps.kv.close();
+  }
+});
