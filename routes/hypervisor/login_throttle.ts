@@ -41,7 +41,10 @@ export class LoginThrottle {
 
   record(c: Context, status: number): void {
     const { keys, internal } = this.#keys(c);
-    if (status === 401) for (const key of keys) this.#lockout.recordFailure(key);
-    else if (status < 300 && !internal) for (const key of keys) this.#lockout.clear(key);
+    if (status === 401) {
+      for (const key of keys) this.#lockout.recordFailure(key);
+    } else if (status < 300 && !internal) {
+      for (const key of keys) this.#lockout.clear(key);
+    }
   }
 }
