@@ -9,6 +9,8 @@ const ROOT_PATH = decodeURIComponent(new URL("../", import.meta.url).pathname);
 
 export interface Child {
   port: number;
+  /** The process id (peak RSS is read from /proc/<pid>/status). */
+  pid: number;
   base: string;
   /** Every log line so far (parsed JSON where it is JSON). */
   lines: any[];
@@ -83,6 +85,7 @@ export async function startMain(env: Record<string, string>): Promise<Child> {
   let gone = false;
   return {
     port,
+    pid: child.pid,
     base: `http://127.0.0.1:${port}`,
     lines,
     log,

@@ -1,0 +1,304 @@
+/**
+ * The sync on the path users run (issue 25): `main.ts` on a KV file (as `deno task start`), its
+ * endpoint copies pointing at the app itself for the inventory and at a hypervisor mock running
+ * as a second process (`SERVICE_SURFACES=hypervisor`, as a real cluster would be elsewhere), and
+ * `GET /full-update` over HTTP with the backend key. Three runs: first, unchanged, 1% of the
+ * guests changed through the mock's /pve API. Each figure is printed beside its goal and, where
+ * one applies, a ceiling measured in this run on this machine:
+ *
+ * - run times (goals: 10k first < 60 s, re-runs < 15 s; 100k first < 10 min, re-runs < 90 s),
+ *   every run `ok`, zero writes when unchanged;
+ * - objects written per second in the first run vs raw Deno KV writes to a KV file in the same
+ *   directory (goal >= 0.2 of that ceiling);
+ * - peak RSS of the app process (VmHWM; goals < 0.5 GiB at 10k, < 1 GiB at 100k);
+ * - GET /health vs a static body of the same size: the HTTP ceiling of the app process.
+ *
+ *   npx -y deno@2.9.6 task bench:user         # 10,000 guests (nodes=10,vms=8000,cts=2000)
+ *   npx -y deno@2.9.6 task bench:user:100k    # 100,000 guests (long: not run by CI)
+ *
+ * BENCH_USER_SEED overrides the seed (e.g. nodes=2,vms=1200,cts=300,storages=2 for a quick look).
+ * BENCH_SNAPSHOT=<file> writes a digest of every inventory model after the first run, without
+ * ids' timestamps: two runs of different code on one seed must write the same file (the
+ * outputs-unchanged check).
+ */
+import { hostEnv, startMain } from "../tests/_process.ts";
+
+const SIZES: Record<string, { seed: string; first: number; rerun: number; rss: number }> = {
+  "10k": { seed: "nodes=10,vms=8000,cts=2000,storages=2", first: 60, rerun: 15, rss: 0.5 },
+  "100k": { seed: "nodes=50,vms=80000,cts=20000,storages=2", first: 600, rerun: 90, rss: 1 },
+};
+const size = SIZES[Deno.args[0] ?? "10k"] ?? SIZES["10k"];
+const SEED = Deno.env.get("BENCH_USER_SEED") ?? size.seed;
+const TOKEN = "0123456789abcdef0123456789abcdef0123beef";
+const GiB = 1024 ** 3;
+
+interface Figure {
+  label: string;
+  value: string;
+  goal: string;
+  met?: boolean;
+}
+const figures: Figure[] = [];
+const add = (label: string, value: string, goal = "", met?: boolean) =>
+  figures.push({ label, value, goal, met });
+
+/** Objects per second Deno KV takes into a file when nothing else happens (100 per atomic). */
+async function kvFileCeiling(dir: string): Promise<number> {
+  const kv = await Deno.openKv(`${dir}/ceiling.kv`);
+  const record = {
+    name: "vm-100",
+    status: "active",
+    vcpus: 4,
+    memory: 8192,
+    cluster: 3,
+    tags: [1, 2],
+    description: "x".repeat(300),
+  };
+  try {
+    const total = 20_000;
+    const t0 = performance.now();
+    for (let i = 0; i < total; i += 100) {
+      const op = kv.atomic();
+      for (let j = i; j < i + 100; j++) op.set(["ceiling", j], { ...record, id: j });
+      await op.commit();
+    }
+    return total / ((performance.now() - t0) / 1000);
+  } finally {
+    kv.close();
+  }
+}
+
+/** Requests per second one connection gets for `path` during `ms`. */
+async function rate(base: string, path: string, ms = 1500): Promise<number> {
+  const until = performance.now() + ms;
+  let n = 0;
+  while (performance.now() < until) {
+    await (await fetch(base + path)).arrayBuffer();
+    n++;
+  }
+  return n / (ms / 1000);
+}
+
+function peakRss(pid: number): number {
+  try {
+    const status = Deno.readTextFileSync(`/proc/${pid}/status`);
+    const kb = Number(status.match(/VmHWM:\s+(\d+)/)?.[1] ?? NaN);
+    return kb * 1024;
+  } catch {
+    return NaN;
+  }
+}
+
+async function json(base: string, path: string, init: RequestInit = {}) {
+  const res = await fetch(base + path, {
+    ...init,
+    headers: { "content-type": "application/json", ...init.headers },
+  });
+  const text = await res.text();
+  let body: unknown = text;
+  try {
+    body = JSON.parse(text);
+  } catch { /* kept as text */ }
+  return { status: res.status, body: body as Record<string, unknown> };
+}
+
+interface Run {
+  seconds: number;
+  ok: boolean;
+  written: number;
+  detail: string;
+}
+
+async function fullUpdate(base: string, key: string): Promise<Run> {
+  const t0 = performance.now();
+  const { status, body } = await json(base, "/full-update", {
+    headers: { "X-Service-API-Key": key },
+  });
+  const seconds = (performance.now() - t0) / 1000;
+  const result = (body.result ?? {}) as Record<string, number>;
+  return {
+    seconds,
+    ok: status === 200,
+    written: (result.created ?? 0) + (result.updated ?? 0) + (result.deleted ?? 0),
+    detail: status === 200 ? "" : `HTTP ${status}: ${String(body.detail ?? "").slice(0, 300)}`,
+  };
+}
+
+/** Changes the memory of every 100th guest on the mock; returns how many. */
+async function changeOnePercent(mock: string): Promise<number> {
+  const login = await json(mock, "/pve/access/ticket", {
+    method: "POST",
+    body: JSON.stringify({ username: "root@pam", password: "bridgebox" }),
+  });
+  const headers = {
+    cookie: `PVEAuthCookie=${login.body.ticket}`,
+    CSRFPreventionToken: String(login.body.CSRFPreventionToken),
+  };
+  const list = await json(mock, "/pve/cluster/resources?type=vm", { headers });
+  const guests = list.body as unknown as { node: string; type: string; vmid: number }[];
+  const chosen = guests.filter((_, i) => i % 100 === 0);
+  for (const [i, g] of chosen.entries()) {
+    const put = await json(mock, `/pve/nodes/${g.node}/${g.type}/${g.vmid}/config`, {
+      method: "PUT",
+      headers,
+      body: JSON.stringify({ memory: 1536 + i }),
+    });
+    if (put.status !== 200) throw new Error(`PUT ${g.type}/${g.vmid}: ${put.status}`);
+  }
+  return chosen.length;
+}
+
+const DATE = /^\d{4}-\d\d-\d\dT\d\d:\d\d/;
+
+/** Every object of every inventory model, walked by id, reduced to what a sync decides. */
+async function snapshot(base: string): Promise<Record<string, { count: number; sha256: string }>> {
+  const auth = { authorization: `Token ${TOKEN}` };
+  const root = (await json(base, "/api/", { headers: auth })).body as Record<string, string>;
+  const out: Record<string, { count: number; sha256: string }> = {};
+  const strip = (v: unknown): unknown => {
+    if (typeof v === "string") {
+      return DATE.test(v) ? "<time>" : v.replace(/^https?:\/\/[^/]+/, "");
+    }
+    if (Array.isArray(v)) return v.map(strip);
+    if (v && typeof v === "object") {
+      return Object.fromEntries(
+        Object.entries(v).sort(([a], [b]) => a < b ? -1 : 1).map(([k, x]) => [k, strip(x)]),
+      );
+    }
+    return v;
+  };
+  for (const app of Object.keys(root).sort()) {
+    if (app === "users" || app === "core" || app === "status") continue;
+    const models = (await json(base, `/api/${app}/`, { headers: auth })).body;
+    for (const model of Object.keys(models).sort()) {
+      const path = `/api/${app}/${model}/`;
+      const rows: unknown[] = [];
+      for (let after = 0;;) {
+        const page = await json(base, `${path}?ordering=id&id__gt=${after}&limit=1000`, {
+          headers: auth,
+        });
+        const results = (page.body?.results ?? []) as { id: number }[];
+        if (page.status !== 200 || results.length === 0) break;
+        rows.push(...results.map(strip));
+        after = results[results.length - 1].id;
+      }
+      const bytes = new TextEncoder().encode(JSON.stringify(rows));
+      const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", bytes)).toHex();
+      if (rows.length) out[`${app}/${model}`] = { count: rows.length, sha256: digest };
+    }
+  }
+  return out;
+}
+
+const dir = await Deno.makeTempDir({ prefix: "bridgebox-user-bench-" });
+const env = hostEnv(dir);
+const mock = await startMain({
+  ...env,
+  SERVICE_SURFACES: "hypervisor",
+  SERVICE_KV_PATH: `${dir}/mock.kv`,
+  HYPERVISOR_MOCK_SEED: SEED,
+  HYPERVISOR_MOCK_TASK_DELAY_MS: "0",
+});
+const app = await startMain({
+  ...env,
+  SERVICE_KV_PATH: `${dir}/bridgebox.kv`,
+  // The hypervisor copy points at the mock on 127.0.0.1 (another port of this machine).
+  SERVICE_ALLOW_LOOPBACK_TARGETS: "true",
+  INVENTORY_BOOTSTRAP_TOKEN: TOKEN,
+});
+try {
+  console.log(`user-path sync bench, seed ${SEED}; app pid ${app.pid}, mock pid ${mock.pid}`);
+  const ceiling = await kvFileCeiling(dir);
+  const key = crypto.getRandomValues(new Uint8Array(32)).toHex();
+  const k = { "X-Service-API-Key": key };
+  const steps = [
+    json(app.base, "/auth/register-key", {
+      method: "POST",
+      body: JSON.stringify({ api_key: key, label: "bench" }),
+    }),
+  ];
+  for (const step of steps) if ((await step).status >= 300) throw new Error("register-key");
+  const inv = await json(app.base, "/inventory/endpoint", {
+    method: "POST",
+    headers: k,
+    body: JSON.stringify({
+      name: "this app",
+      ip: "127.0.0.1",
+      port: app.port,
+      use_https: false,
+      token_version: "v1",
+      token: TOKEN,
+    }),
+  });
+  if (inv.status >= 300) throw new Error(`inventory endpoint: ${JSON.stringify(inv.body)}`);
+  const hv = await json(app.base, "/hypervisor/endpoints", {
+    method: "POST",
+    headers: k,
+    body: JSON.stringify({
+      name: "mock",
+      ip: "127.0.0.1",
+      port: mock.port,
+      use_https: false,
+      username: "root@pam",
+      password: "bridgebox",
+    }),
+  });
+  if (hv.status >= 300) throw new Error(`hypervisor endpoint: ${JSON.stringify(hv.body)}`);
+
+  const first = await fullUpdate(app.base, key);
+  const snapshotPath = Deno.env.get("BENCH_SNAPSHOT");
+  if (snapshotPath) {
+    await Deno.writeTextFile(snapshotPath, JSON.stringify(await snapshot(app.base), null, 1));
+  }
+  const unchanged = await fullUpdate(app.base, key);
+  const changed = await changeOnePercent(mock.base);
+  const onePercent = await fullUpdate(app.base, key);
+  const rss = peakRss(app.pid);
+  const health = await rate(app.base, "/health");
+  const perSecond = first.written / first.seconds;
+
+  const runLine = (label: string, run: Run, goal: number) =>
+    add(
+      label,
+      `${run.seconds.toFixed(1)} s${run.ok ? "" : ` FAILED ${run.detail}`}`,
+      `< ${goal} s, ok`,
+      run.ok && run.seconds < goal,
+    );
+  runLine("first full sync", first, size.first);
+  runLine("unchanged re-run", unchanged, size.rerun);
+  add("writes of the unchanged re-run", String(unchanged.written), "0", unchanged.written === 0);
+  runLine(`re-run after ${changed} guests changed (1%)`, onePercent, size.rerun);
+  add(
+    "writes after 1% changed",
+    String(onePercent.written),
+    `<= ${2 * changed}`,
+    onePercent.written <= 2 * changed,
+  );
+  add(
+    "objects written per second, first run",
+    `${perSecond.toFixed(0)} /s (${first.written} objects)`,
+    `>= 0.2 x raw KV file writes ${ceiling.toFixed(0)} /s: ratio ${
+      (perSecond / ceiling).toFixed(3)
+    }`,
+    perSecond / ceiling >= 0.2,
+  );
+  add(
+    "peak RSS of the app (mock in its own process)",
+    `${(rss / GiB).toFixed(2)} GiB`,
+    `< ${size.rss} GiB`,
+    rss < size.rss * GiB,
+  );
+  add("GET /health on the app after the runs, one connection", `${health.toFixed(0)} /s`);
+} finally {
+  await app.stop();
+  await mock.stop();
+  await Deno.remove(dir, { recursive: true }).catch(() => {});
+}
+const w = Math.max(...figures.map((f) => f.label.length));
+const v = Math.max(...figures.map((f) => f.value.length));
+for (const f of figures) {
+  const verdict = f.met === undefined ? "" : f.met ? "  met" : "  NOT met";
+  console.log(`  ${f.label.padEnd(w)}  ${f.value.padStart(v)}   ${f.goal}${verdict}`);
+}
+const missed = figures.filter((f) => f.met === false).map((f) => f.label);
+console.log(missed.length ? `NOT met: ${missed.join("; ")}` : "all goals met");
