@@ -36,6 +36,8 @@ export interface Guest {
   snapshots: Snapshot[];
   /** Guest agent view of the network (qemu with agent=1, running). */
   agentInterfaces?: AgentInterface[];
+  /** What the QEMU guest agent reports as host name (get-host-name); default the guest's name. */
+  agentHostName?: string;
   lock?: string;
 }
 

@@ -656,6 +656,14 @@ function guestOps(type: "qemu" | "lxc"): Array<[string, Operation[]]> {
           }),
         }),
       ]],
+      [`${item}/agent/get-host-name`, [
+        op("GET", {
+          name: "get-host-name",
+          description: "Execute get-host-name through the QEMU Guest Agent.",
+          params: nv,
+          returns: obj({ result: obj({ "host-name": str("The guest's host name.") }) }),
+        }),
+      ]],
     );
   } else {
     entries.push([`${item}/interfaces`, [

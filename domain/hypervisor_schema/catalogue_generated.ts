@@ -898,6 +898,7 @@ export const PVE_PARAM_NAMES: Record<string, string[]> = {
   "DELETE /nodes/{node}/qemu/{vmid}/firewall/rules/{pos}": ["digest", "node", "pos", "vmid"],
   "GET /nodes/{node}/qemu/{vmid}/agent": ["node", "vmid"],
   "GET /nodes/{node}/qemu/{vmid}/agent/network-get-interfaces": ["node", "vmid"],
+  "GET /nodes/{node}/qemu/{vmid}/agent/get-host-name": ["node", "vmid"],
   "GET /nodes/{node}/lxc": ["node"],
   "POST /nodes/{node}/lxc": [
     "arch",

@@ -11,6 +11,8 @@ import { slugify } from "./proxmox.ts";
 
 export const SYNCED_TAG = "bridgebox-synced";
 export const MISSING_TAG = "bridgebox-missing";
+/** Marks a VM that is a Proxmox template (it never runs; clones are made from it). */
+export const TEMPLATE_TAG = "bridgebox-template";
 
 export const PATHS = {
   tags: "extras/tags/",
@@ -64,6 +66,7 @@ export async function createOrRead<T>(
 export interface Tags {
   synced: number;
   missing: number;
+  template: number;
   managed: ReadonlySet<number>;
 }
 
@@ -138,10 +141,17 @@ export function syncTags(ctx: StageContext): Promise<Tags> {
         color: "f44336",
         description: "Gone from the hypervisor at the last sync.",
       },
+      {
+        slug: TEMPLATE_TAG,
+        name: TEMPLATE_TAG,
+        color: "9c27b0",
+        description: "A Proxmox VE template: never runs, guests are cloned from it.",
+      },
     ]);
     const synced = ids.get(SYNCED_TAG)!;
     const missing = ids.get(MISSING_TAG)!;
-    return { synced, missing, managed: new Set([synced, missing]) };
+    const template = ids.get(TEMPLATE_TAG)!;
+    return { synced, missing, template, managed: new Set([synced, missing, template]) };
   });
 }
 

@@ -53,9 +53,11 @@ export interface GuestDisk {
   name: string;
   sizeMb: number;
   volume: string;
+  /** A CD-ROM drive: recorded as a size-0 disk (its volume is the ISO, or `none`). */
+  cdrom?: boolean;
 }
 
-/** The guest's disks (no CD-ROMs, no unused volumes), in key order. */
+/** The guest's disks (CD-ROM drives as size-0 disks; no unused volumes), in key order. */
 export function guestDisks(type: GuestType, config: GuestConfig): GuestDisk[] {
   const out: GuestDisk[] = [];
   const pattern = type === "qemu" ? QEMU_DISK : LXC_DISK;
@@ -65,7 +67,11 @@ export function guestDisks(type: GuestType, config: GuestConfig): GuestDisk[] {
   for (const key of keys) {
     const props = propertyString(config[key]);
     const volume = props[""] ?? props.volume ?? "";
-    if (props.media === "cdrom" || volume === "none" || volume === "cdrom") continue;
+    if (props.media === "cdrom" || volume === "cdrom") {
+      out.push({ name: key, sizeMb: 0, volume, cdrom: true });
+      continue;
+    }
+    if (volume === "none") continue;
     out.push({ name: key, sizeMb: sizeInMb(props.size), volume });
   }
   return out;
@@ -91,8 +97,14 @@ const QEMU_NIC_MODELS = new Set([
 export interface GuestNic {
   /** netN */
   key: string;
-  /** The guest-side name when known (LXC `name=`), else netN. */
+  /**
+   * The inventory interface name: always the Proxmox key (`net0`), for QEMU and LXC alike. The
+   * key is what the hypervisor identifies the NIC by; a container's `name=` (`eth0`) is what the
+   * guest calls it and may be changed inside the config without it being another NIC.
+   */
   name: string;
+  /** The guest-side name (LXC `name=`), or null. */
+  guestName: string | null;
   mac: string | null;
   bridge: string | null;
   vlan: number | null;
@@ -132,7 +144,8 @@ export function guestNics(type: GuestType, config: GuestConfig): GuestNic[] {
     const vlan = props.tag ? Number(props.tag) : null;
     out.push({
       key,
-      name: type === "lxc" && props.name ? props.name : key,
+      name: key,
+      guestName: type === "lxc" && props.name ? props.name : null,
       mac: mac ? mac.toUpperCase() : null,
       bridge: props.bridge ?? null,
       vlan: vlan !== null && Number.isInteger(vlan) && vlan >= 1 && vlan <= 4094 ? vlan : null,
@@ -178,6 +191,26 @@ export async function configDigest(config: GuestConfig): Promise<string> {
   const bytes = new TextEncoder().encode(JSON.stringify(sorted));
   const hash = new Uint8Array(await crypto.subtle.digest("SHA-256", bytes));
   return Array.from(hash.slice(0, 16), (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+/** NetBox's rule for `dns_name`: labels of letters, digits, `-` and `_`, dot-separated. */
+const DNS_NAME = /^([0-9A-Za-z_-]+|\*)(\.[0-9A-Za-z_-]+)*\.?$/;
+
+/** A DNS name as NetBox accepts it, or null (too long, or characters it refuses). */
+export function dnsName(value: unknown): string | null {
+  if (typeof value !== "string") return null;
+  const name = value.trim().toLowerCase();
+  return name && name.length <= 255 && DNS_NAME.test(name) ? name : null;
+}
+
+/** A container's DNS name: `hostname`, with `searchdomain` when the hostname has no dot. */
+export function containerDnsName(config: GuestConfig): string | null {
+  const host = typeof config.hostname === "string" ? config.hostname.trim() : "";
+  const domain = typeof config.searchdomain === "string"
+    ? config.searchdomain.trim().split(/[\s,;]+/)[0]
+    : "";
+  if (!host) return null;
+  return dnsName(host.includes(".") || !domain ? host : `${host}.${domain}`);
 }
 
 export function epochToIso(seconds: unknown): string | null {

@@ -14,6 +14,14 @@ export function agentInterfaces(ctx: HandlerContext) {
   return { result: g.agentInterfaces ?? agentView(g) };
 }
 
+/** The guest's host name as its agent reports it (the seeded one, else the guest's name). */
+function agentHostName(ctx: HandlerContext) {
+  const g = guestOf(ctx);
+  if (!agentEnabled(g)) failThrow("No QEMU guest agent configured");
+  if (g.status !== "running") failThrow(`VM ${g.vmid} is not running`);
+  return { result: { "host-name": g.agentHostName ?? String(g.config.name ?? `vm-${g.vmid}`) } };
+}
+
 /** What the guest agent reports for a guest without seeded data: its NICs and cloud-init IPs. */
 function agentView(g: Guest): AgentInterface[] {
   const out: AgentInterface[] = [{
@@ -62,6 +70,9 @@ function lxcInterfaces(ctx: HandlerContext) {
 export function agentHandlers(type: GuestType): HandlerTable {
   const item = `/nodes/{node}/${type}/{vmid}`;
   return type === "qemu"
-    ? { [`GET ${item}/agent/network-get-interfaces`]: agentInterfaces }
+    ? {
+      [`GET ${item}/agent/network-get-interfaces`]: agentInterfaces,
+      [`GET ${item}/agent/get-host-name`]: agentHostName,
+    }
     : { [`GET ${item}/interfaces`]: lxcInterfaces };
 }

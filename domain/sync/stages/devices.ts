@@ -42,6 +42,21 @@ export function nodeIndex(ctx: StageContext): Promise<NodeIndex> {
   });
 }
 
+/** Device ids this run created (a later stage completing them does not count an update). */
+export function createdDevices(ctx: StageContext): Set<number> {
+  let made = ctx.cache.get("devices-created") as Set<number> | undefined;
+  if (!made) ctx.cache.set("devices-created", made = new Set());
+  return made;
+}
+
+/** What the node is, in one line: `Proxmox VE 8.4.1 node, 32 CPUs, 125.8 GiB RAM`. */
+export function nodeDescription(node: NodeEntry | undefined, version: string | undefined): string {
+  const parts = [`Proxmox VE${version ? ` ${version}` : ""} node`];
+  if (node?.maxcpu) parts.push(`${node.maxcpu} CPUs`);
+  if (node?.maxmem) parts.push(`${(node.maxmem / 1024 ** 3).toFixed(1)} GiB RAM`);
+  return parts.join(", ").slice(0, 200);
+}
+
 export async function syncDevices(ctx: StageContext): Promise<void> {
   const base = await clusterBase(ctx);
   const tags = await syncTags(ctx);
@@ -119,6 +134,7 @@ export async function syncDevices(ctx: StageContext): Promise<void> {
     label: `device ${name}`,
     body: {
       name,
+      description: nodeDescription(nodeList.find((x) => x.node === name), version?.version),
       device_type: deviceType.id,
       role: role.id,
       site: base.site,
@@ -134,6 +150,9 @@ export async function syncDevices(ctx: StageContext): Promise<void> {
     managedTags: tags.managed,
     orphan: () => ({ status: "decommissioning", tags: [tags.synced, tags.missing] }),
   });
+
+  const made = createdDevices(ctx);
+  for (const [key, d] of devices.objects) if (!existing.has(key)) made.add(d.id);
 
   // Plugin nodes.
   const now = new Date(ctx.now()).toISOString();

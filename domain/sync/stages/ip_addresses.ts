@@ -8,7 +8,7 @@
 import { hvGet, mapLimit, type StageContext } from "../context.ts";
 import { PATHS, syncTags } from "../base.ts";
 import { type Guest, guests, ownedVms, vmAnchors } from "../guests.ts";
-import { guestNics, propertyString } from "../proxmox.ts";
+import { containerDnsName, dnsName, guestNics, propertyString } from "../proxmox.ts";
 import { changes, deleteOrphans, type Desired, reconcile } from "../reconcile.ts";
 import { createdThisRun } from "./virtual_machines.ts";
 import { assignedTo, childrenOf, refreshTagged, taggedObjects } from "../owned.ts";
@@ -34,18 +34,29 @@ function agentEnabled(config: Record<string, unknown>): boolean {
   return props[""] === "1" || props.enabled === "1";
 }
 
-/** Interface name → addresses of one guest. */
-async function addressesOf(ctx: StageContext, g: Guest): Promise<Map<string, string[]>> {
+interface GuestAddresses {
+  /** Interface name → addresses. */
+  byNic: Map<string, string[]>;
+  /** The guest's DNS name: a container's hostname, or the name the QEMU guest agent reports. */
+  dns: string | null;
+}
+
+/** Interface name → addresses of one guest, and its DNS name. */
+async function addressesOf(ctx: StageContext, g: Guest): Promise<GuestAddresses> {
   const nics = guestNics(g.type, g.config);
   const out = new Map(nics.map((n) => [n.name, n.addresses.filter(usableAddress)]));
   const anyStatic = [...out.values()].some((a) => a.length);
-  if (anyStatic || g.type !== "qemu" || g.status !== "running" || !agentEnabled(g.config)) {
-    return out;
+  if (g.type === "lxc") return { byNic: out, dns: containerDnsName(g.config) };
+  if (anyStatic || g.status !== "running" || !agentEnabled(g.config)) {
+    return { byNic: out, dns: null };
   }
-  const answer = await hvGet<{ result?: AgentInterface[] }>(
-    ctx,
-    `/nodes/${g.node}/qemu/${g.vmid}/agent/network-get-interfaces`,
-  ).catch(() => null); // no agent running is normal, not a failure
+  const agent = `/nodes/${g.node}/qemu/${g.vmid}/agent`;
+  const [answer, host] = await Promise.all([
+    hvGet<{ result?: AgentInterface[] }>(ctx, `${agent}/network-get-interfaces`)
+      .catch(() => null), // no agent running is normal, not a failure
+    hvGet<{ result?: { "host-name"?: string } }>(ctx, `${agent}/get-host-name`)
+      .catch(() => null),
+  ]);
   for (const a of answer?.result ?? []) {
     const mac = a["hardware-address"]?.toUpperCase();
     const nic = nics.find((n) => n.mac && n.mac === mac);
@@ -56,7 +67,7 @@ async function addressesOf(ctx: StageContext, g: Guest): Promise<Map<string, str
       if (usableAddress(cidr)) out.get(nic.name)!.push(cidr);
     }
   }
-  return out;
+  return { byNic: out, dns: dnsName(host?.result?.["host-name"]) };
 }
 
 /** `10.0.0.5/24` → `10.0.0.5/24` with a canonical host part, for comparing with the inventory. */
@@ -90,7 +101,8 @@ export async function syncIpAddresses(ctx: StageContext): Promise<void> {
   present.forEach((g, i) => {
     const vm = anchors.get(g.vmid)!;
     const first = { v4: null as string | null, v6: null as string | null };
-    for (const [name, addresses] of perGuest[i]) {
+    const { byNic, dns } = perGuest[i];
+    for (const [name, addresses] of byNic) {
       const iface = ifaces.get(`${vm}:${name}`);
       if (!iface) continue; // run vm-interfaces first
       for (const address of addresses) {
@@ -103,6 +115,8 @@ export async function syncIpAddresses(ctx: StageContext): Promise<void> {
           body: {
             address,
             status: "active",
+            // Written only when the hypervisor knows one: an admin's DNS name is kept otherwise.
+            ...(dns ? { dns_name: dns } : {}),
             assigned_object_type: VM_IFACE,
             assigned_object_id: iface.id,
             tags: [tags.synced],

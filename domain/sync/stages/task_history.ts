@@ -9,8 +9,13 @@ import { nodeIndex } from "./devices.ts";
 import { vmAnchors } from "../guests.ts";
 import { type Desired, indexBy, reconcile, refId } from "../reconcile.ts";
 
-const UPIDS_PER_QUERY = 100;
 import { epochToIso } from "../proxmox.ts";
+
+const UPIDS_PER_QUERY = 100;
+/** Tasks per page of `/nodes/{n}/tasks` (Proxmox answers 50 without a limit). */
+export const TASK_PAGE = 500;
+/** At most this many tasks per node and run: the archive of a busy node can be huge. */
+export const TASK_PAGES_MAX = 20;
 
 interface TaskEntry {
   upid: string;
@@ -25,6 +30,23 @@ interface TaskEntry {
   pstart?: number;
 }
 
+/**
+ * A node's task archive, newest first, page by page (`start`, `limit`) until a short page: the
+ * first page alone misses everything older than Proxmox's default 50.
+ */
+async function taskArchive(ctx: StageContext, node: string): Promise<TaskEntry[]> {
+  const out: TaskEntry[] = [];
+  for (let page = 0; page < TASK_PAGES_MAX; page++) {
+    const list = await hvGet<TaskEntry[]>(ctx, `/nodes/${node}/tasks`, {
+      start: page * TASK_PAGE,
+      limit: TASK_PAGE,
+    }) ?? [];
+    out.push(...list);
+    if (list.length < TASK_PAGE) break;
+  }
+  return out;
+}
+
 export async function syncTaskHistory(ctx: StageContext): Promise<void> {
   const base = await clusterBase(ctx);
   const { nodes } = await nodeIndex(ctx);
@@ -35,7 +57,7 @@ export async function syncTaskHistory(ctx: StageContext): Promise<void> {
     names,
     ctx.concurrency,
     ctx.signal,
-    (node) => hvGet<TaskEntry[]>(ctx, `/nodes/${node}/tasks`),
+    (node) => taskArchive(ctx, node),
   );
   const tasks = lists.flatMap((l, i) => (l ?? []).map((t) => ({ ...t, node: t.node ?? names[i] })))
     .filter((t) => typeof t.upid === "string" && t.upid);

@@ -75,6 +75,11 @@ export function uniqueNames(
   return out;
 }
 
+/** A Proxmox template: `template: 1` in the cluster resources or the config. */
+export function isTemplate(g: Guest): boolean {
+  return Number(g.template) === 1 || Number(g.config.template) === 1;
+}
+
 export async function syncVirtualMachines(ctx: StageContext): Promise<void> {
   const base = await clusterBase(ctx);
   const tags = await syncTags(ctx);
@@ -129,6 +134,7 @@ export async function syncVirtualMachines(ctx: StageContext): Promise<void> {
         disk: disk || (g.maxdisk ? Math.round(g.maxdisk / 1024 ** 2) : null),
         tags: [
           tags.synced,
+          ...(isTemplate(g) ? [tags.template] : []),
           ...guestTags(g.config).map((t) => guestTagIds.get(slugify(t))!),
         ],
       },

@@ -1,6 +1,7 @@
 /**
  * Stage 5, vm-disks: one virtual disk per disk key of each guest config (scsi0, virtio1,
- * rootfs, mp0...; no CD-ROMs), identified by VM + key. Disks gone from a config are
+ * rootfs, mp0...; a CD-ROM drive is a size-0 disk described `CD-ROM: <iso or none>`), identified
+ * by VM + key. Disks gone from a config are
  * deleted (they are the sync's own, tagged); disks of a guest gone upstream stay.
  */
 import type { StageContext } from "../context.ts";
@@ -26,7 +27,7 @@ export async function syncVmDisks(ctx: StageContext): Promise<void> {
         virtual_machine: vm,
         name: d.name,
         size: d.sizeMb,
-        description: d.volume.slice(0, 200),
+        description: (d.cdrom ? `CD-ROM: ${d.volume || "none"}` : d.volume).slice(0, 200),
         tags: [tags.synced],
       },
     }));

@@ -1,6 +1,6 @@
 /**
- * Stage 9, vm-interfaces: one VM interface per `netN` of each guest (named by the guest's own
- * name for containers, netN for QEMU), its MAC address object (set as primary MAC) and the
+ * Stage 9, vm-interfaces: one VM interface per `netN` of each guest, named `netN` for QEMU and
+ * LXC alike (a container's `name=` goes into the description), its MAC address object (set as primary MAC) and the
  * VLAN of its `tag=` (a VLAN of the cluster's site, found by vid or created).
  */
 import type { StageContext } from "../context.ts";
@@ -30,6 +30,18 @@ export async function syncVmInterfaces(ctx: StageContext): Promise<void> {
     "virtual_machine",
     parents,
   );
+  // Interfaces are named by the Proxmox key (`net0`) for containers too; one an earlier version
+  // named by the container's `name=` (`eth0`) is renamed, not made again.
+  for (const { g, nics: n } of nics) {
+    const vm = anchors.get(g.vmid)!;
+    for (const nic of n) {
+      const legacy = nic.guestName ? existing.get(`${vm}:${nic.guestName}`) : undefined;
+      if (legacy && !existing.has(`${vm}:${nic.name}`)) {
+        existing.delete(`${vm}:${nic.guestName}`);
+        existing.set(`${vm}:${nic.name}`, legacy);
+      }
+    }
+  }
   const desired: Desired[] = nics.flatMap(({ g, nics: n }) => {
     const vm = anchors.get(g.vmid)!;
     return n.map((nic) => ({
@@ -39,7 +51,8 @@ export async function syncVmInterfaces(ctx: StageContext): Promise<void> {
         virtual_machine: vm,
         name: nic.name,
         enabled: true,
-        description: [nic.key, nic.bridge ? `bridge ${nic.bridge}` : ""].filter(Boolean).join(", "),
+        description: [nic.guestName ?? "", nic.bridge ? `bridge ${nic.bridge}` : ""]
+          .filter(Boolean).join(", "),
         mode: nic.vlan ? "access" : null,
         untagged_vlan: nic.vlan ? vlans.get(nic.vlan) ?? null : null,
         tags: [tags.synced],

@@ -10,7 +10,7 @@ import {
 import { uniqueNames } from "../../../domain/sync/stages/virtual_machines.ts";
 import { changes } from "../../../domain/sync/reconcile.ts";
 
-Deno.test("proxmox: sizes in MiB, disks without CD-ROMs, in natural order", () => {
+Deno.test("proxmox: sizes in MiB, CD-ROMs as size-0 disks, in natural order", () => {
   assert.equal(sizeInMb("32G"), 32768);
   assert.equal(sizeInMb("512M"), 512);
   assert.equal(sizeInMb("1T"), 1048576);
@@ -23,10 +23,12 @@ Deno.test("proxmox: sizes in MiB, disks without CD-ROMs, in natural order", () =
     efidisk0: "local:vm-1-disk-0,size=4M",
     net0: "virtio=AA:BB:CC:DD:EE:FF",
   });
-  assert.deepEqual(disks.map((d) => [d.name, d.sizeMb]), [
-    ["efidisk0", 4],
-    ["scsi2", 2048],
-    ["scsi10", 1024],
+  assert.deepEqual(disks.map((d) => [d.name, d.sizeMb, d.cdrom ?? false]), [
+    ["efidisk0", 4, false],
+    ["ide0", 0, true],
+    ["ide2", 0, true],
+    ["scsi2", 2048, false],
+    ["scsi10", 1024, false],
   ]);
   assert.deepEqual(
     guestDisks("lxc", { rootfs: "local:8,size=8G", mp0: "local:x,mp=/a,size=1G" }).map((d) =>
@@ -51,8 +53,9 @@ Deno.test("proxmox: NICs with MAC, VLAN tag and static addresses", () => {
   const lxc = guestNics("lxc", {
     net0: "name=eth0,bridge=vmbr0,hwaddr=BC:24:11:00:00:03,ip=10.0.0.6/24,tag=4095",
   });
-  assert.deepEqual(lxc.map((n) => [n.name, n.mac, n.vlan, n.addresses]), [
-    ["eth0", "BC:24:11:00:00:03", null, ["10.0.0.6/24"]],
+  // One rule for both types: the Proxmox key names the interface; `name=` is kept beside it.
+  assert.deepEqual(lxc.map((n) => [n.name, n.guestName, n.mac, n.vlan, n.addresses]), [
+    ["net0", "eth0", "BC:24:11:00:00:03", null, ["10.0.0.6/24"]],
   ]);
   assert.deepEqual(guestTags({ tags: "web;prod;web" }), ["prod", "web"]);
   assert.equal(guestVcpus("qemu", { cores: 2, sockets: 2 }), 4);
