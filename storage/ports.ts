@@ -252,7 +252,10 @@ export interface VerbAuditRecord {
   vm_type: GuestType;
   vmid: number;
   endpoint_id: number;
+  /** Free text from `X-Service-Actor`: who the caller says it acts for. */
   actor: string;
+  /** The backend API key that made the request (null on records written before it was kept). */
+  api_key_id: number | null;
   result: VerbResult | null;
   status: "in_progress" | "finalized";
   task_upid: string | null;
@@ -266,7 +269,14 @@ export interface VerbAuditRecord {
 
 export type VerbAuditStart = Pick<
   VerbAuditRecord,
-  "verb" | "vm_type" | "vmid" | "endpoint_id" | "actor" | "idempotency_key" | "created_at"
+  | "verb"
+  | "vm_type"
+  | "vmid"
+  | "endpoint_id"
+  | "actor"
+  | "api_key_id"
+  | "idempotency_key"
+  | "created_at"
 >;
 
 export interface VerbAuditFilter {

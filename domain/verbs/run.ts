@@ -35,6 +35,7 @@ export async function runVerb(call: VerbCall, ctx: VerbContext): Promise<VerbOut
       vmid: call.vmid,
       endpoint_id: call.endpoint_id,
       actor: call.actor,
+      api_key_id: call.api_key_id,
       idempotency_key: call.idempotency_key,
       created_at: createdAt,
     });

@@ -62,6 +62,8 @@ export interface VerbCall {
   vmid: number;
   endpoint_id: number;
   actor: string;
+  /** The API key that asked (recorded beside the free-text actor). */
+  api_key_id: number | null;
   idempotency_key: string | null;
   snapshot?: SnapshotOptions;
   migrate?: MigrateOptions;

@@ -93,7 +93,10 @@ const AuditRecord = z.object({
   vm_type: z.enum(GUEST_TYPES),
   vmid: z.number().int(),
   endpoint_id: z.number().int(),
-  actor: z.string(),
+  actor: z.string().openapi({ description: "X-Service-Actor as sent (free text)" }),
+  api_key_id: z.number().int().nullable().openapi({
+    description: "The API key that made the request (GET /auth/keys); null on older records",
+  }),
   result: z.enum(["ok", "already_running", "already_stopped", "accepted", "failed"]).nullable(),
   status: z.enum(["in_progress", "finalized"]),
   task_upid: z.string().nullable(),
@@ -356,6 +359,7 @@ export function verbRoutes(services: BackendServices) {
         throw fail(400, "invalid_vmid", `vmid must be a positive integer, not "${rawVmid}".`);
       }
       const actor = actorOf(c);
+      const apiKeyId = c.get("apiKey")?.id ?? null;
       const body = await readBody(c, verb);
       const key = idempotencyKeyOf(c);
       const now = deps.now();
@@ -365,6 +369,7 @@ export function verbRoutes(services: BackendServices) {
         vmid,
         endpoint_id: endpoint.id,
         actor,
+        api_key_id: apiKeyId,
         idempotency_key: key,
         ...(verb === "snapshot"
           ? {
@@ -392,7 +397,11 @@ export function verbRoutes(services: BackendServices) {
         return c.json(answer.body as object, answer.status as ContentfulStatusCode);
       }
       const same = { verb, vm_type: vmType, vmid, endpoint_id: endpoint.id, body };
-      const outcome = await idempotent(services.idempotency, key, same, now, work);
+      // Keys are scoped to the API key that sent them: another caller reusing the same
+      // Idempotency-Key runs its own request (and leaves its own audit record), never gets
+      // the first caller's answer.
+      const scoped = `${apiKeyId ?? "-"}:${key}`;
+      const outcome = await idempotent(services.idempotency, scoped, same, now, work);
       switch (outcome.kind) {
         case "fresh":
           return c.json(
@@ -449,7 +458,8 @@ export function verbRoutes(services: BackendServices) {
     async (c) => {
       const { limit, offset, ...filter } = c.req.valid("query");
       const page = await services.verbAudit.list(filter, { limit, offset });
-      return c.json({ count: page.count, limit, offset, results: page.results }, 200);
+      const results = page.results.map((r) => ({ ...r, api_key_id: r.api_key_id ?? null }));
+      return c.json({ count: page.count, limit, offset, results }, 200);
     },
   );
 

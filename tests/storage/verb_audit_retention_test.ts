@@ -12,6 +12,7 @@ const start = (endpoint_id: number, vmid: number) => ({
   vmid,
   endpoint_id,
   actor: "alice",
+  api_key_id: 1,
   idempotency_key: null,
   created_at: new Date(0).toISOString(),
 });

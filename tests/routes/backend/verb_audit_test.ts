@@ -51,6 +51,7 @@ Deno.test("audit: in_progress while the hypervisor works, finalised with the out
     vmid: g.vmid,
     endpoint_id: id,
     actor: "ops-bot",
+    api_key_id: 1, // the key that sent it, beside the free-text actor
     result: null,
     status: "in_progress",
     task_upid: null,

@@ -182,3 +182,42 @@ Deno.test("idempotency: a malformed key is refused before anything runs", async 
   }
   assert.deepEqual(h.outbound, []);
 });
+
+Deno.test("idempotency: a key is scoped to the API key that made it; the audit trail names each key", async () => {
+  await using h = await wholeApp();
+  const id = await endpoint(h);
+  const g = await guest(h, "qemu", "stopped");
+  const minted = await (await h.call("/auth/keys", { method: "POST", json: { label: "other" } }))
+    .json();
+  const mine = (await (await h.call("/auth/keys")).json()).keys
+    .find((k: { label: string }) => k.label === "first");
+  const path = `/hypervisor/qemu/${g.vmid}/start?endpoint_id=${id}`;
+  const first = await h.call(path, {
+    method: "POST",
+    headers: { "Idempotency-Key": "shared-key", "X-Service-Actor": "alice" },
+  });
+  assert.equal(first.status, 200);
+  const firstBody = await first.json();
+  // Another API key, claiming to be alice too, with the same Idempotency-Key: its own request.
+  const second = await h.call(path, {
+    method: "POST",
+    key: minted.raw_key,
+    headers: { "Idempotency-Key": "shared-key", "X-Service-Actor": "alice" },
+  });
+  const secondBody = await second.json();
+  assert.equal(second.headers.get("Idempotent-Replayed"), null, "not the first caller's answer");
+  assert.notEqual(secondBody.audit_id, firstBody.audit_id);
+  assert.equal(secondBody.result, "already_running");
+  const trail = await (await h.call("/hypervisor/actions")).json();
+  assert.equal(trail.count, 2, "both callers are on the record");
+  const byAudit = new Map(trail.results.map((r: { id: number }) => [r.id, r]));
+  // deno-lint-ignore no-explicit-any
+  const a = byAudit.get(firstBody.audit_id) as any, b = byAudit.get(secondBody.audit_id) as any;
+  assert.deepEqual([a.actor, a.api_key_id], ["alice", mine.id]);
+  assert.deepEqual([b.actor, b.api_key_id], ["alice", minted.id]);
+  assert.notEqual(mine.id, minted.id);
+  // The first key's own repeat is still a replay.
+  const again = await post(h, path, "shared-key");
+  assert.equal(again.replayed, "true");
+  assert.equal(again.body.audit_id, firstBody.audit_id);
+});

@@ -12,6 +12,7 @@ const start = (
   vmid,
   endpoint_id: 1,
   actor,
+  api_key_id: 1,
   idempotency_key: null,
   created_at: "2026-01-01T00:00:00.000Z",
 });
