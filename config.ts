@@ -55,6 +55,13 @@ export interface Config {
    */
   inventoryAnonymousApiRoot: boolean;
   /**
+   * The inventory's change log (docs/api-behaviour.md, Inventory: change log): entries older
+   * than `retentionDays` (INVENTORY_CHANGELOG_RETENTION_DAYS, default 90 as NetBox's
+   * CHANGELOG_RETENTION; 0 keeps them by age) or beyond the newest `maxEntries`
+   * (INVENTORY_CHANGELOG_MAX_ENTRIES, default 100000) are deleted.
+   */
+  changelog: { retentionDays: number; maxEntries: number };
+  /**
    * HTTPS on PORT: PEM certificate (chain) and private key files. Both or neither; main.ts reads
    * them (a file it cannot read is a configuration error too).
    */
@@ -105,6 +112,15 @@ function jobRetention(env: Env): number {
   if (value === undefined) return 100;
   if (!/^\d+$/.test(value) || Number(value) < 1 || Number(value) > 100_000) {
     throw new ConfigError("SERVICE_JOB_RETENTION", `expected 1-100000, got "${value}"`);
+  }
+  return Number(value);
+}
+
+function boundedInt(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const value = text(env, name);
+  if (value === undefined) return fallback;
+  if (!/^\d+$/.test(value) || Number(value) < min || Number(value) > max) {
+    throw new ConfigError(name, `expected ${min}-${max}, got "${value}"`);
   }
   return Number(value);
 }
@@ -224,6 +240,10 @@ export function parseConfig(env: Env): Config {
     },
     inventoryBootstrapToken: text(env, "INVENTORY_BOOTSTRAP_TOKEN"),
     inventoryAnonymousApiRoot: bool(env, "INVENTORY_ANONYMOUS_API_ROOT", false),
+    changelog: {
+      retentionDays: boundedInt(env, "INVENTORY_CHANGELOG_RETENTION_DAYS", 90, 0, 36_500),
+      maxEntries: boundedInt(env, "INVENTORY_CHANGELOG_MAX_ENTRIES", 100_000, 1, 10_000_000),
+    },
     tls: tls(env),
     hostAgentMock: { token: text(env, "HOST_AGENT_MOCK_TOKEN") },
     jobs: {

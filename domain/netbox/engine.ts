@@ -32,10 +32,12 @@ import { type IndexState, orderField, stateOf } from "./engine/index_state.ts";
 import { createMany, updateMany, type WriteOptions } from "./engine/write.ts";
 import { patchStored } from "./engine/patch.ts";
 import { deleteMany, type DeleteOptions } from "./engine/delete.ts";
+import type { ChangelogBounds } from "./engine/changelog.ts";
 
 export { DEFAULT_PAGE_SIZE, type ListPage, MAX_PAGE_SIZE } from "./engine/paging.ts";
 export { QueryError } from "./engine/query.ts";
 export { parseChangelogMessage } from "./engine/prepare.ts";
+export type { ChangeRequest } from "./engine/changelog.ts";
 export { CUSTOM_FIELD_MODEL, TAG_MODEL } from "./engine/registry.ts";
 export type { RenderOptions } from "./engine/render.ts";
 
@@ -48,6 +50,8 @@ export interface EngineDeps {
   store: ModelStore;
   logger: Logger;
   now: () => number;
+  /** How long the change log is kept (config.ts `changelog`); absent: never pruned. */
+  changelog?: ChangelogBounds;
 }
 
 export class ModelEngine implements EngineApi {
@@ -68,6 +72,7 @@ export class ModelEngine implements EngineApi {
       logger: deps.logger,
       now: deps.now,
       api: this,
+      changelog: deps.changelog ? { bounds: deps.changelog, lastAgeSweep: 0 } : undefined,
     };
     this.#renderer = new Renderer(this.#core);
   }
@@ -184,8 +189,9 @@ export class ModelEngine implements EngineApi {
     model: string,
     input: unknown,
     auth: AuthInfo | null = null,
+    options: WriteOptions = {},
   ): Promise<WriteResult<StoredObject>> {
-    const r = await this.createMany(model, [input], auth);
+    const r = await this.createMany(model, [input], auth, options);
     if (!r.ok) {
       if (r.reason === "invalid" && Array.isArray(r.errors)) {
         return { ok: false, reason: "invalid", errors: r.errors[0] };

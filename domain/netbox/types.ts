@@ -66,6 +66,11 @@ export interface FieldDef {
   onDelete?: OnDelete;
   /** gfk: the models it may point at ("*" for any registered model). */
   models?: readonly string[] | "*";
+  /**
+   * gfk: names its target without holding it: no PROTECT/CASCADE, no index, no dangling check
+   * (a change-log entry outlives the object it names; rendered null once it is gone).
+   */
+  weak?: boolean;
   /** gfk: the stored fields holding the target model name ("app.model") and id. */
   typeField?: string;
   idField?: string;
@@ -154,6 +159,10 @@ export interface ModelDef {
   /** `display` text; default the `name` field, else "<verbose> <id>". */
   display?: (record: StoredObject) => string;
   unique?: UniqueDef[];
+  /** Records carry `created` / `last_updated` (default true; a change-log entry has `time`). */
+  timestamps?: boolean;
+  /** Creates, updates and deletes through the API are recorded in the change log (default true). */
+  changelog?: boolean;
   /** Fields searched (case-insensitive substring) by `?q=`. */
   search?: string[];
   /** Default ordering, e.g. ["name", "id"]; "-" prefix for descending. Default ["id"]. */

@@ -25,7 +25,12 @@ export type { InventoryContext, InventoryEnv };
 /** Builds the engine with every core model registered (plugin models are added by the caller). */
 export function createInventoryCore(deps: AppDeps): InventoryContext {
   const store = deps.storage.models;
-  const engine = new ModelEngine({ store, logger: deps.logger, now: deps.now });
+  const engine = new ModelEngine({
+    store,
+    logger: deps.logger,
+    now: deps.now,
+    changelog: deps.config.changelog,
+  });
   const tokens = new TokenService({
     store,
     encryptionKey: deps.config.encryptionKey,

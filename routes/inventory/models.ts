@@ -8,6 +8,7 @@ import { parseChangelogMessage, QueryError } from "../../domain/netbox/engine.ts
 import { etagOf, parseIfMatch } from "../../domain/netbox/etag.ts";
 import { permissionFor } from "../../domain/netbox/tokens.ts";
 import type {
+  AuthInfo,
   FieldErrors,
   ModelDef,
   StoredObject,
@@ -60,6 +61,11 @@ async function unwrapGuarded<T>(
     throw new ApiError(412, { detail: result.detail }, etag ? { ETag: etag } : {});
   }
   return unwrap(result);
+}
+
+/** The change log's `user_name` for a request: the inventory has tokens, not user accounts. */
+function userNameOf(auth: AuthInfo | undefined): string {
+  return auth ? `token #${auth.tokenId}` : "anonymous";
 }
 
 /** The `changelog_message` of a DELETE body (single: the object; bulk: each item). */
@@ -333,46 +339,56 @@ export async function handleModelRequest(
 
   // If-Match (NetBox 4.6) guards single-object PUT, PATCH and DELETE; `*` matches anything.
   const ifMatch = parseIfMatch(request.headers.get("if-match"));
+  // Every change this request makes is logged under one request id, answered as X-Request-ID
+  // (docs/api-behaviour.md, Inventory: change log).
+  const change = { requestId: crypto.randomUUID(), userName: userNameOf(auth) };
+  c.header("X-Request-ID", change.requestId);
   const body = await readJsonBody(request);
   if (Array.isArray(body) && body.length > MAX_BULK_ITEMS) {
     throw new ApiError(400, bulkTooLarge(body.length));
   }
   if (method === "POST") {
     if (Array.isArray(body)) {
-      const { value } = unwrap(await ctx.engine.createMany(model, body, auth));
+      const { value } = unwrap(await ctx.engine.createMany(model, body, auth, { change }));
       return respondRecords(ctx, c, url, model, value, 201, undefined, true);
     }
-    const { value, extras } = unwrap(await ctx.engine.create(model, body ?? {}, auth));
+    const { value, extras } = unwrap(
+      await ctx.engine.create(model, body ?? {}, auth, { change }),
+    );
     return respondRecords(ctx, c, url, model, [value], 201, extras);
   }
   if (method === "PUT" || method === "PATCH") {
     const partial = method === "PATCH";
     if (id === null) {
       const items = listItems(body, true);
-      const { value } = unwrap(await ctx.engine.updateMany(model, items, partial, auth));
+      const { value } = unwrap(
+        await ctx.engine.updateMany(model, items, partial, auth, { change }),
+      );
       return respondRecords(ctx, c, url, model, value, 200, undefined, true);
     }
     const { value, extras } = await unwrapGuarded(
       ctx,
       model,
       id,
-      await ctx.engine.updateOne(model, id, body ?? {}, partial, auth, { ifMatch }),
+      await ctx.engine.updateOne(model, id, body ?? {}, partial, auth, { ifMatch, change }),
     );
     return respondRecords(ctx, c, url, model, [value], 200, extras);
   }
   // DELETE
   if (id === null) {
     const items = listItems(body, true);
-    for (const item of items) deleteMessage(item.data);
-    unwrap(await ctx.engine.deleteMany(model, items.map((i) => i.id), auth));
+    const messages = new Map(items.map((i) => [i.id, deleteMessage(i.data)]));
+    unwrap(
+      await ctx.engine.deleteMany(model, items.map((i) => i.id), auth, { change, messages }),
+    );
     return c.body(null, 204);
   }
-  deleteMessage(body);
+  const messages = new Map([[id, deleteMessage(body)]]);
   await unwrapGuarded(
     ctx,
     model,
     id,
-    await ctx.engine.deleteMany(model, [id], auth, { ifMatch }),
+    await ctx.engine.deleteMany(model, [id], auth, { ifMatch, change, messages }),
   );
   return c.body(null, 204);
 }

@@ -20,6 +20,7 @@ import {
   Table,
   When,
 } from "./layout.tsx";
+import { historyHref } from "./changes.tsx";
 
 export const PAGE_SIZE = 50;
 const P = "/api/plugins/service";
@@ -33,6 +34,8 @@ interface Filter {
 
 interface ListSpec {
   key: string;
+  /** The model the rows are ("service.node"), for their history links. */
+  type: string;
   title: string;
   sub: string;
   api: string;
@@ -57,6 +60,7 @@ const VM_STATUS: Array<[string, string]> = [
 const SPECS: ListSpec[] = [
   {
     key: "nodes",
+    type: "service.node",
     title: "Nodes",
     sub: "Hypervisor nodes, one device each in the inventory.",
     api: `${P}/nodes/`,
@@ -94,6 +98,7 @@ const SPECS: ListSpec[] = [
   },
   {
     key: "clusters",
+    type: "service.cluster",
     title: "Clusters",
     sub: "One per hypervisor endpoint (a cluster or a standalone node).",
     api: `${P}/clusters/`,
@@ -112,6 +117,7 @@ const SPECS: ListSpec[] = [
   },
   {
     key: "storage",
+    type: "service.storage",
     title: "Storage",
     sub: "Storage pools per cluster.",
     api: `${P}/storage/`,
@@ -129,6 +135,7 @@ const SPECS: ListSpec[] = [
   },
   {
     key: "backup-routines",
+    type: "service.backuproutine",
     title: "Backup routines",
     sub: "Scheduled backup jobs of the clusters; gone upstream shows as stale.",
     api: `${P}/backup-routines/`,
@@ -147,6 +154,7 @@ const SPECS: ListSpec[] = [
   },
   {
     key: "replications",
+    type: "service.replication",
     title: "Replications",
     sub: "Storage replication jobs.",
     api: `${P}/replications/`,
@@ -169,6 +177,7 @@ const SPECS: ListSpec[] = [
   },
   {
     key: "tasks",
+    type: "service.taskhistory",
     title: "Task history",
     sub: "Tasks the hypervisors ran (newest first).",
     api: `${P}/task-history/`,
@@ -323,7 +332,14 @@ export function inventoryRoutes(_ctx: ConsoleServices): Hono<ConsoleEnv> {
             ? <ApiProblem status={answer.status} detail={detailOf(answer)} what={spec.what} />
             : (
               <>
-                <Table rows={answer.body.results} columns={spec.columns} url={url} />
+                <Table
+                  rows={answer.body.results}
+                  columns={[...spec.columns, {
+                    label: "History",
+                    cell: (r) => <a href={historyHref(spec.type, r.id)}>history</a>,
+                  }]}
+                  url={url}
+                />
                 <Pager url={url} count={answer.body.count} limit={q.limit} offset={q.offset} />
               </>
             )}

@@ -55,6 +55,12 @@ const NAV: Array<{ group: string; items: NavItem[] }> = [
         key: "tasks",
         perms: ["service.view_taskhistory"],
       },
+      {
+        href: "/ui/changes",
+        label: "Change log",
+        key: "changes",
+        perms: ["core.view_objectchange"],
+      },
     ],
   },
   {

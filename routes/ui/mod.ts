@@ -19,6 +19,7 @@ import { endpointFormRoutes } from "./endpoint_form.tsx";
 import { settingsRoutes } from "./settings.tsx";
 import { inventoryRoutes } from "./inventory.tsx";
 import { vmRoutes } from "./vm.tsx";
+import { changeRoutes } from "./changes.tsx";
 import { syncRoutes } from "./sync.tsx";
 import { jobRoutes } from "./jobs.tsx";
 import { actionRoutes } from "./actions.tsx";
@@ -162,6 +163,7 @@ export function createConsoleApp(
   app.route("/", settingsRoutes(ctx));
   app.route("/", inventoryRoutes(ctx));
   app.route("/", vmRoutes(ctx));
+  app.route("/", changeRoutes(ctx));
   app.route("/", syncRoutes(ctx));
   app.route("/", jobRoutes(ctx));
   app.route("/", actionRoutes(ctx));

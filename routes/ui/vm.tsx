@@ -21,6 +21,7 @@ import {
 } from "./layout.tsx";
 import { errorPage } from "./errors.tsx";
 import { followedTask, isRunning, pollUrl, TaskCard, taskRoutes } from "./task.tsx";
+import { historyOf, HistorySection } from "./changes.tsx";
 
 const P = "/api/plugins/service";
 export const VERBS = ["start", "stop", "snapshot"] as const;
@@ -93,6 +94,7 @@ export function vmRoutes(_ctx: ConsoleServices): Hono<ConsoleEnv> {
       `${P}/snapshots/?virtual_machine_id=${id}&limit=100`,
       `${P}/backups/?virtual_machine_id=${id}&limit=100`,
     ]);
+    const history = await historyOf(c, "virtualization.virtualmachine", id, 10, 0);
     const writes = endpoint?.allow_writes === true;
     const notice = c.req.query("done");
     const followed = await followedTask(c, c.req.query("task"), c.req.query("endpoint"));
@@ -260,6 +262,7 @@ export function vmRoutes(_ctx: ConsoleServices): Hono<ConsoleEnv> {
             />
           </Section>
         </div>
+        <HistorySection found={history} type="virtualization.virtualmachine" id={id} />
       </Layout>,
     );
   });

@@ -8,6 +8,18 @@ import type { CustomFieldDef } from "../custom_fields.ts";
 import type { EngineApi } from "../types.ts";
 import type { ModelRegistry } from "./registry.ts";
 
+/** How long the change log is kept (config.ts `changelog`). */
+export interface ChangelogBounds {
+  retentionDays: number;
+  maxEntries: number;
+}
+
+/** The change log's bounds and prune state per engine (the age sweep runs once a minute). */
+export interface ChangelogState {
+  bounds: ChangelogBounds;
+  lastAgeSweep: number;
+}
+
 export interface EngineCore {
   readonly registry: ModelRegistry;
   readonly store: ModelStore;
@@ -15,6 +27,8 @@ export interface EngineCore {
   readonly now: () => number;
   /** The engine as hooks and custom filters see it. */
   readonly api: EngineApi;
+  /** The change log's bounds and prune state (absent: never pruned). */
+  readonly changelog?: ChangelogState;
 }
 
 /** Records (null: known missing) and custom-field definitions read once per request. */

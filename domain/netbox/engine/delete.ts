@@ -12,6 +12,7 @@ import { stateOf } from "./index_state.ts";
 import { dropRef, patchStored } from "./patch.ts";
 import { displayOf } from "./render.ts";
 import { matchesIfMatch } from "../etag.ts";
+import { type Change, type ChangeRequest, recordChanges } from "./changelog.ts";
 
 /** A reference that survives the delete and must be cleared (or an m2m member removed). */
 interface Detach {
@@ -29,11 +30,20 @@ export interface DeletionPlan {
   detach: Detach[];
   /** If-Match ETags the objects asked for must still satisfy when deleted (NetBox 4.6). */
   ifMatch?: { model: string; ids: number[]; etags: readonly string[] };
+  /** Change-log context (see DeleteOptions). */
+  change?: ChangeRequest;
+  messages?: ReadonlyMap<number, string>;
+  /** The model the delete was asked for (the one `messages` ids belong to). */
+  root?: string;
 }
 
 export interface DeleteOptions {
   /** If-Match ETags (single deletes): a mismatch refuses with `precondition_failed`. */
   ifMatch?: readonly string[];
+  /** The API request deleting: every deleted object (cascades too) goes to the change log. */
+  change?: ChangeRequest;
+  /** `changelog_message` per id asked for (cascaded deletes carry none, as in NetBox). */
+  messages?: ReadonlyMap<number, string>;
 }
 
 const PRECONDITION_FAILED: Refusal = {
@@ -60,6 +70,11 @@ export async function deleteMany(
     if (!roots.every((r) => matchesIfMatch(r, options.ifMatch!))) return PRECONDITION_FAILED;
     collected.plan.ifMatch = { model, ids, etags: options.ifMatch };
   }
+  Object.assign(collected.plan, {
+    change: options.change,
+    messages: options.messages,
+    root: model,
+  });
   return executeDeletion(core, collected.plan);
 }
 
@@ -212,6 +227,14 @@ export async function executeDeletion(
       };
     }
   }
+  const gone: Change[] = [];
+  for (const [m, records] of toDelete) {
+    for (const r of records.values()) {
+      const message = m === plan.root ? plan.messages?.get(r.id) ?? "" : "";
+      gone.push({ model: m, action: "delete", before: r, after: null, message });
+    }
+  }
+  await recordChanges(core, plan.change, gone);
   await followUpDeletes(core, toDelete);
   for (const [m, records] of toDelete) {
     const mdef = core.registry.definition(m);

@@ -34,6 +34,7 @@ export function stateOf(store: ModelStore, def: ModelDef, record: StoredObject):
     const v = record[name];
     if (f.type === "fk") add(name, v);
     else if (f.type === "gfk") {
+      if (f.weak) continue;
       const t = record[f.typeField!];
       const i = record[f.idField!];
       if (typeof t === "string" && typeof i === "number") add(name, `${t}:${i}`);

@@ -116,7 +116,7 @@ export function refsOf(core: EngineCore, def: ModelDef, r: StoredObject): Ref[] 
       for (const id of v) {
         if (typeof id === "number") out.push({ field: name, model: f.model, id });
       }
-    } else if (f.type === "gfk") {
+    } else if (f.type === "gfk" && !f.weak) {
       const t = r[f.typeField!];
       const i = r[f.idField!];
       if (typeof t === "string" && typeof i === "number" && core.registry.has(t)) {

@@ -36,7 +36,7 @@ export class ModelRegistry {
         if ((f.type === "fk" || f.type === "m2m") && f.model && !f.compute) {
           this.#pointsAt(f.model, { model: name, field, def: f });
         }
-        if (f.type === "gfk") {
+        if (f.type === "gfk" && !f.weak) {
           if (f.models === "*") this.#wildcard.push({ model: name, field, def: f });
           else {
             for (const target of f.models ?? []) {

@@ -287,25 +287,29 @@ export class Renderer {
   }
 }
 
+/**
+ * The names a request renders. NetBox 4.5's precedence: `fields` beats `omit`, which beats
+ * `brief` (each picks from the full field list; the others are then ignored).
+ */
 function outputFields(def: ModelDef, options: RenderOptions): string[] {
-  let names: string[];
-  if (options.brief) names = ["id", "url", "display", ...def.brief];
-  else {
-    names = ["id", "url", "display_url", "display"];
+  const full = () => {
+    const names = ["id", "url", "display_url", "display"];
     for (const [k, f] of Object.entries(def.fields)) if (!f.writeOnly && !f.hidden) names.push(k);
     if (def.tags !== false) names.push("tags");
     if (def.customFields !== false) names.push("custom_fields");
-    names.push("created", "last_updated");
-  }
+    if (def.timestamps !== false) names.push("created", "last_updated");
+    return names;
+  };
   if (options.fields && options.fields.length > 0) {
     const allowed = new Set(options.fields);
-    names = names.filter((n) => allowed.has(n));
+    return full().filter((n) => allowed.has(n));
   }
   if (options.omit && options.omit.length > 0) {
     const omitted = new Set(options.omit);
-    names = names.filter((n) => !omitted.has(n));
+    return full().filter((n) => !omitted.has(n));
   }
-  return names;
+  if (options.brief) return ["id", "url", "display", ...def.brief];
+  return full();
 }
 
 const CUSTOM_FIELDS_STEP: Step = (r, out, _page, _depth, cfs) => {

@@ -16,6 +16,7 @@ import type {
   WriteResult,
 } from "../types.ts";
 import { constraintName, type EngineCore, isEmpty, newCache } from "./core.ts";
+import { type ChangeRequest, recordChanges } from "./changelog.ts";
 import { deleteMany } from "./delete.ts";
 import { type IndexState, stateOf } from "./index_state.ts";
 import { dropRef } from "./patch.ts";
@@ -30,6 +31,8 @@ export interface WriteOptions {
    * commit is version-checked, so a concurrent edit in between is caught on the retry.
    */
   ifMatch?: readonly string[];
+  /** The API request making the write: its changes go to the change log (none without). */
+  change?: ChangeRequest;
 }
 
 function uniqueMessage(def: ModelDef, u: UniqueDef): string {
@@ -253,6 +256,17 @@ export async function createMany(
       }),
     };
   }
+  await recordChanges(
+    core,
+    options.change,
+    prepared.map((p) => ({
+      model,
+      action: "create",
+      before: null,
+      after: p.draft,
+      message: p.message,
+    })),
+  );
   const out: StoredObject[] = [];
   const extras: Record<string, unknown> = {};
   for (const p of prepared) {
@@ -380,6 +394,17 @@ export async function updateMany(
         refs,
       });
     }
+    await recordChanges(
+      core,
+      options.change,
+      done.map((p) => ({
+        model,
+        action: "update",
+        before: p.ctx.existing,
+        after: p.draft,
+        message: p.message,
+      })),
+    );
     for (const p of done) {
       if (options.hooks !== false) await afterSave(core, def, p.draft, p.ctx);
     }

@@ -1526,6 +1526,8 @@ export function tokenModel(
     ],
     tags: false,
     customFields: false,
+    // Token changes stay out of the change log: its data would sit next to secrets' metadata.
+    changelog: false,
     ...hooks,
     search: ["description", "key"],
     ordering: ["id"],

@@ -1,5 +1,6 @@
 /** Every NetBox model the inventory serves (tokens aside: they need the TokenService hooks). */
 import type { ModelDef } from "../types.ts";
+import { OBJECT_CHANGE } from "./changes.ts";
 import { CONTACT_MODELS } from "./contacts.ts";
 import { CORE_MODELS } from "./core.ts";
 import { DCIM_EXTRA_MODELS } from "./dcim_extra.ts";
@@ -12,4 +13,5 @@ export const INVENTORY_MODELS: ModelDef[] = [
   ...IPAM_EXTRA_MODELS,
   ...ORG_EXTRA_MODELS,
   ...CONTACT_MODELS,
+  OBJECT_CHANGE,
 ];

@@ -23,6 +23,7 @@ const PAGES = [
   "/ui/sync",
   "/ui/jobs",
   "/ui/actions",
+  "/ui/changes",
 ];
 
 function noStack(text: string, where: string) {

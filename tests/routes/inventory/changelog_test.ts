@@ -1,0 +1,208 @@
+/**
+ * The change log (NetBox's ObjectChange at /api/core/object-changes/): every create, update and
+ * delete made through the API is recorded with NetBox 4.6's fields, filterable as in NetBox,
+ * never carrying secrets, and bounded (docs/api-behaviour.md, Inventory: change log).
+ */
+import assert from "node:assert/strict";
+import { type Inv, setup } from "./_setup.ts";
+
+const CHANGES = "/api/core/object-changes/";
+
+async function site(inv: Inv): Promise<number> {
+  const r = await inv.call("POST", "/api/dcim/sites/", { name: "AMS1", slug: "ams1" });
+  assert.equal(r.status, 201);
+  return r.body.id;
+}
+
+Deno.test("create, update and delete of one object: three entries with NetBox's fields, data and messages", async () => {
+  const inv = await setup();
+  try {
+    const siteId = await site(inv);
+    await inv.call("POST", "/api/extras/tags/", { name: "pve", slug: "pve" });
+    const created = await inv.call("POST", "/api/virtualization/virtual-machines/", {
+      name: "web1",
+      site: siteId,
+      tags: [{ slug: "pve" }],
+      changelog_message: "sync run 7",
+    });
+    const vm = created.body.id;
+    const createRequest = created.headers.get("X-Request-ID");
+    assert.match(createRequest!, /^[0-9a-f-]{36}$/);
+    const url = `/api/virtualization/virtual-machines/${vm}/`;
+    await inv.call("PATCH", url, { comments: "edited", changelog_message: "admin fix" });
+    const query = `?changed_object_type=virtualization.virtualmachine&changed_object_id=${vm}`;
+    const beforeDelete = await inv.call("GET", CHANGES + query);
+    assert.equal(beforeDelete.body.count, 2);
+    const [update, create] = beforeDelete.body.results;
+    assert.deepEqual(Object.keys(create), [
+      "id",
+      "url",
+      "display_url",
+      "display",
+      "time",
+      "user",
+      "user_name",
+      "request_id",
+      "action",
+      "changed_object_type",
+      "changed_object_id",
+      "changed_object",
+      "object_repr",
+      "message",
+      "prechange_data",
+      "postchange_data",
+    ]);
+    assert.deepEqual(create.action, { value: "create", label: "Created" });
+    assert.equal(create.request_id, createRequest);
+    assert.equal(create.message, "sync run 7");
+    assert.equal(create.object_repr, "web1");
+    assert.equal(create.user_name, "token #1");
+    assert.equal(create.changed_object.display, "web1");
+    assert.equal(create.prechange_data, null);
+    assert.equal(create.postchange_data.name, "web1");
+    assert.equal(create.postchange_data.site, siteId);
+    assert.deepEqual(create.postchange_data.tags, ["pve"]);
+    assert.equal(create.postchange_data.created, undefined);
+    assert.equal(create.display, "virtualization.virtualmachine web1 created by token #1");
+    assert.deepEqual(update.action, { value: "update", label: "Updated" });
+    assert.equal(update.message, "admin fix");
+    assert.equal(update.prechange_data.comments, "");
+    assert.equal(update.postchange_data.comments, "edited");
+
+    const deleted = await inv.call("DELETE", url, { changelog_message: "retired" });
+    assert.equal(deleted.status, 204);
+    const after = await inv.call("GET", CHANGES + query);
+    const gone = after.body.results[0];
+    assert.deepEqual(gone.action, { value: "delete", label: "Deleted" });
+    assert.equal(gone.message, "retired");
+    assert.equal(gone.postchange_data, null);
+    assert.equal(gone.prechange_data.comments, "edited");
+    assert.equal(gone.changed_object, null);
+    assert.equal(gone.request_id, deleted.headers.get("X-Request-ID"));
+    // Entries are read-only; the detail view answers as any object.
+    assert.equal((await inv.call("POST", CHANGES, {})).status, 405);
+    const one = await inv.call("GET", `${CHANGES}${gone.id}/`);
+    assert.equal(one.body.object_repr, "web1");
+  } finally {
+    inv.close();
+  }
+});
+
+Deno.test("bulk writes share one request id; cascaded deletes are logged under the parent; NetBox's filters", async () => {
+  const inv = await setup();
+  try {
+    const siteId = await site(inv);
+    const bulk = await inv.call("POST", "/api/virtualization/virtual-machines/", [
+      { name: "a", site: siteId, changelog_message: "import" },
+      { name: "b", site: siteId },
+    ]);
+    const requestId = bulk.headers.get("X-Request-ID");
+    const [a, b] = bulk.body.map((v: { id: number }) => v.id);
+    const byRequest = await inv.call("GET", `${CHANGES}?request_id=${requestId}`);
+    assert.deepEqual(
+      byRequest.body.results.map((e: { object_repr: string; message: string }) => [
+        e.object_repr,
+        e.message,
+      ]),
+      [["b", ""], ["a", "import"]],
+    );
+    const nic = await inv.call("POST", "/api/virtualization/interfaces/", {
+      virtual_machine: a,
+      name: "net0",
+    });
+    assert.equal(nic.status, 201);
+    await inv.call("DELETE", "/api/virtualization/virtual-machines/", [
+      { id: a, changelog_message: "cleanup" },
+      { id: b },
+    ]);
+    // The interface went with its VM: its own delete entry, also found under the VM.
+    const related = await inv.call(
+      "GET",
+      `${CHANGES}?related_object_type=virtualization.virtualmachine&related_object_id=${a}`,
+    );
+    assert.deepEqual(
+      related.body.results.map((e: { action: { value: string } }) => e.action.value),
+      ["delete", "create"],
+    );
+    const names = async (query: string) =>
+      (await inv.call("GET", `${CHANGES}?${query}`)).body.results.map((
+        e: { object_repr: string; action: { value: string } },
+      ) => `${e.action.value} ${e.object_repr}`);
+    assert.deepEqual(
+      await names("action=delete&changed_object_type=virtualization.virtualmachine"),
+      [
+        "delete b",
+        "delete a",
+      ],
+    );
+    assert.deepEqual(await names("message=cleanup"), ["delete a"]);
+    assert.deepEqual(await names("object_repr=net0"), ["delete net0", "create net0"]);
+    assert.deepEqual(await names("q=impor"), ["create a"]);
+    assert.deepEqual(await names("user_name=token%20%231&object_repr=AMS1"), ["create AMS1"]);
+    assert.deepEqual(await names("time_before=2000-01-01T00:00:00Z"), []);
+    assert.equal((await inv.call("GET", `${CHANGES}?time_after=2000-01-01`)).body.count, 7);
+  } finally {
+    inv.close();
+  }
+});
+
+Deno.test("secrets never reach the change log", async () => {
+  const inv = await setup();
+  try {
+    const hv = await inv.call("POST", "/api/plugins/service/endpoints/hypervisor/", {
+      name: "pve",
+      domain: "pve.example.com",
+      username: "root@pam",
+      password: "hunter2-secret",
+      token_value: "tok-secret-value",
+    });
+    assert.equal(hv.status, 201, JSON.stringify(hv.body));
+    const backend = await inv.call("POST", "/api/plugins/service/endpoints/backend/", {
+      name: "b",
+      domain: "127.0.0.1",
+    });
+    assert.equal(backend.status, 201, JSON.stringify(backend.body));
+    const token = await inv.call("POST", "/api/users/tokens/", { description: "ci" });
+    assert.equal(token.status, 201);
+    const all = await inv.call("GET", `${CHANGES}?limit=100`);
+    const text = JSON.stringify(all.body);
+    assert.ok(all.body.count >= 2);
+    for (const secret of ["hunter2-secret", "tok-secret-value", token.body.token]) {
+      assert.ok(!text.includes(secret), secret);
+    }
+    const generatedKey = (await inv.call(
+      "GET",
+      `/api/plugins/service/endpoints/backend/${backend.body.id}/`,
+    )).body.token;
+    if (generatedKey) assert.ok(!text.includes(generatedKey));
+    assert.ok(!text.includes('"users.token"'));
+  } finally {
+    inv.close();
+  }
+});
+
+Deno.test("retention: the newest INVENTORY_CHANGELOG_MAX_ENTRIES are kept, and nothing older than the retention days", async () => {
+  let now = Date.parse("2026-08-11T10:00:00Z");
+  const inv = await setup({
+    INVENTORY_CHANGELOG_MAX_ENTRIES: "5",
+    INVENTORY_CHANGELOG_RETENTION_DAYS: "90",
+  }, { now: () => now });
+  try {
+    for (let i = 0; i < 8; i++) {
+      await inv.call("POST", "/api/dcim/sites/", { name: `s${i}`, slug: `s${i}` });
+    }
+    const kept = await inv.call("GET", CHANGES);
+    assert.deepEqual(
+      kept.body.results.map((e: { object_repr: string }) => e.object_repr),
+      ["s7", "s6", "s5", "s4", "s3"],
+    );
+    now += 91 * 86_400_000;
+    await inv.call("POST", "/api/dcim/sites/", { name: "late", slug: "late" });
+    const fresh = await inv.call("GET", CHANGES);
+    assert.deepEqual(fresh.body.results.map((e: { object_repr: string }) => e.object_repr), [
+      "late",
+    ]);
+  } finally {
+    inv.close();
+  }
+});
