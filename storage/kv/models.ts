@@ -40,6 +40,10 @@ async function orNothing<T>(read: () => Promise<T>, nothing: T): Promise<T> {
 /** Cached reads kept per model before the cache starts afresh (memory bound). */
 const MAX_CACHED_RECORDS = 20_000;
 const MAX_CACHED_LISTS = 1_000;
+/** Ids kept in one model's cached lists (a 100,000-object model's full id lists add up). */
+const MAX_CACHED_LIST_IDS = 250_000;
+/** Records cached over all models together: what the cache may cost, whatever the estate. */
+const MAX_CACHED_RECORDS_TOTAL = 50_000;
 
 /**
  * What was read of one model at one generation. Valid while the model's generation key
@@ -51,6 +55,8 @@ interface ModelCache {
   records: Map<number, StoredObject | null>;
   /** Index reads (ids under a value, pages) by their arguments. */
   lists: Map<string, readonly number[]>;
+  /** How many ids `lists` holds in all. */
+  listIds: number;
 }
 
 /** Freezes a record and everything in it: cached records are shared by every reader. */
@@ -160,6 +166,8 @@ export interface KvModelStoreOptions {
   beforeCommit?: (writes: readonly ObjectWrite[]) => Promise<void>;
   /** Records cached per model before the cache starts afresh (default 20,000). */
   maxCachedRecords?: number;
+  /** Records cached over all models together (default 50,000). */
+  maxCachedRecordsTotal?: number;
 }
 
 /**
@@ -180,12 +188,14 @@ export class KvModelStore implements ModelStore {
   readonly maxRecordBytes = MAX_RECORD_BYTES;
   readonly #caches = new Map<string, ModelCache>();
   readonly #maxCachedRecords: number;
+  readonly #maxCachedRecordsTotal: number;
 
   constructor(
     private readonly kv: Deno.Kv,
     private readonly options: KvModelStoreOptions = {},
   ) {
     this.#maxCachedRecords = options.maxCachedRecords ?? MAX_CACHED_RECORDS;
+    this.#maxCachedRecordsTotal = options.maxCachedRecordsTotal ?? MAX_CACHED_RECORDS_TOTAL;
   }
 
   recordSize(value: unknown): number {
@@ -293,7 +303,9 @@ export class KvModelStore implements ModelStore {
       const record = fetched.has(id) ? fetched.get(id) : hits.get(id);
       if (record) out.push(record);
     }
+    if (fetched.size > this.#maxCachedRecords) return out; // one huge read is not kept
     if (cache.records.size + fetched.size > this.#maxCachedRecords) cache.records.clear();
+    this.#roomForRecords(fetched.size);
     for (const [id, record] of fetched) cache.records.set(id, record);
     return out;
   }
@@ -304,10 +316,49 @@ export class KvModelStore implements ModelStore {
     const generation = entry.value?.value ?? 0n;
     const cached = this.#caches.get(model);
     if (cached && cached.generation === generation) return cached;
-    const fresh: ModelCache = { generation, records: new Map(), lists: new Map() };
+    const fresh: ModelCache = { generation, records: new Map(), lists: new Map(), listIds: 0 };
     // A reader that saw an older generation than the cache holds keeps its reads to itself.
     if (!cached || cached.generation < generation) this.#caches.set(model, fresh);
     return fresh;
+  }
+
+  /** What the read cache holds now, over all models (memory is bounded by these). */
+  cacheSize(): { records: number; listIds: number } {
+    let records = 0;
+    let listIds = 0;
+    for (const c of this.#caches.values()) {
+      records += c.records.size;
+      listIds += c.listIds;
+    }
+    return { records, listIds };
+  }
+
+  /** Keeps one list in a model's cache, starting the lists afresh past their bounds. */
+  #keepList(cache: ModelCache, key: string, ids: readonly number[]): void {
+    if (
+      cache.lists.size >= MAX_CACHED_LISTS || cache.listIds + ids.length > MAX_CACHED_LIST_IDS
+    ) {
+      cache.lists.clear();
+      cache.listIds = 0;
+    }
+    if (ids.length > MAX_CACHED_LIST_IDS) return;
+    cache.lists.set(key, ids);
+    cache.listIds += ids.length;
+  }
+
+  /** Makes room for `adding` records: past the bound over all models, the largest goes first. */
+  #roomForRecords(adding: number): void {
+    let total = 0;
+    for (const c of this.#caches.values()) total += c.records.size;
+    while (total + adding > this.#maxCachedRecordsTotal) {
+      let largest: ModelCache | undefined;
+      for (const c of this.#caches.values()) {
+        if (!largest || c.records.size > largest.records.size) largest = c;
+      }
+      if (!largest || largest.records.size === 0) return;
+      total -= largest.records.size;
+      largest.records.clear();
+    }
   }
 
   /** An index read through the model's cache, keyed by its arguments. */
@@ -321,8 +372,7 @@ export class KvModelStore implements ModelStore {
     const hit = cache.lists.get(key);
     if (hit) return [...hit];
     const ids = await read();
-    if (cache.lists.size >= MAX_CACHED_LISTS) cache.lists.clear();
-    cache.lists.set(key, [...ids]);
+    this.#keepList(cache, key, [...ids]);
     return ids;
   }
 
@@ -430,8 +480,7 @@ export class KvModelStore implements ModelStore {
       if (!entries) return Promise.all(chunk.map((v) => this.countByIndex(model, field, v)));
       return entries.map((e) => (e.value ? Number(e.value.value) : 0));
     }))).flat();
-    if (cache.lists.size + missing.length >= MAX_CACHED_LISTS) cache.lists.clear();
-    missing.forEach((v, i) => cache.lists.set(keyOf(v), [counts[i]]));
+    missing.forEach((v, i) => this.#keepList(cache, keyOf(v), [counts[i]]));
     let next = 0;
     return out.map((c) => (c >= 0 ? c : counts[next++]));
   }
@@ -514,8 +563,9 @@ export class KvModelStore implements ModelStore {
     // before it, so counting what is left (NetBox's `count`) never rescans the list.
     const before = start <= 1 ? [0] : cache.lists.get(this.#rankKey(field, value, start - 1));
     if (before && out.length > 0) {
-      if (cache.lists.size >= MAX_CACHED_LISTS) cache.lists.clear();
-      cache.lists.set(this.#rankKey(field, value, out[out.length - 1]), [before[0] + out.length]);
+      this.#keepList(cache, this.#rankKey(field, value, out[out.length - 1]), [
+        before[0] + out.length,
+      ]);
     }
     return out;
   }
@@ -537,8 +587,7 @@ export class KvModelStore implements ModelStore {
     await orNothing(async () => {
       for await (const _ of iter) n++;
     }, undefined);
-    if (cache.lists.size >= MAX_CACHED_LISTS) cache.lists.clear();
-    cache.lists.set(this.#rankKey(field, value, last), [n]);
+    this.#keepList(cache, this.#rankKey(field, value, last), [n]);
     return n;
   }
 

@@ -190,3 +190,37 @@ Deno.test("model cache: a read whose cache another read empties meanwhile keeps 
     kv.close();
   }
 });
+
+Deno.test("model cache: what it holds is bounded over all models, and reads stay whole", async () => {
+  const kv = await Deno.openKv(":memory:");
+  try {
+    const store = new KvModelStore(kv, { maxCachedRecords: 1000, maxCachedRecordsTotal: 500 });
+    const models = ["test.a", "test.b", "test.c"];
+    for (const model of models) {
+      const writes = Array.from({ length: 300 }, (_, i): ObjectWrite => ({
+        ...created({ id: i + 1, name: `w${i}`, colour: "red" }),
+        model,
+      }));
+      assert.ok((await store.commit(writes)).ok);
+    }
+    const ids = Array.from({ length: 300 }, (_, i) => i + 1);
+    for (let round = 0; round < 2; round++) {
+      for (const model of models) {
+        assert.deepEqual((await store.getMany(model, ids)).map((r) => r.id), ids);
+        assert.ok(store.cacheSize().records <= 500, `cached: ${store.cacheSize().records}`);
+      }
+    }
+    // Lists too: one model's cached id lists stay under their bound however many are read.
+    for (let offset = 0; offset < 300; offset += 10) {
+      await store.pageByIndex("test.a", "colour", "red", {
+        offset,
+        limit: 10,
+        reverse: false,
+        ordered: false,
+      });
+    }
+    assert.ok(store.cacheSize().listIds <= 300);
+  } finally {
+    kv.close();
+  }
+});
