@@ -18,7 +18,6 @@ import { MODELS, SECRET_FIELDS } from "./names.ts";
 import { isEncrypted, openWithKeyring, sealSecret } from "./secrets.ts";
 import { NO_BACKEND, type PluginServices } from "./service.ts";
 import {
-  keyring,
   MAX_PREVIOUS_KEYS,
   type PluginSettings,
   publicSettings,
@@ -139,7 +138,7 @@ export async function sshSecrets(
   }
   const result = await resolveSshSecrets(
     sshFacts(record),
-    keyring(await services.deps.settings.get()),
+    services.keyringOf(await services.deps.settings.get()),
   );
   if (!result.ok) {
     return { outcome: result.outcome, body: { ...result.body, endpoint_id: record.id } };
@@ -226,7 +225,11 @@ export async function changeSettings(
     return out;
   });
   if (keyChange && next.encryption_key) {
-    const { resealed, unreadable } = await reseal(engine, keyring(next), next.encryption_key);
+    const { resealed, unreadable } = await reseal(
+      engine,
+      services.keyringOf(next),
+      next.encryption_key,
+    );
     services.deps.logger.log("info", "plugin encryption_key changed; stored secrets re-sealed", {
       resealed,
       unreadable,

@@ -28,7 +28,7 @@ import {
   registerBackendKey,
 } from "./push.ts";
 import { generateBackendToken, type Opened, openWithKeyring, sealSecret } from "./secrets.ts";
-import { keyring, type PluginSettingsStore } from "./settings.ts";
+import { keyring, type PluginSettings, type PluginSettingsStore } from "./settings.ts";
 import { parseTenantRef, visibleTo } from "./tenants.ts";
 import { backendUnconfirmed, baseUrl, moveSinceSaved } from "./destination.ts";
 import { openAtRest, sealAtRest } from "./at_rest.ts";
@@ -68,9 +68,24 @@ export class PluginServices {
     return (await this.deps.settings.get()).encryption_key;
   }
 
+  /**
+   * The key new secrets are sealed with: the plugin's `encryption_key`, else
+   * SERVICE_ENCRYPTION_KEY (so with the env key set no secret is ever stored in plaintext,
+   * SECURITY.md "What is sealed with which key"), else none.
+   */
+  async sealingKey(): Promise<string | null> {
+    return (await this.encryptionKey()) || this.deps.atRestKey || null;
+  }
+
+  /** Every key a stored secret may be sealed with: current, replaced ones, then the env key. */
+  keyringOf(settings: PluginSettings): string[] {
+    const ring = keyring(settings);
+    return this.deps.atRestKey ? [...ring, this.deps.atRestKey] : ring;
+  }
+
   /** Opens a stored secret with the current key, then any key a rotation replaced. */
   async open(stored: string): Promise<Opened> {
-    return openWithKeyring(stored, keyring(await this.deps.settings.get()));
+    return openWithKeyring(stored, this.keyringOf(await this.deps.settings.get()));
   }
 
   // ---------------------------------------------------------------- hooks used by models.ts
@@ -87,7 +102,7 @@ export class PluginServices {
   async sealInput(draft: StoredObject, ctx: HookContext, fields: readonly string[]): Promise<void> {
     const sent = fields.filter((f) => f in ctx.input);
     if (sent.length === 0) return;
-    const key = await this.encryptionKey();
+    const key = await this.sealingKey();
     for (const field of sent) {
       const value = draft[field];
       if (typeof value !== "string" || value === "") {
@@ -97,7 +112,8 @@ export class PluginServices {
       if (!key) {
         this.deps.logger.log(
           "critical",
-          "plugin encryption_key is not set: storing an endpoint secret in plaintext",
+          "neither the plugin encryption_key nor SERVICE_ENCRYPTION_KEY is set: storing an " +
+            "endpoint secret in plaintext",
           { field },
         );
       }
@@ -109,7 +125,7 @@ export class PluginServices {
   async sshSecretsNeedKey(draft: StoredObject, ctx: HookContext): Promise<FieldErrors> {
     const errors: FieldErrors = {};
     const sent = SSH_SECRET_FIELDS.filter((f) => f in ctx.input && present(draft[f]));
-    if (sent.length === 0 || await this.encryptionKey()) return errors;
+    if (sent.length === 0 || await this.sealingKey()) return errors;
     for (const field of sent) {
       errors[field] = [
         "Set the plugin encryption_key (PATCH /api/plugins/service/settings/) before storing SSH secrets.",

@@ -84,3 +84,48 @@ Deno.test("at rest: main.ts creates the KV directory 0700 and the KV file 0600",
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("at rest: with SERVICE_ENCRYPTION_KEY and no plugin encryption_key, endpoint secrets are sealed with the env key", async () => {
+  const h = await harness({ SERVICE_ENCRYPTION_KEY: "operator at-rest key 0123456789" });
+  try {
+    const settings = await h.call("GET", P + "settings/");
+    assert.equal(settings.body.has_encryption_key, false, "the plugin has no key of its own");
+    const password = "root-pw-Plain-4242";
+    const tokenValue = "5e1f0c3a-token-value-plain-9999";
+    const reuse = await h.call("POST", P + "endpoints/hypervisor/", {
+      name: "pve",
+      domain: "pve.example.com",
+      username: "root@pam",
+      password,
+      ssh_credential_source: "reuse_endpoint",
+      ssh_known_host_fingerprint: "SHA256:" + "A".repeat(43),
+    });
+    assert.equal(reuse.status, 201, JSON.stringify(reuse.body));
+    const byToken = await h.call("POST", P + "endpoints/hypervisor/", {
+      name: "pve-token",
+      domain: "pve2.example.com",
+      username: "root@pam",
+      token_name: "sync",
+      token_value: tokenValue,
+    });
+    assert.equal(byToken.status, 201, JSON.stringify(byToken.body));
+
+    const dump = await everything(h.deps.kv);
+    for (const secret of [password, tokenValue]) {
+      assert.ok(!dump.includes(secret), `stored in plaintext: ${secret.slice(0, 8)}...`);
+    }
+    assert.match(dump, /"password":"enc:gAAAAA/);
+    assert.match(dump, /"token_value":"enc:gAAAAA/);
+    // Still usable: the superuser reads the reused password back through the API.
+    const back = await h.call("GET", `${P}endpoints/hypervisor/${reuse.body.id}/ssh-secrets/`);
+    assert.equal(back.status, 200, JSON.stringify(back.body));
+    assert.equal(back.body.password, password);
+    // Setting a plugin key later re-seals them under it (and they still open).
+    const key = "plugin key set later 0123456789";
+    assert.equal((await h.call("PATCH", P + "settings/", { encryption_key: key })).status, 200);
+    const after = await h.call("GET", `${P}endpoints/hypervisor/${reuse.body.id}/ssh-secrets/`);
+    assert.equal(after.body.password, password);
+  } finally {
+    await h.close();
+  }
+});
