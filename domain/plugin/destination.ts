@@ -16,11 +16,21 @@ import type { AuthInfo, HookContext, StoredObject } from "../netbox/types.ts";
 
 const present = (value: unknown): value is string => typeof value === "string" && value !== "";
 
-/** Secrets (and secret references) of each endpoint kind that travel to its destination. */
+/**
+ * Secrets (and secret references) of each endpoint kind that a move clears unless sent again.
+ *
+ * The backend endpoint's key is kept: whoever may move that endpoint (a superuser, or a
+ * write-enabled token with `service.change_backendendpoint`) is shown the key anyway, so
+ * clearing it protected nothing, and a fresh key is one an already bootstrapped backend refuses
+ * (every push and job then failed with 401 until someone minted a key there). The key still
+ * goes nowhere while the address differs from the one it was saved for (an edited IP address
+ * record: moveSinceSaved), and the other secrets a push carries still need a superuser's
+ * confirmation of the address (backendUnconfirmed).
+ */
 export const DESTINATION_SECRETS: Readonly<Record<string, readonly string[]>> = {
   hypervisorendpoint: ["password", "token_value", "ssh_password", "ssh_private_key"],
   inventoryendpoint: ["token", "token_key", "token_secret"],
-  backendendpoint: ["token"],
+  backendendpoint: [],
 };
 
 /** Where a record's secrets go: `<scheme>://<host>:<port>[#<token version>]`, or null. */

@@ -195,8 +195,8 @@ export function pluginModels(services: PluginServices): ModelDef[] {
         readOnly: true,
         nullable: true,
         filter: false,
-        description:
-          "X-Service-API-Key for the backend; generated (64 URL-safe chars) when absent.",
+        description: "X-Service-API-Key for the backend; generated (64 URL-safe chars) when " +
+          "absent and kept when the endpoint moves; POST endpoints/backend/{id}/token/ replaces it.",
       },
       use_websocket: bool(false),
       websocket_domain: nullStr(),
@@ -232,7 +232,7 @@ export function pluginModels(services: PluginServices): ModelDef[] {
     beforeSave: async (draft, ctx) => {
       draft._singleton = true;
       await prepareEndpoint("backendendpoint", draft, ctx, []);
-      // After prepareEndpoint: a move clears the old key, and the new address gets a new one.
+      // A move keeps the key (destination.ts, DESTINATION_SECRETS); a new record gets one.
       if (!present(draft.token)) draft.token = generateBackendToken();
       draft.token = await services.sealBackendKey(draft.token as string);
     },

@@ -30,7 +30,8 @@ export const PUSHED_OK: PushOutcome = { ok: true, error: null, status: null };
 
 /** How to recover when the backend holds keys that are not this endpoint's token. */
 export const FOREIGN_KEY_HINT = "the backend already holds other API keys; create one there " +
-  "(POST /auth/keys) and give it to this endpoint with " +
+  "(POST /auth/keys with any key it accepts, or on the backend's host, without any key: " +
+  "npx -y deno@2.9.6 task key:create) and give it to this endpoint with " +
   "POST /api/plugins/service/endpoints/backend/{id}/token/";
 
 /**

@@ -11,6 +11,7 @@ import {
   startBackend,
 } from "../routes/plugin/_harness.ts";
 import { KEY, registered } from "../routes/backend/_setup.ts";
+import { refusingListener } from "../_net.ts";
 
 /** A listener standing in for an attacker's host: records every request it gets. */
 function trap() {
@@ -55,8 +56,9 @@ Deno.test("destination: a limited token that re-points the backend cannot make a
       port: attacker.port,
     }, { auth: limited });
     assert.equal(moved.status, 200, JSON.stringify(moved.body));
-    assert.deepEqual(moved.body.secrets_cleared, ["token"]);
-    assert.match(moved.body.warnings[0], /token cleared/);
+    // The backend key is kept: the mover is shown it anyway (it may change the endpoint).
+    assert.equal(moved.body.secrets_cleared, undefined);
+    assert.equal(moved.body.token, backendKey);
     const pushed = await h.call("POST", `${P}endpoints/inventory/${inv.body.id}/push/`, undefined, {
       auth: limited,
     });
@@ -71,7 +73,6 @@ Deno.test("destination: a limited token that re-points the backend cannot make a
     assert.equal(hv.body.last_push.ok, false);
     const everything = attacker.hits.join("\n");
     assert.ok(!everything.includes(ROOT_TOKEN), "the superuser token never reached the new host");
-    assert.ok(!everything.includes(backendKey), "the old backend key never reached the new host");
     assert.ok(!everything.includes("hypervisor-password"));
     // A superuser saving the backend endpoint confirms the address; pushes carry secrets again.
     const confirmed = await h.call("PATCH", `${P}endpoints/backend/${be.id}/`, {
@@ -241,6 +242,73 @@ Deno.test("backend key visibility: only superusers and change-permission holders
       const one = await h.call("GET", `${P}endpoints/backend/${be.id}/`, undefined, { auth });
       assert.equal(one.body.token, be.token);
     }
+  } finally {
+    await h.close();
+    await backend.close();
+  }
+});
+
+Deno.test("destination: re-pointing the backend endpoint (a port typo, then back) keeps its key, so pushes still authenticate", async () => {
+  const backend = await startBackend();
+  const typo = refusingListener();
+  const h = await harness();
+  try {
+    const be = await addBackendEndpoint(h, backend.port);
+    assert.equal(be.last_push.ok, true, JSON.stringify(be.last_push));
+    const key = be.token;
+    const item = `${P}endpoints/backend/${be.id}/`;
+    const away = await h.call("PATCH", item, { port: typo.port });
+    assert.equal(away.status, 200, JSON.stringify(away.body));
+    assert.equal(away.body.token, key);
+    assert.equal(away.body.secrets_cleared, undefined);
+    const back = await h.call("PATCH", item, { port: backend.port });
+    assert.equal(back.status, 200, JSON.stringify(back.body));
+    assert.equal(back.body.token, key);
+    assert.equal(back.body.last_push.ok, true, JSON.stringify(back.body.last_push));
+    // The already bootstrapped backend still takes the key: the plugin's relay reads through.
+    const relayed = await h.call("GET", P + "bootstrap-status/");
+    assert.equal(relayed.status, 200, JSON.stringify(relayed.body));
+    const keys = await backend.request("/auth/keys", { headers: { "x-service-api-key": key } });
+    assert.equal(keys.status, 200);
+    const listed = await keys.json();
+    const records = Array.isArray(listed) ? listed : listed.keys ?? listed.results;
+    assert.equal(records.length, 1, `no second key was needed: ${JSON.stringify(listed)}`);
+  } finally {
+    typo.close();
+    await h.close();
+    await backend.close();
+  }
+});
+
+Deno.test("backend key recovery: a backend that refuses the endpoint's key says how to get one without it, and a key given back works", async () => {
+  const backend = await startBackend();
+  const h = await harness();
+  try {
+    // The backend was bootstrapped by someone else: the endpoint's own key is refused.
+    const first = await backend.request("/auth/register-key", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ api_key: KEY, label: "operator" }),
+    });
+    assert.equal(first.status, 201);
+    await first.body?.cancel();
+    const be = await addBackendEndpoint(h, backend.port);
+    assert.equal(be.last_push.ok, false);
+    assert.equal(be.last_push.status, 401, JSON.stringify(be.last_push));
+    assert.match(be.last_push.error, /npx -y deno@2\.9\.6 task key:create/);
+    assert.match(be.last_push.error, /endpoints\/backend\/\{id\}\/token\//);
+    // A key made there (here with the key its operator holds) and given to the endpoint.
+    const made = await backend.request("/auth/keys", {
+      method: "POST",
+      headers: { "x-service-api-key": KEY, "content-type": "application/json" },
+      body: JSON.stringify({ label: "plugin" }),
+    });
+    const raw = (await made.json()).raw_key;
+    const given = await h.call("POST", `${P}endpoints/backend/${be.id}/token/`, { token: raw });
+    assert.equal(given.status, 200, JSON.stringify(given.body));
+    assert.equal(given.body.last_push.ok, true, JSON.stringify(given.body.last_push));
+    const read = await h.call("GET", `${P}endpoints/backend/${be.id}/`);
+    assert.equal(read.body.token, raw);
   } finally {
     await h.close();
     await backend.close();
