@@ -363,6 +363,19 @@ Deno.test("bulk create and update of 500 VMs: reads batched, never one per objec
     const stored = await e.getMany("virtualization.virtualmachine", made.value.map((v) => v.id));
     assert.deepEqual(stored.map((v) => v.memory), made.value.map(() => 2048));
     assert.deepEqual(done.value.map((v) => v.memory), made.value.map(() => 2048));
+    // 500 disks, each on another VM: the VMs they name are read together, not one by one.
+    store.pointReads = 0;
+    const disks = await e.createMany(
+      "virtualization.virtualdisk",
+      made.value.map((v) => ({ virtual_machine: v.id, name: "scsi0", size: 10 })),
+    );
+    assert.ok(disks.ok);
+    assert.ok(store.pointReads < 10, `point reads for 500 disks: ${store.pointReads}`);
+    const refused = await e.createMany("virtualization.virtualdisk", [
+      { virtual_machine: made.value[0].id, name: "scsi1", size: 10 },
+      { virtual_machine: 999_999, name: "scsi1", size: 10 },
+    ]);
+    assert.equal(refused.ok, false, "a VM that does not exist is still refused");
     // A name taken in the same batch and one taken in the store are both refused.
     const clash = await e.createMany("virtualization.virtualmachine", [
       { name: "new", cluster: cl.value.id },
