@@ -323,7 +323,7 @@ Deno.test("console: an unreachable backend is a sentence on the page, not a cras
   }
 });
 
-Deno.test("console: repair and sync say plainly when this server does not offer them yet", async () => {
+Deno.test("console: repair and sync from the console start jobs the API lists", async () => {
   const h = await consoleHarness();
   try {
     const c = h.client();
@@ -331,22 +331,40 @@ Deno.test("console: repair and sync say plainly when this server does not offer 
     const home = await c.get("/ui/");
     assert.match(home.text, /No backend endpoint is configured/);
     assert.match(home.html, /action="\/ui\/repair"/);
+    // Repair: the overview's button queues a repair job and shows its page.
     const repair = await c.submit("/ui/", "/ui/repair", {});
     assert.equal(repair.status, 303);
-    const offered = (await h.api("POST", "/api/plugins/service/repair/", {})).status !== 404;
-    if (!offered) {
-      assert.equal(repair.location, "/ui/?notice=repair_unavailable#bootstrap");
-      assert.match((await c.get("/ui/?notice=repair_unavailable")).text, /not available/);
-    }
-    const jobsOffered = (await h.api("GET", "/api/plugins/service/sync/")).status !== 404;
+    const repairJob = Number(/^\/ui\/jobs\/(\d+)$/.exec(repair.location ?? "")?.[1]);
+    assert.ok(repairJob > 0, `redirected to ${repair.location}`);
+    const made = await h.api("GET", `/api/core/jobs/${repairJob}/`);
+    assert.equal(made.status, 200, JSON.stringify(made.body));
+    const page = await c.get(repair.location!);
+    assert.equal(page.status, 200);
+    assert.match(page.text, new RegExp(`#${repairJob}\\b`));
+    // The repair's jobs run to their end (their streams close when they are final).
+    const settle = async () => {
+      for (const j of (await h.api("GET", "/api/core/jobs/")).body.results) {
+        const res = await h.app.request(
+          `http://console.test/api/plugins/service/jobs/${j.id}/stream`,
+          { headers: { authorization: `Token ${ROOT}` } },
+        );
+        await res.text();
+      }
+    };
+    await settle();
+    // Sync: the page offers the form (no "not available" sentence); sending it makes a job.
     const sync = await c.get("/ui/sync");
     assert.equal(sync.status, 200);
-    if (!jobsOffered) {
-      assert.match(sync.text, /Durable sync jobs are not available on this server yet/);
-      const sent = await c.submit("/ui/sync", "/ui/sync", { sync_types: "all" });
-      assert.equal(sent.status, 404);
-      assert.match(sent.text, /not available on this server yet/);
-    }
+    assert.doesNotMatch(sync.text, /not available on this server/);
+    assert.match(sync.html, /name="sync_types"/);
+    const before = (await h.api("GET", "/api/core/jobs/")).body.count;
+    const sent = await c.submit("/ui/sync", "/ui/sync", { sync_types: "all" });
+    assert.equal(sent.status, 303, sent.text.slice(300, 1200));
+    const syncJob = Number(/^\/ui\/jobs\/(\d+)$/.exec(sent.location ?? "")?.[1]);
+    const jobs = await h.api("GET", "/api/core/jobs/");
+    assert.equal(jobs.body.count, before + 1);
+    assert.ok(jobs.body.results.some((j: { id: number }) => j.id === syncJob));
+    await settle();
   } finally {
     h.close();
   }
