@@ -347,9 +347,28 @@ Deno.test("e2e sync: each stage runs alone, as SSE and as JSON", async () => {
       const done = completes(frames)[0].data;
       assert.equal(done.ok, true, `${stage.type}: ${JSON.stringify(done)}`);
     }
-    // Each stage made what it owns (run in table order, every later stage finds its anchors).
-    assert.ok((await world.inventory("virtualization/virtual-disks/")).length > 0);
-    assert.ok((await world.inventory("ipam/ip-addresses/")).length > 0);
+    // Each stage made what it owns (run in table order, every later stage finds its anchors):
+    // every node, every guest with its disks and its configured address.
+    const nodes = (await world.hypervisor("GET", "/nodes")).map((n: any) => n.node).sort();
+    const synced = await world.inventory("plugins/service/nodes/");
+    assert.deepEqual(synced.map((n: any) => n.name).sort(), nodes);
+    const guests = await guestsOf(world);
+    const byVmid = await vmsByVmid(world);
+    assert.deepEqual([...byVmid.keys()].sort(), guests.map((g) => g.vmid).sort());
+    const disks = await world.inventory("virtualization/virtual-disks/");
+    const ips = await world.inventory("ipam/ip-addresses/");
+    for (const g of guests) {
+      const vm = byVmid.get(g.vmid)!.vm;
+      assert.equal(vm.name, g.config.name ?? g.config.hostname, `vmid ${g.vmid}`);
+      const mine = disks.filter((d: any) => d.virtual_machine.id === vm.id).map((d: any) => d.name);
+      assert.ok(mine.includes(g.type === "qemu" ? "scsi0" : "rootfs"), `${g.vmid}: ${mine}`);
+      const ip = /ip=([0-9.]+\/\d+)/.exec(g.config.ipconfig0 ?? g.config.net0 ?? "")?.[1];
+      if (ip) {
+        const found = ips.find((a: any) => a.address === ip);
+        assert.ok(found, `${g.vmid}: ${ip}`);
+        assert.equal(vm.primary_ip4?.id, found.id, `${g.vmid}: primary ${ip}`);
+      }
+    }
     for (const stage of STAGES) {
       const r = await world.backend("GET", stage.path);
       assert.equal(r.status, 200, `${stage.path}: ${JSON.stringify(r.body)}`);

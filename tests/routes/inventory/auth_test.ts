@@ -156,15 +156,32 @@ Deno.test("permissions: app.action_model, write_enabled, no privilege escalation
     });
     const site = await inv.call("POST", "/api/dcim/sites/", { name: "s", slug: "s" }, writer);
     assert.equal(site.status, 201);
-    assert.equal(
-      (await inv.call("PATCH", `/api/dcim/sites/${site.body.id}/`, { facility: "f" }, writer))
-        .status,
-      200,
+    const patched = await inv.call(
+      "PATCH",
+      `/api/dcim/sites/${site.body.id}/`,
+      { facility: "f" },
+      writer,
     );
-    assert.equal(
-      (await inv.call("DELETE", `/api/dcim/sites/${site.body.id}/`, undefined, writer)).status,
-      403,
+    assert.deepEqual([patched.status, patched.body.facility], [200, "f"]);
+    // The change is stored (read back by another token), and a reader may not make one.
+    const readBack = await inv.call("GET", `/api/dcim/sites/${site.body.id}/`, undefined, reader);
+    assert.equal(readBack.body.facility, "f");
+    const noChange = await inv.call(
+      "PATCH",
+      `/api/dcim/sites/${site.body.id}/`,
+      { facility: "g" },
+      reader,
     );
+    assert.deepEqual([noChange.status, noChange.body], [403, denied]);
+    assert.equal((await inv.call("GET", `/api/dcim/sites/${site.body.id}/`)).body.facility, "f");
+    const noDelete = await inv.call(
+      "DELETE",
+      `/api/dcim/sites/${site.body.id}/`,
+      undefined,
+      writer,
+    );
+    assert.deepEqual([noDelete.status, noDelete.body], [403, denied]);
+    assert.equal((await inv.call("GET", `/api/dcim/sites/${site.body.id}/`)).status, 200);
     // write_enabled false: even a superuser token cannot write.
     const ro = await make({ is_superuser: true, write_enabled: false });
     assert.equal((await inv.call("GET", "/api/dcim/sites/", undefined, ro)).status, 200);
