@@ -126,13 +126,21 @@ export function apiRootListing(
   return Object.fromEntries(Object.entries(out).sort(([a], [b]) => a.localeCompare(b)));
 }
 
+function excluded(url: URL): string[] {
+  return url.searchParams.getAll("exclude").flatMap((v) => csv(v) ?? []).includes("config_context")
+    ? ["config_context"]
+    : [];
+}
+
 function renderOptions(c: Context, url: URL) {
   const query = (name: string) => url.searchParams.get(name) ?? undefined;
   return {
     origin: originOf(c),
     brief: truthy(query("brief")),
     fields: csv(query("fields")),
-    omit: csv(query("omit")),
+    // NetBox's `?exclude=config_context` (devices and VMs): the merged context is the costliest
+    // part of a list, and a client walking thousands of objects rarely wants it.
+    omit: [...csv(query("omit")) ?? [], ...excluded(url)],
   };
 }
 

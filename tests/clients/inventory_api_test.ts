@@ -84,6 +84,8 @@ Deno.test("inventory client: a 5,000-VM tagged list written between its pages co
       const res = await fetch(input, init);
       if ((init?.method ?? "GET") === "GET" && String(input).includes(VMS)) {
         pages++;
+        // The merged config context is never read by the sync: not rendered for it.
+        assert.match(String(input), /[?&]exclude=config_context(&|$)/);
         const gone = tagged[pages * 3];
         const newlyTagged = untagged[pages];
         touched.add(gone).add(newlyTagged);

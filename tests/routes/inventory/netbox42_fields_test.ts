@@ -783,6 +783,17 @@ Deno.test("config_context: active matching contexts merged by weight, then local
       dns: ["10.0.0.53"],
       deep: { a: 1, b: 2 },
     });
+    // ?exclude=config_context (NetBox's way to skip it in big lists): gone, the rest stays.
+    const lean = await inv.call("GET", "/api/dcim/devices/?limit=10&exclude=config_context");
+    assert.equal("config_context" in lean.body.results[0], false);
+    assert.equal(lean.body.results[0].id, list.body.results[0].id);
+    assert.equal(lean.body.results[0].name, list.body.results[0].name);
+    const leanVms = await inv.call(
+      "GET",
+      "/api/virtualization/virtual-machines/?exclude=config_context",
+    );
+    assert.equal("config_context" in leanVms.body.results[0], false);
+    assert.ok("local_context_data" in leanVms.body.results[0]);
   } finally {
     inv.close();
   }
