@@ -3,7 +3,12 @@
  * `object_types` ("virtualization.virtualmachine"); objects of those models carry a
  * `custom_fields` object with one key per definition (null when unset).
  */
-import { userPattern } from "./user_patterns.ts";
+import {
+  PATTERN_WORK_BUDGET,
+  userPattern,
+  WorkBudgetExceeded,
+  type WorkMeter,
+} from "./user_patterns.ts";
 import { parseDate, parseDatetime } from "./fields.ts";
 
 export const CUSTOM_FIELD_TYPES = [
@@ -45,7 +50,11 @@ function objectId(value: unknown): number | null {
   return Number.isInteger(v) && (v as number) > 0 ? v as number : null;
 }
 
-export function checkCustomValue(cf: CustomFieldDef, value: unknown): Checked {
+/**
+ * `meter`: the request's pattern budget (user_patterns.ts), shared by every value a write
+ * checks, so a bulk write cannot run a heavy validation_regex over a megabyte of values.
+ */
+export function checkCustomValue(cf: CustomFieldDef, value: unknown, meter?: WorkMeter): Checked {
   if (value === null || value === undefined || value === "") return { ok: true, value: null };
   switch (cf.type) {
     case "text":
@@ -57,7 +66,19 @@ export function checkCustomValue(cf: CustomFieldDef, value: unknown): Checked {
       }
       if (cf.validation_regex) {
         const pattern = userPattern(cf.validation_regex);
-        if (pattern.ok && !pattern.test(value)) {
+        let matched = true;
+        try {
+          matched = !pattern.ok || pattern.test(value, meter);
+        } catch (error) {
+          if (!(error instanceof WorkBudgetExceeded)) throw error;
+          return {
+            ok: false,
+            error: `checking validation_regex would take more than the ` +
+              `${PATTERN_WORK_BUDGET.toLocaleString("en")} matching steps one request may take; ` +
+              "send fewer or shorter values per request.",
+          };
+        }
+        if (!matched) {
           return { ok: false, error: `Value must match regex '${cf.validation_regex}'` };
         }
       }
@@ -144,6 +165,7 @@ export function validateCustomFields(
   defs: CustomFieldDef[],
   input: unknown,
   current: Record<string, unknown>,
+  meter?: WorkMeter,
 ): { ok: true; value: Record<string, unknown> } | { ok: false; errors: string[] } {
   if (typeof input !== "object" || input === null || Array.isArray(input)) {
     return { ok: false, errors: ["Invalid data. Expected a dictionary."] };
@@ -157,7 +179,7 @@ export function validateCustomFields(
       errors.push(`Unknown field name '${name}' in custom field data.`);
       continue;
     }
-    const r = checkCustomValue(cf, value);
+    const r = checkCustomValue(cf, value, meter);
     if (!r.ok) errors.push(`Invalid value for custom field '${name}': ${r.error}`);
     else out[name] = r.value;
   }

@@ -176,3 +176,31 @@ Deno.test("patterns: one request's pattern filters are bounded in number and in 
     await served.close();
   }
 });
+
+Deno.test("patterns: a write's validation_regex checks share the request's budget (400 naming it), and a light write passes", async () => {
+  const h = await harness();
+  try {
+    const cf = await h.call("POST", "/api/extras/custom-fields/", {
+      name: "serial",
+      type: "longtext",
+      object_types: ["dcim.site"],
+      validation_regex: "a{250}b",
+    });
+    assert.equal(cf.status, 201, JSON.stringify(cf.body));
+    // Every value matches, but each costs ~250 states × 1,000 characters: 60 of them need
+    // about four times the budget.
+    const heavy = Array.from({ length: 60 }, (_, i) => ({
+      name: `s${i}`,
+      slug: `s${i}`,
+      custom_fields: { serial: "a".repeat(1000) + "b" },
+    }));
+    const refused = await h.call("POST", "/api/dcim/sites/", heavy);
+    assert.equal(refused.status, 400, JSON.stringify(refused.body).slice(0, 300));
+    assert.match(JSON.stringify(refused.body), /5,000,000 matching steps one request may take/);
+    assert.equal((await h.call("GET", "/api/dcim/sites/?limit=1")).body.count, 0, "nothing saved");
+    const light = await h.call("POST", "/api/dcim/sites/", heavy.slice(0, 2));
+    assert.equal(light.status, 201, JSON.stringify(light.body).slice(0, 300));
+  } finally {
+    await h.close();
+  }
+});

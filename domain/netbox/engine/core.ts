@@ -5,6 +5,7 @@
 import type { ModelStore, StoredObject } from "../../../storage/ports.ts";
 import type { Logger } from "../../../infra/logger.ts";
 import type { CustomFieldDef } from "../custom_fields.ts";
+import { patternMeter, type WorkMeter } from "../user_patterns.ts";
 import type { EngineApi } from "../types.ts";
 import type { ModelRegistry } from "./registry.ts";
 
@@ -35,10 +36,12 @@ export interface EngineCore {
 export interface RequestCache {
   records: Map<string, Map<number, StoredObject | null>>;
   customFields: Map<string, CustomFieldDef[]>;
+  /** The request's budget for user patterns (custom-field validation_regex on writes). */
+  patterns: WorkMeter;
 }
 
 export function newCache(): RequestCache {
-  return { records: new Map(), customFields: new Map() };
+  return { records: new Map(), customFields: new Map(), patterns: patternMeter() };
 }
 
 /** The cached records of one model (created empty on first use). */

@@ -186,7 +186,7 @@ export async function prepare(
     if (
       "custom_fields" in data && data.custom_fields !== undefined && data.custom_fields !== null
     ) {
-      const r = validateCustomFields(cfs, data.custom_fields, current);
+      const r = validateCustomFields(cfs, data.custom_fields, current, cache.patterns);
       if (!r.ok) errors.custom_fields = r.errors;
       else next = r.value;
     }
