@@ -112,10 +112,19 @@ try {
     },
   }, handle);
 } catch (error) {
-  // A certificate and key that do not match (or a key Deno cannot use) fail here.
-  if (!tls || error instanceof Deno.errors.AddrInUse) throw error;
-  console.error(`Configuration error: SERVICE_TLS_CERT_FILE / SERVICE_TLS_KEY_FILE: ${error}`);
   kv.close();
+  if (error instanceof Deno.errors.AddrInUse) {
+    // One line, as the demo says it (scripts/demo.ts), not a stack trace.
+    console.error(
+      `port ${config.port} is in use (is \`npx -y deno@2.9.6 task demo\` or another start ` +
+        "running?); stop it (Ctrl-C in its terminal) or choose another port, e.g. " +
+        `PORT=${config.port + 1} npx -y deno@2.9.6 task start`,
+    );
+    Deno.exit(1);
+  }
+  // A certificate and key that do not match (or a key Deno cannot use) fail here.
+  if (!tls) throw error;
+  console.error(`Configuration error: SERVICE_TLS_CERT_FILE / SERVICE_TLS_KEY_FILE: ${error}`);
   Deno.exit(2);
 }
 deps.self = {

@@ -40,6 +40,14 @@ export interface Demo {
   close(): Promise<void>;
 }
 
+/** How every command we print runs Deno: users have only Node/npm (README, The commands). */
+const DENO = "npx -y deno@2.9.6";
+
+/** The shell line the README's demo tour begins with: its address, backend key, inventory token. */
+export function tourLine(port: number, backendKey: string, token: string): string {
+  return `export B=http://127.0.0.1:${port} KEY=${backendKey} INV=${token}`;
+}
+
 export class DemoError extends Error {
   override name = "DemoError";
 }
@@ -112,8 +120,9 @@ export async function startDemo(options: DemoOptions): Promise<Demo> {
     kv.close();
     if (error instanceof Deno.errors.AddrInUse) {
       throw new DemoError(
-        `port ${config.port} is in use (is \`deno task start\` running?); ` +
-          "stop it or choose another port, e.g. PORT=8801 deno task demo",
+        `port ${config.port} is in use (is \`${DENO} task start\` or another demo running?); ` +
+          `stop it (Ctrl-C in its terminal) or choose another port, e.g. ` +
+          `PORT=${config.port + 1} ${DENO} task demo`,
       );
     }
     throw error;
@@ -127,12 +136,12 @@ export async function startDemo(options: DemoOptions): Promise<Demo> {
   try {
     io.out(
       `Bridgebox demo on ${url}/ (in-memory data: it is gone when the demo stops; ` +
-        "`deno task start` keeps data in ./data/)\n\n",
+        `\`${DENO} task start\` keeps data in ./data/)\n\n`,
     );
     const { token, tokenId } = await inventoryToken(deps);
     const backendKey = await wire(`http://127.0.0.1:${port}`, port, token, tokenId, config);
     io.out(
-      "Wired against itself (the key and the token are shown only now):\n" +
+      "Wired against itself (the key and the token are shown only in this output):\n" +
         `  backend API key     ${backendKey}\n` +
         `  inventory token     ${token}   (v1 superuser: Authorization: Token …)\n` +
         `  inventory copy      http://127.0.0.1:${port}/api/ (this app's inventory)\n` +
@@ -161,7 +170,7 @@ export async function startDemo(options: DemoOptions): Promise<Demo> {
           "inventory stays empty. Everything else is wired and serving.\n",
       );
     }
-    io.out(await whereToLook(url, port, config.hostAgentMock.token));
+    io.out(await whereToLook(url, port, config.hostAgentMock.token, backendKey, token));
     return {
       url,
       port,
@@ -262,6 +271,8 @@ async function whereToLook(
   url: string,
   port: number,
   hostAgentToken: string | undefined,
+  backendKey: string,
+  token: string,
 ): Promise<string> {
   // The console ships with a later build; it is listed only when it answers (an unknown path
   // is a 401 from the backend, which authenticates before routing).
@@ -278,8 +289,13 @@ async function whereToLook(
   if (ui.status < 400) lines.push(`  console             ${url}/ui/   (sign in with the token)`);
   lines.push(
     "",
-    "Sync again from a terminal:",
-    `  BRIDGEBOX_API_KEY=<backend API key above> deno task sync --url ${url}`,
+    "From another terminal (the README's demo tour starts here): paste",
+    `  ${tourLine(port, backendKey, token)}`,
+    "then sync again with",
+    `  BRIDGEBOX_API_KEY=$KEY ${DENO} task sync --url $B`,
+    "",
+    "The README's two-minute tour starts from a clean app instead: stop the demo (Ctrl-C), then",
+    `  ${DENO} task start`,
     "Serving until Ctrl-C.",
     "",
   );

@@ -356,8 +356,10 @@ async function main(args: string[]) {
   const [module, ...explicitTests] = positional;
   if (!module && groupNames.length === 0) {
     console.error(
-      "usage: deno task mutate <module.ts> [test files...] [--worktree] [--list]\n" +
-        `       deno task mutate --group <${Object.keys(GROUPS).join("|")}> | --all\n` +
+      "usage: npx -y deno@2.9.6 task mutate <module.ts> [test files...] [--worktree] [--list]\n" +
+        `       npx -y deno@2.9.6 task mutate --group <${
+          Object.keys(GROUPS).join("|")
+        }> | --all\n` +
         "         [--sample n] [--seed text] [--budget seconds] [--min-kill percent] [--report f]",
     );
     Deno.exit(2);

@@ -44,3 +44,28 @@ Deno.test("start line: no console without the inventory surface", async () => {
   assert.doesNotMatch(line.message, /console/);
   assert.equal(line.console, undefined);
 });
+
+Deno.test("start on a busy port: one line saying so and what to do, exit 1, no stack trace", async () => {
+  // Held on loopback: main.ts binds every address, which includes it, so the start fails.
+  const holder = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  try {
+    const port = (holder.addr as Deno.NetAddr).port;
+    const out = await new Deno.Command(Deno.execPath(), {
+      args: ["run", "--allow-net", "--allow-env", "--allow-read", "--allow-write", "--allow-sys"]
+        .concat(["--allow-run=ps", "main.ts"]),
+      cwd: new URL("..", import.meta.url).pathname,
+      env: { PORT: String(port), SERVICE_KV_PATH: ":memory:" },
+      stdout: "null",
+      stderr: "piped",
+    }).output();
+    const lines = new TextDecoder().decode(out.stderr).trim().split("\n");
+    assert.equal(out.code, 1, lines.join("\n"));
+    assert.deepEqual(lines, [
+      `port ${port} is in use (is \`npx -y deno@2.9.6 task demo\` or another start running?); ` +
+      "stop it (Ctrl-C in its terminal) or choose another port, e.g. " +
+      `PORT=${port + 1} npx -y deno@2.9.6 task start`,
+    ]);
+  } finally {
+    holder.close();
+  }
+});

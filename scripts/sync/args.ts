@@ -27,7 +27,7 @@ export type ParsedArgs =
   | { kind: "list" }
   | { kind: "usage-error"; message: string };
 
-export const USAGE = `Usage: deno task sync [options]
+export const USAGE = `Usage: npx -y deno@2.9.6 task sync [options]
 
 Runs a full update (all 13 stages) or the chosen stages against a running Bridgebox backend
 and shows their progress, then a result table.

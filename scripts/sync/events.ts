@@ -222,7 +222,8 @@ export async function openStageStream(options: OpenOptions): Promise<OpenResult>
         detail: `cannot reach ${new URL(url).origin}: ${
           (error as Error).message.replaceAll(options.key, "<key>")
         }`,
-        hint: "Is the server running? Start it with `deno task start` (or `deno task demo`), " +
+        hint:
+          "Is the server running? Start it with `npx -y deno@2.9.6 task start` (or `… task demo`), " +
           "or point --url / BRIDGEBOX_URL at it.",
       },
     };

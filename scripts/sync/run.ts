@@ -123,7 +123,7 @@ export async function syncMain(
       );
       return EXIT_OK;
     case "usage-error":
-      io.err(`deno task sync: ${parsed.message}\n(see deno task sync --help)\n`);
+      io.err(`sync: ${parsed.message}\n(see npx -y deno@2.9.6 task sync --help)\n`);
       return EXIT_USAGE;
     case "run": {
       const what = parsed.options.stages.length > 0

@@ -13,6 +13,9 @@
  * - A curl answer of 400 or more fails the tour, unless the check that follows it starts with
  *   `HTTP <status>` (e.g. `# → HTTP 409 {"detail":"An API key is already configured."}`).
  * - `npx -y deno@<version> ...` runs the Deno that runs this test (no download).
+ * - `<!-- demo-tour -->` above a block moves it to the demo's tour: those blocks run in order
+ *   against `deno task demo` (the second test below), after the `export B=… KEY=… INV=…` line the
+ *   demo prints, and are left out of the tour against `task start`.
  */
 import assert from "node:assert/strict";
 import { hostEnv, startMain } from "../_process.ts";
@@ -25,6 +28,8 @@ export interface ShBlock {
   line: number;
   code: string;
   skip: string | null;
+  /** Which tour it belongs to: the one against `task start` or the one against `task demo`. */
+  tour: "start" | "demo";
 }
 
 /** The ```sh blocks of a Markdown text, each with the not-run reason written above it, if any. */
@@ -41,9 +46,11 @@ export function shBlocks(markdown: string): ShBlock[] {
       // The marker is the first non-blank line above the fence.
       let j = i - 1;
       while (j >= 0 && lines[j].trim() === "") j--;
-      const marker = j >= 0 ? lines[j].match(/<!--\s*not-run\s*(?::\s*(.*?))?\s*-->/) : null;
+      const above = j >= 0 ? lines[j] : "";
+      const marker = above.match(/<!--\s*not-run\s*(?::\s*(.*?))?\s*-->/);
       const skip = marker ? marker[1] || "no reason given" : null;
-      blocks.push({ line: i + 1, code: lines.slice(i + 1, end).join("\n"), skip });
+      const tour = /<!--\s*demo-tour\s*-->/.test(above) ? "demo" : "start";
+      blocks.push({ line: i + 1, code: lines.slice(i + 1, end).join("\n"), skip, tour });
     }
     i = end;
   }
@@ -124,7 +131,14 @@ Deno.test("README: the shell blocks parse into a tour with checks", () => {
   const blocks = shBlocks(
     "a\n\n<!-- not-run: starts a server -->\n\n```sh\nnpx start\n```\n\n```sh\nX=1\necho $X\n# → 1\necho 2\n```\n",
   );
-  assert.deepEqual(blocks.map((b) => [b.line, b.skip]), [[5, "starts a server"], [9, null]]);
+  assert.deepEqual(blocks.map((b) => [b.line, b.skip, b.tour]), [
+    [5, "starts a server", "start"],
+    [9, null, "start"],
+  ]);
+  assert.deepEqual(
+    shBlocks("<!-- demo-tour -->\n```sh\ncurl $B\n```\n").map((b) => [b.skip, b.tour]),
+    [[null, "demo"]],
+  );
   assert.deepEqual(segments(blocks[1], 1).map((s) => [s.line, s.code, s.expect]), [
     [10, "X=1\necho $X", "1"],
     [13, "echo 2", null],
@@ -139,9 +153,10 @@ export async function runTour(
   markdown: string,
   env: Record<string, string>,
   extra: (dir: string) => string = () => "",
+  tour: "start" | "demo" = "start",
 ): Promise<string | null> {
   const blocks = shBlocks(markdown);
-  const all = blocks.flatMap((b, i) => b.skip ? [] : segments(b, i));
+  const all = blocks.flatMap((b, i) => b.skip || b.tour !== tour ? [] : segments(b, i));
   const dir = await Deno.makeTempDir({ prefix: "readme-tour-" });
   try {
     const result = await new Deno.Command("bash", {
@@ -236,6 +251,68 @@ Deno.test({
     assert.equal(problem, null, problem ?? "");
   } finally {
     await server.stop();
+    await Deno.remove(dir, { recursive: true }).catch(() => {});
+  }
+});
+
+/** `deno task demo` as a user runs it, until it prints the line its tour starts from. */
+async function startDemoProcess(env: Record<string, string>) {
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", "--allow-run=ps", "--allow-net", "--allow-env", "--allow-read"]
+      .concat(["--allow-write", "--allow-sys", "scripts/demo.ts"]),
+    cwd: ROOT_PATH,
+    env: { PORT: "0", ...env },
+    clearEnv: true,
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  let out = "";
+  const stderr = new Response(child.stderr).text();
+  const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  let found: RegExpMatchArray | null = null;
+  while (!found) {
+    const { value, done } = await reader.read();
+    if (done) {
+      throw new Error(`the demo ended without its tour line:\n${out}\n${await stderr}`);
+    }
+    out += value;
+    found = out.match(/^ {2}export B=(\S+) KEY=(\S+) INV=(\S+)$/m);
+  }
+  const drained = (async () => {
+    while (!(await reader.read()).done) { /* keep the pipe flowing */ }
+  })();
+  return {
+    tour: { B: found[1], KEY: found[2], INV: found[3] },
+    port: new URL(found[1]).port,
+    output: () => out,
+    async stop() {
+      child.kill("SIGTERM");
+      await child.status;
+      await drained;
+      await stderr;
+    },
+  };
+}
+
+Deno.test({
+  name: "README: the demo's tour runs as written against `task demo`, from the line it prints",
+  sanitizeResources: false,
+  sanitizeOps: false,
+}, async () => {
+  const readme = await Deno.readTextFile(new URL("README.md", ROOT));
+  assert.ok(shBlocks(readme).some((b) => b.tour === "demo" && !b.skip), "the README has one");
+  const dir = await Deno.makeTempDir({ prefix: "readme-demo-" });
+  const demo = await startDemoProcess({ HYPERVISOR_MOCK_TASK_DELAY_MS: "200", ...hostEnv(dir) });
+  try {
+    const problem = await runTour(
+      readme,
+      { ...hostEnv(dir), ...demo.tour, PORT: demo.port },
+      () => `\n--- demo output ---\n${demo.output()}`,
+      "demo",
+    );
+    assert.equal(problem, null, problem ?? "");
+  } finally {
+    await demo.stop();
     await Deno.remove(dir, { recursive: true }).catch(() => {});
   }
 });

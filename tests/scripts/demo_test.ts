@@ -36,9 +36,9 @@ Deno.test("demo: wires the key, the token and both copies against itself", async
       const res = await fetch(base + path, { headers: { "X-Service-API-Key": demo.backendKey } });
       return { status: res.status, body: await res.json() };
     };
-    // The key and the token are printed exactly once.
-    assert.equal(occurrences(seen.out, demo.backendKey), 1, seen.out);
-    assert.equal(occurrences(seen.out, demo.inventoryToken), 1, seen.out);
+    // The key and the token are printed twice: in the wiring block and in the line to paste.
+    assert.equal(occurrences(seen.out, demo.backendKey), 2, seen.out);
+    assert.equal(occurrences(seen.out, demo.inventoryToken), 2, seen.out);
     assert.match(seen.out, new RegExp(`backend API key {5}${demo.backendKey}\n`));
     // Its own KV: the configured file path was not used.
     assert.equal(demo.deps.config.kvPath, ":memory:");
@@ -83,7 +83,18 @@ Deno.test("demo: wires the key, the token and both copies against itself", async
     // No CRITICAL line: the copies' secrets were sealed, not stored in plaintext.
     assert.deepEqual(logs.filter((l) => l.includes('"critical"')), []);
 
-    for (const where of ["/docs", "/api/docs", "/pve/docs", "deno task sync --url"]) {
+    const tour = `export B=http://127.0.0.1:${demo.port} KEY=${demo.backendKey} ` +
+      `INV=${demo.inventoryToken}`;
+    for (
+      const where of [
+        "/docs",
+        "/api/docs",
+        "/pve/docs",
+        tour,
+        "BRIDGEBOX_API_KEY=$KEY npx -y deno@2.9.6 task sync --url $B",
+        "stop the demo (Ctrl-C), then\n  npx -y deno@2.9.6 task start",
+      ]
+    ) {
       assert.ok(seen.out.includes(where), where);
     }
     // The host-agent mock's token is said, and it opens the mock (which refuses anonymous calls).
@@ -96,6 +107,8 @@ Deno.test("demo: wires the key, the token and both copies against itself", async
       headers: { authorization: `Bearer ${agentToken}` },
     });
     assert.equal((await agent.json()).fail_step, null);
+    // Every command it prints works as written for a user with only Node/npm.
+    assert.doesNotMatch(seen.out + seen.err, /(^|[^@\w.])deno (task|run)\b/m);
   } finally {
     await demo.close();
   }
