@@ -54,7 +54,7 @@ Deno.test("start on a busy port: one line saying so and what to do, exit 1, no s
       args: ["run", "--allow-net", "--allow-env", "--allow-read", "--allow-write", "--allow-sys"]
         .concat(["--allow-run=ps", "main.ts"]),
       cwd: new URL("..", import.meta.url).pathname,
-      env: { PORT: String(port), SERVICE_KV_PATH: ":memory:" },
+      env: { PORT: String(port), SERVICE_KV_PATH: ":memory:", HOST_AGENT_MOCK_TOKEN: "agent" },
       stdout: "null",
       stderr: "piped",
     }).output();
