@@ -146,7 +146,8 @@ export function coerce(def: FieldDef, value: unknown): Coerced {
         return { ok: false, error: MESSAGES.maxLength(def.maxLength) };
       }
       if (def.pattern && text !== "" && !def.pattern.test(text)) {
-        return { ok: false, error: def.patternMessage ?? "Enter a valid value." };
+        const message = def.patternMessage ?? "Enter a valid value.";
+        return { ok: false, error: typeof message === "function" ? message(text) : message };
       }
       return { ok: true, value: def.normalize && text !== "" ? def.normalize(text) : text };
     }

@@ -57,7 +57,8 @@ export interface FieldDef {
   normalize?: (text: string) => string;
   /** Strings: the value must match. */
   pattern?: RegExp;
-  patternMessage?: string;
+  /** The error when the pattern fails (a function: the text names the value). */
+  patternMessage?: string | ((value: string) => string);
   /** Choice fields: [value, label] pairs. */
   choices?: ReadonlyArray<readonly [string, string]>;
   /** fk / m2m: target model name ("dcim.site"). */

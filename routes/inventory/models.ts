@@ -269,6 +269,56 @@ function fieldMetadata(def: ModelDef): Record<string, Record<string, unknown>> {
 }
 
 /**
+ * NetBox 4.6's cursor paging: `?start=<pk>` lists objects with id ≥ start in id order,
+ * `count` and `previous` null, `next` (start = last id + 1) only after a full page. With
+ * `offset` or `ordering` → 400, NetBox's texts (a bare list, as DRF renders them).
+ */
+async function cursorPage(
+  ctx: InventoryContext,
+  c: Context<InventoryEnv>,
+  url: URL,
+  model: string,
+): Promise<Response> {
+  const raw = url.searchParams.get("start")!.trim();
+  if (!/^\d{1,15}$/.test(raw)) {
+    throw new ApiError(400, ["Invalid 'start' parameter: must be a non-negative integer."]);
+  }
+  if (url.searchParams.has("offset")) {
+    throw new ApiError(400, ["'start' and 'offset' are mutually exclusive."]);
+  }
+  if (url.searchParams.has("ordering")) {
+    throw new ApiError(400, [
+      "Ordering cannot be specified in conjunction with cursor-based pagination.",
+    ]);
+  }
+  const params = new URLSearchParams(url.searchParams);
+  params.delete("start");
+  params.append("id__gte", raw);
+  params.set("ordering", "id");
+  let page;
+  try {
+    page = await ctx.engine.list(model, params);
+  } catch (error) {
+    if (error instanceof QueryError) throw new ApiError(400, error.errors);
+    throw error;
+  }
+  const results = await redacted(
+    ctx,
+    c,
+    model,
+    await ctx.engine.render(model, page.records, renderOptions(c, url)),
+  );
+  let next: string | null = null;
+  if (page.records.length === page.limit && page.records.length > 0) {
+    const link = new URL(url.pathname + url.search, originOf(c));
+    link.searchParams.set("start", String(page.records[page.records.length - 1].id + 1));
+    link.searchParams.set("limit", String(page.limit));
+    next = link.toString();
+  }
+  return c.json({ count: null, next, previous: null, results });
+}
+
+/**
  * Handles one request for a registered model; null when the path is not a model path.
  * `request` is the one to serve: the plugin may hand over a rewritten one (its query narrowed),
  * so the URL, query and body are read from it, never from `c.req`.
@@ -317,6 +367,13 @@ export async function handleModelRequest(
   if (id !== null && method === "POST") throw methodNotAllowed(method);
   requirePermission(auth, permissionFor(model, method));
 
+  // NetBox 4.5.9: an unsafe method without the trailing slash is a 404 (a redirect would lose
+  // the body), never served as if the slash were there.
+  if (WRITE_METHODS.has(method) && !pathname.endsWith("/")) throw notFound();
+
+  if (method === "GET" && id === null && url.searchParams.has("start")) {
+    return await cursorPage(ctx, c, url, model);
+  }
   if (method === "GET" && id === null) {
     let page;
     try {

@@ -1130,7 +1130,8 @@ export const IP_ADDRESS: ModelDef = {
       maxLength: 64,
       index: true,
       pattern: /^[0-9a-fA-F:.]+(\/\d{1,3})?$/,
-      patternMessage: "Enter a valid IPv4 or IPv6 address with optional mask.",
+      // NetBox 4.6.6's IPAddressField text (4.2 answered a 500 here).
+      patternMessage: (value) => `Invalid IP address format: ${value}`,
       normalize: CIDR_NORMALIZE,
     },
     /** The canonical host part, indexed for `?address=<ip>` without a length. */
@@ -1159,7 +1160,7 @@ export const IP_ADDRESS: ModelDef = {
   display: (r) => String(r.address),
   validate: (draft, ctx) =>
     typeof draft.address === "string" && cidrFamily(draft.address) === null
-      ? { address: ["Enter a valid IPv4 or IPv6 address with optional mask."] }
+      ? { address: [`Invalid IP address format: ${draft.address}`] }
       : primaryIpMoveRule(draft, ctx),
   beforeSave: (draft) => {
     draft.host = typeof draft.address === "string" ? canonicalHost(draft.address) : null;
@@ -1211,7 +1212,7 @@ export const PREFIX: ModelDef = {
       maxLength: 64,
       index: true,
       pattern: /^[0-9a-fA-F:.]+(\/\d{1,3})?$/,
-      patternMessage: "Enter a valid IPv4 or IPv6 prefix and mask in CIDR notation.",
+      patternMessage: (value) => `Invalid IP prefix format: ${value}`,
       normalize: CIDR_NORMALIZE,
     },
     family: { type: "json", compute: family("prefix") },
@@ -1241,7 +1242,7 @@ export const PREFIX: ModelDef = {
   validate: (draft) => {
     const c = typeof draft.prefix === "string" ? parseCidr(draft.prefix) : null;
     if (!c || cidrFamily(String(draft.prefix)) === null) {
-      return { prefix: ["Enter a valid IPv4 or IPv6 prefix and mask in CIDR notation."] };
+      return { prefix: [`Invalid IP prefix format: ${draft.prefix}`] };
     }
     const network = networkOf(c);
     if (network !== c.value) {
