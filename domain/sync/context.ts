@@ -4,6 +4,7 @@
  * full update reads each guest config once and finds the objects earlier stages wrote).
  */
 import type { HypervisorReader, InventoryApi, SyncEndpoint } from "./ports.ts";
+import type { SyncOptions } from "./options.ts";
 
 export interface StageResult {
   created: number;
@@ -46,6 +47,8 @@ export interface StageContext {
   now: () => number;
   /** Bounded concurrency for hypervisor reads. */
   concurrency: number;
+  /** The run's options (docs/sync.md, "Run options"): ownership, orphans, primary IPs. */
+  options: SyncOptions;
   /**
    * One object the inventory refused while the rest of its batch was written: counted as
    * failed and reported (an error frame naming the object), the stage goes on.

@@ -26,6 +26,11 @@ export interface ReconcileOptions {
    * the managed ones the object should carry.
    */
   managedTags?: ReadonlySet<number>;
+  /**
+   * Fields written when the object is created and never again: those whose family the admin
+   * owns (docs/sync.md, "Who owns a field").
+   */
+  createOnly?: ReadonlySet<string>;
   /** What to do with existing objects nobody wants any more: a patch (mark), delete, or keep. */
   orphan?: "keep" | "delete" | ((object: InventoryObject) => InventoryBody | null);
 }
@@ -210,7 +215,12 @@ export async function reconcile(ctx: StageContext, options: ReconcileOptions): P
       creates.push(desired);
       continue;
     }
-    const patch = changes(current, desired.body, options.managedTags);
+    const body = options.createOnly?.size
+      ? Object.fromEntries(
+        Object.entries(desired.body).filter(([field]) => !options.createOnly!.has(field)),
+      )
+      : desired.body;
+    const patch = changes(current, body, options.managedTags);
     if (patch) updates.push({ desired, patch: { id: current.id, ...patch, ...options.touch } });
     else {
       ctx.result.unchanged++;

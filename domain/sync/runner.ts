@@ -19,6 +19,14 @@ import { syncIpAddresses } from "./stages/ip_addresses.ts";
 import { syncSdn } from "./stages/sdn.ts";
 import { syncReplications } from "./stages/replications.ts";
 import { syncBackupRoutines } from "./stages/backup_routines.ts";
+import type { PlanItem } from "./plan.ts";
+import {
+  DEFAULT_SYNC_OPTIONS,
+  OPTIONAL_STAGES,
+  type OptionalStage,
+  stageParam,
+  type SyncOptions,
+} from "./options.ts";
 
 /** Error frames for refused objects per stage and endpoint; more are only counted. */
 const MAX_ITEM_FRAMES = 20;
@@ -139,6 +147,10 @@ export interface ErrorFrame {
 
 export interface CompleteFrame {
   ok: boolean;
+  /** Set on a dry run: nothing was written, `result` counts what would be. */
+  dry_run?: boolean;
+  /** The plan (dry run) or the record of what was written (`plan=true`), in write order. */
+  plan?: PlanItem[];
   message: string;
   result: StageResult;
   stages: { step: string; result: StageResult }[];
@@ -147,6 +159,7 @@ export interface CompleteFrame {
 
 export type SyncEvent =
   | { event: "step"; data: StepFrame }
+  | { event: "plan"; data: PlanItem }
   | { event: "error"; data: ErrorFrame }
   | { event: "complete"; data: CompleteFrame };
 
@@ -162,6 +175,8 @@ export interface RunOptions {
   concurrency?: number;
   /** Minimum milliseconds between two progress frames of one stage. */
   progressEveryMs?: number;
+  /** Run options (default: DEFAULT_SYNC_OPTIONS). */
+  syncOptions?: SyncOptions;
 }
 
 function describeFailure(
@@ -216,11 +231,33 @@ export async function runSync(options: RunOptions): Promise<CompleteFrame> {
   /** Endpoints that cannot be used (no connection, login refused): reported once, then skipped. */
   const unusable = new Set<number>();
   let cancelled = false;
+  const syncOptions = options.syncOptions ?? DEFAULT_SYNC_OPTIONS;
 
   for (const stage of options.stages) {
     if (signal.aborted) {
       cancelled = true;
       break;
+    }
+    const optional = (OPTIONAL_STAGES as readonly string[]).includes(stage.type);
+    if (optional && !syncOptions.stages[stage.type as OptionalStage]) {
+      // Left out by the run's options: framed like any stage, with nothing done.
+      const param = stageParam(stage.type as OptionalStage);
+      await options.emit({
+        event: "step",
+        data: { step: stage.type, status: "started", message: `${stage.summary}: skipped` },
+      });
+      stages.push({ step: stage.type, result: emptyResult() });
+      await options.emit({
+        event: "step",
+        data: {
+          step: stage.type,
+          status: "completed",
+          message: `${stage.summary}: skipped (${param}=false)`,
+          result: emptyResult(),
+          elapsed_ms: 0,
+        },
+      });
+      continue;
     }
     const names = options.endpoints.map((e) => e.name).join(", ") || "no enabled endpoint";
     await options.emit({
@@ -249,6 +286,7 @@ export async function runSync(options: RunOptions): Promise<CompleteFrame> {
         shared,
         now,
         concurrency: options.concurrency ?? 8,
+        options: syncOptions,
         itemFailed: (object, error) => {
           ctx.result.failed++;
           if (++refused > MAX_ITEM_FRAMES) return;
@@ -351,6 +389,10 @@ export async function runSync(options: RunOptions): Promise<CompleteFrame> {
       result: total,
       stages,
     };
+  }
+  if (syncOptions.dryRun) {
+    complete.dry_run = true;
+    complete.message = `Dry run, nothing written: ${complete.message}`;
   }
   await options.emit({ event: "complete", data: complete });
   return complete;

@@ -17,6 +17,14 @@ import { HypervisorApiClient, HypervisorApiError } from "../../clients/hyperviso
 import { InventoryApiClient } from "../../clients/inventory_api.ts";
 import type { HypervisorEndpointRecord, SyncRunHold } from "../../storage/ports.ts";
 import { type HeldRun, isRunning, SyncRunLocks } from "../../domain/sync/run_lock.ts";
+import {
+  mergeOptions,
+  OPTIONAL_STAGES,
+  optionsFromQuery,
+  OVERWRITE_FAMILIES,
+  stageParam,
+} from "../../domain/sync/options.ts";
+import { type PlanItem, PlanningInventory } from "../../domain/sync/plan.ts";
 
 export const NO_INVENTORY =
   "No inventory endpoint found. Please add an inventory endpoint in the database.";
@@ -99,7 +107,42 @@ function runningAnswer(running: SyncRunHold, all: HypervisorEndpointRecord[]) {
   };
 }
 
+const flag = (description: string) =>
+  z.enum(["true", "false", "1", "0"], {
+    message: "Use true or false",
+  }).optional().openapi({ description });
+
+const RunOptions = {
+  dry_run: flag(
+    "Write nothing: the answer is the plan (per stage and object: create, update field old → " +
+      "new, mark, delete), as `plan` frames and in `complete.plan`.",
+  ),
+  plan: flag("On a real run, report what was written in the same form as a dry run's plan."),
+  ...Object.fromEntries(
+    OVERWRITE_FAMILIES.map((f) => [
+      `overwrite_${f}`,
+      flag(
+        `true: the hypervisor owns ${f.replace("_", " ")} (each run writes them); false: the ` +
+          "admin does (written when an object is created, then kept as the admin sets them).",
+      ),
+    ]),
+  ),
+  delete_orphans: flag(
+    "Delete a VM whose guest is gone upstream instead of marking it decommissioning.",
+  ),
+  primary_ip_preference: z.enum(["both", "v4", "v6"], {
+    message: "Use both, v4 or v6",
+  }).optional().openapi({
+    description: "both (default): primary IPv4 and IPv6; v4/v6: that family's primary only " +
+      "(the other family's when there is none of it).",
+  }),
+  ...Object.fromEntries(
+    OPTIONAL_STAGES.map((s) => [stageParam(s), flag(`Include the optional stage ${s}.`)]),
+  ),
+};
+
 const Scope = z.object({
+  ...RunOptions,
   hypervisor_endpoint_ids: z.string().regex(/^\s*\d+(\s*,\s*\d+)*\s*$/, {
     message: "Use a comma-separated list of endpoint ids, e.g. 1,2",
   }).optional().openapi({
@@ -227,6 +270,38 @@ export function syncRoutes(services: BackendServices, options: SyncRouteOptions 
     return { endpoints: endpoints.map(toSyncEndpoint), inventoryApi, hypervisor, all, secrets };
   }
 
+  /**
+   * The run's options from its query, and the inventory it writes through: a dry run (or
+   * `plan=true`) goes through the planner, which records each write and, dry, answers it.
+   */
+  function runOptions(query: Record<string, string>, inventoryApi: InventoryApiClient) {
+    const syncOptions = mergeOptions(optionsFromQuery(query));
+    const recording = syncOptions.dryRun || query.plan === "true" || query.plan === "1";
+    const listeners: ((item: PlanItem) => void)[] = [];
+    const planner = recording
+      ? new PlanningInventory(
+        inventoryApi,
+        syncOptions.dryRun,
+        (i) => listeners.forEach((l) => l(i)),
+      )
+      : null;
+    return {
+      syncOptions,
+      inventory: planner ?? inventoryApi,
+      onItem: (listener: (item: PlanItem) => void) => {
+        if (planner) listeners.push(listener);
+      },
+      /** Keeps the planner's stage current and puts the plan into `complete`. */
+      tracking: (emit: (event: SyncEvent) => void | Promise<void>) => (event: SyncEvent) => {
+        if (planner && event.event === "step" && event.data.status === "started") {
+          planner.step = event.data.step;
+        }
+        if (planner && event.event === "complete") event.data.plan = planner.items;
+        return emit(event);
+      },
+    };
+  }
+
   /** Holds the run's endpoints, or answers 409 naming the run in the way (before any frame). */
   async function hold(
     all: HypervisorEndpointRecord[],
@@ -252,9 +327,12 @@ export function syncRoutes(services: BackendServices, options: SyncRouteOptions 
     c: Context<BackendEnv>,
     stages: readonly StageDef[],
     what: string,
-    scope?: string,
+    query: Record<string, string>,
   ) {
-    const { endpoints, inventoryApi, hypervisor, all, secrets } = await prepare(scope);
+    const { endpoints, inventoryApi, hypervisor, all, secrets } = await prepare(
+      query.hypervisor_endpoint_ids,
+    );
+    const run = runOptions(query, inventoryApi);
     const abort = new AbortController();
     const held = await hold(all, endpoints, what, abort);
     abort.signal.addEventListener("abort", () => held.cancelled(), { once: true });
@@ -281,12 +359,14 @@ export function syncRoutes(services: BackendServices, options: SyncRouteOptions 
           }, Math.max(10, Math.min(1000, keepaliveMs / 3)));
           const emit = (event: SyncEvent) =>
             write(frame(event.event, redactDeep(event.data, secrets)));
+          run.onItem((item) => emit({ event: "plan", data: item }));
           runSync({
             stages,
             endpoints,
             hypervisor,
-            inventory: inventoryApi,
-            emit,
+            inventory: run.inventory,
+            syncOptions: run.syncOptions,
+            emit: run.tracking(emit),
             signal: abort.signal,
             now: services.deps.now,
             concurrency: options.concurrency,
@@ -354,9 +434,12 @@ export function syncRoutes(services: BackendServices, options: SyncRouteOptions 
     c: Context<BackendEnv>,
     stages: readonly StageDef[],
     what: string,
-    scope?: string,
+    query: Record<string, string>,
   ) {
-    const { endpoints, inventoryApi, hypervisor, all, secrets } = await prepare(scope);
+    const { endpoints, inventoryApi, hypervisor, all, secrets } = await prepare(
+      query.hypervisor_endpoint_ids,
+    );
+    const run = runOptions(query, inventoryApi);
     const abort = new AbortController();
     const held = await hold(all, endpoints, what, abort);
     const requestSignal = c.req.raw.signal;
@@ -371,8 +454,9 @@ export function syncRoutes(services: BackendServices, options: SyncRouteOptions 
         stages,
         endpoints,
         hypervisor,
-        inventory: inventoryApi,
-        emit: () => {},
+        inventory: run.inventory,
+        syncOptions: run.syncOptions,
+        emit: run.tracking(() => {}),
         signal: abort.signal,
         now: services.deps.now,
         concurrency: options.concurrency,
@@ -424,7 +508,7 @@ export function syncRoutes(services: BackendServices, options: SyncRouteOptions 
           ...ErrorResponses,
         },
       }),
-      (c) => stream(c, stages, what, c.req.query("hypervisor_endpoint_ids")),
+      (c) => stream(c, stages, what, c.req.query()),
     );
     app.openapi(
       createRoute({
@@ -445,7 +529,7 @@ export function syncRoutes(services: BackendServices, options: SyncRouteOptions 
           ...ErrorResponses,
         },
       }),
-      (c) => json(c, stages, what, c.req.query("hypervisor_endpoint_ids")),
+      (c) => json(c, stages, what, c.req.query()),
     );
   };
 

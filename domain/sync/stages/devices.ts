@@ -7,6 +7,7 @@ import { hvGet, memo, type StageContext } from "../context.ts";
 import { clusterBase, type ClusterStatusEntry, ensureBySlug, PATHS, syncTags } from "../base.ts";
 import { type Desired, indexBy, reconcile, refId } from "../reconcile.ts";
 import type { InventoryObject } from "../ports.ts";
+import { createOnlyFields } from "../options.ts";
 
 interface NodeEntry {
   node: string;
@@ -148,6 +149,7 @@ export async function syncDevices(ctx: StageContext): Promise<void> {
     existing,
     desired,
     managedTags: tags.managed,
+    createOnly: createOnlyFields(ctx.options, { description: "descriptions", role: "roles" }),
     orphan: () => ({ status: "decommissioning", tags: [tags.synced, tags.missing] }),
   });
 

@@ -11,6 +11,7 @@ import { type Guest, guests, ownedVms, vmAnchors } from "../guests.ts";
 import { containerDnsName, dnsName, guestNics, propertyString } from "../proxmox.ts";
 import { changes, deleteOrphans, type Desired, reconcile } from "../reconcile.ts";
 import { createdThisRun } from "./virtual_machines.ts";
+import { primaryIps } from "../options.ts";
 import { assignedTo, childrenOf, refreshTagged, taggedObjects } from "../owned.ts";
 import { VM_IFACE } from "./vm_interfaces.ts";
 import type { InventoryObject } from "../ports.ts";
@@ -148,10 +149,11 @@ export async function syncIpAddresses(ctx: StageContext): Promise<void> {
     vmDesired.push({
       key: String(g.vmid),
       label: `primary IPs of vmid ${g.vmid}`,
-      body: {
-        primary_ip4: first.v4 ? ips.objects.get(first.v4)?.id ?? null : null,
-        primary_ip6: first.v6 ? ips.objects.get(first.v6)?.id ?? null : null,
-      },
+      body: primaryIps(
+        ctx.options.primaryIpPreference,
+        first.v4 ? ips.objects.get(first.v4)?.id ?? null : null,
+        first.v6 ? ips.objects.get(first.v6)?.id ?? null : null,
+      ),
     });
   }
   const before = { ...ctx.result };

@@ -10,6 +10,7 @@ import { createdDevices, nodeIndex } from "./devices.ts";
 import { changes, deleteOrphans, type Desired, reconcile } from "../reconcile.ts";
 import { assignedTo, childrenOf, ensureVlans, refreshTagged, taggedObjects } from "../owned.ts";
 import type { InventoryObject } from "../ports.ts";
+import { createOnlyFields, primaryIps } from "../options.ts";
 
 interface NodeInterface {
   iface: string;
@@ -94,6 +95,7 @@ export async function syncNetworkInterfaces(ctx: StageContext): Promise<void> {
     existing,
     desired,
     managedTags: tags.managed,
+    createOnly: createOnlyFields(ctx.options, { description: "descriptions" }),
     orphan: "delete",
   });
   const ids = new Set([...ifaces.objects.values()].map((i) => i.id));
@@ -170,7 +172,7 @@ export async function syncNetworkInterfaces(ctx: StageContext): Promise<void> {
     primaryDesired.push({
       key: node,
       label: `primary IPs of device ${node}`,
-      body: { primary_ip4: pick("v4"), primary_ip6: pick("v6") },
+      body: primaryIps(ctx.options.primaryIpPreference, pick("v4"), pick("v6")),
     });
   });
   const before = { ...ctx.result };

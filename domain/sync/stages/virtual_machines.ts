@@ -18,6 +18,7 @@ import {
   slugify,
 } from "../proxmox.ts";
 import { type Desired, reconcile } from "../reconcile.ts";
+import { createOnlyFields } from "../options.ts";
 import type { InventoryObject } from "../ports.ts";
 
 const NAME_MAX = 64;
@@ -104,17 +105,34 @@ export async function syncVirtualMachines(ctx: StageContext): Promise<void> {
     ctx,
     tagNames.map((name) => ({ slug: slugify(name), name: name.slice(0, 100) })),
   );
-  const managed = new Set([...tags.managed, ...guestTagIds.values()]);
+  // Guest tags are managed (added and removed) only while the hypervisor owns tags; otherwise
+  // they are written when a VM is created and the admin keeps them from then on.
+  const managed = ctx.options.overwrite.tags
+    ? new Set([...tags.managed, ...guestTagIds.values()])
+    : tags.managed;
+  const createOnly = createOnlyFields(ctx.options, { name: "names", role: "roles" });
 
   // Names of VMs in this cluster that are not these guests (hand-made, or ours but gone).
   const present = new Set(list.map((g) => g.vmid));
   const ownIds = new Set([...owned].filter(([vmid]) => present.has(vmid)).map(([, v]) => v.id));
   const inCluster = await clusterVms(ctx);
-  const names = uniqueNames(
-    list,
-    inCluster.filter((v) => !ownIds.has(v.id)).map((v) => String(v.name)),
-    new Map([...owned].map(([vmid, vm]) => [vmid, String(vm.name)])),
-  );
+  let names: Map<number, string>;
+  if (ctx.options.overwrite.names) {
+    names = uniqueNames(
+      list,
+      inCluster.filter((v) => !ownIds.has(v.id)).map((v) => String(v.name)),
+      new Map([...owned].map(([vmid, vm]) => [vmid, String(vm.name)])),
+    );
+  } else {
+    // The admin owns names: a synced VM keeps the name it has; only newcomers are named, around
+    // every name the cluster holds.
+    const kept = list.filter((g) => owned.has(g.vmid) && present.has(g.vmid));
+    names = uniqueNames(
+      list.filter((g) => !owned.has(g.vmid)),
+      inCluster.map((v) => String(v.name)),
+    );
+    for (const g of kept) names.set(g.vmid, String(owned.get(g.vmid)!.name));
+  }
 
   const existing = new Map<string, InventoryObject>();
   for (const [vmid, vm] of owned) existing.set(String(vmid), vm);
@@ -157,6 +175,7 @@ export async function syncVirtualMachines(ctx: StageContext): Promise<void> {
     ),
     desired: firstPass,
     managedTags: managed,
+    createOnly,
   });
   const wanted = new Set(firstPass.map((d) => d.key));
   const later = await reconcile(ctx, {
@@ -164,7 +183,10 @@ export async function syncVirtualMachines(ctx: StageContext): Promise<void> {
     existing: new Map([...existing].filter(([key]) => !wanted.has(key))),
     desired: secondPass,
     managedTags: managed,
-    orphan: () => ({ status: "decommissioning", tags: [tags.synced, tags.missing] }),
+    createOnly,
+    orphan: ctx.options.deleteOrphans
+      ? "delete"
+      : () => ({ status: "decommissioning", tags: [tags.synced, tags.missing] }),
   });
   for (const [key, vm] of later.objects) vms.objects.set(key, vm);
   // VMs created by this run: a later stage completing them (the primary IP, which needs the

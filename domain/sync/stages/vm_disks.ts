@@ -9,6 +9,7 @@ import { PATHS, syncTags } from "../base.ts";
 import { guests, vmAnchors } from "../guests.ts";
 import { guestDisks } from "../proxmox.ts";
 import { type Desired, reconcile } from "../reconcile.ts";
+import { createOnlyFields } from "../options.ts";
 import { childrenOf, refreshTagged, taggedObjects } from "../owned.ts";
 
 export async function syncVmDisks(ctx: StageContext): Promise<void> {
@@ -38,6 +39,7 @@ export async function syncVmDisks(ctx: StageContext): Promise<void> {
     existing,
     desired,
     managedTags: tags.managed,
+    createOnly: createOnlyFields(ctx.options, { description: "descriptions" }),
     orphan: "delete",
   });
   refreshTagged(ctx, PATHS.disks);

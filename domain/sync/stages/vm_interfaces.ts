@@ -7,6 +7,7 @@ import type { StageContext } from "../context.ts";
 import { clusterBase, PATHS, syncTags } from "../base.ts";
 import { guests, vmAnchors } from "../guests.ts";
 import { guestNics } from "../proxmox.ts";
+import { createOnlyFields } from "../options.ts";
 import { deleteOrphans, type Desired, reconcile, refId } from "../reconcile.ts";
 import { assignedTo, childrenOf, ensureVlans, refreshTagged, taggedObjects } from "../owned.ts";
 
@@ -65,6 +66,7 @@ export async function syncVmInterfaces(ctx: StageContext): Promise<void> {
     existing,
     desired,
     managedTags: tags.managed,
+    createOnly: createOnlyFields(ctx.options, { description: "descriptions" }),
     orphan: "delete",
   });
 

@@ -1,0 +1,185 @@
+/**
+ * The plan (docs/sync.md, "Dry run and plan"): every write a run makes or would make, per stage
+ * and object — created (with its fields), updated (field: old → new), marked (an update that
+ * flags an object gone upstream) or deleted. `PlanningInventory` wraps the inventory port: it
+ * reads through, records each write, and in a dry run answers writes itself (created objects get
+ * negative ids, which later stages of the same dry run hang their children on) so nothing is
+ * written. The same wrapper around a real run records what was done: a plan and the real run's
+ * record of the same inventory state are equal (tests/e2e/sync_plan_test.ts).
+ */
+import type { InventoryApi, InventoryBody, InventoryObject } from "./ports.ts";
+import { plain, same } from "./reconcile.ts";
+
+export type PlanAction = "create" | "update" | "mark" | "delete";
+
+export interface PlanItem {
+  step: string;
+  action: PlanAction;
+  /** The inventory path, e.g. `virtualization/virtual-machines/`. */
+  path: string;
+  /** The object's id; negative for an object the dry run would create. */
+  id: number;
+  /** What the object is, in words: its name, address, vid... */
+  object: string;
+  /** create: every field written; update/mark: field → {old, new}; delete: none. */
+  fields?: Record<string, unknown>;
+  changes?: Record<string, { old: unknown; new: unknown }>;
+}
+
+/** Status values a sync writes to flag an object gone upstream (docs/sync.md). */
+const MARKS = new Set(["decommissioning", "stale", "missing"]);
+
+function describe(path: string, o: Record<string, unknown>): string {
+  const model = path.replace(/\/$/, "").split("/").pop()!.replace(/-/g, " ");
+  for (const k of ["name", "address", "mac_address", "upid", "volid", "prefix", "slug"]) {
+    if (typeof o[k] === "string" && o[k]) return `${model} ${o[k]}`;
+  }
+  if (o.vmid !== undefined) return `${model} vmid ${o.vmid}`;
+  if (o.vid !== undefined) return `${model} vid ${o.vid}`;
+  return `${model} #${o.id ?? "?"}`;
+}
+
+function hasNegativeId(filters: Record<string, string | string[]>): boolean {
+  return Object.values(filters).some((v) =>
+    (Array.isArray(v) ? v : [v]).some((x) => /^-\d+$/.test(String(x).trim()))
+  );
+}
+
+/**
+ * Whether an object the dry run would make answers a list filter: `tag` (everything the sync
+ * makes carries its tag), a field, or `<field>_id` against the field's id; anything else is
+ * not narrowed (the stages filter what they read again).
+ */
+function matches(o: InventoryObject, filters: Record<string, string | string[]>): boolean {
+  for (const [key, value] of Object.entries(filters)) {
+    if (key === "tag" || key === "limit" || key === "offset" || key === "ordering") continue;
+    const wanted = (Array.isArray(value) ? value : String(value).split(",")).map(String);
+    const field = key in o
+      ? key
+      : key.endsWith("_id") && key.slice(0, -3) in o
+      ? key.slice(0, -3)
+      : null;
+    if (field === null) continue;
+    const v = o[field];
+    const have = typeof v === "object" && v !== null && "id" in v
+      ? String((v as { id: unknown }).id)
+      : String(v);
+    if (!wanted.includes(have)) return false;
+  }
+  return true;
+}
+
+export class PlanningInventory implements InventoryApi {
+  /** The stage being run (the runner's `started` frames set it). */
+  step = "";
+  readonly items: PlanItem[] = [];
+  #known = new Map<string, InventoryObject>();
+  #next = -1;
+  /** Dry run: objects it would have made (path → id → object) and patches it would have sent. */
+  #made = new Map<string, Map<number, InventoryObject>>();
+  #patches = new Map<string, InventoryBody>();
+
+  constructor(
+    private readonly inner: InventoryApi,
+    private readonly dryRun: boolean,
+    private readonly onItem: (item: PlanItem) => void = () => {},
+  ) {}
+
+  #remember(path: string, objects: InventoryObject[]) {
+    for (const o of objects) this.#known.set(`${path}#${o.id}`, o);
+  }
+
+  #record(item: Omit<PlanItem, "step">) {
+    const full = { step: this.step, ...item };
+    this.items.push(full);
+    this.onItem(full);
+  }
+
+  async list(path: string, filters: Record<string, string | string[]>, signal?: AbortSignal) {
+    // An object only this dry run made has no children upstream yet.
+    const found = hasNegativeId(filters) ? [] : await this.inner.list(path, filters, signal);
+    if (!this.dryRun) {
+      this.#remember(path, found);
+      return found;
+    }
+    // A dry run sees its own writes: what it patched, and what it would have made.
+    const seen = found.map((o) => {
+      const patch = this.#patches.get(`${path}#${o.id}`);
+      return patch ? { ...o, ...patch } as InventoryObject : o;
+    });
+    this.#remember(path, seen);
+    const made = [...(this.#made.get(path)?.values() ?? [])].filter((o) => matches(o, filters));
+    return [...seen, ...made];
+  }
+
+  async create(path: string, bodies: InventoryBody[], signal?: AbortSignal) {
+    const made = this.dryRun
+      ? bodies.map((b) => ({ ...structuredClone(b), id: this.#next-- }) as InventoryObject)
+      : await this.inner.create(path, bodies, signal);
+    this.#remember(path, made);
+    if (this.dryRun) {
+      let mine = this.#made.get(path);
+      if (!mine) this.#made.set(path, mine = new Map());
+      for (const o of made) mine.set(o.id, o);
+    }
+    made.forEach((o, i) => {
+      const fields: Record<string, unknown> = {};
+      for (const [k, v] of Object.entries(bodies[i])) fields[k] = plain(v);
+      this.#record({ action: "create", path, id: o.id, object: describe(path, bodies[i]), fields });
+    });
+    return made;
+  }
+
+  async update(
+    path: string,
+    bodies: (InventoryBody & { id: number })[],
+    signal?: AbortSignal,
+  ) {
+    // A copy: a dry run applies the patch to the objects it made, in place.
+    const before = bodies.map((b) => {
+      const known = this.#known.get(`${path}#${b.id}`);
+      return known ? { ...known } : undefined;
+    });
+    const done = this.dryRun
+      ? bodies.map((b, i) => ({ ...(before[i] ?? {}), ...structuredClone(b) }) as InventoryObject)
+      : await this.inner.update(path, bodies, signal);
+    this.#remember(path, done);
+    if (this.dryRun) {
+      for (const b of bodies) {
+        const made = this.#made.get(path)?.get(b.id);
+        if (made) Object.assign(made, structuredClone(b));
+        else {
+          const key = `${path}#${b.id}`;
+          this.#patches.set(key, { ...this.#patches.get(key), ...structuredClone(b) });
+        }
+      }
+    }
+    bodies.forEach((b, i) => {
+      const old = (before[i] ?? {}) as Record<string, unknown>;
+      const changes: Record<string, { old: unknown; new: unknown }> = {};
+      for (const [k, v] of Object.entries(b)) {
+        if (k === "id" || same(old[k], v)) continue;
+        changes[k] = { old: plain(old[k]), new: plain(v) };
+      }
+      const mark = typeof b.status === "string" && MARKS.has(b.status) ||
+        b.online === false;
+      this.#record({
+        action: mark ? "mark" : "update",
+        path,
+        id: b.id,
+        object: describe(path, { ...old, ...b }),
+        changes,
+      });
+    });
+    return done;
+  }
+
+  async delete(path: string, ids: number[], signal?: AbortSignal) {
+    if (!this.dryRun) await this.inner.delete(path, ids, signal);
+    else for (const id of ids) this.#made.get(path)?.delete(id);
+    for (const id of ids) {
+      const old = this.#known.get(`${path}#${id}`) ?? { id };
+      this.#record({ action: "delete", path, id, object: describe(path, old) });
+    }
+  }
+}
