@@ -6,12 +6,34 @@
  * How it is measured: Deno 2 has no `Deno.resources()` nor op metrics, so the test counts what
  * the server can leak itself: KV watches (the app's KV handle is wrapped to count open watch
  * streams) and timers (setTimeout/setInterval are wrapped to count those neither fired nor
- * cleared). After the disconnects both must come back to where they were before, and no request
- * of the server to itself (stage work, inventory writes) may follow once they have.
+ * cleared). After the disconnects both must come back to where they were before, and every sync
+ * run a stage stream started must have ended (the signal: its "sync run ended" log line), none
+ * crashed, and no request of the server to itself may follow once they have.
  */
 import assert from "node:assert/strict";
 import { jobsWorld, P } from "../e2e/_jobs_world.ts";
 import type { AppDeps } from "../../routes/_lib/deps.ts";
+import { type LogLevel, MemoryLogger } from "../../infra/logger.ts";
+
+/** A logger that resolves `until(message, n)` once `message` has been logged n times. */
+class CountingLogger extends MemoryLogger {
+  #waiters: { message: string; n: number; resolve: () => void }[] = [];
+  count(message: string): number {
+    return this.lines.filter((l) => l.message === message).length;
+  }
+  override log(level: LogLevel, message: string, fields: Record<string, unknown> = {}): void {
+    super.log(level, message, fields);
+    this.#waiters = this.#waiters.filter((w) => {
+      if (this.count(w.message) < w.n) return true;
+      w.resolve();
+      return false;
+    });
+  }
+  until(message: string, n: number): Promise<void> {
+    if (this.count(message) >= n) return Promise.resolve();
+    return new Promise((resolve) => this.#waiters.push({ message, n, resolve }));
+  }
+}
 
 interface Counters {
   watches: number;
@@ -112,6 +134,20 @@ async function disconnectAfter(url: string, init: RequestInit, frames: number): 
   return seen;
 }
 
+/** Waits for the n-th "sync run ended" line; a run that never ends fails the test, naming it. */
+async function ended(logger: CountingLogger, n: number, url: string) {
+  const stuck = Promise.withResolvers<never>();
+  const guard = setTimeout(
+    () => stuck.reject(new Error(`the run of ${url} did not end after its client left`)),
+    30_000,
+  );
+  try {
+    await Promise.race([logger.until("sync run ended", n), stuck.promise]);
+  } finally {
+    clearTimeout(guard);
+  }
+}
+
 async function settled(counters: Counters, baseline: { watches: number; timers: number }) {
   const deadline = Date.now() + 10_000;
   while (Date.now() < deadline) {
@@ -128,13 +164,14 @@ Deno.test({
   const counters: Counters = { watches: 0, timers: new Set() };
   const restore = countTimers(counters);
   const kv = countingKv(await Deno.openKv(":memory:"), counters);
+  const logger = new CountingLogger();
   const world = await jobsWorld(
     {
       HYPERVISOR_MOCK_SEED: "nodes=2,vms=40,cts=10,storages=2",
       SERVICE_ALLOW_LOOPBACK_TARGETS: "true",
       HOST_AGENT_MOCK_TOKEN: "streams-agent-token",
     },
-    { kv } as Partial<AppDeps>,
+    { kv, logger } as Partial<AppDeps>,
   );
   try {
     const { backend } = await world.wire();
@@ -181,21 +218,38 @@ Deno.test({
 
     await settled(counters, { watches: 0, timers: 0 });
     const baseline = { watches: counters.watches, timers: counters.timers.size };
+    const endedBefore = logger.count("sync run ended");
     let framesRead = 0;
+    let runs = 0;
     for (let i = 0; i < 100; i++) {
       const route = routes[i % routes.length];
       const init = route.init.body ? { ...route.init, body: route.init.body } : route.init;
       framesRead += await disconnectAfter(route.url, init, Math.floor(Math.random() * 4));
+      if (i % routes.length >= stagePaths.length) continue;
+      // An admitted stage stream is a run: it ends once the server sees the client gone (its
+      // "sync run ended" line is the signal), before the next stream asks for the endpoint.
+      runs++;
+      await ended(logger, endedBefore + runs, route.url);
     }
     await settled(counters, baseline);
     const requestsAtRest = world.seen.length;
     assert.equal(counters.watches, baseline.watches, "KV watches left open");
     assert.equal(counters.timers.size, baseline.timers, "timers left pending");
-    // Nothing keeps working once the counters are back: no further request of the server.
-    await new Promise((resolve) => setTimeout(resolve, 300));
-    assert.equal(world.seen.length, requestsAtRest, world.seen.slice(requestsAtRest).join("\n"));
+    assert.equal(logger.count("sync run ended"), endedBefore + runs, "each run ended once");
+    assert.equal(logger.count("sync run crashed"), 0);
+    // A client left after at most 3 frames: most runs were still at work and were stopped
+    // (a run that carried on to its end would say cancelled: false).
+    const endings = logger.lines.filter((l) => l.message === "sync run ended").slice(endedBefore);
+    const cancelled = endings.filter((l) => l.cancelled === true).length;
+    assert.ok(cancelled >= endings.length / 4, `${cancelled} of ${endings.length} runs cancelled`);
+    // Nothing keeps working once all runs ended: a last request of our own finds the server
+    // idle, and nothing else arrived in between.
+    const version = await fetch(`${world.base}/version`, { headers: key });
+    await version.body?.cancel();
+    assert.deepEqual(world.seen.slice(requestsAtRest), ["GET /version"]);
     console.log(
-      `streams: 100 disconnects over ${routes.length} routes (${framesRead} frames read); ` +
+      `streams: 100 disconnects over ${routes.length} routes (${framesRead} frames read, ` +
+        `${cancelled} of ${runs} runs cancelled); ` +
         `KV watches ${baseline.watches} → ${counters.watches}, timers ${baseline.timers} → ` +
         `${counters.timers.size}`,
     );
