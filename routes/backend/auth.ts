@@ -1,4 +1,4 @@
-import type { MiddlewareHandler } from "hono";
+import type { Context, MiddlewareHandler } from "hono";
 import { authenticate, publicRecord } from "../../domain/api_keys.ts";
 import { clientIp } from "../_lib/client_ip.ts";
 import { authError } from "./errors.ts";
@@ -26,6 +26,21 @@ function isExempt(method: string, path: string): boolean {
   const verb = method === "HEAD" ? "GET" : method;
   if (verb === "GET" && path.startsWith("/static/")) return true;
   return EXEMPT.has(`${verb} ${path}`);
+}
+
+/**
+ * On an exempt route: whether the request carries a valid key (a wrong one counts toward the
+ * lockout like anywhere else). Used where an exempt answer says more to a key holder (`/meta`).
+ */
+export async function presentsValidKey(
+  services: BackendServices,
+  c: Context<BackendEnv>,
+): Promise<boolean> {
+  const sent = c.req.header(API_KEY_HEADER);
+  if (!sent) return false;
+  const { keys, lockout, deps, authCache } = services;
+  const ip = c.env?.internal ? null : clientIp(c, deps.config.trustedProxies);
+  return (await authenticate(keys, lockout, ip, sent, authCache)).ok;
 }
 
 /** Runs before routing, so unknown paths are authenticated too and never leak a 404. */

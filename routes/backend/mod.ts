@@ -10,7 +10,7 @@ import type { InventoryEndpointStore } from "../../storage/ports.ts";
 import { allowedMethods } from "../_lib/allowed_methods.ts";
 import { docsRoutes } from "../_lib/docs.ts";
 import { faviconResponse } from "../_lib/favicon.ts";
-import { API_KEY_HEADER, apiKeyAuth } from "./auth.ts";
+import { API_KEY_HEADER, apiKeyAuth, presentsValidKey } from "./auth.ts";
 import type { BackendEnv, BackendServices } from "./context.ts";
 import { endpointRoutes } from "./endpoints.ts";
 import { extrasRoutes } from "./extras.ts";
@@ -153,13 +153,15 @@ export async function createBackendApp(deps: AppDeps, services = createBackendSe
       path: "/meta",
       tags: ["meta"],
       summary: "Service metadata",
+      description: "Public; `version` and `runtime` are filled in only for a request with a " +
+        "valid X-Service-API-Key (null otherwise: versions are not told to anonymous callers).",
       security: [],
       responses: {
         200: jsonContent(
           z.object({
             name: z.string(),
-            version: z.string(),
-            runtime: z.string(),
+            version: z.string().nullable(),
+            runtime: z.string().nullable(),
             storage: z.string(),
             surfaces: z.array(z.string()),
           }),
@@ -167,14 +169,16 @@ export async function createBackendApp(deps: AppDeps, services = createBackendSe
         ),
       },
     }),
-    (c) =>
-      c.json({
+    async (c) => {
+      const known = await presentsValidKey(services, c);
+      return c.json({
         name: APP_NAME,
-        version: APP_VERSION,
-        runtime: `deno ${Deno.version.deno}`,
+        version: known ? APP_VERSION : null,
+        runtime: known ? `deno ${Deno.version.deno}` : null,
         storage: "deno-kv",
         surfaces: [...deps.config.surfaces],
-      }, 200),
+      }, 200);
+    },
   );
 
   app.get("/favicon.ico", () => faviconResponse());

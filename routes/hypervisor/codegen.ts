@@ -72,7 +72,16 @@ export interface CodegenOptions {
   openApiCache?: OpenApiCache;
   typeScriptCache?: TypeScriptCache;
   catalog?: SchemaCatalog;
+  /**
+   * Whether a request carries a hypervisor login (ticket or API token) the surface accepts.
+   * Without one, `/pve/versions` answers 401 and `/pve/openapi.json` names no version
+   * (SECURITY.md "Who may read what"). Absent: nobody counts as logged in.
+   */
+  loggedIn?: (request: Request) => boolean | Promise<boolean>;
 }
+
+export const VERSIONS_NEED_LOGIN =
+  "Log in to list schema versions: a PVEAuthCookie ticket or a PVEAPIToken, as for /api2/json.";
 
 function fieldErrors(c: Ctx, detail: string, errors: { field: string; message: string }[]) {
   return c.json({ detail, errors }, 400);
@@ -208,7 +217,12 @@ export function hypervisorCodegenRoutes(deps: AppDeps, options: CodegenOptions):
     });
   });
 
-  app.get("/pve/versions", async (c) => c.json(await catalog.list()));
+  app.get("/pve/versions", async (c) => {
+    if (!(await options.loggedIn?.(c.req.raw))) {
+      return c.json({ detail: VERSIONS_NEED_LOGIN, errors: [] }, 401);
+    }
+    return c.json(await catalog.list());
+  });
 
   app.post("/pve/codegen/generate", async (c) => {
     let body: unknown;
@@ -332,7 +346,7 @@ export function hypervisorToolingRoutes(deps: AppDeps, options: CodegenOptions):
   const catalog = createSchemaCatalog(deps, options);
   const openApiCache = options.openApiCache ?? new OpenApiCache();
   const app = new Hono<Env>();
-  app.route("/", hypervisorDocsRoutes(catalog, openApiCache));
+  app.route("/", hypervisorDocsRoutes(catalog, openApiCache, options.loggedIn));
   app.route("/", hypervisorCodegenRoutes(deps, { ...options, catalog, openApiCache }));
   return app;
 }

@@ -7,7 +7,7 @@
 import { Hono } from "hono";
 import { docsRoutes } from "../_lib/docs.ts";
 import { OpenApiCache, type OpenApiFlavour } from "../../domain/hypervisor_schema/openapi.ts";
-import type { SchemaCatalog } from "./versions.ts";
+import { BUILTIN_VERSIONS, type SchemaCatalog } from "./versions.ts";
 import type { ServeEnv } from "../_lib/deps.ts";
 
 export function parseMount(value: string | undefined): OpenApiFlavour | null {
@@ -47,15 +47,39 @@ export async function openApiResponse(
   });
 }
 
+/** What `info.version` says to a caller without a hypervisor login. */
+export const UNPUBLISHED_VERSION = "unspecified";
+
+/**
+ * The docs pages and `/pve/openapi.json` stay public (the pages load the document without a
+ * login), but an anonymous caller is not told which schema version the server runs: the
+ * default document says `info.version: "unspecified"`, and only the built-in labels may be
+ * asked for by name (stored versions answer 404 as unknown ones do).
+ */
 export function hypervisorDocsRoutes(
   catalog: SchemaCatalog,
   cache: OpenApiCache = new OpenApiCache(),
+  loggedIn?: (request: Request) => boolean | Promise<boolean>,
 ): Hono<{ Bindings: ServeEnv }> {
   const app = new Hono<{ Bindings: ServeEnv }>();
-  app.get(
-    "/pve/openapi.json",
-    (c) => openApiResponse(catalog, cache, c.req.query("version"), c.req.query("mount")),
-  );
+  app.get("/pve/openapi.json", async (c) => {
+    const version = c.req.query("version");
+    const mount = c.req.query("mount");
+    if (await loggedIn?.(c.req.raw)) return openApiResponse(catalog, cache, version, mount);
+    if (version !== undefined && !(BUILTIN_VERSIONS as readonly string[]).includes(version)) {
+      return Response.json({ detail: `Unknown schema version ${version}.` }, { status: 404 });
+    }
+    const res = await openApiResponse(catalog, cache, version, mount);
+    if (!res.ok || version !== undefined) return res;
+    const doc = await res.json();
+    const shown = String(doc.info?.version ?? "");
+    doc.info = {
+      ...doc.info,
+      title: String(doc.info?.title ?? "").replace(` ${shown} `, " "),
+      version: UNPUBLISHED_VERSION,
+    };
+    return Response.json(doc);
+  });
   app.route(
     "/",
     docsRoutes({

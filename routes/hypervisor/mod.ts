@@ -132,7 +132,23 @@ export async function createHypervisorApp(
   app.post("/pve/codegen/generate", requireLogin);
 
   // Docs, OpenAPI, code generation and versions (routes/hypervisor/docs.ts, codegen.ts).
-  app.route("/", hypervisorToolingRoutes(deps, { active: () => active }));
+  // Schema versions are shown only to a caller with a mock login (SECURITY.md).
+  const loggedIn = (request: Request) => {
+    try {
+      authenticate(
+        engine.state,
+        engine.sessions,
+        credentials(request),
+        false,
+        Math.floor(deps.now() / 1000),
+      );
+      return true;
+    } catch (err) {
+      if (err instanceof AuthError) return false;
+      throw err;
+    }
+  };
+  app.route("/", hypervisorToolingRoutes(deps, { active: () => active, loggedIn }));
 
   app.post("/pve/mock/reset", requireLogin, (c) => {
     engine.reset();

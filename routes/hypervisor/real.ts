@@ -327,8 +327,21 @@ export async function hypervisorRealModeApp(
     }
   }
   const app = new Hono<Env>();
-  app.route("/", hypervisorToolingRoutes(deps, { active: () => schema }));
-  const { app: proxied } = await hypervisorRealRoutes(deps, schema.tree, options);
+  const { app: proxied, handler } = await hypervisorRealRoutes(deps, schema.tree, options);
+  // A caller counts as logged in when the real cluster answers its GET /version (with
+  // HYPERVISOR_PROXY_SHARED_IDENTITY=true, everyone does, as for the proxied API itself).
+  const loggedIn = async (request: Request) => {
+    const headers = new Headers();
+    for (const name of ["cookie", "authorization"]) {
+      const value = request.headers.get(name);
+      if (value) headers.set(name, value);
+    }
+    const probe = new Request(new URL("/api2/json/version", request.url), { headers });
+    const res = await handler.handle(probe, "api2");
+    await res.body?.cancel();
+    return res.status === 200;
+  };
+  app.route("/", hypervisorToolingRoutes(deps, { active: () => schema, loggedIn }));
   app.route("/", proxied);
   app.all("*", (c) => c.json({ detail: "Not Found" }, 404));
   return app;

@@ -46,6 +46,9 @@ export async function tooling(
         active: () => ({ tree, version: "9.2", source: `${SHARED_DIR}/pve-9.2.json` }),
         schemaDirs: [SHARED_DIR],
         resolve: fakeDns({ "schemas.example.com": ["93.184.216.34"] }),
+        // These tests are about the tooling itself, as a logged-in caller sees it; what an
+        // anonymous one sees is tests/security/disclosure_test.ts.
+        loggedIn: () => true,
         ...overrides,
         ...more,
       }),

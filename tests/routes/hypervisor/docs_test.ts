@@ -102,7 +102,20 @@ Deno.test("docs: served by the whole app (mock mode, built-in catalogue) with no
     for (const path of ["/version", "/nodes", "/nodes/{node}/qemu", "/cluster/resources"]) {
       assert.ok(doc.paths[path]?.get, `catalogue documents GET ${path}`);
     }
-    const versions = await (await app.request("/pve/versions")).json();
+    const anonymous = await app.request("/pve/versions");
+    assert.equal(anonymous.status, 401, "versions need a login");
+    await anonymous.body?.cancel();
+    const login = await app.request("/api2/json/access/ticket", {
+      method: "POST",
+      body: new URLSearchParams({
+        username: deps.config.hypervisor.mockUser,
+        password: deps.config.hypervisor.mockPassword,
+      }),
+    });
+    const { data: ticket } = await login.json();
+    const versions = await (await app.request("/pve/versions", {
+      headers: { cookie: `PVEAuthCookie=${encodeURIComponent(ticket.ticket)}` },
+    })).json();
     assert.equal(versions.versions[0].source, "built-in catalogue");
   } finally {
     deps.kv.close();

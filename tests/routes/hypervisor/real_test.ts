@@ -531,11 +531,18 @@ Deno.test(
       assert.equal(nodes.status, 200);
       assert.ok((await nodes.json()).data.length > 0);
       assert.ok(up.seen.includes("GET /api2/json/nodes"), "answered by the upstream");
-      const doc = await app.request("/pve/openapi.json");
+      // Versions are for callers the real cluster accepts (SECURITY.md).
+      const signedIn = { cookie: `PVEAuthCookie=${encodeURIComponent(ticket.ticket)}` };
+      const doc = await app.request("/pve/openapi.json", { headers: signedIn });
       assert.equal(doc.status, 200);
       assert.equal((await doc.json()).info.version, "9.2");
-      const versions = await (await app.request("/pve/versions")).json();
+      const anonymousDoc = await (await app.request("/pve/openapi.json")).json();
+      assert.equal(anonymousDoc.info.version, "unspecified");
+      const versions = await (await app.request("/pve/versions", { headers: signedIn })).json();
       assert.equal(versions.active, "9.2");
+      const anonymousVersions = await app.request("/pve/versions");
+      assert.equal(anonymousVersions.status, 401);
+      await anonymousVersions.body?.cancel();
       // The mock-only reset route does not exist in real mode.
       const reset = await app.request("/pve/mock/reset", { method: "POST" });
       assert.equal(reset.status, 501);
