@@ -11,6 +11,20 @@ const ASSETS = {
   "redoc.js": { specifier: "redoc", path: "bundles/redoc.standalone.js" },
 } as const;
 
+/**
+ * Redoc's sidebar footer shows a logo fetched from its CDN on every page (no option turns it
+ * off): offline that is a failed request and a console error. The bundle is served with that URL
+ * replaced by an empty inline image, so the page makes no request outside this app.
+ */
+const REDOC_CDN_LOGO = "https://cdn.redoc.ly/redoc/logo-mini.svg";
+const EMPTY_IMAGE = "data:image/svg+xml,%3Csvg xmlns='http://www.w3.org/2000/svg'/%3E";
+
+function offline(name: AssetName, bytes: Uint8Array): Uint8Array {
+  if (name !== "redoc.js") return bytes;
+  const text = new TextDecoder().decode(bytes);
+  return new TextEncoder().encode(text.replaceAll(REDOC_CDN_LOGO, EMPTY_IMAGE));
+}
+
 type AssetName = keyof typeof ASSETS;
 const cache = new Map<AssetName, Promise<Uint8Array>>();
 
@@ -27,7 +41,7 @@ export function readAsset(name: AssetName): Promise<Uint8Array> {
   let pending = cache.get(name);
   if (!pending) {
     const { specifier, path } = ASSETS[name];
-    pending = Deno.readFile(new URL(path, packageRoot(specifier)));
+    pending = Deno.readFile(new URL(path, packageRoot(specifier))).then((b) => offline(name, b));
     pending.catch(() => cache.delete(name));
     cache.set(name, pending);
   }

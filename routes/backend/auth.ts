@@ -56,6 +56,11 @@ export function apiKeyAuth(services: BackendServices): MiddlewareHandler<Backend
       return next();
     }
     const refused = authError(outcome);
-    return c.json(refused.body, refused.status, refused.headers);
+    // The detail is the contract's own text; a call that sent no key at all is also told where
+    // the key goes (docs/api-behaviour.md, Backend: authentication).
+    const body = outcome.reason === "invalid_key" && c.req.header(API_KEY_HEADER) === undefined
+      ? { ...refused.body, hint: `Send the backend API key in the ${API_KEY_HEADER} header.` }
+      : refused.body;
+    return c.json(body, refused.status, refused.headers);
   };
 }

@@ -118,10 +118,18 @@ export async function createBackendApp(deps: AppDeps, services = createBackendSe
     await next();
   });
 
+  // A browser (it asks for HTML first) is sent to the console where one is served; API clients
+  // keep the JSON answer below.
+  app.get("/", async (c, next) => {
+    const wantsHtml = /^\s*text\/html\b/i.test(c.req.header("accept") ?? "");
+    if (wantsHtml && deps.config.surfaces.has("plugin")) return c.redirect("/ui/", 302);
+    await next();
+  });
   app.openapi(
     createRoute({
       method: "get",
       path: "/",
+      description: "A browser (Accept: text/html first) is redirected to the console at /ui/.",
       tags: ["meta"],
       summary: "Service root",
       security: [],

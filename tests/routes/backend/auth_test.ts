@@ -143,7 +143,10 @@ Deno.test("auth: wrong, missing and whitespace-altered keys are invalid", async 
       ip: `198.51.100.${Math.floor(Math.random() * 200)}`,
     });
     assert.equal(res.status, 401);
-    assert.deepEqual(await res.json(), { detail: "Invalid API key" });
+    const hint = key === undefined
+      ? { hint: "Send the backend API key in the X-Service-API-Key header." }
+      : {};
+    assert.deepEqual(await res.json(), { detail: "Invalid API key", ...hint });
   }
   assert.equal((await h.call("/auth/keys", { key: KEY })).status, 200);
 });
@@ -220,4 +223,34 @@ Deno.test("auth: X-Forwarded-For is believed only from a trusted proxy", async (
     headers: { "x-forwarded-for": "198.51.100.98" },
   });
   assert.equal(other.status, 200);
+});
+
+Deno.test("auth: a call without any key is told which header carries it; a wrong key is not", async () => {
+  await using h = await registered();
+  const missing = await h.call("/auth/keys");
+  assert.equal(missing.status, 401);
+  assert.deepEqual(await missing.json(), {
+    detail: "Invalid API key",
+    hint: "Send the backend API key in the X-Service-API-Key header.",
+  });
+  const wrong = await h.call("/auth/keys", { key: `${KEY}x`, ip: "198.51.100.77" });
+  assert.deepEqual(await wrong.json(), { detail: "Invalid API key" });
+});
+
+Deno.test("GET /: a browser is sent to the console, an API client gets the JSON", async () => {
+  const html = { accept: "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8" };
+  {
+    // Without the inventory surface there is no console to send it to.
+    await using alone = await backend();
+    assert.equal((await (await alone.call("/", { headers: html })).json()).docs, "/docs");
+  }
+  await using h = await backend({ SERVICE_SURFACES: "backend,plugin" });
+  const browser = await h.call("/", { headers: html });
+  assert.equal(browser.status, 302);
+  assert.equal(browser.headers.get("location"), "/ui/");
+  for (const accept of [undefined, "application/json", "*/*"]) {
+    const api = await h.call("/", accept ? { headers: { accept } } : {});
+    assert.equal(api.status, 200, accept);
+    assert.equal((await api.json()).docs, "/docs");
+  }
 });
