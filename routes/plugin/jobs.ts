@@ -38,6 +38,11 @@ export interface JobOptions {
 
 const DENIED = "You do not have permission to perform this action.";
 const KEEPALIVE_MS = 15_000;
+/**
+ * Job streams one token may hold open at once in this process (SECURITY.md "Limits"): each
+ * holds a KV watch and a timer, so an unbounded number from one token would cost the event loop.
+ */
+export const MAX_JOB_STREAMS_PER_TOKEN = 8;
 
 function json(body: unknown, status = 200, headers: Record<string, string> = {}): Response {
   return new Response(status === 204 ? null : JSON.stringify(body), {
@@ -102,6 +107,8 @@ export function createJobRoutes(
     },
   });
   const keepaliveMs = options.keepaliveMs ?? KEEPALIVE_MS;
+  /** Open job streams per token id. */
+  const openStreams = new Map<number, number>();
 
   if (options.worker !== false) startWorker(deps, service);
 
@@ -229,12 +236,33 @@ export function createJobRoutes(
       return json({ detail: `Method "${request.method}" not allowed.` }, 405, { allow: "GET" });
     }
     if (!can(auth, "core.view_job")) return json({ detail: DENIED }, 403);
-    return jobStream(request, id);
+    return jobStream(request, id, auth.tokenId);
   }
 
-  async function jobStream(request: Request, id: number): Promise<Response> {
+  async function jobStream(request: Request, id: number, tokenId: number): Promise<Response> {
     const first = await engine.get(JOB_MODEL, id);
     if (!first) return json({ detail: "Not found." }, 404);
+    const open = openStreams.get(tokenId) ?? 0;
+    if (open >= MAX_JOB_STREAMS_PER_TOKEN) {
+      return json(
+        {
+          detail: `This token already has ${open} job streams open, the most one token may hold ` +
+            `(limit ${MAX_JOB_STREAMS_PER_TOKEN}); close one first.`,
+          limit: MAX_JOB_STREAMS_PER_TOKEN,
+        },
+        429,
+        { "retry-after": "5" },
+      );
+    }
+    openStreams.set(tokenId, open + 1);
+    let released = false;
+    const release = () => {
+      if (released) return;
+      released = true;
+      const left = (openStreams.get(tokenId) ?? 1) - 1;
+      if (left > 0) openStreams.set(tokenId, left);
+      else openStreams.delete(tokenId);
+    };
     const encoder = new TextEncoder();
     const abort = new AbortController();
     request.signal?.addEventListener("abort", () => abort.abort(), { once: true });
@@ -322,6 +350,7 @@ export function createJobRoutes(
         } finally {
           clearInterval(timer);
           abort.abort();
+          release();
           try {
             controller.close();
           } catch { /* the client went away */ }
@@ -329,6 +358,7 @@ export function createJobRoutes(
       },
       cancel() {
         abort.abort();
+        release();
       },
     });
     return new Response(body, {

@@ -6,6 +6,7 @@
 import assert from "node:assert/strict";
 import { type JobsWorld, jobsWorld, P, statusOf } from "../e2e/_jobs_world.ts";
 import { MAX_WAITING_JOBS_PER_TOKEN } from "../../domain/jobs/service.ts";
+import { MAX_JOB_STREAMS_PER_TOKEN } from "../../routes/plugin/jobs.ts";
 
 async function jobToken(w: JobsWorld, permissions = ["core.add_job", "core.view_job"]) {
   const t = await w.call("POST", "/api/users/tokens/", {
@@ -160,6 +161,48 @@ Deno.test("jobs: a recurring job whose token is deleted while it runs is not sch
     );
     assert.equal((await w.call("GET", "/api/core/jobs/?status=scheduled")).body.count, 0);
   } finally {
+    await w.close();
+  }
+});
+
+Deno.test("jobs: one token holds at most MAX_JOB_STREAMS_PER_TOKEN job streams; the 429 names the limit", async () => {
+  const { w, open, reached } = await gatedWorld();
+  const readers: ReadableStreamDefaultReader<Uint8Array>[] = [];
+  try {
+    await w.wire();
+    const held = await w.call("POST", P + "sync/", { sync_types: ["all"] });
+    assert.equal(held.status, 201);
+    await reached;
+    const viewer = await jobToken(w, ["core.view_job"]);
+    const url = `${w.base}${P}jobs/${held.body.job_id}/stream`;
+    for (let i = 0; i < MAX_JOB_STREAMS_PER_TOKEN; i++) {
+      const res = await fetch(url, { headers: { authorization: viewer.auth } });
+      assert.equal(res.status, 200);
+      const reader = res.body!.getReader();
+      assert.ok((await reader.read()).value, "the stream is open");
+      readers.push(reader);
+    }
+    const over = await fetch(url, { headers: { authorization: viewer.auth } });
+    assert.equal(over.status, 429);
+    const refused = await over.json();
+    assert.equal(refused.limit, MAX_JOB_STREAMS_PER_TOKEN);
+    assert.match(refused.detail, new RegExp(`limit ${MAX_JOB_STREAMS_PER_TOKEN}`));
+    // The bound is per token: another token still gets one.
+    const other = await jobToken(w, ["core.view_job"]);
+    const theirs = await fetch(url, { headers: { authorization: other.auth } });
+    assert.equal(theirs.status, 200);
+    await theirs.body?.cancel();
+    // When the job ends, its streams end and give their places back.
+    open();
+    for (const reader of readers.splice(0)) {
+      while (!(await reader.read()).done) { /* drain to the end */ }
+    }
+    const after = await fetch(url, { headers: { authorization: viewer.auth } });
+    assert.equal(after.status, 200);
+    assert.match(await after.text(), /event: complete/);
+  } finally {
+    open();
+    for (const reader of readers) await reader.cancel().catch(() => {});
     await w.close();
   }
 });
