@@ -183,6 +183,17 @@ export class InventoryApiClient implements InventoryApi {
    * run, a user) still yields each object present throughout exactly once, where offset pages
    * skip one object for every earlier one created, tagged or deleted meanwhile.
    */
+  /** GET one document (a settings singleton); null when the inventory has no such path (404). */
+  async read(path: string, signal?: AbortSignal): Promise<Record<string, unknown> | null> {
+    try {
+      const body = await this.#call("GET", `read ${path}`, `${this.api}${path}`, undefined, signal);
+      return body && typeof body === "object" ? body as Record<string, unknown> : null;
+    } catch (error) {
+      if (error instanceof InventoryApiError && error.status === 404) return null;
+      throw error;
+    }
+  }
+
   async list(
     path: string,
     filters: Record<string, string | string[]>,

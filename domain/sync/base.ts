@@ -32,6 +32,8 @@ export const PATHS = {
   vlans: "ipam/vlans/",
   prefixes: "ipam/prefixes/",
   pluginEndpoints: "plugins/service/endpoints/hypervisor/",
+  pluginSettings: "plugins/service/settings/",
+  customFields: "extras/custom-fields/",
   pluginClusters: "plugins/service/clusters/",
   pluginNodes: "plugins/service/nodes/",
   pluginStorage: "plugins/service/storage/",

@@ -112,6 +112,10 @@ export class PlanningInventory implements InventoryApi {
     return [...seen, ...made];
   }
 
+  read(path: string, signal?: AbortSignal) {
+    return this.inner.read ? this.inner.read(path, signal) : Promise.resolve(null);
+  }
+
   async create(path: string, bodies: InventoryBody[], signal?: AbortSignal) {
     const made = this.dryRun
       ? bodies.map((b) => ({ ...structuredClone(b), id: this.#next-- }) as InventoryObject)

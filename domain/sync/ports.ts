@@ -41,6 +41,8 @@ export interface InventoryApi {
     signal?: AbortSignal,
   ): Promise<InventoryObject[]>;
   delete(path: string, ids: number[], signal?: AbortSignal): Promise<void>;
+  /** GET one document that is not a list (a settings singleton); null when there is none. */
+  read?(path: string, signal?: AbortSignal): Promise<Record<string, unknown> | null>;
 }
 
 /**

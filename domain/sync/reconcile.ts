@@ -134,6 +134,15 @@ export function changes(
       if (!same(have, merged)) patch.tags = merged;
       continue;
     }
+    if (field === "custom_fields" && isRecord(wanted)) {
+      // Only the keys the sync writes: other custom fields are the admin's (NetBox merges a
+      // partial custom_fields on update).
+      const have = isRecord(current.custom_fields) ? current.custom_fields : {};
+      const delta: Record<string, unknown> = {};
+      for (const [k, v] of Object.entries(wanted)) if (!same(have[k], v)) delta[k] = v;
+      if (Object.keys(delta).length) patch.custom_fields = delta;
+      continue;
+    }
     if (!same(current[field], wanted)) patch[field] = wanted;
   }
   return Object.keys(patch).length ? patch : null;
@@ -205,6 +214,16 @@ async function inChunks<T, R>(
   return out;
 }
 
+/** `body` with the touch fields; custom fields are merged key by key, not replaced. */
+function withTouch(body: InventoryBody, touch: InventoryBody | undefined): InventoryBody {
+  if (!touch) return body;
+  const out = { ...body, ...touch };
+  if (isRecord(body.custom_fields) && isRecord(touch.custom_fields)) {
+    out.custom_fields = { ...body.custom_fields, ...touch.custom_fields };
+  }
+  return out;
+}
+
 export async function reconcile(ctx: StageContext, options: ReconcileOptions): Promise<Reconciled> {
   const objects = new Map<string, InventoryObject>();
   const creates: Desired[] = [];
@@ -221,8 +240,9 @@ export async function reconcile(ctx: StageContext, options: ReconcileOptions): P
       )
       : desired.body;
     const patch = changes(current, body, options.managedTags);
-    if (patch) updates.push({ desired, patch: { id: current.id, ...patch, ...options.touch } });
-    else {
+    if (patch) {
+      updates.push({ desired, patch: { id: current.id, ...withTouch(patch, options.touch) } });
+    } else {
       ctx.result.unchanged++;
       objects.set(desired.key, current);
     }
@@ -244,7 +264,7 @@ export async function reconcile(ctx: StageContext, options: ReconcileOptions): P
   if (creates.length) {
     const made = await inChunks(
       ctx,
-      creates.map((d) => ({ ...d.body, ...options.touch })),
+      creates.map((d) => withTouch(d.body, options.touch)),
       creates.map((d) => d.label),
       (chunk) => ctx.inv.create(options.path, chunk, ctx.signal),
     );

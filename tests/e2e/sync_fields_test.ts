@@ -126,3 +126,74 @@ Deno.test("e2e sync fields: node primary IPs, description and VLAN interfaces; C
     await world.close();
   }
 });
+
+Deno.test("e2e sync fields: with custom_fields_enabled the six Hypervisor custom fields are filled and kept current", async () => {
+  const world = await syncWorld("nodes=1,vms=2,cts=1,storages=1", FAST_TASKS);
+  try {
+    await addInventoryCopy(world);
+    await world.addHypervisorCopy("lab");
+    const made = await world.backend("POST", "/extras/custom-fields/reconcile");
+    assert.equal(made.status, 200, JSON.stringify(made.body));
+    // Off by default (the plugin setting): the fields exist but stay empty.
+    assert.deepEqual(errorsOf(await world.stream("/full-update/stream")), []);
+    const vmsNow = async () => {
+      const states = await world.inventory("plugins/service/vm-sync-state/");
+      const vms = new Map(
+        (await world.inventory("virtualization/virtual-machines/")).map((v: any) => [v.id, v]),
+      );
+      return new Map(states.map((s: any) => [s.vmid, vms.get(s.virtual_machine.id)]));
+    };
+    for (const vm of (await vmsNow()).values()) {
+      assert.equal(vm.custom_fields.hypervisor_vmid, null);
+    }
+
+    const on = await world.inventoryCall("PATCH", "plugins/service/settings/", {
+      custom_fields_enabled: true,
+    });
+    assert.equal(on.status, 200, JSON.stringify(on.body));
+    assert.deepEqual(errorsOf(await world.stream("/full-update/stream")), []);
+    const guests = await guestList(world);
+    const filled = await vmsNow();
+    for (const g of guests) {
+      const config = await world.hypervisor("GET", `/nodes/${g.node}/${g.type}/${g.vmid}/config`);
+      const cf = filled.get(g.vmid).custom_fields;
+      assert.equal(cf.hypervisor_vmid, g.vmid);
+      assert.equal(cf.hypervisor_vm_type, g.type);
+      assert.equal(cf.hypervisor_start_at_boot, Number(config.onboot) === 1);
+      assert.equal(cf.hypervisor_qemu_agent, g.type === "qemu" && String(config.agent) === "1");
+      assert.equal(cf.hypervisor_unprivileged, g.type === "lxc" && config.unprivileged === 1);
+      assert.ok(cf.hypervisor_last_synced, `last synced of ${g.vmid}`);
+    }
+
+    // Kept current: a changed guest is rewritten (and its last-synced moves), the others not.
+    const [changed, other] = guests;
+    const config = await world.hypervisor(
+      "GET",
+      `/nodes/${changed.node}/${changed.type}/${changed.vmid}/config`,
+    );
+    await world.hypervisor("PUT", `/nodes/${changed.node}/${changed.type}/${changed.vmid}/config`, {
+      onboot: Number(config.onboot) === 1 ? "0" : "1",
+    });
+    assert.deepEqual(errorsOf(await world.stream("/full-update/stream")), []);
+    const after = await vmsNow();
+    assert.equal(
+      after.get(changed.vmid).custom_fields.hypervisor_start_at_boot,
+      Number(config.onboot) !== 1,
+    );
+    // Rewritten with the change (same second or later: the clock is not faked here).
+    assert.ok(
+      Date.parse(after.get(changed.vmid).custom_fields.hypervisor_last_synced) >=
+        Date.parse(filled.get(changed.vmid).custom_fields.hypervisor_last_synced),
+    );
+    assert.equal(
+      after.get(other.vmid).custom_fields.hypervisor_last_synced,
+      filled.get(other.vmid).custom_fields.hypervisor_last_synced,
+    );
+    // Nothing changed: nothing written.
+    const before = inventoryWrites(world.seen).length;
+    await world.stream("/full-update/stream");
+    assert.deepEqual(inventoryWrites(world.seen).slice(before), []);
+  } finally {
+    await world.close();
+  }
+});

@@ -5,7 +5,7 @@
  * missing tag, sync-state missing), never deleted; a name already taken in the cluster gets
  * a deterministic " (2)" suffix, handed out in vmid order.
  */
-import { forget, type StageContext } from "../context.ts";
+import { forget, memoShared, type StageContext } from "../context.ts";
 import { clusterBase, ensureBySlug, ensureTags, PATHS, syncTags } from "../base.ts";
 import { nodeIndex } from "./devices.ts";
 import { clusterVms, type Guest, guests, ownedVms, syncStates } from "../guests.ts";
@@ -15,6 +15,7 @@ import {
   guestMemoryMb,
   guestTags,
   guestVcpus,
+  propertyString,
   slugify,
 } from "../proxmox.ts";
 import { type Desired, reconcile } from "../reconcile.ts";
@@ -81,6 +82,49 @@ export function isTemplate(g: Guest): boolean {
   return Number(g.template) === 1 || Number(g.config.template) === 1;
 }
 
+/** The custom fields the sync fills (docs/sync.md); created by `/extras/custom-fields/reconcile`. */
+const HYPERVISOR_FIELDS = [
+  "hypervisor_vmid",
+  "hypervisor_vm_type",
+  "hypervisor_start_at_boot",
+  "hypervisor_qemu_agent",
+  "hypervisor_unprivileged",
+  "hypervisor_last_synced",
+];
+const VM_MODEL = "virtualization.virtualmachine";
+
+/**
+ * The hypervisor custom fields this run fills: none unless the plugin setting
+ * `custom_fields_enabled` is on, and only those that exist on VMs in the inventory (a field not
+ * there would be refused).
+ */
+function customFieldsToFill(ctx: StageContext): Promise<Set<string>> {
+  return memoShared(ctx, "custom-fields", async () => {
+    const settings = await ctx.inv.read?.(PATHS.pluginSettings, ctx.signal) ?? null;
+    if (settings?.custom_fields_enabled !== true) return new Set<string>();
+    const defined = await ctx.inv.list(PATHS.customFields, { name: HYPERVISOR_FIELDS }, ctx.signal);
+    return new Set(
+      defined.filter((f) =>
+        HYPERVISOR_FIELDS.includes(String(f.name)) &&
+        Array.isArray(f.object_types) && f.object_types.map(String).includes(VM_MODEL)
+      ).map((f) => String(f.name)),
+    );
+  });
+}
+
+/** A guest's custom field values (the ones `fill` names). */
+function customFieldValues(g: Guest, fill: Set<string>): Record<string, unknown> {
+  const agent = propertyString(g.config.agent);
+  const values: Record<string, unknown> = {
+    hypervisor_vmid: g.vmid,
+    hypervisor_vm_type: g.type,
+    hypervisor_start_at_boot: Number(g.config.onboot) === 1,
+    hypervisor_qemu_agent: g.type === "qemu" && (agent[""] === "1" || agent.enabled === "1"),
+    hypervisor_unprivileged: g.type === "lxc" && Number(g.config.unprivileged) === 1,
+  };
+  return Object.fromEntries(Object.entries(values).filter(([k]) => fill.has(k)));
+}
+
 export async function syncVirtualMachines(ctx: StageContext): Promise<void> {
   const base = await clusterBase(ctx);
   const tags = await syncTags(ctx);
@@ -110,7 +154,16 @@ export async function syncVirtualMachines(ctx: StageContext): Promise<void> {
   const managed = ctx.options.overwrite.tags
     ? new Set([...tags.managed, ...guestTagIds.values()])
     : tags.managed;
-  const createOnly = createOnlyFields(ctx.options, { name: "names", role: "roles" });
+  const createOnly = createOnlyFields(ctx.options, {
+    name: "names",
+    role: "roles",
+    custom_fields: "custom_fields",
+  });
+  const fill = await customFieldsToFill(ctx);
+  // "Last synced" is when the sync last wrote the guest: sent with real changes only.
+  const touch = fill.has("hypervisor_last_synced")
+    ? { custom_fields: { hypervisor_last_synced: new Date(ctx.now()).toISOString() } }
+    : undefined;
 
   // Names of VMs in this cluster that are not these guests (hand-made, or ours but gone).
   const present = new Set(list.map((g) => g.vmid));
@@ -150,6 +203,7 @@ export async function syncVirtualMachines(ctx: StageContext): Promise<void> {
         vcpus: guestVcpus(g.type, g.config, g.maxcpu),
         memory: guestMemoryMb(g.config, g.maxmem),
         disk: disk || (g.maxdisk ? Math.round(g.maxdisk / 1024 ** 2) : null),
+        ...(fill.size ? { custom_fields: customFieldValues(g, fill) } : {}),
         tags: [
           tags.synced,
           ...(isTemplate(g) ? [tags.template] : []),
@@ -176,6 +230,7 @@ export async function syncVirtualMachines(ctx: StageContext): Promise<void> {
     desired: firstPass,
     managedTags: managed,
     createOnly,
+    touch,
   });
   const wanted = new Set(firstPass.map((d) => d.key));
   const later = await reconcile(ctx, {
@@ -184,6 +239,7 @@ export async function syncVirtualMachines(ctx: StageContext): Promise<void> {
     desired: secondPass,
     managedTags: managed,
     createOnly,
+    touch,
     orphan: ctx.options.deleteOrphans
       ? "delete"
       : () => ({ status: "decommissioning", tags: [tags.synced, tags.missing] }),
