@@ -44,8 +44,9 @@ export interface Demo {
 const DENO = "npx -y deno@2.9.6";
 
 /** The shell line the README's demo tour begins with: its address, backend key, inventory token. */
-export function tourLine(port: number, backendKey: string, token: string): string {
-  return `export B=http://127.0.0.1:${port} KEY=${backendKey} INV=${token}`;
+export function tourLine(port: number, backendKey: string, token: string, https = false): string {
+  const base = https ? `https://localhost:${port}` : `http://127.0.0.1:${port}`;
+  return `export B=${base} KEY=${backendKey} INV=${token}`;
 }
 
 export class DemoError extends Error {
@@ -106,10 +107,26 @@ export async function startDemo(options: DemoOptions): Promise<Demo> {
   // app's own port, are answered in-process (bound once the server listens).
   deps.fetch = outboundForConfig(config, () => deps.self);
   let server: Deno.HttpServer<Deno.NetAddr>;
+  // SERVICE_TLS_CERT_FILE / SERVICE_TLS_KEY_FILE serve HTTPS, as `task start` does (README,
+  // Configuration): HTTPS-only clients such as proxmoxer can then be pointed at the demo.
+  let tls: { cert: string; key: string } | undefined;
+  if (config.tls) {
+    try {
+      tls = {
+        cert: await Deno.readTextFile(config.tls.certFile),
+        key: await Deno.readTextFile(config.tls.keyFile),
+      };
+    } catch (error) {
+      kv.close();
+      throw new DemoError(
+        `SERVICE_TLS_CERT_FILE / SERVICE_TLS_KEY_FILE: ${(error as Error).message}`,
+      );
+    }
+  }
   try {
     const app = await createApp(deps);
     server = Deno.serve(
-      { port: config.port, onListen() {} },
+      { port: config.port, ...(tls ?? {}), onListen() {} },
       (request, info) => app.fetch(request, info),
     );
     deps.self = {
@@ -128,7 +145,12 @@ export async function startDemo(options: DemoOptions): Promise<Demo> {
     throw error;
   }
   const port = server.addr.port;
-  const url = `http://localhost:${port}`;
+  const scheme = tls ? "https" : "http";
+  const url = `${scheme}://localhost:${port}`;
+  // The demo's own calls (wiring, the first sync, the console probe) are answered in-process, so
+  // they need no certificate trust, whichever scheme the port speaks.
+  const self: typeof fetch = (input, init) =>
+    Promise.resolve(deps.self!.fetch(new Request(input, init)));
   const close = async () => {
     await server.shutdown();
     kv.close();
@@ -139,7 +161,7 @@ export async function startDemo(options: DemoOptions): Promise<Demo> {
         `\`${DENO} task start\` keeps data in ./data/)\n\n`,
     );
     const { token, tokenId } = await inventoryToken(deps);
-    const backendKey = await wire(`http://127.0.0.1:${port}`, port, token, tokenId, config);
+    const backendKey = await wire(self, `http://127.0.0.1:${port}`, port, token, tokenId, config);
     io.out(
       "Wired against itself (the key and the token are shown only in this output):\n" +
         `  backend API key     ${backendKey}\n` +
@@ -159,7 +181,7 @@ export async function startDemo(options: DemoOptions): Promise<Demo> {
         endpointIds: [],
         plain: false,
         caFile: undefined,
-      }, io);
+      }, { ...io, fetch: self });
     } finally {
       logs.release();
     }
@@ -170,7 +192,9 @@ export async function startDemo(options: DemoOptions): Promise<Demo> {
           "inventory stays empty. Everything else is wired and serving.\n",
       );
     }
-    io.out(await whereToLook(url, port, config.hostAgentMock.token, backendKey, token));
+    io.out(
+      await whereToLook(self, url, port, config.hostAgentMock.token, backendKey, token, !!tls),
+    );
     return {
       url,
       port,
@@ -203,6 +227,7 @@ async function inventoryToken(deps: AppDeps): Promise<{ token: string; tokenId: 
  * endpoint first, which generates and registers the backend's API key).
  */
 async function wire(
+  fetch: typeof globalThis.fetch,
   base: string,
   port: number,
   token: string,
@@ -268,11 +293,13 @@ async function wire(
 }
 
 async function whereToLook(
+  fetch: typeof globalThis.fetch,
   url: string,
   port: number,
   hostAgentToken: string | undefined,
   backendKey: string,
   token: string,
+  https: boolean,
 ): Promise<string> {
   // The console ships with a later build; it is listed only when it answers (an unknown path
   // is a 401 from the backend, which authenticates before routing).
@@ -290,7 +317,12 @@ async function whereToLook(
   lines.push(
     "",
     "From another terminal (the README's demo tour starts here): paste",
-    `  ${tourLine(port, backendKey, token)}`,
+    `  ${tourLine(port, backendKey, token, https)}`,
+    ...(https
+      ? [
+        "(HTTPS with your certificate: give curl --cacert <SERVICE_TLS_CERT_FILE>, the sync --ca-file)",
+      ]
+      : []),
     "then sync again with",
     `  BRIDGEBOX_API_KEY=$KEY ${DENO} task sync --url $B`,
     "",

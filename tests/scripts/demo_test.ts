@@ -3,6 +3,7 @@
  * against itself (backend key, inventory token, both copies) and runs the first full sync.
  */
 import assert from "node:assert/strict";
+import { caSignedCertificate, HAS_OPENSSL } from "../_tls.ts";
 import { startDemo } from "../../scripts/demo.ts";
 import type { SyncIo } from "../../scripts/sync/run.ts";
 
@@ -138,6 +139,46 @@ Deno.test({
       assert.equal(await count("virtualization/virtual-machines/"), seed.vms + seed.cts);
     } finally {
       await demo.close();
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "demo: SERVICE_TLS_CERT_FILE / SERVICE_TLS_KEY_FILE serve HTTPS, wired and synced as over HTTP",
+  ignore: !HAS_OPENSSL,
+  async fn() {
+    const dir = await Deno.makeTempDir();
+    const { ca } = await caSignedCertificate(dir);
+    const { seen, io } = captureIo();
+    const demo = await startDemo({
+      env: {
+        PORT: "0",
+        SERVICE_TLS_CERT_FILE: `${dir}/cert.pem`,
+        SERVICE_TLS_KEY_FILE: `${dir}/key.pem`,
+      },
+      io,
+      logLine: () => {},
+    });
+    const client = Deno.createHttpClient({ caCerts: [ca] });
+    try {
+      assert.equal(demo.url, `https://localhost:${demo.port}`);
+      assert.equal(demo.sync.ok, true, seen.out + seen.err);
+      assert.ok(seen.out.includes(`export B=https://localhost:${demo.port} `), seen.out);
+      const vms = await fetch(
+        `https://localhost:${demo.port}/api/virtualization/virtual-machines/`,
+        {
+          client,
+          headers: { authorization: `Token ${demo.inventoryToken}` },
+        },
+      );
+      assert.equal((await vms.json()).count, 16);
+      // Plain HTTP is not served on that port.
+      await assert.rejects(fetch(`http://127.0.0.1:${demo.port}/health`));
+    } finally {
+      client.close();
+      await demo.close();
+      await Deno.remove(dir, { recursive: true });
     }
   },
 });
