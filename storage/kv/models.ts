@@ -661,11 +661,21 @@ export class KvModelStore implements ModelStore {
     const op = this.kv.atomic();
     const counts = new Map<string, number>();
     const valueCounts = new Map<string, { key: Deno.KvKey; delta: number }>();
-    const bump = (key: Deno.KvKey, delta: number) => {
-      const id = JSON.stringify(key, (_k, v) => typeof v === "bigint" ? `${v}n` : v);
-      const entry = valueCounts.get(id) ?? { key, delta: 0 };
-      entry.delta += delta;
-      valueCounts.set(id, entry);
+    // A counter is named by its model and index entry (no key serialised per entry).
+    const bump = (
+      model: string,
+      entry: string,
+      field: string,
+      value: IndexValue,
+      delta: number,
+    ) => {
+      const id = `${model}\u0000${entry}`;
+      let counter = valueCounts.get(id);
+      if (!counter) {
+        counter = { key: keys.inventoryIndexCount(model, field, value), delta: 0 };
+        valueCounts.set(id, counter);
+      }
+      counter.delta += delta;
     };
     for (const write of writes) {
       const { model, id, prev, next } = write;
@@ -679,16 +689,23 @@ export class KvModelStore implements ModelStore {
       for (const [k, [field, value]] of prevIndexes) {
         if (nextIndexes.has(k)) continue;
         op.delete(keys.inventoryIndex(model, field, value, id));
-        bump(keys.inventoryIndexCount(model, field, value), -1);
+        bump(model, k, field, value, -1);
       }
-      const prevOrdered = new Map((prev?.ordered ?? []).map((e) => [orderedId(e), e]));
-      const nextOrdered = new Map((next?.ordered ?? []).map((e) => [orderedId(e), e]));
-      for (const [k, [field, value, sort]] of prevOrdered) {
-        if (!nextOrdered.has(k)) op.delete(keys.inventoryOrdered(model, field, value, sort, id));
-      }
-      for (const [k, [field, value, sort]] of nextOrdered) {
-        if (next && !prevOrdered.has(k)) {
+      if (!prev && next) {
+        // A new object: nothing to compare its ordered entries with.
+        for (const [field, value, sort] of next.ordered ?? []) {
           op.set(keys.inventoryOrdered(model, field, value, sort, id), null);
+        }
+      } else {
+        const prevOrdered = new Map((prev?.ordered ?? []).map((e) => [orderedId(e), e]));
+        const nextOrdered = new Map((next?.ordered ?? []).map((e) => [orderedId(e), e]));
+        for (const [k, [field, value, sort]] of prevOrdered) {
+          if (!nextOrdered.has(k)) op.delete(keys.inventoryOrdered(model, field, value, sort, id));
+        }
+        for (const [k, [field, value, sort]] of nextOrdered) {
+          if (next && !prevOrdered.has(k)) {
+            op.set(keys.inventoryOrdered(model, field, value, sort, id), null);
+          }
         }
       }
       for (const [k, [constraint, values]] of prevUniques) {
@@ -699,7 +716,7 @@ export class KvModelStore implements ModelStore {
         for (const [k, [field, value]] of nextIndexes) {
           if (prevIndexes.has(k)) continue;
           op.set(keys.inventoryIndex(model, field, value, id), null);
-          bump(keys.inventoryIndexCount(model, field, value), 1);
+          bump(model, k, field, value, 1);
         }
         for (const [k, [constraint, values]] of nextUniques) {
           if (prevUniques.has(k)) continue;
@@ -758,16 +775,18 @@ export class KvModelStore implements ModelStore {
       const entry = indexId(e);
       if (!prevIdx.has(entry)) indexChange(e, entry);
     }
-    const prevOrd = new Set((prev?.ordered ?? []).map(orderedId));
-    const nextOrd = new Set((next?.ordered ?? []).map(orderedId));
+    // Ordered entries are compared only for a replacement (a create or delete moves them all).
+    const both = prev !== null && next !== null;
+    const prevOrd = new Set(both ? (prev.ordered ?? []).map(orderedId) : []);
+    const nextOrd = new Set(both ? (next.ordered ?? []).map(orderedId) : []);
     for (const e of prev?.ordered ?? []) {
-      if (!nextOrd.has(orderedId(e))) {
+      if (!both || !nextOrd.has(orderedId(e))) {
         mutations++;
         kb += keyBytes(keys.inventoryOrdered(model, e[0], e[1], e[2], id));
       }
     }
     for (const e of next?.ordered ?? []) {
-      if (!prevOrd.has(orderedId(e))) {
+      if (!both || !prevOrd.has(orderedId(e))) {
         mutations++;
         kb += keyBytes(keys.inventoryOrdered(model, e[0], e[1], e[2], id));
       }
