@@ -171,7 +171,8 @@ export class PlanningInventory implements InventoryApi {
         action: mark ? "mark" : "update",
         path,
         id: b.id,
-        object: describe(path, { ...old, ...b }),
+        // Named as the inventory knows it now (a rename shows under the old name).
+        object: describe(path, { ...b, ...old }),
         changes,
       });
     });

@@ -19,6 +19,8 @@ export interface SyncOptions {
   plain: boolean;
   /** PEM file of an extra CA to trust for an https URL. */
   caFile: string | undefined;
+  /** Write nothing; print the plan. */
+  dryRun: boolean;
 }
 
 export type ParsedArgs =
@@ -38,6 +40,8 @@ Options:
                      prefer the variable: flags are visible in the process list)
   --stages a,b       run only these stages, in pipeline order (see --list)
   --endpoints 1,2    only these hypervisor endpoint ids (hypervisor_endpoint_ids)
+  --dry-run          write nothing: print the plan (what would be created, updated field
+                     old → new, marked or deleted, per stage and object)
   --plain            plain lines even on a terminal (no redraw)
   --ca-file PATH     trust this PEM CA for an https URL (env BRIDGEBOX_CA_FILE)
   --list             print the stage names and exit
@@ -66,6 +70,7 @@ export function parseSyncArgs(
         stages: { type: "string" },
         endpoints: { type: "string" },
         plain: { type: "boolean" },
+        "dry-run": { type: "boolean" },
         "ca-file": { type: "string" },
         list: { type: "boolean" },
         help: { type: "boolean", short: "h" },
@@ -151,6 +156,7 @@ export function parseSyncArgs(
       stages,
       endpointIds,
       plain: values.plain === true,
+      dryRun: values["dry-run"] === true,
       caFile: text(values["ca-file"]) ?? text(env.BRIDGEBOX_CA_FILE),
     },
   };

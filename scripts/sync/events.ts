@@ -68,7 +68,18 @@ export interface UnreadableFrame {
   data: string;
 }
 
-export type SyncFrame = StepFrame | ErrorFrame | CompleteFrame | UnreadableFrame;
+/** One item of a dry run's plan (docs/sync.md, "Dry run and plan"). */
+export interface PlanFrame {
+  kind: "plan";
+  step: string;
+  action: string;
+  object: string;
+  id: number;
+  fields?: Record<string, unknown>;
+  changes?: Record<string, { old: unknown; new: unknown }>;
+}
+
+export type SyncFrame = StepFrame | ErrorFrame | CompleteFrame | UnreadableFrame | PlanFrame;
 
 /** Why a stream could not be opened: the server's answer, or no answer at all. */
 export interface OpenFailure {
@@ -96,7 +107,9 @@ function optionalText(value: unknown): string | undefined {
 
 /** One SSE message to a typed frame; unknown event names are skipped (undefined). */
 export function toFrame(event: string | undefined, data: string): SyncFrame | undefined {
-  if (event !== "step" && event !== "error" && event !== "complete") return undefined;
+  if (event !== "step" && event !== "error" && event !== "complete" && event !== "plan") {
+    return undefined;
+  }
   let body: unknown;
   try {
     body = JSON.parse(data);
@@ -104,6 +117,22 @@ export function toFrame(event: string | undefined, data: string): SyncFrame | un
     return { kind: "unreadable", event, data };
   }
   if (!isRecord(body)) return { kind: "unreadable", event, data };
+  if (event === "plan") {
+    if (typeof body.step !== "string" || typeof body.action !== "string") {
+      return { kind: "unreadable", event, data };
+    }
+    return {
+      kind: "plan",
+      step: body.step,
+      action: body.action,
+      object: String(body.object ?? ""),
+      id: Number(body.id),
+      fields: isRecord(body.fields) ? body.fields : undefined,
+      changes: isRecord(body.changes)
+        ? body.changes as Record<string, { old: unknown; new: unknown }>
+        : undefined,
+    };
+  }
   if (event === "step") {
     if (typeof body.step !== "string" || !STEP_STATUSES.has(body.status as string)) {
       return { kind: "unreadable", event, data };
@@ -182,6 +211,8 @@ export interface OpenOptions {
   key: string;
   path: string;
   endpointIds: readonly number[];
+  /** `dry_run=true`: the server writes nothing and streams the plan. */
+  dryRun?: boolean;
   signal?: AbortSignal;
   /** With no byte (not even a keepalive comment) for this long, the stream counts as lost. */
   idleTimeoutMs?: number;
@@ -191,16 +222,35 @@ export interface OpenOptions {
 /** The server sends a keepalive comment after 15 s of silence; four missed ones is a loss. */
 export const DEFAULT_IDLE_TIMEOUT_MS = 60_000;
 
-export function streamUrl(baseUrl: string, path: string, endpointIds: readonly number[]): string {
+export function streamUrl(
+  baseUrl: string,
+  path: string,
+  endpointIds: readonly number[],
+  dryRun = false,
+): string {
   const url = new URL(baseUrl.replace(/\/+$/, "") + path);
   if (endpointIds.length > 0) {
     url.searchParams.set("hypervisor_endpoint_ids", endpointIds.join(","));
   }
+  if (dryRun) url.searchParams.set("dry_run", "true");
   return url.href;
 }
 
+/** One plan item as a line: `update  virtual machines web: name "web" → "web-01"`. */
+export function planLine(item: PlanFrame): string {
+  const show = (v: unknown) => JSON.stringify(v) ?? "null";
+  const what = item.action === "create"
+    ? Object.entries(item.fields ?? {}).filter(([k]) => k !== "tags").slice(0, 6)
+      .map(([k, v]) => `${k}=${show(v)}`).join(", ")
+    : Object.entries(item.changes ?? {}).map(([k, c]) => `${k} ${show(c.old)} → ${show(c.new)}`)
+      .join(", ");
+  return `${item.step.padEnd(18)} ${item.action.padEnd(6)} ${item.object}${
+    what ? `: ${what}` : ""
+  }`;
+}
+
 export async function openStageStream(options: OpenOptions): Promise<OpenResult> {
-  const url = streamUrl(options.baseUrl, options.path, options.endpointIds);
+  const url = streamUrl(options.baseUrl, options.path, options.endpointIds, options.dryRun);
   const idle = new AbortController();
   const signal = options.signal ? AbortSignal.any([options.signal, idle.signal]) : idle.signal;
   let response: Response;

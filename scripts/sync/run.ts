@@ -4,7 +4,7 @@
  * and answers the exit status. `deno task demo` runs its first sync through here too.
  */
 import { parseSyncArgs, type SyncOptions, USAGE } from "./args.ts";
-import { openStageStream } from "./events.ts";
+import { openStageStream, type PlanFrame, planLine } from "./events.ts";
 import { SyncProgress } from "./progress.ts";
 import { PlainView, type SyncView, type Terminal, TtyView } from "./render.ts";
 import { FULL_UPDATE_STREAM, SYNC_STAGES } from "./stages.ts";
@@ -45,6 +45,7 @@ export async function runSync(options: SyncOptions, io: SyncIo): Promise<SyncOut
   }
   let refusedStatus: number | undefined;
   let interrupted = false;
+  const plan: PlanFrame[] = [];
   try {
     for (const path of paths) {
       const opened = await openStageStream({
@@ -53,6 +54,7 @@ export async function runSync(options: SyncOptions, io: SyncIo): Promise<SyncOut
         key: options.key,
         path,
         endpointIds: options.endpointIds,
+        dryRun: options.dryRun,
         signal: io.signal,
         idleTimeoutMs: io.idleTimeoutMs,
         client,
@@ -73,6 +75,10 @@ export async function runSync(options: SyncOptions, io: SyncIo): Promise<SyncOut
       let completed = false;
       try {
         for await (const frame of opened.frames) {
+          if (frame.kind === "plan") {
+            plan.push(frame);
+            continue;
+          }
           const problem = progress.apply(frame);
           view.frame(progress, frame, problem);
           if (frame.kind === "complete") completed = true;
@@ -99,6 +105,15 @@ export async function runSync(options: SyncOptions, io: SyncIo): Promise<SyncOut
     return { ok: false, exitCode: EXIT_INTERRUPTED, progress, refusedStatus };
   }
   view.finish(progress);
+  if (options.dryRun) {
+    io.out(
+      plan.length
+        ? `\nPlan (dry run, nothing written): ${plan.length} write(s)\n${
+          plan.map((p) => `  ${planLine(p)}\n`).join("")
+        }`
+        : "\nPlan (dry run, nothing written): nothing to write.\n",
+    );
+  }
   const ok = progress.ok;
   return { ok, exitCode: ok ? EXIT_OK : EXIT_FAILED, progress, refusedStatus };
 }
@@ -132,7 +147,8 @@ export async function syncMain(
       const scope = parsed.options.endpointIds.length > 0
         ? `, hypervisor endpoints ${parsed.options.endpointIds.join(",")}`
         : "";
-      io.out(`Running ${what} on ${parsed.options.url}${scope}\n`);
+      const dry = parsed.options.dryRun ? " as a dry run (nothing is written)" : "";
+      io.out(`Running ${what}${dry} on ${parsed.options.url}${scope}\n`);
       return (await runSync(parsed.options, io)).exitCode;
     }
   }

@@ -5,7 +5,14 @@
  */
 // deno-lint-ignore-file no-explicit-any
 import assert from "node:assert/strict";
-import { addInventoryCopy, inventoryWrites, type SseFrame, syncWorld } from "./_sync_harness.ts";
+import {
+  addInventoryCopy,
+  inventoryWrites,
+  KEY,
+  type SseFrame,
+  syncWorld,
+} from "./_sync_harness.ts";
+import { type SyncIo, syncMain } from "../../scripts/sync/run.ts";
 
 const FAST_TASKS = { HYPERVISOR_MOCK_TASK_DELAY_MS: "0" };
 type World = Awaited<ReturnType<typeof syncWorld>>;
@@ -232,6 +239,43 @@ Deno.test("e2e sync options: names owned by the admin survive a run; unknown opt
     assert.equal(del.body.result.deleted, 1);
     const lookup = await world.inventoryCall("GET", `virtualization/virtual-machines/${goneVm}/`);
     assert.equal(lookup.status, 404);
+  } finally {
+    await world.close();
+  }
+});
+
+Deno.test("e2e sync plan: `deno task sync --dry-run` prints the plan and writes nothing", async () => {
+  const world = await syncWorld("nodes=1,vms=4,cts=1,storages=1", FAST_TASKS);
+  try {
+    await addInventoryCopy(world);
+    await world.addHypervisorCopy("lab");
+    assert.deepEqual(errorsOf(await world.stream("/full-update/stream")), []);
+    const { renamed } = await changeByHand(world);
+    let out = "";
+    let err = "";
+    const io: SyncIo = {
+      fetch: globalThis.fetch,
+      out: (t) => void (out += t),
+      err: (t) => void (err += t),
+      columns: () => 160,
+      color: false,
+      now: () => 0,
+      isTerminal: false,
+    };
+    const before = inventoryWrites(world.seen).length;
+    const code = await syncMain(["--url", world.base, "--dry-run"], { BRIDGEBOX_API_KEY: KEY }, io);
+    assert.equal(code, 0, err);
+    assert.deepEqual(inventoryWrites(world.seen).slice(before), []);
+    assert.match(out, /as a dry run \(nothing is written\)/);
+    assert.match(out, /Plan \(dry run, nothing written\): \d+ write\(s\)/);
+    assert.match(
+      out,
+      new RegExp(
+        `virtual-machines +update +virtual machines ${renamed.name}: name "${renamed.name}" → "renamed-upstream"`,
+      ),
+    );
+    assert.match(out, /virtual-machines +create +virtual machines brand-new: name="brand-new"/);
+    assert.match(out, /virtual-machines +mark +virtual machines /);
   } finally {
     await world.close();
   }
