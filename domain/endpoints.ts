@@ -55,15 +55,28 @@ export function publicInventoryEndpoint(
   return { ...rest, has_token: Boolean(token) };
 }
 
-/** Whether a write points a stored endpoint somewhere else (its secrets must not follow). */
+interface Destination {
+  ip: string;
+  port: number;
+  use_https: boolean;
+  verify_ssl: boolean;
+  token_version?: string;
+}
+
+/**
+ * Whether a write points a stored endpoint somewhere else (its secrets must not follow). Turning
+ * certificate verification off counts too: the secret would then go to whoever answers on that
+ * address, which is as good as a new destination (SECURITY.md).
+ */
 function movedFrom(
-  current: { ip: string; port: number; use_https: boolean; token_version?: string },
-  input: { ip: string; port: number; use_https: boolean; token_version?: string },
+  current: Destination,
+  input: Destination,
   extra: readonly "token_version"[],
 ): boolean {
   const host = (ip: string) => ip.trim().toLowerCase().replace(/\/\d+$/, "");
   return host(current.ip) !== host(input.ip) || current.port !== input.port ||
     current.use_https !== input.use_https ||
+    (current.verify_ssl !== false && input.verify_ssl === false) ||
     extra.some((field) => current[field] !== input[field]);
 }
 
@@ -91,7 +104,8 @@ export async function saveInventoryEndpoint(
       type: "missing",
       message: moved && current?.token
         ? "token is required again: the endpoint's address, port, scheme or token version " +
-          "changed, and the stored token stays with the old destination"
+          "changed (or certificate verification was turned off), and the stored token stays " +
+          "with the old destination"
         : `token is required when token_version is ${input.token_version}`,
     });
   }
@@ -189,7 +203,8 @@ export async function saveHypervisorEndpoint(
     const issues: FieldIssue[] = [];
     const message = moved && (current?.password || current?.token_value)
       ? "either password or both token_name and token_value are required again: the " +
-        "endpoint's address, port or scheme changed, and stored secrets stay with the old one"
+        "endpoint's address, port or scheme changed (or certificate verification was turned " +
+        "off), and stored secrets stay with the old one"
       : "either password or both token_name and token_value are required";
     if (!password) issues.push({ field: "password", type: "missing", message });
     if (!tokenName) issues.push({ field: "token_name", type: "missing", message });

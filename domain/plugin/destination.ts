@@ -64,17 +64,23 @@ export function followDestination(model: string, draft: StoredObject, ctx: HookC
   const secrets = DESTINATION_SECRETS[model] ?? [];
   const now = destinationOf(draft, hostOf(draft));
   const before = ctx.existing ? savedDestination(ctx.existing) : null;
-  if (ctx.existing && before !== now) {
+  // Turning certificate verification off sends the secrets to whoever answers there: as good
+  // as a new destination, so they must be sent again too.
+  const unverified = Boolean(ctx.existing) && ctx.existing!.verify_ssl !== false &&
+    draft.verify_ssl === false;
+  if (ctx.existing && (before !== now || unverified)) {
     const cleared = secrets.filter((f) =>
       !(f in ctx.input) && draft[f] !== null && draft[f] !== undefined && draft[f] !== ""
     );
     for (const field of cleared) draft[field] = null;
     if (cleared.length) {
       ctx.responseExtras.secrets_cleared = cleared;
+      const why = before !== now
+        ? `The endpoint now points at ${now ?? "no host"} (was ${before ?? "no host"})`
+        : "Certificate verification was turned off for this endpoint";
       ctx.responseExtras.warnings = [
-        `The endpoint now points at ${now ?? "no host"} (was ${before ?? "no host"}): ` +
-        `${cleared.join(", ")} cleared; send ${cleared.length > 1 ? "them" : "it"} again ` +
-        "for the new destination.",
+        `${why}: ${cleared.join(", ")} cleared; send ${cleared.length > 1 ? "them" : "it"} ` +
+        "again for the new destination.",
       ];
     }
   }

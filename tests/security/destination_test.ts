@@ -314,3 +314,91 @@ Deno.test("backend key recovery: a backend that refuses the endpoint's key says 
     await backend.close();
   }
 });
+
+Deno.test("destination: turning verify_ssl off without sending the secret again counts as a move (backend copies and plugin records)", async () => {
+  // Backend copies: the PUT must send the secret again, or it is refused 422.
+  {
+    await using h = await registered({}, {
+      fetch: () => Promise.resolve(Response.json({ encryption_key: null })),
+    });
+    const inventory = {
+      name: "inv",
+      ip: "192.0.2.20",
+      port: 443,
+      use_https: true,
+      verify_ssl: true,
+      token_version: "v1",
+      token: "inventory-token",
+    };
+    const put = (path: string, json: unknown) => h.call(path, { method: "PUT", key: KEY, json });
+    assert.equal(
+      (await h.call("/inventory/endpoint", { method: "POST", key: KEY, json: inventory })).status,
+      201,
+    );
+    const { token: _omit, ...withoutToken } = inventory;
+    const off = await put("/inventory/endpoint/1", { ...withoutToken, verify_ssl: false });
+    assert.equal(off.status, 422);
+    assert.match(JSON.stringify(await off.json()), /token is required again/);
+    const offWithToken = await put("/inventory/endpoint/1", { ...inventory, verify_ssl: false });
+    assert.equal(offWithToken.status, 200);
+    await offWithToken.body?.cancel();
+    // Turning verification back on is no move: the token stays.
+    const on = await put("/inventory/endpoint/1", { ...withoutToken, verify_ssl: true });
+    assert.equal(on.status, 200);
+    assert.equal((await on.json()).has_token, true);
+
+    const hv = { name: "pve", ip: "192.0.2.30", port: 8006, verify_ssl: true };
+    const created = await h.call("/hypervisor/endpoints", {
+      method: "POST",
+      key: KEY,
+      json: { ...hv, password: "pw" },
+    });
+    assert.equal(created.status, 201);
+    await created.body?.cancel();
+    const hvOff = await put("/hypervisor/endpoints/1", { ...hv, verify_ssl: false });
+    assert.equal(hvOff.status, 422);
+    assert.match(JSON.stringify(await hvOff.json()), /required again/);
+    const unchanged = await (await h.call("/hypervisor/endpoints/1", { key: KEY })).json();
+    assert.equal(unchanged.verify_ssl, true, "the refused write changed nothing");
+    assert.equal(unchanged.has_password, true);
+  }
+  // Plugin records: the secrets not sent again are cleared, and the answer says why.
+  const h = await harness();
+  try {
+    const ep = await h.call("POST", P + "endpoints/hypervisor/", {
+      name: "pve",
+      domain: "pve1.example.com",
+      verify_ssl: true,
+      password: "pw1",
+      token_name: "root@pam!t",
+      token_value: "tv1",
+    });
+    assert.equal(ep.status, 201, JSON.stringify(ep.body));
+    const off = await h.call("PATCH", `${P}endpoints/hypervisor/${ep.body.id}/`, {
+      verify_ssl: false,
+    });
+    assert.equal(off.status, 200, JSON.stringify(off.body));
+    assert.deepEqual(off.body.secrets_cleared, ["password", "token_value"]);
+    assert.match(off.body.warnings[0], /Certificate verification was turned off/);
+    assert.equal(off.body.has_password, false);
+    // Sent along with the change, the password is kept; turning it back on keeps it too.
+    const offWith = await h.call("PATCH", `${P}endpoints/hypervisor/${ep.body.id}/`, {
+      verify_ssl: true,
+      password: "pw2",
+    });
+    assert.equal(offWith.body.has_password, true);
+    const again = await h.call("PATCH", `${P}endpoints/hypervisor/${ep.body.id}/`, {
+      verify_ssl: false,
+      password: "pw3",
+    });
+    assert.equal(again.body.has_password, true);
+    assert.equal(again.body.secrets_cleared, undefined);
+    const backOn = await h.call("PATCH", `${P}endpoints/hypervisor/${ep.body.id}/`, {
+      verify_ssl: true,
+    });
+    assert.equal(backOn.body.has_password, true);
+    assert.equal(backOn.body.secrets_cleared, undefined);
+  } finally {
+    await h.close();
+  }
+});

@@ -54,8 +54,9 @@ Deno.test("inventory endpoint: CRUD, defaults, singleton 409, secrets never retu
   assert.match(stored.token, /^enc:gAAAAA/);
   assert.ok(!stored.token.includes(inventory.token));
 
-  // PUT without token keeps the stored one while the destination stays (a move must send it
-  // again: SECURITY.md); switching to v2 needs token_key.
+  // PUT without token keeps the stored one while the destination stays (a move, or turning
+  // certificate verification off, must send it again: SECURITY.md); switching to v2 needs
+  // token_key.
   const put = await h.call("/inventory/endpoint/1", {
     method: "PUT",
     key: KEY,
@@ -63,14 +64,14 @@ Deno.test("inventory endpoint: CRUD, defaults, singleton 409, secrets never retu
       name: "nb2",
       ip: "10.1.2.3",
       port: 443,
-      verify_ssl: false,
+      verify_ssl: true,
       token_version: "v1",
     },
   });
   assert.equal(put.status, 200);
   const updated = await put.json();
   assert.equal(updated.name, "nb2");
-  assert.equal(updated.verify_ssl, false);
+  assert.equal(updated.verify_ssl, true);
   assert.equal(updated.has_token, true);
   assert.equal(
     (await h.deps.kv.get<{ token: string }>(keys.inventoryEndpoint(1))).value!.token,
