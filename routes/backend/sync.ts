@@ -226,7 +226,13 @@ export function syncRoutes(services: BackendServices, options: SyncRouteOptions 
   const app = backendRouter<BackendEnv>();
   const hypervisorClient = clientPool(services);
   const keepaliveMs = options.keepaliveMs ?? KEEPALIVE_MS;
-  const runLocks = new SyncRunLocks(services.deps.storage.syncRuns, services.deps.now);
+  // A run's hold expires like a job's lease (SERVICE_JOB_LEASE_MS): a process killed mid-run
+  // keeps its endpoints no longer than that (docs/sync.md, "One run per endpoint").
+  const runLocks = new SyncRunLocks(
+    services.deps.storage.syncRuns,
+    services.deps.now,
+    services.deps.config.jobs.leaseMs,
+  );
 
   /** Everything a run needs, checked before any frame (the 400 comes first). */
   async function prepare(scope: string | undefined) {

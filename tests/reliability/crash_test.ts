@@ -76,8 +76,17 @@ async function assertConsistent(base: string, label: string) {
   }
 }
 
+/** The lease of a job and the hold of a sync run in the child (short, so a kill frees them). */
+const RUN_HOLD_MS = 600;
+
 async function fullSync(base: string) {
-  const frames = await readStream(`${base}/full-update/stream`, backendHeaders);
+  let frames = await readStream(`${base}/full-update/stream`, backendHeaders);
+  // Right after a kill the dead process's run still holds the endpoint (a 409, no frames)
+  // until its hold expires: SERVICE_JOB_LEASE_MS below, renewed by no one.
+  for (let i = 0; frames.length === 0 && i < 20; i++) {
+    await new Promise((resolve) => setTimeout(resolve, RUN_HOLD_MS));
+    frames = await readStream(`${base}/full-update/stream`, backendHeaders);
+  }
   const last = frames.at(-1);
   assert.equal(last?.event, "complete", JSON.stringify(frames.slice(-3)));
   return last!.data;
@@ -98,6 +107,7 @@ Deno.test({
     HYPERVISOR_MOCK_TASK_DELAY_MS: "0",
     // One port for every start: the endpoint copies point at this process itself.
     PORT: String(freePort()),
+    SERVICE_JOB_LEASE_MS: String(RUN_HOLD_MS),
   };
   let child: Child | undefined;
   const faults: string[] = [];

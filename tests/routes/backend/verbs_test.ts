@@ -296,6 +296,7 @@ Deno.test("actions: filters by endpoint, vmid, actor and verb; paged newest firs
   const record = (await actions(h, "?limit=1")).results[0];
   assert.deepEqual(Object.keys(record).sort(), [
     "actor",
+    "api_key_id",
     "created_at",
     "detail",
     "endpoint_id",
