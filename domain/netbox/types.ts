@@ -63,6 +63,11 @@ export interface FieldDef {
   choices?: ReadonlyArray<readonly [string, string]>;
   /** fk / m2m: target model name ("dcim.site"). */
   model?: string;
+  /**
+   * fk: fields the nested form shows beyond the target's brief ones (NetBox 4.6 renders a
+   * device's primary IPs as the IP's brief plus `dns_name`, `nat_inside`, `nat_outside`).
+   */
+  nested?: string[];
   /** fk: what deleting the target does to this record (default protect). */
   onDelete?: OnDelete;
   /** gfk: the models it may point at ("*" for any registered model). */

@@ -52,6 +52,8 @@ interface Reference {
   idField?: string;
   /** The referenced id(s) of a record. */
   read: (r: StoredObject) => unknown;
+  /** Fields the nested form adds to the target's brief ones (FieldDef.nested). */
+  nested?: string[];
 }
 
 /** The fields of a model walked once: one step per output key, and what they refer to. */
@@ -68,6 +70,8 @@ interface Plan {
 class PageRender {
   /** model → depth → id → nested form (only non-null forms are kept). */
   readonly #nested = new Map<string, Map<number, unknown>[]>();
+  /** model|extra fields|depth → id → nested form with extra fields. */
+  readonly #nestedWith = new Map<string, Map<number, unknown>>();
 
   constructor(
     readonly renderer: Renderer,
@@ -78,6 +82,7 @@ class PageRender {
   /** Forget nested forms (records were loaded since: a form may now resolve further). */
   forgetNested(): void {
     this.#nested.clear();
+    this.#nestedWith.clear();
   }
 
   nested(model: string, id: unknown, depth: number): unknown {
@@ -101,6 +106,27 @@ class PageRender {
       return { id: r.id, url: urlOf(def, r.id, this.origin), display: displayOf(def, r) };
     }
     return this.row(this.renderer.briefPlan(def), r, depth + 1, []);
+  }
+
+  /** The nested form with `extra` fields beyond the brief ones (FieldDef.nested). */
+  nestedWith(model: string, id: unknown, depth: number, extra: string[]): unknown {
+    if (typeof id !== "number") return null;
+    const r = cachedRecords(this.cache, model).get(id);
+    const registry = this.renderer.core.registry;
+    if (!r || !registry.has(model) || depth >= 2) return this.nested(model, id, depth);
+    const key = `${model}|${extra.join(",")}|${depth}`;
+    let known = this.#nestedWith.get(key);
+    if (!known) this.#nestedWith.set(key, known = new Map());
+    const hit = known.get(id);
+    if (hit !== undefined) return hit;
+    const form = this.row(
+      this.renderer.nestedPlan(registry.definition(model), extra),
+      r,
+      depth + 1,
+      [],
+    );
+    known.set(id, form);
+    return form;
   }
 
   nestedList(model: string, ids: unknown, depth: number): unknown[] {
@@ -190,6 +216,11 @@ export class Renderer {
     return this.plan(def, ["id", "url", "display", ...def.brief]);
   }
 
+  /** The brief plan plus `extra` fields (FieldDef.nested). */
+  nestedPlan(def: ModelDef, extra: string[]): Plan {
+    return this.plan(def, ["id", "url", "display", ...def.brief, ...extra]);
+  }
+
   plan(def: ModelDef, names: string[]): Plan {
     let plans = this.#plans.get(def);
     if (!plans) this.#plans.set(def, plans = new Map());
@@ -233,6 +264,11 @@ export class Renderer {
         else want(ref.model!, v);
       }
     }
+    // A model some reference shows with extra fields: preload what those refer to as well.
+    const extraOf = new Map<string, string[]>();
+    for (const ref of plan.references) {
+      if (ref.model && ref.nested) extraOf.set(ref.model, ref.nested);
+    }
     await Promise.all([...wanted].map(async ([model, ids]) => {
       const loaded = await this.core.store.getMany(model, [...ids]);
       const map = cachedRecords(cache, model);
@@ -240,7 +276,9 @@ export class Renderer {
       for (const r of loaded) map.set(r.id, r);
       if (registry.has(model)) {
         const target = registry.definition(model);
-        await this.#preload(this.briefPlan(target), loaded, cache, depth + 1);
+        const extra = extraOf.get(model);
+        const next = extra ? this.nestedPlan(target, extra) : this.briefPlan(target);
+        await this.#preload(next, loaded, cache, depth + 1);
       }
     }));
   }
@@ -377,7 +415,11 @@ function referenceOf(name: string, f: FieldDef): Reference | null {
   }
   if ((f.type !== "fk" && f.type !== "m2m") || !f.model) return null;
   const compute = f.compute;
-  return { model: f.model, read: compute ? (r) => compute(r) : (r) => r[name] };
+  return {
+    model: f.model,
+    read: compute ? (r) => compute(r) : (r) => r[name],
+    nested: f.type === "fk" ? f.nested : undefined,
+  };
 }
 
 function fieldStep(name: string, f: FieldDef): Step {
@@ -386,6 +428,11 @@ function fieldStep(name: string, f: FieldDef): Step {
     // A computed FK (e.g. `primary_ip`) renders nested like a stored one.
     if (f.type === "fk") {
       const model = f.model!;
+      const extra = f.nested;
+      if (extra) {
+        return (r, out, page, depth) =>
+          out[name] = page.nestedWith(model, compute(r), depth, extra);
+      }
       return (r, out, page, depth) => out[name] = page.nested(model, compute(r), depth);
     }
     if (f.type === "m2m") {
@@ -405,6 +452,10 @@ function fieldStep(name: string, f: FieldDef): Step {
     }
     case "fk": {
       const model = f.model!;
+      const extra = f.nested;
+      if (extra) {
+        return (r, out, page, depth) => out[name] = page.nestedWith(model, r[name], depth, extra);
+      }
       return (r, out, page, depth) => out[name] = page.nested(model, r[name], depth);
     }
     case "m2m": {

@@ -6,12 +6,13 @@ import { CORE_MODELS } from "./core.ts";
 import { DCIM_EXTRA_MODELS } from "./dcim_extra.ts";
 import { IPAM_EXTRA_MODELS } from "./ipam_extra.ts";
 import { ORG_EXTRA_MODELS } from "./org_extra.ts";
+import { netbox46Shapes } from "./netbox46.ts";
 
-export const INVENTORY_MODELS: ModelDef[] = [
+export const INVENTORY_MODELS: ModelDef[] = netbox46Shapes([
   ...CORE_MODELS,
   ...DCIM_EXTRA_MODELS,
   ...IPAM_EXTRA_MODELS,
   ...ORG_EXTRA_MODELS,
   ...CONTACT_MODELS,
   OBJECT_CHANGE,
-];
+]);

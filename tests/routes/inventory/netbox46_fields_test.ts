@@ -1,7 +1,8 @@
 /**
- * Every model renders NetBox 4.2's complete field set, and the shapes clients index: counts,
- * content types as plain strings, choices as {value, label}, nested brief objects, nulls where
- * empty. The table is NetBox 4.2's serializer field lists (Meta.fields), written as data.
+ * Every model renders NetBox 4.6's complete field set and brief form, and the shapes clients
+ * index: counts, content types as plain strings, choices as {value, label}, nested brief
+ * objects, nulls where empty. The tables are NetBox 4.6.8's serializer field lists
+ * (Meta.fields, Meta.brief_fields), written as data.
  */
 import assert from "node:assert/strict";
 import { type Inv, setup } from "./_setup.ts";
@@ -17,14 +18,24 @@ const COMMON = [
   "last_updated",
 ];
 
-/** path → NetBox 4.2's fields besides COMMON (ConfigContext and Tag have no custom fields). */
-const NETBOX_42: Record<string, string[]> = {
-  "tenancy/tenant-groups/": ["name", "slug", "parent", "description", "tenant_count", "_depth"],
+/** path → NetBox 4.6.8's serializer fields (Meta.fields), without COMMON where it has them all. */
+const NETBOX_46: Record<string, string[]> = {
+  "tenancy/tenant-groups/": [
+    "name",
+    "slug",
+    "parent",
+    "description",
+    "tenant_count",
+    "owner",
+    "comments",
+    "_depth",
+  ],
   "tenancy/tenants/": [
     "name",
     "slug",
     "group",
     "description",
+    "owner",
     "comments",
     "circuit_count",
     "device_count",
@@ -37,10 +48,19 @@ const NETBOX_42: Record<string, string[]> = {
     "vrf_count",
     "cluster_count",
   ],
-  "tenancy/contact-groups/": ["name", "slug", "parent", "description", "contact_count", "_depth"],
-  "tenancy/contact-roles/": ["name", "slug", "description"],
+  "tenancy/contact-groups/": [
+    "name",
+    "slug",
+    "parent",
+    "description",
+    "contact_count",
+    "owner",
+    "comments",
+    "_depth",
+  ],
+  "tenancy/contact-roles/": ["name", "slug", "description", "owner", "comments"],
   "tenancy/contacts/": [
-    "group",
+    "groups",
     "name",
     "title",
     "phone",
@@ -48,18 +68,31 @@ const NETBOX_42: Record<string, string[]> = {
     "address",
     "link",
     "description",
+    "owner",
     "comments",
   ],
-  "tenancy/contact-assignments/": [
-    "object_type",
-    "object_id",
-    "object",
-    "contact",
-    "role",
-    "priority",
+  "dcim/regions/": [
+    "name",
+    "slug",
+    "parent",
+    "description",
+    "site_count",
+    "prefix_count",
+    "owner",
+    "comments",
+    "_depth",
   ],
-  "dcim/regions/": ["name", "slug", "parent", "description", "site_count", "_depth"],
-  "dcim/site-groups/": ["name", "slug", "parent", "description", "site_count", "_depth"],
+  "dcim/site-groups/": [
+    "name",
+    "slug",
+    "parent",
+    "description",
+    "site_count",
+    "prefix_count",
+    "owner",
+    "comments",
+    "_depth",
+  ],
   "dcim/sites/": [
     "name",
     "slug",
@@ -74,6 +107,7 @@ const NETBOX_42: Record<string, string[]> = {
     "shipping_address",
     "latitude",
     "longitude",
+    "owner",
     "comments",
     "asns",
     "circuit_count",
@@ -94,14 +128,18 @@ const NETBOX_42: Record<string, string[]> = {
     "description",
     "rack_count",
     "device_count",
+    "prefix_count",
+    "owner",
+    "comments",
     "_depth",
   ],
-  "dcim/rack-roles/": ["name", "slug", "color", "description", "rack_count"],
+  "dcim/rack-roles/": ["name", "slug", "color", "description", "owner", "comments", "rack_count"],
   "dcim/racks/": [
     "name",
     "facility_id",
     "site",
     "location",
+    "group",
     "tenant",
     "status",
     "role",
@@ -123,6 +161,7 @@ const NETBOX_42: Record<string, string[]> = {
     "mounting_depth",
     "airflow",
     "description",
+    "owner",
     "comments",
     "device_count",
     "powerfeed_count",
@@ -131,7 +170,10 @@ const NETBOX_42: Record<string, string[]> = {
     "name",
     "slug",
     "description",
+    "owner",
+    "comments",
     "devicetype_count",
+    "moduletype_count",
     "inventoryitem_count",
     "platform_count",
   ],
@@ -151,6 +193,7 @@ const NETBOX_42: Record<string, string[]> = {
     "front_image",
     "rear_image",
     "description",
+    "owner",
     "comments",
     "device_count",
     "console_port_template_count",
@@ -170,18 +213,26 @@ const NETBOX_42: Record<string, string[]> = {
     "color",
     "vm_role",
     "config_template",
+    "parent",
     "description",
     "device_count",
     "virtualmachine_count",
+    "owner",
+    "comments",
+    "_depth",
   ],
   "dcim/platforms/": [
+    "parent",
     "name",
     "slug",
     "manufacturer",
     "config_template",
     "description",
+    "owner",
+    "comments",
     "device_count",
     "virtualmachine_count",
+    "_depth",
   ],
   "dcim/devices/": [
     "name",
@@ -210,6 +261,7 @@ const NETBOX_42: Record<string, string[]> = {
     "vc_position",
     "vc_priority",
     "description",
+    "owner",
     "comments",
     "config_template",
     "config_context",
@@ -225,7 +277,16 @@ const NETBOX_42: Record<string, string[]> = {
     "module_bay_count",
     "inventory_item_count",
   ],
-  "dcim/virtual-chassis/": ["name", "domain", "master", "description", "comments", "member_count"],
+  "dcim/virtual-chassis/": [
+    "name",
+    "domain",
+    "master",
+    "description",
+    "owner",
+    "comments",
+    "member_count",
+    "members",
+  ],
   "dcim/interfaces/": [
     "device",
     "vdcs",
@@ -236,6 +297,7 @@ const NETBOX_42: Record<string, string[]> = {
     "enabled",
     "parent",
     "bridge",
+    "bridge_interfaces",
     "lag",
     "mtu",
     "mac_address",
@@ -270,6 +332,7 @@ const NETBOX_42: Record<string, string[]> = {
     "connected_endpoints",
     "connected_endpoints_type",
     "connected_endpoints_reachable",
+    "owner",
     "count_ipaddresses",
     "count_fhrp_groups",
     "_occupied",
@@ -280,10 +343,25 @@ const NETBOX_42: Record<string, string[]> = {
     "assigned_object_id",
     "assigned_object",
     "description",
+    "owner",
     "comments",
   ],
-  "virtualization/cluster-types/": ["name", "slug", "description", "cluster_count"],
-  "virtualization/cluster-groups/": ["name", "slug", "description", "cluster_count"],
+  "virtualization/cluster-types/": [
+    "name",
+    "slug",
+    "description",
+    "owner",
+    "comments",
+    "cluster_count",
+  ],
+  "virtualization/cluster-groups/": [
+    "name",
+    "slug",
+    "description",
+    "owner",
+    "comments",
+    "cluster_count",
+  ],
   "virtualization/clusters/": [
     "name",
     "type",
@@ -294,21 +372,23 @@ const NETBOX_42: Record<string, string[]> = {
     "scope_id",
     "scope",
     "description",
+    "owner",
     "comments",
     "device_count",
     "virtualmachine_count",
+    "allocated_vcpus",
+    "allocated_memory",
+    "allocated_disk",
   ],
   "virtualization/virtual-machines/": [
     "name",
     "virtual_machine_type",
+    "role",
     "status",
     "start_on_boot",
     "site",
     "cluster",
     "device",
-    "serial",
-    "role",
-    "tenant",
     "platform",
     "primary_ip",
     "primary_ip4",
@@ -317,12 +397,15 @@ const NETBOX_42: Record<string, string[]> = {
     "memory",
     "disk",
     "description",
+    "serial",
+    "tenant",
+    "owner",
     "comments",
-    "config_template",
     "local_context_data",
-    "config_context",
+    "config_template",
     "interface_count",
     "virtual_disk_count",
+    "config_context",
   ],
   "virtualization/interfaces/": [
     "virtual_machine",
@@ -342,23 +425,35 @@ const NETBOX_42: Record<string, string[]> = {
     "vlan_translation_policy",
     "vrf",
     "l2vpn_termination",
+    "owner",
     "count_ipaddresses",
     "count_fhrp_groups",
   ],
-  "virtualization/virtual-disks/": ["virtual_machine", "name", "description", "size"],
+  "virtualization/virtual-disks/": ["virtual_machine", "name", "description", "size", "owner"],
   "ipam/vrfs/": [
     "name",
     "rd",
     "tenant",
     "enforce_unique",
     "description",
+    "owner",
     "comments",
     "import_targets",
     "export_targets",
     "ipaddress_count",
     "prefix_count",
   ],
-  "ipam/roles/": ["name", "slug", "weight", "description", "prefix_count", "vlan_count"],
+  "ipam/roles/": [
+    "name",
+    "slug",
+    "weight",
+    "description",
+    "owner",
+    "comments",
+    "prefix_count",
+    "vlan_count",
+    "asn_count",
+  ],
   "ipam/vlan-groups/": [
     "name",
     "slug",
@@ -366,7 +461,10 @@ const NETBOX_42: Record<string, string[]> = {
     "scope_id",
     "scope",
     "vid_ranges",
+    "total_vlan_ids",
+    "tenant",
     "description",
+    "owner",
     "comments",
     "vlan_count",
     "utilization",
@@ -382,6 +480,7 @@ const NETBOX_42: Record<string, string[]> = {
     "description",
     "qinq_role",
     "qinq_svlan",
+    "owner",
     "comments",
     "l2vpn_termination",
     "prefix_count",
@@ -400,6 +499,7 @@ const NETBOX_42: Record<string, string[]> = {
     "is_pool",
     "mark_utilized",
     "description",
+    "owner",
     "comments",
     "children",
     "_depth",
@@ -418,22 +518,51 @@ const NETBOX_42: Record<string, string[]> = {
     "nat_outside",
     "dns_name",
     "description",
+    "owner",
     "comments",
   ],
   "ipam/services/": [
-    "device",
-    "virtual_machine",
+    "parent_object_type",
+    "parent_object_id",
+    "parent",
     "name",
     "protocol",
     "ports",
     "ipaddresses",
     "description",
+    "owner",
     "comments",
+  ],
+  "virtualization/virtual-machine-types/": [
+    "name",
+    "slug",
+    "default_platform",
+    "default_vcpus",
+    "default_memory",
+    "description",
+    "owner",
+    "comments",
+    "virtual_machine_count",
   ],
 };
 
-/** Models without tags/custom_fields in NetBox: their full field list. */
+/** Models without the whole COMMON set: their complete NetBox 4.6.8 field list. */
 const WHOLE: Record<string, string[]> = {
+  "tenancy/contact-assignments/": [
+    "id",
+    "url",
+    "display",
+    "object_type",
+    "object_id",
+    "object",
+    "contact",
+    "role",
+    "priority",
+    "tags",
+    "custom_fields",
+    "created",
+    "last_updated",
+  ],
   "extras/tags/": [
     "id",
     "url",
@@ -443,6 +572,7 @@ const WHOLE: Record<string, string[]> = {
     "slug",
     "color",
     "description",
+    "weight",
     "object_types",
     "tagged_items",
     "created",
@@ -455,6 +585,7 @@ const WHOLE: Record<string, string[]> = {
     "display",
     "name",
     "weight",
+    "profile",
     "description",
     "is_active",
     "regions",
@@ -469,6 +600,7 @@ const WHOLE: Record<string, string[]> = {
     "clusters",
     "tenant_groups",
     "tenants",
+    "owner",
     "tags",
     "data_source",
     "data_path",
@@ -478,6 +610,167 @@ const WHOLE: Record<string, string[]> = {
     "created",
     "last_updated",
   ],
+};
+
+/** path → NetBox 4.6.8's brief fields (Meta.brief_fields). */
+const BRIEF_46: Record<string, string[]> = {
+  "tenancy/tenant-groups/": [
+    "id",
+    "url",
+    "display",
+    "name",
+    "slug",
+    "description",
+    "tenant_count",
+    "_depth",
+  ],
+  "tenancy/tenants/": ["id", "url", "display", "name", "slug", "description"],
+  "tenancy/contact-groups/": [
+    "id",
+    "url",
+    "display",
+    "name",
+    "slug",
+    "description",
+    "contact_count",
+    "_depth",
+  ],
+  "tenancy/contact-roles/": ["id", "url", "display", "name", "slug", "description"],
+  "tenancy/contacts/": ["id", "url", "display", "name", "description"],
+  "tenancy/contact-assignments/": ["id", "url", "display", "contact", "role", "priority"],
+  "dcim/regions/": ["id", "url", "display", "name", "slug", "description", "site_count", "_depth"],
+  "dcim/site-groups/": [
+    "id",
+    "url",
+    "display",
+    "name",
+    "slug",
+    "description",
+    "site_count",
+    "_depth",
+  ],
+  "dcim/sites/": ["id", "url", "display", "name", "description", "slug"],
+  "dcim/locations/": [
+    "id",
+    "url",
+    "display",
+    "name",
+    "slug",
+    "description",
+    "rack_count",
+    "_depth",
+  ],
+  "dcim/rack-roles/": ["id", "url", "display", "name", "slug", "description", "rack_count"],
+  "dcim/racks/": ["id", "url", "display", "name", "description", "device_count"],
+  "dcim/manufacturers/": ["id", "url", "display", "name", "slug", "description"],
+  "dcim/device-types/": [
+    "id",
+    "url",
+    "display",
+    "manufacturer",
+    "model",
+    "slug",
+    "description",
+    "device_count",
+  ],
+  "dcim/device-roles/": [
+    "id",
+    "url",
+    "display",
+    "name",
+    "slug",
+    "description",
+    "device_count",
+    "virtualmachine_count",
+    "_depth",
+  ],
+  "dcim/platforms/": [
+    "id",
+    "url",
+    "display",
+    "name",
+    "slug",
+    "description",
+    "device_count",
+    "virtualmachine_count",
+    "_depth",
+  ],
+  "dcim/virtual-chassis/": [
+    "id",
+    "url",
+    "display",
+    "name",
+    "master",
+    "description",
+    "member_count",
+  ],
+  "dcim/interfaces/": [
+    "id",
+    "url",
+    "display",
+    "device",
+    "name",
+    "description",
+    "cable",
+    "_occupied",
+  ],
+  "dcim/mac-addresses/": ["id", "url", "display", "mac_address", "description"],
+  "virtualization/cluster-types/": [
+    "id",
+    "url",
+    "display",
+    "name",
+    "slug",
+    "description",
+    "cluster_count",
+  ],
+  "virtualization/cluster-groups/": [
+    "id",
+    "url",
+    "display",
+    "name",
+    "slug",
+    "description",
+    "cluster_count",
+  ],
+  "virtualization/clusters/": [
+    "id",
+    "url",
+    "display",
+    "name",
+    "description",
+    "virtualmachine_count",
+  ],
+  "virtualization/interfaces/": ["id", "url", "display", "virtual_machine", "name", "description"],
+  "virtualization/virtual-disks/": [
+    "id",
+    "url",
+    "display",
+    "virtual_machine",
+    "name",
+    "description",
+    "size",
+  ],
+  "ipam/vrfs/": ["id", "url", "display", "name", "rd", "description", "prefix_count"],
+  "ipam/roles/": [
+    "id",
+    "url",
+    "display",
+    "name",
+    "slug",
+    "description",
+    "prefix_count",
+    "vlan_count",
+    "asn_count",
+  ],
+  "ipam/vlan-groups/": ["id", "url", "display", "name", "slug", "description", "vlan_count"],
+  "ipam/vlans/": ["id", "url", "display", "vid", "name", "description"],
+  "ipam/prefixes/": ["id", "url", "display", "family", "prefix", "description", "_depth"],
+  "ipam/ip-addresses/": ["id", "url", "display", "family", "address", "description"],
+  "ipam/services/": ["id", "url", "display", "name", "protocol", "ports", "description"],
+  "extras/tags/": ["id", "url", "display", "name", "slug", "color", "description"],
+  "extras/config-contexts/": ["id", "url", "display", "name", "description"],
+  "virtualization/virtual-machine-types/": ["id", "url", "display", "name", "slug", "description"],
 };
 
 /** One of every model, linked the way a synced inventory links them; path → id. */
@@ -534,7 +827,16 @@ async function populate(inv: Inv): Promise<Record<string, number>> {
     vc_position: 1,
   });
   const iface = await post("dcim/interfaces/", { device, name: "eno1", type: "1000base-t" });
-  const vm = await post("virtualization/virtual-machines/", { name: "web1", cluster, platform });
+  const vmType = await post("virtualization/virtual-machine-types/", {
+    name: "QEMU virtual machine",
+    slug: "qemu-virtual-machine",
+  });
+  const vm = await post("virtualization/virtual-machines/", {
+    name: "web1",
+    cluster,
+    platform,
+    virtual_machine_type: vmType,
+  });
   const vmif = await post("virtualization/interfaces/", { virtual_machine: vm, name: "net0" });
   await post("virtualization/virtual-disks/", { virtual_machine: vm, name: "scsi0", size: 8 });
   await post("dcim/mac-addresses/", {
@@ -573,7 +875,8 @@ async function populate(inv: Inv): Promise<Record<string, number>> {
     assigned_object_id: iface,
   });
   await post("ipam/services/", {
-    virtual_machine: vm,
+    parent_object_type: "virtualization.virtualmachine",
+    parent_object_id: vm,
     name: "ssh",
     protocol: "tcp",
     ports: [22],
@@ -584,7 +887,7 @@ async function populate(inv: Inv): Promise<Record<string, number>> {
   const contact = await post("tenancy/contacts/", {
     name: "Ada",
     email: "ada@example.com",
-    group: cg,
+    groups: [cg],
   });
   await post("tenancy/contact-assignments/", {
     object_type: "virtualization.virtualmachine",
@@ -602,20 +905,57 @@ async function populate(inv: Inv): Promise<Record<string, number>> {
   return ids;
 }
 
-Deno.test("every model renders NetBox 4.2's complete field set", async () => {
+/**
+ * Fields of NetBox 4.6.8 not rendered yet, each with its reason (the test fails if one appears
+ * without being taken off this list, or if anything else differs).
+ */
+const NOT_YET: Record<string, { missing?: string[]; extra?: string[] }> = {
+  // Reverse relations rendered nested need a per-page reverse read the renderer lacks.
+  "dcim/virtual-chassis/": { missing: ["members"] },
+  "dcim/interfaces/": { missing: ["bridge_interfaces"] },
+  // Every record renders display_url; NetBox 4.6 dropped it from contact assignments only.
+  "tenancy/contact-assignments/": { extra: ["display_url"] },
+};
+
+Deno.test("every model renders NetBox 4.6's complete field set", async () => {
   const inv = await setup();
   try {
     const ids = await populate(inv);
-    const paths = { ...Object.fromEntries(Object.keys(NETBOX_42).map((p) => [p, null])), ...WHOLE };
+    const paths = { ...Object.fromEntries(Object.keys(NETBOX_46).map((p) => [p, null])), ...WHOLE };
+    const diffs: Array<{ path: string; missing: string[]; extra: string[] }> = [];
     for (const path of Object.keys(paths)) {
-      const expected = WHOLE[path] ?? [...COMMON, ...NETBOX_42[path]];
+      const expected = WHOLE[path] ?? [...COMMON, ...NETBOX_46[path]];
       const got = await inv.call("GET", `/api/${path}${ids[path]}/`);
       assert.equal(got.status, 200, path);
       const keys = Object.keys(got.body);
       const missing = expected.filter((k) => !keys.includes(k));
       const extra = keys.filter((k) => !expected.includes(k));
-      assert.deepEqual({ path, missing, extra }, { path, missing: [], extra: [] });
+      const known = NOT_YET[path] ?? {};
+      if (
+        JSON.stringify(missing) !== JSON.stringify(known.missing ?? []) ||
+        JSON.stringify(extra) !== JSON.stringify(known.extra ?? [])
+      ) diffs.push({ path, missing, extra });
     }
+    assert.deepEqual(diffs, []);
+  } finally {
+    inv.close();
+  }
+});
+
+Deno.test("every model's brief form is NetBox 4.6's brief_fields", async () => {
+  const inv = await setup();
+  try {
+    const ids = await populate(inv);
+    const diffs: Array<{ path: string; got: string[] }> = [];
+    for (const [path, expected] of Object.entries(BRIEF_46)) {
+      const got = await inv.call("GET", `/api/${path}?id=${ids[path]}&brief=1`);
+      assert.equal(got.status, 200, path);
+      const keys = Object.keys(got.body.results[0]);
+      if (JSON.stringify([...keys].sort()) !== JSON.stringify([...expected].sort())) {
+        diffs.push({ path, got: keys });
+      }
+    }
+    assert.deepEqual(diffs, []);
   } finally {
     inv.close();
   }
@@ -822,8 +1162,131 @@ Deno.test("nested groups: _depth follows the parent, a group cannot be its own p
     });
     assert.equal(orphan.status, 400);
     assert.deepEqual(orphan.body, {
-      non_field_errors: ["A service must be associated with either a device or a virtual machine."],
+      parent_object_type: ["This field is required."],
+      parent_object_id: ["This field is required."],
     });
+  } finally {
+    inv.close();
+  }
+});
+
+Deno.test("NetBox 4.5/4.6 relations: owners and their filters, a service's parent, a contact's groups, role and platform trees", async () => {
+  const inv = await setup();
+  try {
+    const post = async (path: string, body: unknown) => {
+      const r = await inv.call("POST", `/api/${path}`, body);
+      assert.equal(r.status, 201, `${path}: ${JSON.stringify(r.body)}`);
+      return r.body;
+    };
+    const group = await post("users/owner-groups/", { name: "Platform team" });
+    const owner = await post("users/owners/", { name: "infra", group: group.id });
+    assert.deepEqual([owner.group.name, owner.users, owner.user_groups], ["Platform team", [], []]);
+    const site = await post("dcim/sites/", { name: "AMS1", slug: "ams1", owner: owner.id });
+    assert.deepEqual(Object.keys(site.owner).sort(), [
+      "description",
+      "display",
+      "id",
+      "name",
+      "url",
+    ]);
+    await post("dcim/sites/", { name: "FRA1", slug: "fra1" });
+    const slugs = async (q: string) =>
+      (await inv.call("GET", `/api/dcim/sites/?${q}`)).body.results.map((s: { slug: string }) =>
+        s.slug
+      );
+    assert.deepEqual(await slugs(`owner_id=${owner.id}`), ["ams1"]);
+    assert.deepEqual(await slugs("owner=infra"), ["ams1"]);
+    assert.deepEqual(await slugs(`owner_group_id=${group.id}`), ["ams1"]);
+    assert.equal(
+      (await inv.call("GET", `/api/users/owner-groups/${group.id}/`)).body.member_count,
+      1,
+    );
+    const held = await inv.call("DELETE", `/api/users/owners/${owner.id}/`);
+    assert.equal(held.status, 409);
+
+    const parentRole = await post("dcim/device-roles/", { name: "Servers", slug: "servers" });
+    const child = await post("dcim/device-roles/", {
+      name: "Hypervisors",
+      slug: "hypervisors",
+      parent: parentRole.id,
+    });
+    assert.deepEqual([child._depth, child.parent.display, child.parent._depth], [1, "Servers", 0]);
+    const platform = await post("dcim/platforms/", { name: "Linux", slug: "linux" });
+    const debian = await post("dcim/platforms/", {
+      name: "Debian",
+      slug: "debian",
+      parent: platform.id,
+    });
+    assert.equal(debian._depth, 1);
+
+    const cg = await post("tenancy/contact-groups/", { name: "Ops", slug: "ops" });
+    const contact = await post("tenancy/contacts/", { name: "Ada", groups: [cg.id] });
+    assert.deepEqual(contact.groups.map((g: { slug: string }) => g.slug), ["ops"]);
+    assert.equal(contact.group, undefined);
+    assert.equal(
+      (await inv.call("GET", `/api/tenancy/contact-groups/${cg.id}/`)).body.contact_count,
+      1,
+    );
+
+    const vm = await post("virtualization/virtual-machines/", { name: "web1", site: site.id });
+    const nic = await post("virtualization/interfaces/", { virtual_machine: vm.id, name: "net0" });
+    const outside = await post("ipam/ip-addresses/", { address: "192.0.2.10/32" });
+    const ip = await post("ipam/ip-addresses/", {
+      address: "10.0.0.5/24",
+      dns_name: "web1.example.com",
+      nat_inside: null,
+      assigned_object_type: "virtualization.vminterface",
+      assigned_object_id: nic.id,
+    });
+    await inv.call("PATCH", `/api/ipam/ip-addresses/${outside.id}/`, { nat_inside: ip.id });
+    await inv.call("PATCH", `/api/ipam/ip-addresses/${ip.id}/`, { nat_inside: outside.id });
+    await inv.call("PATCH", `/api/virtualization/virtual-machines/${vm.id}/`, {
+      primary_ip4: ip.id,
+    });
+    const withIp = (await inv.call("GET", `/api/virtualization/virtual-machines/${vm.id}/`)).body;
+    // NetBox 4.6: the IP's brief plus dns_name, nat_inside and nat_outside.
+    assert.deepEqual(Object.keys(withIp.primary_ip4).sort(), [
+      "address",
+      "description",
+      "display",
+      "dns_name",
+      "family",
+      "id",
+      "nat_inside",
+      "nat_outside",
+      "url",
+    ]);
+    assert.equal(withIp.primary_ip4.dns_name, "web1.example.com");
+    assert.equal(withIp.primary_ip4.nat_inside.display, "192.0.2.10/32");
+    assert.deepEqual(withIp.primary_ip, withIp.primary_ip4);
+    const list = await inv.call("GET", `/api/virtualization/virtual-machines/?id=${vm.id}`);
+    assert.deepEqual(list.body.results[0].primary_ip4, withIp.primary_ip4);
+    const ssh = await post("ipam/services/", {
+      parent_object_type: "virtualization.virtualmachine",
+      parent_object_id: vm.id,
+      name: "ssh",
+      protocol: "tcp",
+      ports: [22],
+    });
+    assert.deepEqual([ssh.parent_object_type, ssh.parent.display], [
+      "virtualization.virtualmachine",
+      "web1",
+    ]);
+    assert.equal(ssh.virtual_machine, undefined);
+    const byVm = await inv.call("GET", `/api/ipam/services/?virtual_machine_id=${vm.id}`);
+    assert.deepEqual(byVm.body.results.map((s: { name: string }) => s.name), ["ssh"]);
+    const wrongType = await inv.call("POST", "/api/ipam/services/", {
+      parent_object_type: "dcim.site",
+      parent_object_id: site.id,
+      name: "x",
+      protocol: "tcp",
+      ports: [1],
+    });
+    assert.equal(wrongType.status, 400);
+    assert.ok(wrongType.body.parent_object_type);
+    // Deleting the parent takes its services along, as NetBox's GenericRelation does.
+    await inv.call("DELETE", `/api/virtualization/virtual-machines/${vm.id}/`);
+    assert.equal((await inv.call("GET", `/api/ipam/services/${ssh.id}/`)).status, 404);
   } finally {
     inv.close();
   }
