@@ -90,6 +90,28 @@ function causeOf(error: unknown): string {
   return String(error);
 }
 
+/**
+ * An object as the sync keeps it for a run: the API's links (`url`, `display_url`, on the object
+ * and on the objects nested in it) dropped, the rest untouched (`display` stays: nested objects
+ * are told from plain values by it): 28% of a rendered VM, held for every object of a stage.
+ */
+function withoutLinks<T>(value: T, depth = 0): T {
+  if (depth > 3 || value === null || typeof value !== "object") return value;
+  if (Array.isArray(value)) {
+    for (const item of value) withoutLinks(item, depth + 1);
+    return value;
+  }
+  const record = value as Record<string, unknown>;
+  if (typeof record.id === "number") {
+    delete record.url;
+    delete record.display_url;
+  }
+  for (const v of Object.values(record)) {
+    if (v !== null && typeof v === "object") withoutLinks(v, depth + 1);
+  }
+  return value;
+}
+
 export class InventoryApiClient implements InventoryApi {
   readonly api: string;
   readonly #send: typeof fetch;
@@ -228,7 +250,7 @@ export class InventoryApiClient implements InventoryApi {
           "The inventory ignored the id__gt filter: is this a NetBox API?",
         );
       }
-      out.push(...results);
+      for (const o of results) out.push(withoutLinks(o));
       after = last;
       // A full page may have a successor even when `next` says otherwise (counted a moment
       // earlier); an empty page ends the walk.
