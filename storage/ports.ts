@@ -437,6 +437,8 @@ export interface JobSpec {
   requested_by: string;
   /** The token that asked; re-checked before every run (older specs lack it). */
   token_id?: number;
+  /** Run options passed to every backend stream as query parameters (docs/sync.md). */
+  sync_options?: Record<string, string>;
 }
 
 /** Who holds the run lease: one job of one process, until `expires_at` (epoch ms). */

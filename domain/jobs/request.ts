@@ -4,6 +4,10 @@
  */
 import type { JobEndpoint } from "./ports.ts";
 import { SYNC_TYPES } from "./stages.ts";
+import { OPTION_PARAMS } from "../sync/options.ts";
+
+/** Run options a job may carry: all but the dry run (a job writes; the plan is asked directly). */
+const JOB_OPTIONS = OPTION_PARAMS.filter((o) => o !== "dry_run");
 
 export interface SyncRequest {
   sync_types: string[];
@@ -12,6 +16,8 @@ export interface SyncRequest {
   /** Epoch ms, or null to run now. */
   schedule_at: number | null;
   interval_minutes: number | null;
+  /** Run options for the backend (query parameter → value), or null. */
+  sync_options?: Record<string, string> | null;
 }
 
 const UNITS: Record<string, number> = { minutes: 1, hours: 60, days: 1440 };
@@ -22,6 +28,7 @@ const KNOWN = new Set([
   "schedule_at",
   "interval_value",
   "interval_unit",
+  "sync_options",
 ]);
 /** Past this, a schedule is a typo (Deno KV delays go up to 30 days). */
 const MAX_AHEAD_MS = 30 * 24 * 3600 * 1000;
@@ -119,6 +126,32 @@ export function parseSyncRequest(
     }
   }
 
+  let syncOptions: Record<string, string> | null = null;
+  if (b.sync_options !== undefined && b.sync_options !== null) {
+    const raw = b.sync_options;
+    const messages: string[] = [];
+    if (typeof raw !== "object" || Array.isArray(raw)) {
+      messages.push('An object of run options, e.g. {"overwrite_names": false}.');
+    } else {
+      syncOptions = {};
+      for (const [key, value] of Object.entries(raw as Record<string, unknown>)) {
+        if (!JOB_OPTIONS.includes(key)) {
+          messages.push(
+            `Unknown run option ${JSON.stringify(key.slice(0, 60))}. Known: ${
+              JOB_OPTIONS.join(", ")
+            }.`,
+          );
+        } else if (key === "primary_ip_preference") {
+          if (value === "both" || value === "v4" || value === "v6") syncOptions[key] = value;
+          else messages.push("primary_ip_preference: one of both, v4, v6.");
+        } else if (typeof value === "boolean") syncOptions[key] = String(value);
+        else if (value === "true" || value === "false") syncOptions[key] = value;
+        else messages.push(`${key}: true or false.`);
+      }
+    }
+    if (messages.length) errors.sync_options = messages;
+  }
+
   if (Object.keys(errors).length) return { ok: false, errors: { ...errors } };
   return {
     ok: true,
@@ -128,6 +161,7 @@ export function parseSyncRequest(
       job_name: name,
       schedule_at: at,
       interval_minutes: interval,
+      sync_options: syncOptions && Object.keys(syncOptions).length ? syncOptions : null,
     },
   };
 }

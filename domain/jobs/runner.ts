@@ -375,7 +375,11 @@ export async function runSyncJob(input: {
         failure ??= { outcome: "errored", error: why };
         continue;
       }
-      const scope = `?hypervisor_endpoint_ids=${copy.id}`;
+      // The job's run options ride along on every stream (docs/sync.md, "Run options").
+      const scope = `?${new URLSearchParams({
+        hypervisor_endpoint_ids: String(copy.id),
+        ...spec.sync_options,
+      })}`;
       const result = await runEndpoint(endpoint, scope, full, stages);
       endpointsOut.push({ id: endpoint.id, ok: result === null });
       if (result) failure ??= result;

@@ -220,6 +220,7 @@ export class JobService {
       interval_minutes: request.interval_minutes,
       requested_by: requestedBy,
       token_id: requester.token_id,
+      ...(request.sync_options ? { sync_options: request.sync_options } : {}),
     };
     await store.saveSpec(job.id, spec);
     if (!scheduled) {

@@ -12,6 +12,79 @@ import { detailOf, type Json } from "./api.ts";
 import type { ConsoleEnv, ConsoleServices, Ctx } from "./context.ts";
 import { CsrfField, FieldErrors, Layout, Notice, PageHead } from "./layout.tsx";
 import { StageTable } from "./stage_table.tsx";
+import { OPTIONAL_STAGES, OVERWRITE_FAMILIES, stageParam } from "../../domain/sync/options.ts";
+
+/** One item of the backend's dry-run plan (docs/sync.md, "Dry run and plan"). */
+interface PlanRow {
+  step: string;
+  action: string;
+  object: string;
+  fields?: Record<string, unknown>;
+  changes?: Record<string, { old: unknown; new: unknown }>;
+}
+
+/** Rows shown on the page; the rest is counted (the JSON has them all). */
+const PLAN_ROWS = 500;
+
+/** The run options of the form, as query parameters (only those that differ from the default). */
+export function formOptions(form: Record<string, unknown>): Record<string, string> {
+  const out: Record<string, string> = {};
+  if (form.options_form === undefined) return out;
+  const on = (key: string) => form[key] !== undefined;
+  for (const f of OVERWRITE_FAMILIES) if (!on(`overwrite_${f}`)) out[`overwrite_${f}`] = "false";
+  if (on("delete_orphans")) out.delete_orphans = "true";
+  const pref = form.primary_ip_preference;
+  if (pref === "v4" || pref === "v6") out.primary_ip_preference = pref;
+  for (const s of OPTIONAL_STAGES) if (!on(stageParam(s))) out[stageParam(s)] = "false";
+  return out;
+}
+
+function PlanSection(props: { plan: PlanRow[]; message: string }) {
+  const show = (v: unknown) => JSON.stringify(v) ?? "null";
+  const rows = props.plan.slice(0, PLAN_ROWS);
+  return (
+    <section class="card" id="plan">
+      <h2>Plan (dry run, nothing written)</h2>
+      <p>{props.message}</p>
+      {props.plan.length === 0
+        ? <p class="muted">Nothing to write: the inventory is current.</p>
+        : (
+          <table class="table">
+            <thead>
+              <tr>
+                <th>Stage</th>
+                <th>Action</th>
+                <th>Object</th>
+                <th>What</th>
+              </tr>
+            </thead>
+            <tbody>
+              {rows.map((p) => (
+                <tr data-plan-action={p.action}>
+                  <td>{p.step}</td>
+                  <td>{p.action}</td>
+                  <td>{p.object}</td>
+                  <td>
+                    {p.action === "create"
+                      ? Object.entries(p.fields ?? {}).map(([k, v]) => `${k}=${show(v)}`).join(", ")
+                      : Object.entries(p.changes ?? {}).map(([k, c]) =>
+                        `${k}: ${show(c.old)} → ${show(c.new)}`
+                      ).join("; ")}
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        )}
+      {props.plan.length > PLAN_ROWS && (
+        <p class="muted">
+          … and {props.plan.length - PLAN_ROWS}{" "}
+          more (the backend's /full-update?dry_run=true has them all).
+        </p>
+      )}
+    </section>
+  );
+}
 
 export const SYNC_API = "/api/plugins/service/sync/";
 
@@ -45,6 +118,7 @@ function SyncForm(
     error?: string;
     errors?: Record<string, string[]>;
     values?: Record<string, string>;
+    plan?: { plan: PlanRow[]; message: string };
   },
 ) {
   const errors = props.errors ?? {};
@@ -122,6 +196,42 @@ function SyncForm(
             )}
           <small>Leave all unchecked to sync every enabled endpoint.</small>
         </fieldset>
+        <fieldset disabled={!mayStart}>
+          <legend>Run options</legend>
+          <input type="hidden" name="options_form" value="1" />
+          <div class="checks">
+            <span>The hypervisor owns (unchecked: the admin does, written on create only):</span>
+            {OVERWRITE_FAMILIES.map((f) => (
+              <label>
+                <input type="checkbox" name={`overwrite_${f}`} value="true" checked />{" "}
+                {f.replace("_", " ")}
+              </label>
+            ))}
+          </div>
+          <div class="checks">
+            <span>Optional stages:</span>
+            {OPTIONAL_STAGES.map((s) => (
+              <label>
+                <input type="checkbox" name={stageParam(s)} value="true" checked /> {s}
+              </label>
+            ))}
+          </div>
+          <div class="checks">
+            <label>
+              <input type="checkbox" name="delete_orphans" value="true" />{" "}
+              delete VMs whose guest is gone (default: mark them decommissioning)
+            </label>
+            <label>
+              primary IP{" "}
+              <select name="primary_ip_preference">
+                <option value="both" selected>IPv4 and IPv6</option>
+                <option value="v4">IPv4 preferred</option>
+                <option value="v6">IPv6 preferred</option>
+              </select>
+            </label>
+          </div>
+          <small>See docs/sync.md, "Run options" and "Who owns a field".</small>
+        </fieldset>
         {props.jobs && (
           <fieldset disabled={!mayStart}>
             <legend>When</legend>
@@ -168,6 +278,7 @@ function SyncForm(
         )}
         {mayStart && props.jobs && (
           <div class="form-actions">
+            <button type="submit" name="intent" value="plan">Show the plan (dry run)</button>
             <button type="submit" class="primary">Start sync</button>
           </div>
         )}
@@ -179,6 +290,7 @@ function SyncForm(
           </div>
         )}
       </form>
+      {props.plan && <PlanSection plan={props.plan.plan} message={props.plan.message} />}
       {!props.jobs && (
         <section class="card" id="live-run" hidden>
           <h2>Live run</h2>
@@ -203,7 +315,11 @@ export function syncRoutes(_ctx: ConsoleServices): Hono<ConsoleEnv> {
     c: Ctx,
     error?: string,
     status = 200,
-    extra: { errors?: Record<string, string[]>; values?: Record<string, string> } = {},
+    extra: {
+      errors?: Record<string, string[]>;
+      values?: Record<string, string>;
+      plan?: { plan: PlanRow[]; message: string };
+    } = {},
   ) => {
     const [jobs, endpoints] = await Promise.all([
       jobApiAvailable(c),
@@ -219,6 +335,7 @@ export function syncRoutes(_ctx: ConsoleServices): Hono<ConsoleEnv> {
         error={error}
         errors={extra.errors}
         values={extra.values}
+        plan={extra.plan}
       />,
       status as 200,
     );
@@ -226,14 +343,54 @@ export function syncRoutes(_ctx: ConsoleServices): Hono<ConsoleEnv> {
 
   app.get("/ui/sync", (c) => page(c));
 
+  /**
+   * The plan before the admin presses Start: the backend's dry run (JSON) for the chosen
+   * stages, endpoints and options. Plugin endpoint ids become the backend copies pushed from
+   * them (their names end with "(inv:<id>)").
+   */
+  const plan = async (
+    c: Ctx,
+    types: string[],
+    ids: number[],
+    options: Record<string, string>,
+  ) => {
+    const stages = types.length === 0 || types.includes("all")
+      ? null
+      : STAGES.filter((s) => types.includes(s.type));
+    const query = new URLSearchParams({ ...options, dry_run: "true" });
+    if (ids.length) {
+      const copies = await c.get("api").backend("GET", "/hypervisor/endpoints");
+      const list: Json[] = Array.isArray(copies.body) ? copies.body : [];
+      const scoped = list.filter((e) =>
+        ids.some((id) => String(e.name ?? "").endsWith(` (inv:${id})`))
+      ).map((e) => e.id);
+      if (scoped.length) query.set("hypervisor_endpoint_ids", scoped.join(","));
+    }
+    const paths = stages ? stages.map((s) => s.path) : ["/full-update"];
+    const rows: PlanRow[] = [];
+    const messages: string[] = [];
+    for (const path of paths) {
+      const answer = await c.get("api").backend("GET", `${path}?${query}`);
+      if (answer.status !== 200 && !Array.isArray(answer.body?.plan)) {
+        return page(c, `The plan could not be made: ${answer.reason ?? detailOf(answer)}`, 502);
+      }
+      rows.push(...(answer.body?.plan ?? []));
+      messages.push(String(answer.body?.message ?? answer.body?.detail ?? ""));
+    }
+    return page(c, undefined, 200, { plan: { plan: rows, message: messages.join(" ") } });
+  };
+
   app.post("/ui/sync", async (c) => {
     const form = await c.req.parseBody({ all: true });
     const types = chosen(form, "sync_types");
     const ids = chosen(form, "endpoint_ids").map(Number).filter((n) => Number.isInteger(n));
+    const options = formOptions(form);
+    if (form.intent === "plan") return plan(c, types, ids, options);
     const body: Json = {
       sync_types: types.length === 0 || types.includes("all") ? ["all"] : types,
     };
     if (ids.length > 0) body.hypervisor_endpoint_ids = ids;
+    if (Object.keys(options).length) body.sync_options = options;
     const values: Record<string, string> = {};
     for (const key of ["job_name", "schedule_at", "interval_value", "interval_unit"]) {
       const v = form[key];

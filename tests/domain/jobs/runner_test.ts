@@ -59,6 +59,8 @@ type Answerer = (path: string, call: number) => StageStream;
 
 function world(answer: Answerer, options: { health?: boolean[]; renewOk?: boolean } = {}) {
   const calls: string[] = [];
+  /** Every stream path with its query. */
+  const paths: string[] = [];
   const log: { level: string; message: string }[] = [];
   const records: StageRecord[] = [];
   let renewals = 0;
@@ -75,6 +77,7 @@ function world(answer: Answerer, options: { health?: boolean[]; renewOk?: boolea
     },
     stream: (path) => {
       calls.push(`${key} ${path.split("?")[0]}`);
+      paths.push(path);
       return Promise.resolve(answer(path.split("?")[0], calls.length));
     },
     reconcile: () => Promise.resolve({ ok: true, status: 200, error: null, body: {} }),
@@ -101,13 +104,14 @@ function world(answer: Answerer, options: { health?: boolean[]; renewOk?: boolea
     recordLastSync: () => Promise.resolve(),
     secrets: () => Promise.resolve([]),
   };
-  const run = (types: string[] = [...SYNC_TYPES]) => {
+  const run = (types: string[] = [...SYNC_TYPES], extra: Partial<JobSpec> = {}) => {
     const spec: JobSpec = {
       kind: "sync",
       sync_types: types,
       endpoint_ids: null,
       interval_minutes: null,
       requested_by: "test",
+      ...extra,
     };
     return runSyncJob({
       jobId: 1,
@@ -127,7 +131,15 @@ function world(answer: Answerer, options: { health?: boolean[]; renewOk?: boolea
       },
     });
   };
-  return { calls, log, records, run, renewals: () => renewals, healthCalls: () => healthCalls };
+  return {
+    calls,
+    paths,
+    log,
+    records,
+    run,
+    renewals: () => renewals,
+    healthCalls: () => healthCalls,
+  };
 }
 
 const ok = (frames: Frame[]): StageStream => ({ ok: true, status: 200, events: replay(frames) });
@@ -238,4 +250,16 @@ Deno.test("runner: a 4xx is final (no retry)", async () => {
     out.error,
     /HTTP 400: No inventory endpoint found\. \(body: \{"detail":"No inventory endpoint found\."\}\)/,
   );
+});
+
+Deno.test("runner: a job's run options ride on every backend stream as query parameters", async () => {
+  const w = world((path) => ok(stageFrames([typeOf(path)])));
+  const out = await w.run(["devices", "vm-disks"], {
+    sync_options: { overwrite_names: "false", stage_sdn: "false" },
+  });
+  assert.equal(out.status, "completed", out.error);
+  assert.deepEqual(w.paths, [
+    "/dcim/devices/create/stream?hypervisor_endpoint_ids=5&overwrite_names=false&stage_sdn=false",
+    "/virtualization/virtual-machines/virtual-disks/create/stream?hypervisor_endpoint_ids=5&overwrite_names=false&stage_sdn=false",
+  ]);
 });
