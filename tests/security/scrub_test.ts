@@ -90,3 +90,59 @@ Deno.test("secrets: a hypervisor echoing the form-encoded password leaks it into
     await w.close();
   }
 });
+
+Deno.test("secrets: a hypervisor echoing the API token header leaks the token value into no stream frame or read answer", async () => {
+  const TOKEN_VALUE = "7f3c9a10-Tok+en/Val=ue 42";
+  const w = await jobsWorld({}, {}, (request, next) => {
+    const auth = request.headers.get("authorization") ?? "";
+    if (!auth.startsWith("PVEAPIToken")) return next();
+    return Promise.resolve(
+      Response.json({
+        data: null,
+        message: `bad token ${auth} (${encodeURIComponent(auth)}; ${btoa(auth)})`,
+      }, { status: 401 }),
+    );
+  });
+  try {
+    const { backend } = await w.wire();
+    const hv = await w.call("POST", P + "endpoints/hypervisor/", {
+      name: "pve-token",
+      domain: "127.0.0.1",
+      port: w.port,
+      use_https: false,
+      username: "root@pam",
+      token_name: "sync",
+      token_value: TOKEN_VALUE,
+    });
+    assert.equal(hv.status, 201, JSON.stringify(hv.body));
+    const key = { "x-service-api-key": backend.token };
+    const stream = await fetch(`${w.base}/virtualization/virtual-machines/create/stream`, {
+      headers: key,
+    });
+    // A direct read through the client (no stream in between): its excerpt alone must hold.
+    const copies = await (await fetch(`${w.base}/hypervisor/endpoints`, { headers: key })).json();
+    const copy = copies.find((c: { name: string }) => c.name.startsWith("pve-token"));
+    assert.ok(copy, JSON.stringify(copies));
+    const read = await fetch(`${w.base}/hypervisor/version?endpoint_id=${copy.id}`, {
+      headers: key,
+    });
+    assert.equal(read.status, 502);
+    const text = (await stream.text()) + (await read.text());
+    assert.match(text, /HTTP 401/);
+    for (
+      const leak of [
+        TOKEN_VALUE,
+        encodeURIComponent(TOKEN_VALUE),
+        "Tok+en",
+        "Tok%2Ben",
+        "Val=ue",
+        btoa("7f3c9a10-Tok+en"),
+      ]
+    ) {
+      assert.ok(!text.includes(leak), `the stream carries the token value as ${leak}`);
+    }
+    assert.ok(!text.includes(JSON.stringify(TOKEN_VALUE).slice(1, -1)));
+  } finally {
+    await w.close();
+  }
+});
