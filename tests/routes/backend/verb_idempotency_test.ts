@@ -5,7 +5,8 @@
 import assert from "node:assert/strict";
 import { createBackendApp, createBackendServices } from "../../../routes/backend/mod.ts";
 import { KvIdempotencyStore } from "../../../storage/kv/idempotency.ts";
-import type { IdempotencyStore } from "../../../storage/ports.ts";
+import { KvVerbAuditStore } from "../../../storage/kv/verb_audit.ts";
+import type { IdempotencyStore, VerbAuditStore } from "../../../storage/ports.ts";
 import { KEY } from "./_setup.ts";
 import { endpoint, guest } from "./_verbs.ts";
 import { type WholeApp, wholeApp } from "./_whole_app.ts";
@@ -220,4 +221,66 @@ Deno.test("idempotency: a key is scoped to the API key that made it; the audit t
   const again = await post(h, path, "shared-key");
   assert.equal(again.replayed, "true");
   assert.equal(again.body.audit_id, firstBody.audit_id);
+});
+
+Deno.test("idempotency: a request waiting on a key whose first request did nothing runs afresh", async () => {
+  await using h = await wholeApp();
+  // The first request's audit write hangs, then fails (storage down for a moment): it did
+  // nothing, so it gives the key up. The second, waiting on that key, must then run itself.
+  const real = new KvVerbAuditStore(h.deps.kv);
+  const beginReached = Promise.withResolvers<void>();
+  const beginFails = Promise.withResolvers<void>();
+  let broken = true;
+  const audit: VerbAuditStore = {
+    async begin(record) {
+      if (!broken) return real.begin(record);
+      broken = false;
+      beginReached.resolve();
+      await beginFails.promise;
+      throw new Error("storage unavailable");
+    },
+    finish: (id, outcome) => real.finish(id, outcome),
+    list: (filter, page) => real.list(filter, page),
+  };
+  const waiting = Promise.withResolvers<void>();
+  const store = new KvIdempotencyStore(h.deps.kv);
+  const instrumented: IdempotencyStore = {
+    claim: (...args) => store.claim(...args),
+    complete: (...args) => store.complete(...args),
+    release: (...args) => store.release(...args),
+    settled(key, signal) {
+      waiting.resolve();
+      return store.settled(key, signal);
+    },
+  };
+  const backend = await createBackendApp(h.deps, {
+    ...createBackendServices(h.deps),
+    idempotency: instrumented,
+    verbAudit: audit,
+  });
+  const id = await endpoint(h);
+  const g = await guest(h, "qemu", "stopped");
+  const send = async () => {
+    const res = await backend.request(`/hypervisor/qemu/${g.vmid}/start?endpoint_id=${id}`, {
+      method: "POST",
+      headers: { "X-Service-API-Key": KEY, "Idempotency-Key": "gave-up" },
+    }, { remoteAddr: { hostname: "192.0.2.10" } });
+    return {
+      status: res.status,
+      body: await res.json(),
+      replayed: res.headers.get("Idempotent-Replayed"),
+    };
+  };
+  const first = send();
+  await beginReached.promise; // the first holds the key
+  const second = send();
+  await waiting.promise; // the second waits for the first's answer
+  beginFails.resolve();
+  const [a, b] = await Promise.all([first, second]);
+  assert.deepEqual([a.status, a.body.reason], [409, "audit_unavailable"]);
+  assert.equal(b.status, 200, JSON.stringify(b.body));
+  assert.deepEqual([b.body.result, b.replayed], ["ok", null]);
+  assert.equal(starts(h), 1);
+  const trail = await (await h.call("/hypervisor/actions")).json();
+  assert.deepEqual([trail.count, trail.results[0].idempotency_key], [1, "gave-up"]);
 });

@@ -380,3 +380,78 @@ Deno.test("verbs: a disabled endpoint copy is refused (409 endpoint_disabled) af
   assert.deepEqual(dispatched(h), [], "nothing reached the hypervisor");
   assert.equal((await actions(h)).count, 0, "no audit record either");
 });
+
+/** Someone else acting on the cluster directly (as another Proxmox client would). */
+async function elsewhere(h: WholeApp, method: string, path: string) {
+  const login = await h.call("/api2/json/access/ticket", {
+    method: "POST",
+    key: null,
+    headers: { "content-type": "application/x-www-form-urlencoded" },
+    body: "username=root@pam&password=bridgebox",
+  });
+  const { ticket, CSRFPreventionToken } = (await login.json()).data;
+  const res = await h.call(`/api2/json${path}`, {
+    method,
+    key: null,
+    headers: { cookie: `PVEAuthCookie=${ticket}`, csrfpreventiontoken: CSRFPreventionToken },
+  });
+  assert.equal(res.status, 200, `${method} ${path}: ${await res.clone().text()}`);
+}
+
+Deno.test("verbs: a start that loses a race to another client is already_running, audited; a refusal for another cause is failed", async () => {
+  // Between the service's look at the guest and its call, someone else acts on the guest.
+  let meanwhile: (() => Promise<void>) | null = null;
+  await using h = await wholeApp({
+    env: { HYPERVISOR_MOCK_TASK_DELAY_MS: "0" },
+    async before(request) {
+      if (request.method !== "POST" || !/\/status\//.test(request.url) || !meanwhile) return;
+      const act = meanwhile;
+      meanwhile = null;
+      await act();
+    },
+  });
+  const id = await endpoint(h);
+  const stopped = await guest(h, "qemu", "stopped");
+  meanwhile = () =>
+    elsewhere(h, "POST", `/nodes/${stopped.node}/qemu/${stopped.vmid}/status/start`);
+  const started = await verb(h, `/hypervisor/qemu/${stopped.vmid}/start?endpoint_id=${id}`);
+  assert.deepEqual([started.status, started.body.result], [200, "already_running"]);
+
+  const running = await guest(h, "lxc", "running");
+  meanwhile = () => elsewhere(h, "POST", `/nodes/${running.node}/lxc/${running.vmid}/status/stop`);
+  const halted = await verb(h, `/hypervisor/lxc/${running.vmid}/stop?endpoint_id=${id}`);
+  // Stopping a stopped guest is no error for Proxmox (only shutdown says "not running").
+  assert.deepEqual([halted.status, halted.body.result], [200, "ok"]);
+
+  // Stopped and destroyed meanwhile: that refusal is no "already stopped".
+  const doomed = (await mock(h, "/cluster/resources?type=vm") as {
+    vmid: number;
+    type: string;
+    status: string;
+    node: string;
+  }[]).find((g) => g.status === "running" && ![stopped.vmid, running.vmid].includes(g.vmid))!;
+  const at = `/nodes/${doomed.node}/${doomed.type}/${doomed.vmid}`;
+  meanwhile = async () => {
+    await elsewhere(h, "POST", `${at}/status/stop`);
+    await elsewhere(h, "DELETE", at);
+  };
+  const gone = await verb(h, `/hypervisor/${doomed.type}/${doomed.vmid}/stop?endpoint_id=${id}`);
+  assert.equal(gone.body.result, "failed", JSON.stringify(gone.body));
+  assert.equal(gone.body.reason, "hypervisor_error");
+
+  // Each outcome is in the audit trail, finalised, with the hypervisor's words.
+  const trail = (await actions(h)).results as {
+    vmid: number;
+    status: string;
+    result: string;
+    detail: string;
+  }[];
+  const of = (vmid: number) => trail.find((r) => r.vmid === vmid)!;
+  assert.deepEqual([of(stopped.vmid).status, of(stopped.vmid).result], [
+    "finalized",
+    "already_running",
+  ]);
+  assert.match(of(stopped.vmid).detail, /already running/);
+  assert.deepEqual([of(running.vmid).status, of(running.vmid).result], ["finalized", "ok"]);
+  assert.deepEqual([of(doomed.vmid).status, of(doomed.vmid).result], ["finalized", "failed"]);
+});
