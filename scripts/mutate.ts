@@ -12,8 +12,8 @@
  *
  * Options: --worktree (copy uncommitted files too), --line <n> or <n-m> (only those lines),
  * --max <n> (stop after n mutants), --list (print the mutants without running anything),
- * --sample <n> (n mutants per group, drawn with --seed <text>), --budget <seconds> (start no
- * mutant after that), --min-kill <percent> (exit 1 when a group kills fewer of its
+ * --sample <n> (n mutants per group, drawn with --seed <text>), --budget <seconds> (per group:
+ * start no mutant after that), --min-kill <percent> (exit 1 when a group kills fewer of its
  * non-equivalent mutants), --report <file.md> (write the table there too).
  */
 import { EQUIVALENT } from "./mutate_equivalent.ts";
@@ -103,7 +103,6 @@ export const GROUPS: Record<string, { modules: string[]; tests: string[] }> = {
       "tests/clients/outbound_test.ts",
       "tests/security/destination_test.ts",
       "tests/security/outbound_test.ts",
-      "tests/reliability/ssrf_test.ts",
     ],
   },
   "ui-auth": {
@@ -378,7 +377,7 @@ async function main(args: string[]) {
   const seed = value("--seed") ?? new Date().toISOString().slice(0, 10);
   const sample = value("--sample") ? Number(value("--sample")) : undefined;
   const budgetMs = value("--budget") ? Number(value("--budget")) * 1000 : Infinity;
-  const started = Date.now();
+  let started = Date.now();
 
   const sources = new Map<string, string>();
   const work = [];
@@ -427,13 +426,16 @@ async function main(args: string[]) {
           `against: ${plan.tests.join(" ")}`,
       );
       const t0 = Date.now();
+      started = t0;
       const baseline = await run(testCmd, dir, 600_000);
       if (baseline.code !== 0) {
         console.error(
-          "the tests fail before any mutation; fix them first:\n" +
+          `${plan.name}: the tests fail before any mutation; fix them first:\n` +
             (baseline.out + baseline.err).slice(-4000),
         );
-        Deno.exit(1);
+        report.push(`${plan.name}: not measured, its tests fail without any mutation`, "");
+        short = true;
+        continue;
       }
       // A mutant that makes the tests hang is killed by the clock (and counts as killed).
       const timeoutMs = Math.max(60_000, 3 * (Date.now() - t0));
@@ -511,7 +513,7 @@ async function main(args: string[]) {
   const file = value("--report");
   if (file) await Deno.writeTextFile(file, report.join("\n") + "\n");
   if (short) {
-    console.error(`a group kills fewer than ${value("--min-kill")}% of its mutants`);
+    console.error("a group was not measured, or kills fewer than --min-kill of its mutants");
     Deno.exit(1);
   }
 }
