@@ -14,7 +14,9 @@
  * --max <n> (stop after n mutants), --list (print the mutants without running anything),
  * --sample <n> (n mutants per group, drawn with --seed <text>), --budget <seconds> (per group:
  * start no mutant after that), --min-kill <percent> (exit 1 when a group kills fewer of its
- * non-equivalent mutants), --report <file.md> (write the table there too).
+ * non-equivalent mutants), --report <file.md> (write the table there too), --rotate (only one
+ * of the groups, picked by the seed), --no-baseline (skip the unmutated run: the caller has just
+ * run the tests green).
  */
 import { EQUIVALENT } from "./mutate_equivalent.ts";
 
@@ -295,8 +297,17 @@ async function modulesOf(entries: string[]): Promise<string[]> {
       out.push(entry);
       continue;
     }
-    const r = await run(["git", "ls-files", entry], Deno.cwd(), 30_000);
-    out.push(...r.out.split("\n").filter((f) => /\.tsx?$/.test(f) && !f.endsWith("_test.ts")));
+    // A walk of the folder, not git: CI may run in a copy without .git.
+    const walk = async (dir: string) => {
+      const found: string[] = [];
+      for await (const e of Deno.readDir(dir)) {
+        const path = `${dir}${e.name}`;
+        if (e.isDirectory) found.push(...await walk(`${path}/`));
+        else if (/\.tsx?$/.test(e.name) && !e.name.endsWith("_test.ts")) found.push(path);
+      }
+      return found;
+    };
+    out.push(...(await walk(entry)).sort());
   }
   return out;
 }
@@ -343,9 +354,12 @@ async function main(args: string[]) {
   const positional = args.filter((a, i) =>
     !a.startsWith("--") && ![...VALUED, "--report"].includes(args[i - 1])
   );
-  const groupNames = flags.has("--all")
+  const seed = value("--seed") ?? new Date().toISOString().slice(0, 10);
+  let groupNames = flags.has("--all")
     ? Object.keys(GROUPS)
     : (value("--group")?.split(",").filter(Boolean) ?? []);
+  // CI: one group a run, a different one as the seed (the date) changes.
+  if (flags.has("--rotate")) groupNames = shuffled(groupNames, `${seed}:rotate`).slice(0, 1);
   for (const g of groupNames) {
     if (!GROUPS[g]) {
       console.error(`no group ${g}; groups: ${Object.keys(GROUPS).join(", ")}`);
@@ -374,7 +388,7 @@ async function main(args: string[]) {
       modules: [module],
       tests: explicitTests.length > 0 ? explicitTests : await relatedTests(module),
     }];
-  const seed = value("--seed") ?? new Date().toISOString().slice(0, 10);
+
   const sample = value("--sample") ? Number(value("--sample")) : undefined;
   const budgetMs = value("--budget") ? Number(value("--budget")) * 1000 : Infinity;
   let started = Date.now();
@@ -427,7 +441,10 @@ async function main(args: string[]) {
       );
       const t0 = Date.now();
       started = t0;
-      const baseline = await run(testCmd, dir, 600_000);
+      // --no-baseline: the caller has just run these tests green (CI runs the suite first).
+      const baseline = flags.has("--no-baseline")
+        ? { code: 0, out: "", err: "" }
+        : await run(testCmd, dir, 600_000);
       if (baseline.code !== 0) {
         console.error(
           `${plan.name}: the tests fail before any mutation; fix them first:\n` +
@@ -438,7 +455,8 @@ async function main(args: string[]) {
         continue;
       }
       // A mutant that makes the tests hang is killed by the clock (and counts as killed).
-      const timeoutMs = Math.max(60_000, 3 * (Date.now() - t0));
+      const baselineMs = Date.now() - t0;
+      const timeoutMs = flags.has("--no-baseline") ? 300_000 : Math.max(60_000, 3 * baselineMs);
       const tallies = new Map<string, Tally>();
       for (const m of plan.modules) {
         tallies.set(m, {
@@ -480,8 +498,8 @@ async function main(args: string[]) {
         );
       }
       const text = table(plan.name, tallies) +
-        `\n\n${plan.name}: ${Math.round((Date.now() - t0) / 1000)} s (tests alone ${
-          Math.round(timeoutMs / 3000)
+        `\n\n${plan.name}: ${Math.round((Date.now() - t0) / 1000)} s (unmutated tests ${
+          Math.round(baselineMs / 1000)
         } s)`;
       console.log("\n" + text);
       const survivors = [...tallies.values()].flatMap((t) => t.survived)

@@ -1,0 +1,45 @@
+/** The mutation script's pure parts: which mutants a line yields, the seeded sample, the groups. */
+import assert from "node:assert/strict";
+import { GROUPS, isEquivalent, mutantsOf, shuffled } from "../../scripts/mutate.ts";
+
+Deno.test("mutate: operators, removable lines and no duplicates; strings and comments untouched", () => {
+  const source = [
+    "// if (a === b) return;",
+    'const label = "a === b";',
+    "if (count >= limit) return null;",
+    "const page = ids.slice(offset, offset + limit);",
+    "seen.add(key);",
+  ].join("\n");
+  const found = mutantsOf(source).map((m) => `${m.line} ${m.what}: ${m.text.trim()}`);
+  assert.deepEqual(found, [
+    "3 >= → >: if (count > limit) return null;",
+    "3 return null → undefined: if (count >= limit) return undefined as never;",
+    "3 remove line: ",
+    "4 + → -: const page = ids.slice(offset, offset - limit);",
+    "5 remove line: ",
+  ]);
+});
+
+Deno.test("mutate: one seed, one sample; another seed, another order", () => {
+  const items = Array.from({ length: 50 }, (_, i) => i);
+  assert.deepEqual(shuffled(items, "2026-11-26"), shuffled(items, "2026-11-26"));
+  assert.notDeepEqual(shuffled(items, "2026-11-26"), shuffled(items, "2026-11-27"));
+  assert.deepEqual([...shuffled(items, "x")].sort((a, b) => a - b), items);
+});
+
+Deno.test("mutate: every group names modules and tests that exist", async () => {
+  for (const [name, group] of Object.entries(GROUPS)) {
+    for (const path of [...group.modules, ...group.tests]) {
+      const stat = await Deno.stat(path).catch(() => null);
+      assert.ok(stat, `${name}: ${path} is missing`);
+    }
+  }
+  assert.equal(
+    isEquivalent("domain/verbs/run.ts", "    return null;", {
+      line: 1,
+      what: "return null → undefined",
+      text: "",
+    }),
+    true,
+  );
+});
