@@ -105,6 +105,7 @@ export const GROUPS: Record<string, { modules: string[]; tests: string[] }> = {
       "tests/clients/outbound_test.ts",
       "tests/security/destination_test.ts",
       "tests/security/outbound_test.ts",
+      "tests/reliability/ssrf_test.ts",
     ],
   },
   "ui-auth": {
