@@ -12,8 +12,8 @@
  *
  * Options: --worktree (copy uncommitted files too), --line <n> or <n-m> (only those lines),
  * --max <n> (stop after n mutants), --list (print the mutants without running anything),
- * --sample <n> (n mutants per group, drawn with --seed <text>), --budget <seconds> (per group:
- * start no mutant after that), --min-kill <percent> (exit 1 when a group kills fewer of its
+ * --sample <n> (n mutants per group, drawn with --seed <text>), --budget <seconds> (per group,
+ * after its unmutated run: start no mutant after that), --min-kill <percent> (exit 1 when a group kills fewer of its
  * non-equivalent mutants), --report <file.md> (write the table there too), --rotate (only one
  * of the groups, picked by the seed), --no-baseline (skip the unmutated run: the caller has just
  * run the tests green).
@@ -441,7 +441,6 @@ async function main(args: string[]) {
           `against: ${plan.tests.join(" ")}`,
       );
       const t0 = Date.now();
-      started = t0;
       // --no-baseline: the caller has just run these tests green (CI runs the suite first).
       const baseline = flags.has("--no-baseline")
         ? { code: 0, out: "", err: "" }
@@ -457,6 +456,7 @@ async function main(args: string[]) {
       }
       // A mutant that makes the tests hang is killed by the clock (and counts as killed).
       const baselineMs = Date.now() - t0;
+      started = Date.now(); // the budget is for mutants: the unmutated run is not counted
       const timeoutMs = flags.has("--no-baseline") ? 300_000 : Math.max(60_000, 3 * baselineMs);
       const tallies = new Map<string, Tally>();
       for (const m of plan.modules) {
