@@ -62,6 +62,11 @@ export interface Config {
    */
   changelog: { retentionDays: number; maxEntries: number };
   /**
+   * INVENTORY_ENFORCE_GLOBAL_UNIQUE (NetBox's ENFORCE_GLOBAL_UNIQUE, default true): IP addresses
+   * and prefixes outside a VRF are unique (docs/netbox-rules.md).
+   */
+  inventoryEnforceGlobalUnique: boolean;
+  /**
    * HTTPS on PORT: PEM certificate (chain) and private key files. Both or neither; main.ts reads
    * them (a file it cannot read is a configuration error too).
    */
@@ -244,6 +249,7 @@ export function parseConfig(env: Env): Config {
       retentionDays: boundedInt(env, "INVENTORY_CHANGELOG_RETENTION_DAYS", 90, 0, 36_500),
       maxEntries: boundedInt(env, "INVENTORY_CHANGELOG_MAX_ENTRIES", 100_000, 1, 10_000_000),
     },
+    inventoryEnforceGlobalUnique: bool(env, "INVENTORY_ENFORCE_GLOBAL_UNIQUE", true),
     tls: tls(env),
     hostAgentMock: { token: text(env, "HOST_AGENT_MOCK_TOKEN") },
     jobs: {

@@ -166,19 +166,28 @@ export function validateCustomFields(
   input: unknown,
   current: Record<string, unknown>,
   meter?: WorkMeter,
-): { ok: true; value: Record<string, unknown> } | { ok: false; errors: string[] } {
+):
+  | { ok: true; value: Record<string, unknown> }
+  | { ok: false; errors: string[] | Record<string, string> } {
   if (typeof input !== "object" || input === null || Array.isArray(input)) {
     return { ok: false, errors: ["Invalid data. Expected a dictionary."] };
   }
   const byName = new Map(defs.map((d) => [d.name, d]));
+  // NetBox 4.6: unknown keys are refused first, each under its own name.
+  const unknown = Object.keys(input as Record<string, unknown>).filter((n) => !byName.has(n))
+    .sort();
+  if (unknown.length > 0) {
+    return {
+      ok: false,
+      errors: Object.fromEntries(
+        unknown.map((n) => [n, `Custom field '${n}' does not exist for this object type.`]),
+      ),
+    };
+  }
   const errors: string[] = [];
   const out = { ...current };
   for (const [name, value] of Object.entries(input as Record<string, unknown>)) {
-    const cf = byName.get(name);
-    if (!cf) {
-      errors.push(`Unknown field name '${name}' in custom field data.`);
-      continue;
-    }
+    const cf = byName.get(name)!;
     const r = checkCustomValue(cf, value, meter);
     if (!r.ok) errors.push(`Invalid value for custom field '${name}': ${r.error}`);
     else out[name] = r.value;

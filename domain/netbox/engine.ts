@@ -15,13 +15,15 @@
 import type { ModelStore } from "../../storage/ports.ts";
 import type { Logger } from "../../infra/logger.ts";
 import type { CustomFieldDef } from "./custom_fields.ts";
-import type {
-  AuthInfo,
-  EngineApi,
-  FieldDef,
-  ModelDef,
-  StoredObject,
-  WriteResult,
+import {
+  type AuthInfo,
+  DEFAULT_INVENTORY_SETTINGS,
+  type EngineApi,
+  type FieldDef,
+  type InventorySettings,
+  type ModelDef,
+  type StoredObject,
+  type WriteResult,
 } from "./types.ts";
 import { type EngineCore, type RequestCache } from "./engine/core.ts";
 import { ModelRegistry } from "./engine/registry.ts";
@@ -52,6 +54,8 @@ export interface EngineDeps {
   now: () => number;
   /** How long the change log is kept (config.ts `changelog`); absent: never pruned. */
   changelog?: ChangelogBounds;
+  /** NetBox configuration parameters the rules read (default: NetBox's defaults). */
+  settings?: Partial<InventorySettings>;
 }
 
 export class ModelEngine implements EngineApi {
@@ -71,6 +75,7 @@ export class ModelEngine implements EngineApi {
       store: deps.store,
       logger: deps.logger,
       now: deps.now,
+      settings: { ...DEFAULT_INVENTORY_SETTINGS, ...deps.settings },
       api: this,
       changelog: deps.changelog ? { bounds: deps.changelog, lastAgeSweep: 0 } : undefined,
     };

@@ -106,15 +106,39 @@ export interface FieldDef {
 
 export interface UniqueDef {
   fields: string[];
+  /**
+   * The store's name of the constraint (default: the fields joined). Constraints over the same
+   * fields with different conditions need names of their own.
+   */
+  name?: string;
+  /**
+   * Only records for which this holds take part (NetBox's conditional UniqueConstraint, e.g.
+   * "per cluster" only while the tenant is null). Must read the record alone.
+   */
+  when?: (record: StoredObject) => boolean;
   /** The error key (default: the last field). */
   errorField?: string;
-  message?: string;
+  /** The error text; a function gets the record already holding the value (if still there). */
+  message?:
+    | string
+    | ((holder: StoredObject | null, engine: EngineApi) => string | Promise<string>);
   /** Compare strings case-insensitively (NetBox's Lower() constraints). */
   ci?: boolean;
   /** Records where any of the fields is null or empty take no part (as SQL NULLs). */
 }
 
 export type FieldErrors = Record<string, string[]>;
+
+/**
+ * Deployment settings the inventory's rules read (NetBox's configuration parameters of the same
+ * names; docs/netbox-rules.md).
+ */
+export interface InventorySettings {
+  /** ENFORCE_GLOBAL_UNIQUE: IP addresses and prefixes outside a VRF are unique (default true). */
+  enforceGlobalUnique: boolean;
+}
+
+export const DEFAULT_INVENTORY_SETTINGS: InventorySettings = { enforceGlobalUnique: true };
 
 /** What hooks get: the engine (to read related records), the operation and the actor. */
 export interface HookContext {
@@ -130,6 +154,7 @@ export interface HookContext {
   auth: AuthInfo | null;
   logger: Logger;
   now: () => number;
+  settings: InventorySettings;
   /**
    * A stored record, read at most once per request: hooks of a bulk write that all look up
    * the same cluster or site cost one storage read, not one per item.
@@ -189,6 +214,16 @@ export interface ModelDef {
   ) => FieldErrors | null | Promise<FieldErrors | null>;
   /** Last change to the draft before it is stored (encrypt secrets, generate tokens...). */
   beforeSave?: (draft: StoredObject, ctx: HookContext) => void | Promise<void>;
+  /**
+   * After a whole batch is stored and its afterSave hooks ran (best-effort, like afterSave): one
+   * call per create/update request, so bookkeeping shared by many records is done once. It
+   * changes other records only: the answer is not re-read for it.
+   */
+  afterSaveBatch?: (
+    records: StoredObject[],
+    engine: EngineApi,
+    op: "create" | "update",
+  ) => void | Promise<void>;
   /**
    * After the record is stored (best-effort: errors are logged, never fail the save). The
    * response is read after it returns, so fields it writes (engine.patch) are included.

@@ -54,6 +54,11 @@ export interface StageContext {
    * failed and reported (an error frame naming the object), the stage goes on.
    */
   itemFailed: (object: string, error: unknown) => void;
+  /**
+   * One object not written because the inventory already holds it for another owner (a true
+   * conflict of NetBox's unique IP space, docs/sync.md): reported, not a failure of the run.
+   */
+  itemConflict: (object: string, detail: string) => void;
 }
 
 /** Memoise one value per run and endpoint under `key`. */

@@ -33,6 +33,15 @@ export interface ReconcileOptions {
   createOnly?: ReadonlySet<string>;
   /** What to do with existing objects nobody wants any more: a patch (mark), delete, or keep. */
   orphan?: "keep" | "delete" | ((object: InventoryObject) => InventoryBody | null);
+  /**
+   * A create the inventory refused (its per-item answer given): adopt an object already there
+   * (returned, written), report a conflict ("conflict": left with its owner, not a failure), or
+   * null for a plain failure. Used for NetBox's unique IP space (address_space.ts).
+   */
+  resolveRefused?: (
+    desired: Desired,
+    answer: Record<string, unknown>,
+  ) => Promise<InventoryObject | "conflict" | null>;
 }
 
 export interface Reconciled {
@@ -175,6 +184,7 @@ async function inChunks<T, R>(
   items: T[],
   labels: string[],
   write: (chunk: T[]) => Promise<R[]>,
+  resolve?: (index: number, answer: Record<string, unknown>) => Promise<R | "conflict" | null>,
 ): Promise<(R | null)[]> {
   const out: (R | null)[] = [];
   for (const { start: i, items: chunk } of chunked(items)) {
@@ -193,7 +203,14 @@ async function inChunks<T, R>(
         if (e && Object.keys(e).length) bad.add(at);
       });
       if (bad.size === 0) nameObject(error, labels);
+      const resolved = new Map<number, R>();
       for (const at of bad) {
+        const outcome = resolve ? await resolve(i + at, perItem[at]) : null;
+        if (outcome === "conflict") continue;
+        if (outcome !== null) {
+          resolved.set(at, outcome);
+          continue;
+        }
         const refused = Object.assign(
           Object.create(Object.getPrototypeOf(error)),
           error,
@@ -206,7 +223,7 @@ async function inChunks<T, R>(
       }
       const good = chunk.map((_, at) => at).filter((at) => !bad.has(at));
       const written = good.length ? await write(good.map((at) => chunk[at])) : [];
-      const results: (R | null)[] = chunk.map(() => null);
+      const results: (R | null)[] = chunk.map((_, at) => resolved.get(at) ?? null);
       good.forEach((at, k) => results[at] = written[k] ?? null);
       out.push(...results);
     }
@@ -261,17 +278,26 @@ export async function reconcile(ctx: StageContext, options: ReconcileOptions): P
   }
 
   ctx.signal.throwIfAborted();
+  const adopted = new Set<number>();
   if (creates.length) {
     const made = await inChunks(
       ctx,
       creates.map((d) => withTouch(d.body, options.touch)),
       creates.map((d) => d.label),
       (chunk) => ctx.inv.create(options.path, chunk, ctx.signal),
+      options.resolveRefused &&
+        (async (i, answer) => {
+          const outcome = await options.resolveRefused!(creates[i], answer);
+          if (outcome && outcome !== "conflict") adopted.add(i);
+          return outcome;
+        }),
     );
     made.forEach((object, i) => {
       if (!object) return;
       objects.set(creates[i].key, object);
-      ctx.result.created++;
+      // An object adopted instead of created was changed, not made.
+      if (adopted.has(i)) ctx.result.updated++;
+      else ctx.result.created++;
     });
   }
   if (updates.length) {

@@ -145,6 +145,14 @@ export interface ErrorFrame {
   object?: string;
 }
 
+/** An object left unwritten because another owner holds it in the inventory (docs/sync.md). */
+export interface ConflictFrame {
+  step: string;
+  endpoint_id: number;
+  object: string;
+  detail: string;
+}
+
 export interface CompleteFrame {
   ok: boolean;
   /** Set on a dry run: nothing was written, `result` counts what would be. */
@@ -155,12 +163,15 @@ export interface CompleteFrame {
   result: StageResult;
   stages: { step: string; result: StageResult }[];
   errors?: ErrorFrame[];
+  /** Objects not written because the inventory holds them for another owner. */
+  conflicts?: ConflictFrame[];
 }
 
 export type SyncEvent =
   | { event: "step"; data: StepFrame }
   | { event: "plan"; data: PlanItem }
   | { event: "error"; data: ErrorFrame }
+  | { event: "conflict"; data: ConflictFrame }
   | { event: "complete"; data: CompleteFrame };
 
 export interface RunOptions {
@@ -225,6 +236,7 @@ export async function runSync(options: RunOptions): Promise<CompleteFrame> {
   const total = emptyResult();
   const stages: CompleteFrame["stages"] = [];
   const errors: ErrorFrame[] = [];
+  const conflicts: ConflictFrame[] = [];
   const caches = new Map<number, Map<string, unknown>>();
   const shared = new Map<string, unknown>();
   const readers = new Map<number, HypervisorReader>();
@@ -275,6 +287,7 @@ export async function runSync(options: RunOptions): Promise<CompleteFrame> {
       if (!hv) readers.set(endpoint.id, hv = options.hypervisor(endpoint));
       let last = 0;
       let refused = 0;
+      let conflicted = 0;
       const pending: Promise<unknown>[] = [];
       const ctx: StageContext = {
         endpoint,
@@ -297,6 +310,17 @@ export async function runSync(options: RunOptions): Promise<CompleteFrame> {
           }
           errors.push(frame);
           pending.push(Promise.resolve(options.emit({ event: "error", data: frame })));
+        },
+        itemConflict: (object, detail) => {
+          if (++conflicted > MAX_ITEM_FRAMES) return;
+          const frame: ConflictFrame = {
+            step: stage.type,
+            endpoint_id: endpoint.id,
+            object,
+            detail,
+          };
+          conflicts.push(frame);
+          pending.push(Promise.resolve(options.emit({ event: "conflict", data: frame })));
         },
         progress: (current, of, message) => {
           const t = now();
@@ -384,12 +408,14 @@ export async function runSync(options: RunOptions): Promise<CompleteFrame> {
       ok: true,
       message: options.endpoints.length
         ? `Sync complete: ${total.created} created, ${total.updated} updated, ` +
-          `${total.unchanged} unchanged, ${total.deleted} deleted`
+          `${total.unchanged} unchanged, ${total.deleted} deleted` +
+          (conflicts.length ? `, ${conflicts.length} held by another owner (see conflicts)` : "")
         : "Nothing to sync: no enabled hypervisor endpoint",
       result: total,
       stages,
     };
   }
+  if (conflicts.length) complete.conflicts = conflicts;
   if (syncOptions.dryRun) {
     complete.dry_run = true;
     complete.message = `Dry run, nothing written: ${complete.message}`;

@@ -30,6 +30,7 @@ export function createInventoryCore(deps: AppDeps): InventoryContext {
     logger: deps.logger,
     now: deps.now,
     changelog: deps.config.changelog,
+    settings: { enforceGlobalUnique: deps.config.inventoryEnforceGlobalUnique },
   });
   const tokens = new TokenService({
     store,

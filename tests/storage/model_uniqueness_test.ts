@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { ModelEngine } from "../../domain/netbox/engine.ts";
+import { CORE_MODELS } from "../../domain/netbox/models/core.ts";
 import type { ModelDef } from "../../domain/netbox/types.ts";
 import { MemoryLogger } from "../../infra/logger.ts";
 import type { ObjectWrite } from "../../storage/ports.ts";
@@ -168,6 +169,38 @@ Deno.test("model store: two renames onto one free name, raced at the commit: one
     assert.equal(stored.length, 2);
     const again = await engine.insert("t.plain", { name: stored.find((n) => n !== "taken")! });
     assert.equal(again.ok, false);
+  } finally {
+    kv.close();
+  }
+});
+
+Deno.test("model store: one IP host in the global table, raced at the commit: one lands (ENFORCE_GLOBAL_UNIQUE)", async () => {
+  const kv = await Deno.openKv(":memory:");
+  try {
+    const barrier = new CommitBarrier();
+    const store = new KvModelStore(kv, { beforeCommit: barrier.hook });
+    const engine = new ModelEngine({ store, logger: new MemoryLogger(), now: Date.now })
+      .register(...CORE_MODELS);
+    // Both pass NetBox's duplicate look-up before either commits; the claim in the store's
+    // unique index (docs/netbox-rules.md) is what keeps the second out.
+    const results = await race(barrier, [
+      () => engine.insert("ipam.ipaddress", { address: "10.7.0.1/24" }),
+      () => engine.insert("ipam.ipaddress", { address: "10.7.0.1/32" }),
+    ]);
+    assert.deepEqual(results.map((r) => r.ok).sort(), [false, true]);
+    const lost = results.find((r) => !r.ok)!;
+    const errors = lost.ok === false && "errors" in lost ? lost.errors : null;
+    assert.match(
+      JSON.stringify(errors),
+      /Duplicate IP address found in global table: 10\.7\.0\.1\/(24|32)/,
+    );
+    assert.equal((await engine.find("ipam.ipaddress")).length, 1);
+    // Exempt roles claim nothing: two VIPs raced both land.
+    const vips = await race(barrier, [
+      () => engine.insert("ipam.ipaddress", { address: "10.7.0.9/24", role: "vip" }),
+      () => engine.insert("ipam.ipaddress", { address: "10.7.0.9/24", role: "vip" }),
+    ]);
+    assert.deepEqual(vips.map((r) => r.ok), [true, true]);
   } finally {
     kv.close();
   }

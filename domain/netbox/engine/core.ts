@@ -6,7 +6,7 @@ import type { ModelStore, StoredObject } from "../../../storage/ports.ts";
 import type { Logger } from "../../../infra/logger.ts";
 import type { CustomFieldDef } from "../custom_fields.ts";
 import { patternMeter, type WorkMeter } from "../user_patterns.ts";
-import type { EngineApi } from "../types.ts";
+import type { EngineApi, InventorySettings } from "../types.ts";
 import type { ModelRegistry } from "./registry.ts";
 
 /** How long the change log is kept (config.ts `changelog`). */
@@ -26,6 +26,7 @@ export interface EngineCore {
   readonly store: ModelStore;
   readonly logger: Logger;
   readonly now: () => number;
+  readonly settings: InventorySettings;
   /** The engine as hooks and custom filters see it. */
   readonly api: EngineApi;
   /** The change log's bounds and prune state (absent: never pruned). */
@@ -62,6 +63,6 @@ export function isEmpty(value: unknown): boolean {
 }
 
 /** The store's name of a unique constraint. */
-export function constraintName(fields: string[]): string {
-  return fields.join("+");
+export function constraintName(u: { fields: string[]; name?: string }): string {
+  return u.name ?? u.fields.join("+");
 }

@@ -50,8 +50,8 @@ export function stateOf(store: ModelStore, def: ModelDef, record: StoredObject):
     const values = u.fields.map((f) =>
       u.ci && typeof record[f] === "string" ? (record[f] as string).toLowerCase() : record[f]
     );
-    if (values.some(isEmpty)) continue;
-    uniques.push([constraintName(u.fields), values as IndexValue[]]);
+    if (values.some(isEmpty) || (u.when && !u.when(record))) continue;
+    uniques.push([constraintName(u), values as IndexValue[]]);
   }
   const ordered: OrderedEntry[] = [];
   const order = orderField(def);

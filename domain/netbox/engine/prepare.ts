@@ -187,9 +187,14 @@ export async function prepare(
       "custom_fields" in data && data.custom_fields !== undefined && data.custom_fields !== null
     ) {
       const r = validateCustomFields(cfs, data.custom_fields, current, cache.patterns);
-      if (!r.ok) errors.custom_fields = r.errors;
+      // Unknown keys come back keyed per key, as NetBox 4.6 answers them ({"x": "…"}).
+      if (!r.ok) errors.custom_fields = r.errors as string[];
       else next = r.value;
     }
+    // Values of custom fields that no longer apply are dropped on save, as NetBox 4.6 does.
+    next = Object.fromEntries(
+      Object.entries(next).filter(([n]) => cfs.some((cf) => cf.name === n)),
+    );
     if (!existing) next = applyCustomFieldDefaults(cfs, next);
     const missing = cfs.filter((cf) => cf.required && isEmpty(next[cf.name]));
     if (missing.length > 0 && !errors.custom_fields) {
@@ -208,6 +213,7 @@ export async function prepare(
     auth,
     logger: core.logger,
     now: core.now,
+    settings: core.settings,
     read: async (model, id) => {
       const known = cachedRecords(cache, model);
       if (known.has(id)) return known.get(id)!;

@@ -316,9 +316,9 @@ async function resolveNatural(
   const key = core.registry.naturalKey(def);
   const out = new Set<number>();
   if (key) {
-    const single = def.unique?.find((u) => u.fields.length === 1 && u.fields[0] === key);
+    const single = def.unique?.find((u) => u.fields.length === 1 && u.fields[0] === key && !u.when);
     if (single) {
-      const id = await core.store.idByUnique(model, constraintName(single.fields), [
+      const id = await core.store.idByUnique(model, constraintName(single), [
         single.ci ? value.toLowerCase() : value,
       ]);
       if (id !== null) out.add(id);

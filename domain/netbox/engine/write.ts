@@ -43,7 +43,18 @@ export interface WriteOptions {
   change?: ChangeRequest;
 }
 
-function uniqueMessage(def: ModelDef, u: UniqueDef): string {
+async function uniqueMessage(
+  core: EngineCore,
+  def: ModelDef,
+  u: UniqueDef,
+  holder: number,
+  batch: ReadonlyMap<number, StoredObject>,
+): Promise<string> {
+  if (typeof u.message === "function") {
+    const model = core.registry.nameOf(def);
+    const record = batch.get(holder) ?? (await core.store.get(model, holder))?.record ?? null;
+    return await u.message(record, core.api);
+  }
   if (u.message) return u.message;
   if (u.fields.length === 1) {
     return `${def.verbose} with this ${u.fields[0].replaceAll("_", " ")} already exists.`;
@@ -132,20 +143,18 @@ async function checkUnique(
       const values = u.fields.map((f) =>
         u.ci && typeof draft[f] === "string" ? (draft[f] as string).toLowerCase() : draft[f]
       );
-      if (values.some(isEmpty)) continue;
+      if (values.some(isEmpty) || (u.when && !u.when(draft))) continue;
       const long = u.fields.find((_f, i) =>
         typeof values[i] === "string" && (values[i] as string).length > maxLength
       );
-      const key = JSON.stringify([u.fields, values]);
+      const key = JSON.stringify([constraintName(u), values]);
       if (long) {
         items.push({ u, key, long });
         continue;
       }
       let at = lookupAt.get(key);
       if (at === undefined) {
-        at =
-          lookups.push({ constraint: constraintName(u.fields), values: values as IndexValue[] }) -
-          1;
+        at = lookups.push({ constraint: constraintName(u), values: values as IndexValue[] }) - 1;
         lookupAt.set(key, at);
       }
       items.push({ u, key, lookup: at });
@@ -154,7 +163,9 @@ async function checkUnique(
   });
   const holders = lookups.length ? await core.store.idsByUnique(model, lookups) : [];
   const seen = new Map<string, number>();
-  return drafts.map((draft, i) => {
+  const batch = new Map(drafts.map((d) => [d.id, d]));
+  const out: Array<FieldErrors | null> = [];
+  for (const [i, draft] of drafts.entries()) {
     let errors: FieldErrors | null = null;
     for (const { u, key, long, lookup } of plans[i]) {
       if (long) {
@@ -167,12 +178,13 @@ async function checkUnique(
       if (holder !== null && holder !== draft.id) {
         errors ??= {};
         const field = u.errorField ?? u.fields[u.fields.length - 1];
-        (errors[field] ??= []).push(uniqueMessage(def, u));
+        (errors[field] ??= []).push(await uniqueMessage(core, def, u, holder, batch));
       }
       seen.set(key, draft.id);
     }
-    return errors;
-  });
+    out.push(errors);
+  }
+  return out;
 }
 
 function sizeError(core: EngineCore, draft: StoredObject): FieldErrors | null {
@@ -217,6 +229,24 @@ async function rollbackCreates(core: EngineCore, committed: ObjectWrite[]): Prom
     });
   }
   for (const group of core.store.plan(deletes)) await core.store.commit(group);
+}
+
+/** The model's batch hook after a whole create/update request (best-effort, as afterSave). */
+async function afterSaveBatch(
+  core: EngineCore,
+  def: ModelDef,
+  records: StoredObject[],
+  op: "create" | "update",
+): Promise<void> {
+  if (!def.afterSaveBatch || records.length === 0) return;
+  try {
+    await def.afterSaveBatch(records, core.api, op);
+  } catch (error) {
+    core.logger.log("error", "after-save batch hook failed", {
+      model: core.registry.nameOf(def),
+      error: error instanceof Error ? error.message : String(error),
+    });
+  }
 }
 
 async function afterSave(
@@ -341,6 +371,9 @@ export async function createMany(
   for (const p of prepared) {
     if (options.hooks !== false) await afterSave(core, def, p.draft, p.ctx);
     Object.assign(extras, p.ctx.responseExtras);
+  }
+  if (options.hooks !== false) {
+    await afterSaveBatch(core, def, prepared.map((p) => p.draft), "create");
   }
   // What was committed is the answer, unless a hook ran that may have changed it since.
   const reread = options.hooks !== false && def.afterSave !== undefined;
@@ -477,6 +510,9 @@ export async function updateMany(
     );
     for (const p of done) {
       if (options.hooks !== false) await afterSave(core, def, p.draft, p.ctx);
+    }
+    if (options.hooks !== false) {
+      await afterSaveBatch(core, def, done.map((p) => p.draft), "update");
     }
     const order = inputs.map((i) => i.id);
     // The committed drafts are the answer unless something may have changed them since (a hook,

@@ -17,6 +17,16 @@ import {
 import { configContextField } from "./config_context.ts";
 import { applyTypeDefaults, VIRTUAL_MACHINE_TYPE, VM_TYPE_MODEL } from "./vm_types.ts";
 import {
+  ipAddressRule,
+  prefixRule,
+  syncVmDisks,
+  uniqueSpaceConstraint,
+  VM_NAME_UNIQUE,
+  vmDiskRule,
+  vmPlacementRule,
+  vmSiteDefault,
+} from "./rules.ts";
+import {
   AIRFLOW,
   always,
   alwaysEmpty,
@@ -270,14 +280,6 @@ export function contextDataRule(draft: StoredObject): FieldErrors | null {
   };
 }
 
-/** The site a cluster is scoped to, if any. */
-async function siteOfCluster(cluster: unknown, ctx: HookContext): Promise<StoredObject | null> {
-  if (typeof cluster !== "number") return null;
-  const c = await ctx.read("virtualization.cluster", cluster);
-  if (!c || c.scope_type !== "dcim.site" || typeof c.scope_id !== "number") return null;
-  return await ctx.read("dcim.site", c.scope_id);
-}
-
 /** `?cluster_type_id=` / `?cluster_type=<slug>` on VMs, through their cluster. */
 function clusterTypeFilter(param: "type_id" | "type"): CustomFilter {
   return async (values, engine) => {
@@ -417,11 +419,18 @@ function primaryIpRules(owner: keyof typeof PRIMARY_OWNERS) {
           ],
         };
       }
-      const assigned =
-        ip.assigned_object_type === iface && typeof ip.assigned_object_id === "number"
-          ? await ctx.engine.get(iface, ip.assigned_object_id)
-          : null;
-      if (!assigned || assigned[parent] !== draft.id) {
+      const ownsIp = async (candidate: StoredObject | null) => {
+        if (
+          candidate?.assigned_object_type !== iface ||
+          typeof candidate.assigned_object_id !== "number"
+        ) return false;
+        return (await ctx.engine.get(iface, candidate.assigned_object_id))?.[parent] === draft.id;
+      };
+      // NetBox also accepts the NAT outside address of one of the object's own IPs.
+      const inside = typeof ip.nat_inside === "number"
+        ? await ctx.engine.get("ipam.ipaddress", ip.nat_inside)
+        : null;
+      if (!(await ownsIp(ip)) && !(await ownsIp(inside))) {
         return {
           [field]: [`The specified IP address (${address}) is not assigned to this ${label}.`],
         };
@@ -538,18 +547,48 @@ function interfaceRules(self: string, owner: string, ownerLabel: string) {
   };
 }
 
-/** An interface's primary MAC must be one of the MACs assigned to it. */
+/**
+ * An interface's primary MAC may not be assigned to another interface (NetBox 4.6: an unassigned
+ * MAC is accepted, and on create it is assigned to the new interface; assignPrimaryMac).
+ */
 function primaryMacRule(self: string) {
   return async (draft: StoredObject, ctx: HookContext): Promise<FieldErrors | null> => {
     const id = draft.primary_mac_address;
     if (typeof id !== "number" || !("primary_mac_address" in ctx.input)) return null;
     if (ctx.existing && ctx.existing.primary_mac_address === id) return null;
     const mac = await ctx.engine.get("dcim.macaddress", id);
-    if (!mac) return null;
+    if (!mac || typeof mac.assigned_object_id !== "number") return null;
     if (mac.assigned_object_type === self && mac.assigned_object_id === draft.id) return null;
+    const other = typeof mac.assigned_object_type === "string"
+      ? await ctx.engine.get(mac.assigned_object_type, mac.assigned_object_id)
+      : null;
     return {
-      primary_mac_address: [`MAC address ${mac.mac_address} is not assigned to this interface.`],
+      primary_mac_address: [
+        `MAC address ${mac.mac_address} is assigned to a different interface (${
+          other?.name ?? mac.assigned_object_id
+        }).`,
+      ],
     };
+  };
+}
+
+/** NetBox 4.6's signal: an interface created with an unassigned primary MAC takes it. */
+function assignPrimaryMac(self: string) {
+  return async (records: StoredObject[], engine: EngineApi, op: "create" | "update") => {
+    if (op !== "create") return;
+    for (const record of records) {
+      if (typeof record.primary_mac_address !== "number") continue;
+      const mac = await engine.get("dcim.macaddress", record.primary_mac_address);
+      if (!mac || typeof mac.assigned_object_id === "number") continue;
+      await engine.patchStored(
+        "dcim.macaddress",
+        mac.id,
+        (cur) =>
+          typeof cur.assigned_object_id === "number"
+            ? {}
+            : { assigned_object_type: self, assigned_object_id: record.id },
+      );
+    }
   };
 }
 
@@ -873,6 +912,7 @@ export const INTERFACE: ModelDef = {
   unique: [{ fields: ["device", "name"], message: "Interface name must be unique per device." }],
   validate: interfaceRules("dcim.interface", "device", "device"),
   beforeSave: primaryMacValue,
+  afterSaveBatch: assignPrimaryMac("dcim.interface"),
   search: ["name", "label", "description"],
   ordering: ["device", "name"],
 };
@@ -1005,38 +1045,16 @@ export const VIRTUAL_MACHINE: ModelDef = {
     virtual_disk_count: countOf("virtualization.virtualdisk", "virtual_machine"),
   },
   brief: ["name", "description"],
-  unique: [{
-    fields: ["cluster", "name"],
-    ci: true,
-    message: "Virtual machine name must be unique per cluster.",
-  }],
-  validate: async (draft, ctx) => {
-    if (draft.cluster === null && draft.site === null) {
-      return { cluster: ["A virtual machine must be assigned to a site and/or cluster."] };
-    }
-    const context = contextDataRule(draft);
-    if (context) return context;
-    const clusterSite = await siteOfCluster(draft.cluster, ctx);
-    if (typeof draft.cluster === "number" && typeof draft.site === "number") {
-      if (clusterSite !== null && clusterSite.id !== draft.site) {
-        const site = await ctx.engine.get("dcim.site", draft.site);
-        const cluster = await ctx.engine.get("virtualization.cluster", draft.cluster);
-        return {
-          cluster: [
-            `The selected cluster (${cluster?.name}) is not assigned to this site (${site?.name}).`,
-          ],
-        };
-      }
-    }
-    return primaryIpRules("virtualization.virtualmachine")(draft, ctx);
-  },
-  // NetBox: a VM without a site takes its cluster's site; a new VM takes its type's defaults.
+  unique: VM_NAME_UNIQUE,
+  validate: async (draft, ctx) =>
+    (await vmPlacementRule(draft, ctx)) ?? contextDataRule(draft) ??
+      (await vmDiskRule(draft, ctx)) ??
+      primaryIpRules("virtualization.virtualmachine")(draft, ctx),
+  // NetBox's save(): a VM without a site takes its cluster's (else its device's) site; a new VM
+  // takes its type's defaults.
   beforeSave: async (draft, ctx) => {
+    await vmSiteDefault(draft, ctx);
     if (ctx.op === "create") await applyTypeDefaults(draft, ctx.read);
-    if (draft.site === null || draft.site === undefined) {
-      const site = await siteOfCluster(draft.cluster, ctx);
-      if (site) draft.site = site.id;
-    }
   },
   filters: {
     has_primary_ip: hasPrimaryIp,
@@ -1060,6 +1078,7 @@ export const VM_INTERFACE: ModelDef = {
   }],
   validate: interfaceRules("virtualization.vminterface", "virtual_machine", "virtual machine"),
   beforeSave: primaryMacValue,
+  afterSaveBatch: assignPrimaryMac("virtualization.vminterface"),
   search: ["name", "description"],
   ordering: ["virtual_machine", "name"],
 };
@@ -1080,6 +1099,9 @@ export const VIRTUAL_DISK: ModelDef = {
     fields: ["virtual_machine", "name"],
     message: "Virtual disk name must be unique per virtual machine.",
   }],
+  // NetBox's signal: the VM's `disk` follows the sum of its virtual disks.
+  afterSaveBatch: (disks, engine) => syncVmDisks(engine, disks.flatMap((d) => [d.virtual_machine])),
+  afterDelete: (disk, { engine }) => syncVmDisks(engine, [disk.virtual_machine]),
   search: ["name", "description"],
   ordering: ["virtual_machine", "name"],
 };
@@ -1136,6 +1158,8 @@ export const IP_ADDRESS: ModelDef = {
     },
     /** The canonical host part, indexed for `?address=<ip>` without a length. */
     host: { type: "string", hidden: true, index: true, filter: true },
+    /** Its claim in the unique IP space (rules.ts), null where duplicates are allowed. */
+    unique_space: { type: "string", hidden: true, filter: false },
     family: { type: "json", compute: family("address") },
     vrf: fk("ipam.vrf", { onDelete: "protect" }),
     status: choice(IP_STATUS, { default: "active" }),
@@ -1158,10 +1182,11 @@ export const IP_ADDRESS: ModelDef = {
   },
   brief: ["family", "address", "description"],
   display: (r) => String(r.address),
-  validate: (draft, ctx) =>
+  unique: [uniqueSpaceConstraint("IP address", "address")],
+  validate: async (draft, ctx) =>
     typeof draft.address === "string" && cidrFamily(draft.address) === null
       ? { address: [`Invalid IP address format: ${draft.address}`] }
-      : primaryIpMoveRule(draft, ctx),
+      : (await ipAddressRule(draft, ctx)) ?? primaryIpMoveRule(draft, ctx),
   beforeSave: (draft) => {
     draft.host = typeof draft.address === "string" ? canonicalHost(draft.address) : null;
   },
@@ -1236,10 +1261,13 @@ export const PREFIX: ModelDef = {
     comments: comments(),
     children: always(0),
     _depth: always(0),
+    /** Its claim in the unique IP space (rules.ts), null where duplicates are allowed. */
+    unique_space: { type: "string", hidden: true, filter: false },
   },
   brief: ["family", "prefix", "description"],
   display: (r) => String(r.prefix),
-  validate: (draft) => {
+  unique: [uniqueSpaceConstraint("prefix", "prefix")],
+  validate: (draft, ctx) => {
     const c = typeof draft.prefix === "string" ? parseCidr(draft.prefix) : null;
     if (!c || cidrFamily(String(draft.prefix)) === null) {
       return { prefix: [`Invalid IP prefix format: ${draft.prefix}`] };
@@ -1251,7 +1279,7 @@ export const PREFIX: ModelDef = {
         prefix: [`${draft.prefix} is not a valid prefix. Did you mean ${suggestion}?`],
       };
     }
-    return null;
+    return prefixRule(draft, ctx);
   },
   filters: {
     within: prefixFilter("within"),

@@ -15,6 +15,7 @@ import {
   withNameSlug,
 } from "./core.ts";
 import { alwaysEmpty, contentType, countOf } from "./shapes.ts";
+import { rekeyVrfSpace } from "./rules.ts";
 
 export const VRF: ModelDef = {
   app: "ipam",
@@ -36,6 +37,7 @@ export const VRF: ModelDef = {
   brief: ["name", "rd", "description", "prefix_count"],
   display: (r) => r.rd ? `${r.name} (${r.rd})` : String(r.name),
   unique: [{ fields: ["rd"], message: "VRF with this Route distinguisher already exists." }],
+  afterSave: rekeyVrfSpace,
   search: ["name", "rd", "description", "comments"],
   ordering: ["name", "rd", "id"],
 };

@@ -15,6 +15,7 @@ import { primaryIps } from "../options.ts";
 import { assignedTo, childrenOf, refreshTagged, taggedObjects } from "../owned.ts";
 import { VM_IFACE } from "./vm_interfaces.ts";
 import type { InventoryObject } from "../ports.ts";
+import { adoptOrReport } from "../address_space.ts";
 
 interface AgentInterface {
   name?: string;
@@ -136,6 +137,14 @@ export async function syncIpAddresses(ctx: StageContext): Promise<void> {
     desired,
     managedTags: tags.managed,
     orphan: "keep",
+    resolveRefused: adoptOrReport(ctx, {
+      path: PATHS.ips,
+      field: "address",
+      existing,
+      wanted: new Set(desired.map((d) => d.key)),
+      managedTags: tags.managed,
+      syncedTag: tags.synced,
+    }),
   });
 
   // Primary IPs on the VMs (before old addresses go: a primary IP cannot be deleted).

@@ -11,6 +11,7 @@ import { changes, deleteOrphans, type Desired, reconcile } from "../reconcile.ts
 import { assignedTo, childrenOf, ensureVlans, refreshTagged, taggedObjects } from "../owned.ts";
 import type { InventoryObject } from "../ports.ts";
 import { createOnlyFields, primaryIps } from "../options.ts";
+import { adoptOrReport } from "../address_space.ts";
 
 interface NodeInterface {
   iface: string;
@@ -133,6 +134,14 @@ export async function syncNetworkInterfaces(ctx: StageContext): Promise<void> {
     desired: ipDesired,
     managedTags: tags.managed,
     orphan: "keep",
+    resolveRefused: adoptOrReport(ctx, {
+      path: PATHS.ips,
+      field: "address",
+      existing: ipExisting,
+      wanted: new Set(ipDesired.map((d) => d.key)),
+      managedTags: tags.managed,
+      syncedTag: tags.synced,
+    }),
   });
 
   // Each node's primary IPv4/IPv6 (before old addresses go: a primary IP cannot be deleted).

@@ -7,6 +7,7 @@ import { hvGet, mapLimit, type StageContext } from "../context.ts";
 import { clusterBase, PATHS, syncTags } from "../base.ts";
 import { ensureVlans, refreshTagged, taggedObjects } from "../owned.ts";
 import { type Desired, indexBy, reconcile } from "../reconcile.ts";
+import { adoptOrReport } from "../address_space.ts";
 
 interface Vnet {
   vnet: string;
@@ -81,6 +82,14 @@ export async function syncSdn(ctx: StageContext): Promise<void> {
     desired,
     managedTags: tags.managed,
     orphan: () => ({ status: "deprecated" }),
+    resolveRefused: adoptOrReport(ctx, {
+      path: PATHS.prefixes,
+      field: "prefix",
+      existing,
+      wanted: new Set(desired.map((d) => d.key)),
+      managedTags: tags.managed,
+      syncedTag: tags.synced,
+    }),
   });
   refreshTagged(ctx, PATHS.prefixes);
   ctx.progress(desired.length, desired.length, `${desired.length} SDN subnets synced`);

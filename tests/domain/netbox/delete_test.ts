@@ -9,6 +9,7 @@ import { collectDeletion, executeDeletion } from "../../../domain/netbox/engine/
 import type { EngineCore } from "../../../domain/netbox/engine/core.ts";
 import { ModelRegistry } from "../../../domain/netbox/engine/registry.ts";
 import { CORE_MODELS } from "../../../domain/netbox/models/core.ts";
+import { DEFAULT_INVENTORY_SETTINGS } from "../../../domain/netbox/types.ts";
 import { MemoryLogger } from "../../../infra/logger.ts";
 import { KvModelStore } from "../../../storage/kv/models.ts";
 
@@ -21,7 +22,14 @@ async function world() {
   const engine = new ModelEngine({ store, logger, now: Date.now }).register(...CORE_MODELS);
   const registry = new ModelRegistry();
   registry.register(...CORE_MODELS);
-  const core: EngineCore = { registry, store, logger, now: Date.now, api: engine };
+  const core: EngineCore = {
+    registry,
+    store,
+    logger,
+    now: Date.now,
+    settings: DEFAULT_INVENTORY_SETTINGS,
+    api: engine,
+  };
   const ok = <T>(r: { ok: true; value: T } | { ok: false }): T => {
     assert.ok(r.ok, JSON.stringify(r));
     return r.value;

@@ -125,7 +125,7 @@ export async function vmStore(
     const ips = await post(
       "ipam/ip-addresses/",
       ifaces.map((iface: { id: number }, k: number) => ({
-        address: `10.${(start + k) >> 16 & 255}.${(start + k) >> 8 & 255}.${(start + k) & 255}/24`,
+        address: `10.${(start + k) >> 16 & 255}.${(start + k) >> 8 & 255}.${(start + k) & 255}/32`,
         assigned_object_type: "virtualization.vminterface",
         assigned_object_id: iface.id,
         status: "active",

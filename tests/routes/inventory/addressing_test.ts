@@ -119,7 +119,7 @@ Deno.test("device primary_ip4 must be assigned to one of the device's interfaces
   }
 });
 
-Deno.test("interface primary_mac_address must be a MAC assigned to that interface", async () => {
+Deno.test("interface primary_mac_address may not be a MAC of another interface", async () => {
   const inv = await setup();
   try {
     const w = await world(inv);
@@ -135,7 +135,9 @@ Deno.test("interface primary_mac_address must be a MAC assigned to that interfac
     const bad = await inv.call("PATCH", path, { primary_mac_address: theirs });
     assert.equal(bad.status, 400);
     assert.deepEqual(bad.body, {
-      primary_mac_address: ["MAC address AA:BB:CC:DD:EE:02 is not assigned to this interface."],
+      primary_mac_address: [
+        "MAC address AA:BB:CC:DD:EE:02 is assigned to a different interface (net0).",
+      ],
     });
     const ok = await inv.call("PATCH", path, { primary_mac_address: mine });
     assert.equal(ok.status, 200, JSON.stringify(ok.body));
