@@ -191,6 +191,9 @@ export async function syncVirtualMachines(ctx: StageContext): Promise<void> {
   for (const [vmid, vm] of owned) existing.set(String(vmid), vm);
   const desired: Desired[] = list.map((g) => {
     const disk = guestDisks(g.type, g.config).reduce((sum, d) => sum + d.sizeMb, 0);
+    // NetBox keeps `disk` equal to the sum of a VM's virtual disks and refuses any other value
+    // (docs/netbox-rules.md): once the VM has disks, the vm-disks stage's writes set it.
+    const hasDisks = Number(existing.get(String(g.vmid))?.virtual_disk_count ?? 0) > 0;
     return {
       key: String(g.vmid),
       label: `virtual machine ${names.get(g.vmid)} (vmid ${g.vmid})`,
@@ -202,7 +205,9 @@ export async function syncVirtualMachines(ctx: StageContext): Promise<void> {
         role: g.type === "lxc" ? lxcRole.id : qemuRole.id,
         vcpus: guestVcpus(g.type, g.config, g.maxcpu),
         memory: guestMemoryMb(g.config, g.maxmem),
-        disk: disk || (g.maxdisk ? Math.round(g.maxdisk / 1024 ** 2) : null),
+        ...(hasDisks
+          ? {}
+          : { disk: disk || (g.maxdisk ? Math.round(g.maxdisk / 1024 ** 2) : null) }),
         ...(fill.size ? { custom_fields: customFieldValues(g, fill) } : {}),
         tags: [
           tags.synced,
