@@ -70,6 +70,11 @@ Deno.test("e2e sync upstream: vanished addresses and disks go, the primary IPv4 
     assert.equal(done(second).ok, true, JSON.stringify(done(second)));
     assert.deepEqual(await addressesOf(), [firstIp]);
     assert.deepEqual(await disksOf(), ["ide2", "scsi0"]);
+    // NetBox keeps the VM's disk equal to the sum of its virtual disks (docs/netbox-rules.md).
+    const sizes =
+      (await world.inventory(`virtualization/virtual-disks/?virtual_machine_id=${vmId}`))
+        .reduce((sum: number, d: any) => sum + d.size, 0);
+    assert.equal((await vm()).disk, sizes);
     assert.equal(stageResult(second, "ip-addresses").deleted, 1);
     assert.equal(stageResult(second, "vm-disks").deleted, 1);
     assert.equal((await vm()).primary_ip4?.address, firstIp);

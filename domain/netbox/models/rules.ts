@@ -288,15 +288,16 @@ async function diskTotal(engine: EngineApi, vm: number): Promise<number> {
 
 /**
  * NetBox's aggregate disk rule, on update only: with virtual disks, a null `disk` becomes their
- * sum and any other value is refused. Checked when `disk` is written (or null): otherwise the
- * stored value is the one the disks themselves keep (syncVmDisks), as NetBox's signal does.
+ * sum and any other value is refused. Checked when `disk` is written: otherwise the stored
+ * value is the one the disks themselves keep (syncVmDisks), as NetBox's signal does.
  */
 export async function vmDiskRule(
   draft: StoredObject,
   ctx: HookContext,
 ): Promise<FieldErrors | null> {
-  if (ctx.op !== "update") return null;
-  if (!("disk" in ctx.input) && draft.disk !== null && draft.disk !== undefined) return null;
+  // Only when `disk` is written: otherwise it holds what the disk signal last set (the sum, or
+  // null without disks), so the look-up would find nothing to change.
+  if (ctx.op !== "update" || !("disk" in ctx.input)) return null;
   const total = await diskTotal(ctx.engine, draft.id);
   if (total === 0) return null;
   if (draft.disk === null || draft.disk === undefined) {
