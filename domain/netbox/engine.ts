@@ -32,7 +32,7 @@ import { customFieldsFor } from "./engine/custom_fields.ts";
 import { displayOf, Renderer, type RenderOptions, urlOf } from "./engine/render.ts";
 import { type IndexState, orderField, stateOf } from "./engine/index_state.ts";
 import { createMany, updateMany, type WriteOptions } from "./engine/write.ts";
-import { patchStored } from "./engine/patch.ts";
+import { patchStored, patchStoredMany } from "./engine/patch.ts";
 import { deleteMany, type DeleteOptions } from "./engine/delete.ts";
 import type { ChangelogBounds } from "./engine/changelog.ts";
 
@@ -255,6 +255,13 @@ export class ModelEngine implements EngineApi {
     changes: Record<string, unknown> | ((current: StoredObject) => Record<string, unknown>),
   ): Promise<StoredObject | null> {
     return patchStored(this.#core, model, id, changes);
+  }
+
+  patchStoredMany(
+    model: string,
+    changes: ReadonlyMap<number, Record<string, unknown>>,
+  ): Promise<void> {
+    return patchStoredMany(this.#core, model, changes);
   }
 
   // ------------------------------------------------------------------ deletes

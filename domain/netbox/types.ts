@@ -291,6 +291,11 @@ export interface EngineApi {
     id: number,
     changes: Record<string, unknown> | ((current: StoredObject) => Record<string, unknown>),
   ): Promise<StoredObject | null>;
+  /** patchStored for many records of one model (fixed values per id), written in few atomics. */
+  patchStoredMany(
+    model: string,
+    changes: ReadonlyMap<number, Record<string, unknown>>,
+  ): Promise<void>;
   remove(model: string, id: number): Promise<WriteResult<null>>;
   definition(model: string): ModelDef;
   /** Size of a value as the store counts it (for size budgets such as a job's log). */

@@ -2,7 +2,7 @@
  * Direct changes to stored fields (no validation, no hooks; index entries kept right): the
  * engine's own bookkeeping, and detaching a reference whose target goes away.
  */
-import type { StoredObject } from "../../../storage/ports.ts";
+import type { ObjectWrite, StoredObject } from "../../../storage/ports.ts";
 import type { EngineCore } from "./core.ts";
 import { stateOf } from "./index_state.ts";
 import { TAGS_FIELD } from "./registry.ts";
@@ -34,6 +34,39 @@ export async function patchStored(
     await new Promise((resolve) => setTimeout(resolve, Math.random() * Math.min(20, 2 ** attempt)));
   }
   throw new Error(`could not update ${model} ${id}: storage contention`);
+}
+
+/**
+ * patchStored for many records of one model at once (fixed values per id): read together,
+ * written in as few atomics as the store allows; a group that meets a concurrent change is
+ * applied again one record at a time. Absent records are skipped; unchanged ones not written.
+ */
+export async function patchStoredMany(
+  core: EngineCore,
+  model: string,
+  changes: ReadonlyMap<number, Record<string, unknown>>,
+): Promise<void> {
+  const def = core.registry.definition(model);
+  const ids = [...changes.keys()];
+  const current = await core.store.getVersioned(model, ids);
+  const now = new Date(core.now()).toISOString();
+  const writes: ObjectWrite[] = [];
+  current.forEach((cur, i) => {
+    if (!cur) return;
+    const delta = changes.get(ids[i])!;
+    if (Object.entries(delta).every(([k, v]) => cur.record[k] === v)) return;
+    const next: StoredObject = { ...cur.record, ...delta, id: ids[i], last_updated: now };
+    writes.push({
+      model,
+      id: ids[i],
+      prev: { record: cur.record, ...stateOf(core.store, def, cur.record), version: cur.version },
+      next: { record: next, ...stateOf(core.store, def, next) },
+    });
+  });
+  for (const group of core.store.plan(writes)) {
+    if ((await core.store.commit(group)).ok) continue;
+    for (const w of group) await patchStored(core, model, w.id, changes.get(w.id)!);
+  }
 }
 
 /** Removes one reference from a stored record (FK or generic FK to null, m2m member out). */

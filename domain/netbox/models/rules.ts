@@ -315,18 +315,23 @@ export async function vmDiskRule(
 }
 
 /**
- * NetBox's signal after a virtual disk is saved or deleted: each VM concerned gets `disk` =
- * the sum of its disks (null once none remain). One read and at most one write per VM.
+ * NetBox's signal after virtual disks are saved or deleted: each VM concerned gets `disk` = the
+ * sum of its disks (null once none remain). The disks and VMs of a batch are read together and
+ * the changed VMs written together.
  */
 export async function syncVmDisks(engine: EngineApi, vmIds: Iterable<unknown>): Promise<void> {
-  for (const vm of new Set(vmIds)) {
-    if (typeof vm !== "number") continue;
-    const disks = await engine.find(DISK_MODEL, { virtual_machine_id: [String(vm)] });
-    const total = disks.length === 0
-      ? null
-      : disks.reduce((sum, d) => sum + (typeof d.size === "number" ? d.size : 0), 0);
-    const current = await engine.get(VM_MODEL, vm);
-    if (!current || current.disk === total) continue;
-    await engine.patchStored(VM_MODEL, vm, { disk: total });
+  const ids = [...new Set(vmIds)].filter((v): v is number => typeof v === "number");
+  if (ids.length === 0) return;
+  const totals = new Map<number, number | null>(ids.map((id) => [id, null]));
+  const disks = await engine.find(DISK_MODEL, { virtual_machine_id: ids.map(String) });
+  for (const d of disks) {
+    const vm = d.virtual_machine as number;
+    totals.set(vm, (totals.get(vm) ?? 0) + (typeof d.size === "number" ? d.size : 0));
   }
+  const changes = new Map<number, Record<string, unknown>>();
+  for (const vm of await engine.getMany(VM_MODEL, ids)) {
+    const total = totals.get(vm.id) ?? null;
+    if (vm.disk !== total) changes.set(vm.id, { disk: total });
+  }
+  if (changes.size > 0) await engine.patchStoredMany(VM_MODEL, changes);
 }
