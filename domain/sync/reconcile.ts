@@ -187,46 +187,51 @@ async function inChunks<T, R>(
   resolve?: (index: number, answer: Record<string, unknown>) => Promise<R | "conflict" | null>,
 ): Promise<(R | null)[]> {
   const out: (R | null)[] = [];
-  for (const { start: i, items: chunk } of chunked(items)) {
+  // Writes the items at `at` (indexes into `items`); refused ones are resolved or reported, and
+  // the rest written again, which may meet a new refusal (a concurrent run took a value meanwhile).
+  const attempt = async (at: number[]): Promise<(R | null)[]> => {
     try {
-      out.push(...await write(chunk));
-      continue;
+      return await write(at.map((k) => items[k]));
     } catch (error) {
-      const perItem = itemErrorsOf(error, chunk.length);
+      const perItem = itemErrorsOf(error, at.length);
       if (!perItem || ctx.signal.aborted) {
         const failure = error as { itemIndex?: number };
-        if (typeof failure?.itemIndex === "number") failure.itemIndex += i;
+        if (typeof failure?.itemIndex === "number") failure.itemIndex = at[failure.itemIndex];
         nameObject(error, labels);
       }
       const bad = new Set<number>();
-      perItem.forEach((e, at) => {
-        if (e && Object.keys(e).length) bad.add(at);
+      perItem.forEach((e, pos) => {
+        if (e && Object.keys(e).length) bad.add(pos);
       });
       if (bad.size === 0) nameObject(error, labels);
       const resolved = new Map<number, R>();
-      for (const at of bad) {
-        const outcome = resolve ? await resolve(i + at, perItem[at]) : null;
+      for (const pos of bad) {
+        const index = at[pos];
+        const outcome = resolve ? await resolve(index, perItem[pos]) : null;
         if (outcome === "conflict") continue;
         if (outcome !== null) {
-          resolved.set(at, outcome);
+          resolved.set(pos, outcome);
           continue;
         }
         const refused = Object.assign(
           Object.create(Object.getPrototypeOf(error)),
           error,
-          { object: labels[i + at], bodyExcerpt: JSON.stringify(perItem[at]).slice(0, 300) },
+          { object: labels[index], bodyExcerpt: JSON.stringify(perItem[pos]).slice(0, 300) },
         );
         refused.message = `${(error as Error).message.split(": HTTP")[0]}: HTTP ${
           (error as CallFailure).status
-        }, the inventory answered ${JSON.stringify(perItem[at]).slice(0, 300)}`;
-        ctx.itemFailed(labels[i + at], refused);
+        }, the inventory answered ${JSON.stringify(perItem[pos]).slice(0, 300)}`;
+        ctx.itemFailed(labels[index], refused);
       }
-      const good = chunk.map((_, at) => at).filter((at) => !bad.has(at));
-      const written = good.length ? await write(good.map((at) => chunk[at])) : [];
-      const results: (R | null)[] = chunk.map((_, at) => resolved.get(at) ?? null);
-      good.forEach((at, k) => results[at] = written[k] ?? null);
-      out.push(...results);
+      const good = at.map((_, pos) => pos).filter((pos) => !bad.has(pos));
+      const written = good.length ? await attempt(good.map((pos) => at[pos])) : [];
+      const results: (R | null)[] = at.map((_, pos) => resolved.get(pos) ?? null);
+      good.forEach((pos, k) => results[pos] = written[k] ?? null);
+      return results;
     }
+  };
+  for (const { start: i, items: chunk } of chunked(items)) {
+    out.push(...await attempt(chunk.map((_, k) => i + k)));
   }
   return out;
 }
