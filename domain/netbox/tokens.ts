@@ -47,6 +47,30 @@ function randomHex(bytes: number): string {
   return crypto.getRandomValues(new Uint8Array(bytes)).toHex();
 }
 
+/** NetBox 4.5's TOKEN_CHARSET ([A-Za-z0-9]), key length (12) and default secret length (40). */
+const TOKEN_CHARSET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+export const V2_KEY_LENGTH = 12;
+const V2_SECRET_LENGTH = 40;
+/** Pepper ids (NetBox's API_TOKEN_PEPPERS keys): the local secret, SERVICE_ENCRYPTION_KEY. */
+export const LOCAL_PEPPER_ID = 1;
+export const CONFIG_PEPPER_ID = 2;
+
+/** `length` characters of TOKEN_CHARSET, uniformly (rejection sampling, no modulo bias). */
+export function randomToken(length: number): string {
+  let out = "";
+  while (out.length < length) {
+    for (const b of crypto.getRandomValues(new Uint8Array(length * 2))) {
+      if (b < 248 && out.length < length) out += TOKEN_CHARSET[b % 62];
+    }
+  }
+  return out;
+}
+
+/** hex HMAC-SHA256(pepper, secret): the only form of a v2 secret kept (NetBox 4.5). */
+async function hmacHex(pepper: CryptoKey, secret: string): Promise<string> {
+  return new Uint8Array(await crypto.subtle.sign("HMAC", pepper, encoder.encode(secret))).toHex();
+}
+
 function constantTimeEqual(a: string, b: string): boolean {
   if (a.length !== b.length) return false;
   let diff = 0;
@@ -125,6 +149,55 @@ function withinPowerOf(token: StoredObject, actor: AuthInfo): boolean {
 
 export class TokenService {
   #keys = new Map<string, Promise<Awaited<ReturnType<typeof importFernetKey>>>>();
+  #peppers = new Map<number, Promise<CryptoKey>>();
+
+  /**
+   * The v2 peppers (NetBox 4.5's API_TOKEN_PEPPERS), never stored themselves: id 1 is derived
+   * from the inventory's local secret (kept in KV, created once), id 2 from
+   * SERVICE_ENCRYPTION_KEY. New tokens use 2 when the variable is set: a copy of the store alone
+   * then cannot check a secret. Changing the variable retires the tokens signed under it, as
+   * removing a pepper does in NetBox.
+   */
+  #pepperKey(id: number): Promise<CryptoKey> {
+    let pending = this.#peppers.get(id);
+    if (!pending) {
+      pending = (async () => {
+        if (id === CONFIG_PEPPER_ID && !this.deps.encryptionKey) {
+          throw new Error("SERVICE_ENCRYPTION_KEY is not set");
+        }
+        const material = id === CONFIG_PEPPER_ID
+          ? `config:${this.deps.encryptionKey}`
+          : `local:${await this.deps.store.localSecret(() =>
+            crypto.getRandomValues(new Uint8Array(32)).toBase64({ alphabet: "base64url" })
+          )}`;
+        const raw = await crypto.subtle.digest(
+          "SHA-256",
+          encoder.encode(`token-pepper:${material}`),
+        );
+        return crypto.subtle.importKey("raw", raw, { name: "HMAC", hash: "SHA-256" }, false, [
+          "sign",
+        ]);
+      })();
+      pending.catch(() => this.#peppers.delete(id));
+      this.#peppers.set(id, pending);
+    }
+    return pending;
+  }
+
+  /** The pepper new v2 tokens are signed with. */
+  #currentPepper(): number {
+    return this.deps.encryptionKey ? CONFIG_PEPPER_ID : LOCAL_PEPPER_ID;
+  }
+
+  /** The stored digest of a v2 secret under the record's pepper (none: the SHA-256 of older ones). */
+  async #v2Digest(record: StoredObject, secret: string): Promise<string | null> {
+    if (typeof record.pepper_id !== "number") return await sha256Hex(secret);
+    try {
+      return await hmacHex(await this.#pepperKey(record.pepper_id), secret);
+    } catch {
+      return null; // its pepper is gone (SERVICE_ENCRYPTION_KEY unset or changed)
+    }
+  }
 
   constructor(private readonly deps: TokenServiceDeps) {}
 
@@ -174,17 +247,18 @@ export class TokenService {
     if (!header) return null;
     const match = /^\s*(Token|Bearer)\s+(\S+)\s*$/i.exec(header);
     if (!match) return null;
-    const scheme = match[1].toLowerCase();
     const value = match[2];
     let record: StoredObject | null = null;
-    if (scheme === "bearer") {
-      if (!value.startsWith(V2_PREFIX)) return { ok: false, detail: AUTH_MESSAGES.invalid };
+    // NetBox 4.5: the version is told by the `nbt_` prefix, not the keyword (`Token nbt_…` is
+    // v2, `Bearer <plain>` is v1).
+    if (value.startsWith(V2_PREFIX)) {
       const [key, secret] = value.slice(V2_PREFIX.length).split(".", 2);
       if (!key || !secret || key.length > 64) return { ok: false, detail: AUTH_MESSAGES.invalid };
       const id = await this.deps.store.idByUnique(TOKEN_MODEL, "key", [key]);
       const found = id === null ? null : await this.deps.store.get(TOKEN_MODEL, id);
       if (!found || found.record.version !== 2) return { ok: false, detail: AUTH_MESSAGES.invalid };
-      if (!constantTimeEqual(await sha256Hex(secret), String(found.record.digest))) {
+      const digest = await this.#v2Digest(found.record, secret);
+      if (digest === null || !constantTimeEqual(digest, String(found.record.digest))) {
         return { ok: false, detail: AUTH_MESSAGES.invalid };
       }
       record = found.record;
@@ -237,8 +311,15 @@ export class TokenService {
         ) {
           errors.version = ["The version of an existing token cannot be changed."];
         }
-        if (draft.version === 2 && ctx.op === "create" && ctx.input.token !== undefined) {
-          errors.token = ["A v2 token's secret is generated by the server."];
+        // NetBox 4.6.3: a client may choose a v2 secret; it is a credential, so at least 40
+        // characters of the token charset.
+        if (
+          draft.version === 2 && ctx.op === "create" && typeof ctx.input.token === "string" &&
+          ctx.input.token !== "" && !/^[A-Za-z0-9]{40,}$/.test(ctx.input.token)
+        ) {
+          errors.token = [
+            "Ensure this field has at least 40 characters of letters and digits.",
+          ];
         }
         // A caller-chosen v1 plaintext is a credential: NetBox's 40-character minimum applies
         // (the INVENTORY_BOOTSTRAP_TOKEN value, written internally, is the operator's choice).
@@ -274,10 +355,12 @@ export class TokenService {
         delete draft.token;
         if (ctx.op !== "create") return;
         if (draft.version === 2) {
-          const key = randomHex(12);
-          const secret = randomHex(20);
+          const key = randomToken(V2_KEY_LENGTH);
+          const secret = supplied ?? randomToken(V2_SECRET_LENGTH);
           draft.key = key;
-          draft.digest = await sha256Hex(secret);
+          const pepper = this.#currentPepper();
+          draft.pepper_id = pepper;
+          draft.digest = await hmacHex(await this.#pepperKey(pepper), secret);
           draft.encrypted = null;
           draft.enc_source = null;
           ctx.responseExtras.key = key;

@@ -1529,6 +1529,8 @@ export function tokenModel(
     fields: {
       version: { type: "int", default: 1, min: 1, max: 2 },
       key: { type: "string", readOnly: true, nullable: true, index: false },
+      /** NetBox 4.5: which pepper signed a v2 digest (null: v1, or a v2 token from before). */
+      pepper_id: { type: "int", readOnly: true, nullable: true, default: null },
       token: { type: "string", writeOnly: true, maxLength: 256, allowBlank: true },
       description: description(),
       expires: { type: "datetime", nullable: true },
@@ -1542,9 +1544,11 @@ export function tokenModel(
       enc_source: { type: "string", hidden: true, nullable: true },
     },
     brief: ["version", "key", "write_enabled", "description"],
+    // NetBox 4.5: a v2 token shows as its key; a v1 token (deprecated) by id and description.
     display: (r) =>
-      (r.version === 2 ? `nbt_${r.key}` : `v1 token ${r.id}`) +
-      (r.description ? ` (${r.description})` : ""),
+      r.version === 2
+        ? String(r.key)
+        : `v1 token ${r.id}` + (r.description ? ` (${r.description})` : ""),
     unique: [
       {
         fields: ["digest"],
