@@ -15,6 +15,11 @@ export interface SyncOptions {
   stages: StageRoute[];
   /** hypervisor_endpoint_ids scope; empty means every enabled endpoint. */
   endpointIds: number[];
+  /**
+   * What `--endpoints` named (ids as users see them, or names), resolved into `endpointIds`
+   * before the run (scripts/sync/endpoints.ts).
+   */
+  endpointRefs?: string[];
   /** Plain lines even on a terminal. */
   plain: boolean;
   /** PEM file of an extra CA to trust for an https URL. */
@@ -39,7 +44,8 @@ Options:
   --key KEY          backend API key, sent as X-Service-API-Key (env BRIDGEBOX_API_KEY;
                      prefer the variable: flags are visible in the process list)
   --stages a,b       run only these stages, in pipeline order (see --list)
-  --endpoints 1,2    only these hypervisor endpoint ids (hypervisor_endpoint_ids)
+  --endpoints a,b    only these hypervisor endpoints: the id the console and the plugin API
+                     show, the backend copy's id, or a name (e.g. --endpoints lab)
   --dry-run          write nothing: print the plan (what would be created, updated field
                      old → new, marked or deleted, per stage and object)
   --plain            plain lines even on a terminal (no redraw)
@@ -133,18 +139,16 @@ export function parseSyncArgs(
   }
 
   const endpointIds: number[] = [];
+  const endpointRefs: string[] = [];
   if (values.endpoints !== undefined) {
     for (const part of values.endpoints.split(",").map((s) => s.trim()).filter(Boolean)) {
-      if (!/^[1-9]\d{0,9}$/.test(part)) {
-        return {
-          kind: "usage-error",
-          message: `--endpoints: expected endpoint ids like 1,2, got "${part}"`,
-        };
+      if (part.length > 200) {
+        return { kind: "usage-error", message: "--endpoints: a name is at most 200 characters" };
       }
-      if (!endpointIds.includes(Number(part))) endpointIds.push(Number(part));
+      if (!endpointRefs.includes(part)) endpointRefs.push(part);
     }
-    if (endpointIds.length === 0) {
-      return { kind: "usage-error", message: "--endpoints: name at least one endpoint id" };
+    if (endpointRefs.length === 0) {
+      return { kind: "usage-error", message: "--endpoints: name at least one endpoint" };
     }
   }
 
@@ -155,6 +159,7 @@ export function parseSyncArgs(
       key,
       stages,
       endpointIds,
+      endpointRefs,
       plain: values.plain === true,
       dryRun: values["dry-run"] === true,
       caFile: text(values["ca-file"]) ?? text(env.BRIDGEBOX_CA_FILE),

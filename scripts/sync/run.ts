@@ -3,6 +3,7 @@
  * one stream each) against a backend, feeding every frame to the progress model and a view,
  * and answers the exit status. `deno task demo` runs its first sync through here too.
  */
+import { resolveEndpoints } from "./endpoints.ts";
 import { parseSyncArgs, type SyncOptions, USAGE } from "./args.ts";
 import { openStageStream, type PlanFrame, planLine } from "./events.ts";
 import { SyncProgress } from "./progress.ts";
@@ -141,15 +142,33 @@ export async function syncMain(
       io.err(`sync: ${parsed.message}\n(see npx -y deno@2.9.6 task sync --help)\n`);
       return EXIT_USAGE;
     case "run": {
-      const what = parsed.options.stages.length > 0
-        ? `stages ${parsed.options.stages.map((s) => s.type).join(", ")}`
+      const options = parsed.options;
+      const what = options.stages.length > 0
+        ? `stages ${options.stages.map((s) => s.type).join(", ")}`
         : "a full update (13 stages)";
-      const scope = parsed.options.endpointIds.length > 0
-        ? `, hypervisor endpoints ${parsed.options.endpointIds.join(",")}`
-        : "";
-      const dry = parsed.options.dryRun ? " as a dry run (nothing is written)" : "";
-      io.out(`Running ${what}${dry} on ${parsed.options.url}${scope}\n`);
-      return (await runSync(parsed.options, io)).exitCode;
+      let scope = "";
+      if (options.endpointRefs?.length) {
+        const client = options.caFile
+          ? Deno.createHttpClient({
+            caCerts: [await (io.readTextFile ?? Deno.readTextFile)(options.caFile)],
+          })
+          : undefined;
+        const resolved = await resolveEndpoints(
+          { url: options.url, key: options.key, refs: options.endpointRefs, client },
+          io.fetch,
+        ).finally(() => client?.close());
+        if (!resolved.ok) {
+          io.err(`sync: ${resolved.message}\n`);
+          return EXIT_USAGE;
+        }
+        options.endpointIds = resolved.endpoints.map((e) => e.id);
+        scope = `, hypervisor endpoints ${
+          resolved.endpoints.map((e) => `${e.id} "${e.name}"`).join(", ")
+        }`;
+      }
+      const dry = options.dryRun ? " as a dry run (nothing is written)" : "";
+      io.out(`Running ${what}${dry} on ${options.url}${scope}\n`);
+      return (await runSync(options, io)).exitCode;
     }
   }
 }

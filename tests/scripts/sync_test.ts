@@ -6,6 +6,7 @@ import assert from "node:assert/strict";
 import { type SyncIo, syncMain } from "../../scripts/sync/run.ts";
 import { SyncProgress } from "../../scripts/sync/progress.ts";
 import { resultTable } from "../../scripts/sync/render.ts";
+import { resolveEndpointRefs } from "../../scripts/sync/endpoints.ts";
 
 const KEY = "k".repeat(64);
 
@@ -271,6 +272,9 @@ Deno.test("sync: a refusal (non-2xx) prints the server's detail and a hint, exit
 Deno.test("sync: --stages run in pipeline order, --endpoints scopes each", async () => {
   await withBackend(
     (req) => {
+      if (new URL(req.url).pathname === "/hypervisor/endpoints") {
+        return Response.json([{ id: 1, name: "lab (inv:3)" }, { id: 2, name: "edge" }]);
+      }
       const step = new URL(req.url).pathname.includes("storage") ? "storage" : "devices";
       return sse([
         ...stage(step, 1, counts(1, 0, 0)),
@@ -280,16 +284,21 @@ Deno.test("sync: --stages run in pipeline order, --endpoints scopes each", async
     async (url, seen) => {
       const { io, sio } = captureIo();
       const code = await syncMain(
-        ["--url", url + "/", "--stages", "storage, devices,storage", "--endpoints", "2,1"],
+        ["--url", url + "/", "--stages", "storage, devices,storage", "--endpoints", "edge,3"],
         { BRIDGEBOX_API_KEY: KEY },
         sio,
       );
       assert.equal(code, 0, io.err);
+      // "3" is the plugin record's id (the one the console shows): its copy is backend id 1.
       assert.deepEqual(seen.map((s) => s.path + decodeURIComponent(s.query)), [
+        "/hypervisor/endpoints",
         "/dcim/devices/create/stream?hypervisor_endpoint_ids=2,1",
         "/virtualization/virtual-machines/storage/create/stream?hypervisor_endpoint_ids=2,1",
       ]);
-      assert.match(io.out, /^Running stages devices, storage on .*, hypervisor endpoints 2,1\n/);
+      assert.match(
+        io.out,
+        /^Running stages devices, storage on .*, hypervisor endpoints 2 "edge", 1 "lab \(inv:3\)"\n/,
+      );
       assert.match(io.out, /\nSync completed: 2 stages, one stream each\.\n$/);
       assert.ok(io.out.includes("\ntotal          2        0 "));
     },
@@ -435,7 +444,7 @@ Deno.test("sync: usage errors exit 2 and name the problem", async () => {
   const cases: [string[], Record<string, string>, RegExp][] = [
     [[], {}, /no API key: set BRIDGEBOX_API_KEY/],
     [["--stages", "devices,nope"], { BRIDGEBOX_API_KEY: KEY }, /unknown stage "nope" \(known: /],
-    [["--endpoints", "1,x"], { BRIDGEBOX_API_KEY: KEY }, /--endpoints: expected endpoint ids/],
+    [["--endpoints", " , "], { BRIDGEBOX_API_KEY: KEY }, /--endpoints: name at least one endpoint/],
     [["--url", "ftp://h"], { BRIDGEBOX_API_KEY: KEY }, /expected http:\/\/ or https:\/\//],
     [["--bogus"], { BRIDGEBOX_API_KEY: KEY }, /Unknown option '--bogus'/],
     [[], { BRIDGEBOX_API_KEY: `${KEY}\nsecond line` }, /characters a header cannot carry/],
@@ -494,5 +503,28 @@ Deno.test("sync: a stage with an error frame stays failed when it completes its 
         io.out,
       );
     },
+  );
+});
+
+Deno.test("sync --endpoints: the id users see, the backend copy's id or a name; ambiguity and typos said", () => {
+  const copies = [
+    { id: 2, name: "typo-port (inv:3)" },
+    { id: 3, name: "lab" },
+    { id: 5, name: "edge (inv:9)" },
+  ];
+  const ids = (refs: string[]) => {
+    const r = resolveEndpointRefs(refs, copies);
+    return r.ok ? r.endpoints.map((e) => e.id) : r.message;
+  };
+  assert.deepEqual(ids(["9"]), [5], "the plugin record's id");
+  assert.deepEqual(ids(["5"]), [5], "the backend copy's id");
+  assert.deepEqual(ids(["edge", "lab", "edge (inv:9)"]), [5, 3]);
+  assert.match(
+    String(ids(["3"])),
+    /3 is ambiguous: backend endpoint 3 is "lab", and plugin endpoint 3 is "typo-port \(inv:3\)"; name it/,
+  );
+  assert.equal(
+    ids(["labb"]),
+    '--endpoints: no endpoint "labb"; the backend\'s hypervisor endpoints: 2 "typo-port (inv:3)", 3 "lab", 5 "edge (inv:9)"',
   );
 });
