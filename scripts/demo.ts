@@ -181,6 +181,7 @@ export async function startDemo(options: DemoOptions): Promise<Demo> {
         endpointIds: [],
         plain: false,
         caFile: undefined,
+        dryRun: false,
       }, { ...io, fetch: self });
     } finally {
       logs.release();
