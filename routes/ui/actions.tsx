@@ -8,7 +8,16 @@ import { Layout, Notice, PageHead, Status, Table, When } from "./layout.tsx";
 export function actionRoutes(_ctx: ConsoleServices): Hono<ConsoleEnv> {
   const app = new Hono<ConsoleEnv>();
   app.get("/ui/actions", async (c) => {
-    const answer = await c.get("api").backend("GET", "/hypervisor/actions");
+    const [answer, copies] = await Promise.all([
+      c.get("api").backend("GET", "/hypervisor/actions"),
+      c.get("api").backend("GET", "/hypervisor/endpoints"),
+    ]);
+    // The audit trail records the backend copy's id; people know the endpoint by its name.
+    const names = new Map<number, string>(
+      Array.isArray(copies.body)
+        ? copies.body.map((e: Json) => [Number(e.id), String(e.name)] as [number, string])
+        : [],
+    );
     const list: Json[] | null = answer.status === 200
       ? (Array.isArray(answer.body)
         ? answer.body
@@ -36,13 +45,16 @@ export function actionRoutes(_ctx: ConsoleServices): Hono<ConsoleEnv> {
                 { label: "When", cell: (a) => <When at={a.created_at} /> },
                 { label: "Verb", cell: (a) => a.verb },
                 { label: "Guest", cell: (a) => `${a.vm_type}/${a.vmid}` },
-                { label: "Endpoint", cell: (a) => a.endpoint_id },
+                {
+                  label: "Endpoint",
+                  cell: (a) => names.get(Number(a.endpoint_id)) ?? `#${a.endpoint_id}`,
+                },
                 { label: "Actor", cell: (a) => a.actor },
                 { label: "Result", cell: (a) => <Status value={a.result} /> },
                 { label: "State", cell: (a) => <Status value={a.status} /> },
                 {
                   label: "Task",
-                  cell: (a) => a.task_upid ? <code class="small">{a.task_upid}</code> : "—",
+                  cell: (a) => a.task_upid ? <code class="small upid">{a.task_upid}</code> : "—",
                 },
                 { label: "Finished", cell: (a) => <When at={a.finished_at} /> },
               ]}

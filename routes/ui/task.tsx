@@ -45,10 +45,10 @@ export const pollUrl = (vmId: string, t: FollowedTask) =>
   `/ui/vms/${vmId}/task?${new URLSearchParams({ upid: t.upid, endpoint: String(t.endpointId) })}`;
 
 function ExitBadge(props: { task: Json }) {
-  if (props.task.status !== "stopped") return <Badge tone="info">running</Badge>;
+  if (props.task.status !== "stopped") return <Badge tone="info">not yet</Badge>;
   const exit = String(props.task.exitstatus ?? "");
   return exit === "OK"
-    ? <Badge tone="ok">OK</Badge>
+    ? <Badge tone="ok">succeeded</Badge>
     : <Badge tone="bad">{`failed: ${exit || "unknown"}`}</Badge>;
 }
 
@@ -67,7 +67,8 @@ export function TaskCard(props: { followed: FollowedTask; here: string }) {
           ? (
             <>
               <dt>Status</dt>
-              <dd data-task-status>{t.status}</dd>
+              {/* Proxmox says "stopped" for a task that has ended, whatever the guest did. */}
+              <dd data-task-status>{t.status === "stopped" ? "finished" : "running"}</dd>
               <dt>Result</dt>
               <dd data-task-exit>
                 <ExitBadge task={t} />

@@ -25,6 +25,29 @@ import { historyOf, HistorySection } from "./changes.tsx";
 
 const P = "/api/plugins/service";
 export const VERBS = ["start", "stop", "snapshot"] as const;
+
+/**
+ * The buttons a guest in this inventory status gets: Start when it is not running, Stop when it
+ * is (the backend would answer already_running / already_stopped), Snapshot always.
+ */
+export function offeredVerbs(status: string | undefined): Verb[] {
+  const running = status === "active";
+  return VERBS.filter((v) => v === "snapshot" || (v === "start" ? !running : running));
+}
+
+/** What an action's outcome means, in words (the redirect carries `verb:result`). */
+export function doneSentence(done: string): string {
+  const [verb, result] = done.split(":");
+  const sentences: Record<string, string> = {
+    "start:ok": "Start sent: the hypervisor is starting the guest.",
+    "stop:ok": "Stop sent: the hypervisor is stopping the guest.",
+    "snapshot:ok": "Snapshot requested: the hypervisor is taking it.",
+    "start:already_running": "The guest was already running: nothing was sent.",
+    "stop:already_stopped": "The guest was already stopped: nothing was sent.",
+  };
+  return sentences[`${verb}:${result}`] ??
+    `${(verb ?? "").slice(0, 20)}: ${(result ?? "").slice(0, 20)}.`;
+}
 type Verb = typeof VERBS[number];
 
 interface Guest {
@@ -126,12 +149,10 @@ export function vmRoutes(_ctx: ConsoleServices): Hono<ConsoleEnv> {
         </PageHead>
         {notice && (
           <Notice kind="ok">
-            Sent: {notice.slice(0, 40)}. {c.req.query("task") && (
-              <>
-                Task <code class="small">{c.req.query("task")!.slice(0, 200)}</code>.{" "}
-              </>
-            )}
-            <a href="/ui/actions">See the audit entry</a>.
+            {doneSentence(notice)}{" "}
+            {c.req.query("task") && "Its hypervisor task is followed below. "}
+            The status shown on this page is the inventory's: the next sync of this endpoint updates
+            it. <a href="/ui/actions">See the audit entry</a>.
           </Notice>
         )}
         {followed && (
@@ -196,7 +217,7 @@ export function vmRoutes(_ctx: ConsoleServices): Hono<ConsoleEnv> {
               ? <p class="muted">The endpoint does not allow writes (allow_writes is off).</p>
               : (
                 <div class="verbs">
-                  {VERBS.map((v) => (
+                  {offeredVerbs(vm.status?.value).map((v) => (
                     <a class="button" href={`/ui/vms/${id}/confirm?verb=${v}`}>
                       {v[0].toUpperCase() + v.slice(1)}…
                     </a>
@@ -238,7 +259,7 @@ export function vmRoutes(_ctx: ConsoleServices): Hono<ConsoleEnv> {
             ]}
           />
         </Section>
-        <div class="two">
+        <div class="two halves">
           <Section title="Snapshots" answer={snaps}>
             <Table
               rows={snaps.body?.results ?? []}
@@ -368,7 +389,7 @@ export function vmRoutes(_ctx: ConsoleServices): Hono<ConsoleEnv> {
         answer.reason ?? detailOf(answer),
       );
     }
-    const done = new URLSearchParams({ done: `${verb}: ${answer.body?.result ?? "ok"}` });
+    const done = new URLSearchParams({ done: `${verb}:${answer.body?.result ?? "ok"}` });
     if (typeof answer.body?.task_upid === "string") {
       done.set("task", answer.body.task_upid);
       done.set("endpoint", String(backendId));

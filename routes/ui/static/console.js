@@ -182,13 +182,13 @@ function pollTask(url) {
       return;
     }
     for (const cell of document.querySelectorAll("[data-task-status]")) {
-      cell.textContent = task.status;
+      cell.textContent = task.status === "stopped" ? "finished" : "running";
     }
     const exit = String(task.exitstatus ?? "");
     const result = task.status !== "stopped"
-      ? badge("running", "info")
+      ? badge("not yet", "info")
       : exit === "OK"
-      ? badge("OK", "ok")
+      ? badge("succeeded", "ok")
       : badge("failed: " + (exit || "unknown"), "bad");
     for (const cell of document.querySelectorAll("[data-task-exit]")) cell.replaceChildren(result);
     if (task.status === "stopped") clearInterval(timer);

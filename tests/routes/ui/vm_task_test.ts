@@ -42,6 +42,11 @@ Deno.test("console task: a started guest's task shows running, then OK", async (
 
     const running = await c.get(location.pathname + location.search);
     assert.equal(running.status, 200);
+    // Said plainly, with what the status on the page means; a stopped guest offers Start only.
+    assert.match(running.text, /Start sent: the hypervisor is starting the guest\./);
+    assert.match(running.text, /the next sync of this endpoint updates it/);
+    assert.match(running.html, /verb=start/);
+    assert.doesNotMatch(running.html, /verb=stop/);
     assert.match(running.text, new RegExp(`Hypervisor task Task ${escape(upid)} Status running`));
     assert.match(running.html, /<noscript><meta http-equiv="refresh" content="2"\/?><\/noscript>/);
     const poll = /data-task-poll="([^"]+)"/.exec(running.html)?.[1]?.replaceAll("&amp;", "&");
@@ -52,7 +57,7 @@ Deno.test("console task: a started guest's task shows running, then OK", async (
 
     clock += DELAY_MS + 1_000;
     const done = await c.get(location.pathname + location.search);
-    assert.match(done.text, new RegExp(`Task ${escape(upid)} Status stopped Result OK`));
+    assert.match(done.text, new RegExp(`Task ${escape(upid)} Status finished Result succeeded`));
     assert.doesNotMatch(done.html, /http-equiv="refresh"|data-task-poll/);
     const after = JSON.parse((await c.get(poll)).html);
     assert.equal(after.upid, upid);
