@@ -162,6 +162,8 @@ export interface HypervisorEndpointInput {
   allow_writes: boolean;
   enabled: boolean;
   timeout: number;
+  /** Run options this endpoint's runs default to; undefined keeps the stored policy. */
+  sync_policy?: Record<string, string> | null;
 }
 
 export type PublicHypervisorEndpoint =
@@ -249,6 +251,9 @@ export async function saveHypervisorEndpoint(
     timeout: input.timeout,
     key_source: keySource,
   };
+  // Kept only when set: a record without a policy looks as it always did.
+  const policy = input.sync_policy === undefined ? current?.sync_policy : input.sync_policy;
+  if (policy) Object.assign(data, { sync_policy: policy });
   const saved = id === null ? await store.create(data) : await store.update(id, data);
   if (saved.ok) return saved;
   return saved.reason === "conflict"

@@ -73,6 +73,8 @@ export interface HypervisorEndpointRecord {
   enabled: boolean;
   timeout: number;
   key_source: KeySource;
+  /** Sync policy: run options this endpoint's runs default to (docs/sync.md, "Run options"). */
+  sync_policy?: Record<string, string> | null;
 }
 
 export type Conflict = { ok: false; reason: "conflict" | "not_found" };

@@ -34,6 +34,15 @@ import {
 } from "./fields.ts";
 import { APP, CORE, MODELS, SECRET_FIELDS, SSH_SECRET_FIELDS } from "./names.ts";
 import { checkReuseSwitch, sshReadiness } from "./ssh.ts";
+import { checkPolicy } from "../sync/options.ts";
+
+/** The hypervisor endpoint's sync policy, checked as the backend checks it; normalised. */
+function checkSyncPolicy(draft: Record<string, unknown>): Record<string, string[]> {
+  const checked = checkPolicy(draft.sync_policy);
+  if (!checked.ok) return { sync_policy: checked.messages };
+  draft.sync_policy = checked.value;
+  return {};
+}
 
 export { APP, CORE, MODELS, SECRET_FIELDS, SSH_SECRET_FIELDS, sshFacts };
 
@@ -98,6 +107,14 @@ export function pluginModels(services: PluginServices): ModelDef[] {
       enabled: bool(true, { index: true }),
       allowed_tenants: { type: "m2m", model: CORE.tenant },
       allow_writes: bool(false),
+      sync_policy: {
+        type: "json",
+        nullable: true,
+        filter: false,
+        description: "Sync policy: the run options this endpoint's syncs default to " +
+          '(docs/sync.md, Run options), e.g. {"overwrite_names": false, "stage_sdn": false, ' +
+          '"primary_ip_preference": "v4"}; pushed to the backend copy; a run\'s options win.',
+      },
       ssh_credential_source: choice([["dedicated", "Dedicated"], [
         "reuse_endpoint",
         "Reuse endpoint credentials",
@@ -131,6 +148,7 @@ export function pluginModels(services: PluginServices): ModelDef[] {
         checkSecretsAreText(draft, SECRET_FIELDS[MODELS.hypervisor]),
         await services.sshSecretsNeedKey(draft, ctx),
         checkReuseSwitch(draft, ctx),
+        checkSyncPolicy(draft),
       );
       return Object.keys(errors).length ? errors : null;
     },

@@ -483,6 +483,9 @@ export class PluginServices {
         token_value: secrets.token_value,
         allow_writes: record.allow_writes === true,
         enabled: true,
+        sync_policy: record.sync_policy && typeof record.sync_policy === "object"
+          ? record.sync_policy as Record<string, string>
+          : null,
       }),
     );
   }

@@ -70,6 +70,40 @@ export const OPTION_PARAMS: readonly string[] = [
   ...OPTIONAL_STAGES.map(stageParam),
 ];
 
+/** Options an endpoint's policy may set: every run option but the dry run and the report. */
+export const POLICY_PARAMS: readonly string[] = OPTION_PARAMS.filter((o) => o !== "dry_run");
+
+/**
+ * An endpoint's sync policy (docs/sync.md, "Run options"): an object of run options, booleans
+ * or "true"/"false", `primary_ip_preference` one of both/v4/v6. Normalised to query strings.
+ */
+export function checkPolicy(
+  raw: unknown,
+): { ok: true; value: Record<string, string> | null } | { ok: false; messages: string[] } {
+  if (raw === undefined || raw === null) return { ok: true, value: null };
+  if (typeof raw !== "object" || Array.isArray(raw)) {
+    return { ok: false, messages: ['An object of run options, e.g. {"overwrite_names": false}.'] };
+  }
+  const out: Record<string, string> = {};
+  const messages: string[] = [];
+  for (const [key, value] of Object.entries(raw as Record<string, unknown>)) {
+    if (!POLICY_PARAMS.includes(key)) {
+      messages.push(
+        `Unknown run option ${JSON.stringify(key.slice(0, 60))}. Known: ${
+          POLICY_PARAMS.join(", ")
+        }.`,
+      );
+    } else if (key === "primary_ip_preference") {
+      if (value === "both" || value === "v4" || value === "v6") out[key] = value;
+      else messages.push("primary_ip_preference: one of both, v4, v6.");
+    } else if (typeof value === "boolean") out[key] = String(value);
+    else if (value === "true" || value === "false") out[key] = value;
+    else messages.push(`${key}: true or false.`);
+  }
+  if (messages.length) return { ok: false, messages };
+  return { ok: true, value: Object.keys(out).length ? out : null };
+}
+
 /** A partial set of options (an endpoint's policy, or what a run was asked for). */
 export interface SyncOptionsPatch {
   dryRun?: boolean;

@@ -188,6 +188,8 @@ export interface RunOptions {
   progressEveryMs?: number;
   /** Run options (default: DEFAULT_SYNC_OPTIONS). */
   syncOptions?: SyncOptions;
+  /** One endpoint's options (its policy under the run's query); default `syncOptions`. */
+  syncOptionsFor?: (endpoint: SyncEndpoint) => SyncOptions;
 }
 
 function describeFailure(
@@ -281,6 +283,9 @@ export async function runSync(options: RunOptions): Promise<CompleteFrame> {
     for (const endpoint of options.endpoints) {
       if (signal.aborted) break;
       if (unusable.has(endpoint.id)) continue;
+      const endpointOptions = options.syncOptionsFor?.(endpoint) ?? syncOptions;
+      // An endpoint whose policy leaves this optional stage out.
+      if (optional && !endpointOptions.stages[stage.type as OptionalStage]) continue;
       let cache = caches.get(endpoint.id);
       if (!cache) caches.set(endpoint.id, cache = new Map());
       let hv = readers.get(endpoint.id);
@@ -299,7 +304,7 @@ export async function runSync(options: RunOptions): Promise<CompleteFrame> {
         shared,
         now,
         concurrency: options.concurrency ?? 8,
-        options: syncOptions,
+        options: endpointOptions,
         itemFailed: (object, error) => {
           ctx.result.failed++;
           if (++refused > MAX_ITEM_FRAMES) return;

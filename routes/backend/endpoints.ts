@@ -1,4 +1,5 @@
 import { createRoute, z } from "@hono/zod-openapi";
+import { checkPolicy } from "../../domain/sync/options.ts";
 import {
   endpointLabel,
   type FieldIssue,
@@ -105,6 +106,16 @@ const HypervisorInput = z.object({
   timeout: z.number().int().min(1).max(3600).default(30).openapi({
     description: "Seconds per hypervisor call",
   }),
+  sync_policy: z.record(z.string(), z.union([z.boolean(), z.string()])).nullable().optional()
+    .transform((value, ctx) => {
+      const checked = checkPolicy(value);
+      if (checked.ok) return checked.value;
+      for (const message of checked.messages) ctx.addIssue({ code: "custom", message });
+      return z.NEVER;
+    }).openapi({
+      description: "Run options this endpoint's runs default to (docs/sync.md, Run options), " +
+        'e.g. {"overwrite_names": false, "stage_sdn": false}; a run\'s query wins. Omitted: kept.',
+    }),
 }).strict().openapi("HypervisorEndpointInput");
 
 const HypervisorOutput = z.object({
@@ -122,6 +133,7 @@ const HypervisorOutput = z.object({
   enabled: z.boolean(),
   timeout: z.number().int(),
   key_source: KeySourceSchema,
+  sync_policy: z.record(z.string(), z.string()).nullable().optional(),
 }).openapi("HypervisorEndpoint");
 
 const CredentialCheck = z.object({ ok: z.literal(true), key_source: KeySourceSchema });

@@ -293,6 +293,12 @@ export function syncRoutes(services: BackendServices, options: SyncRouteOptions 
       : null;
     return {
       syncOptions,
+      /** Per endpoint: its stored policy, then this run's query (the query wins). */
+      optionsFor: (all: HypervisorEndpointRecord[]) => (endpoint: SyncEndpoint) =>
+        mergeOptions(
+          optionsFromQuery(all.find((e) => e.id === endpoint.id)?.sync_policy ?? {}),
+          optionsFromQuery(query),
+        ),
       inventory: planner ?? inventoryApi,
       onItem: (listener: (item: PlanItem) => void) => {
         if (planner) listeners.push(listener);
@@ -372,6 +378,7 @@ export function syncRoutes(services: BackendServices, options: SyncRouteOptions 
             hypervisor,
             inventory: run.inventory,
             syncOptions: run.syncOptions,
+            syncOptionsFor: run.optionsFor(all),
             emit: run.tracking(emit),
             signal: abort.signal,
             now: services.deps.now,
@@ -462,6 +469,7 @@ export function syncRoutes(services: BackendServices, options: SyncRouteOptions 
         hypervisor,
         inventory: run.inventory,
         syncOptions: run.syncOptions,
+        syncOptionsFor: run.optionsFor(all),
         emit: run.tracking(() => {}),
         signal: abort.signal,
         now: services.deps.now,

@@ -280,3 +280,40 @@ Deno.test("e2e sync plan: `deno task sync --dry-run` prints the plan and writes 
     await world.close();
   }
 });
+
+Deno.test("e2e sync options: an endpoint's sync policy is the default of its runs, a run's query wins; a bad policy is a 422", async () => {
+  const world = await syncWorld("nodes=1,vms=2,cts=1,storages=1", FAST_TASKS);
+  try {
+    await addInventoryCopy(world);
+    const bad = await world.backend("POST", "/hypervisor/endpoints", {
+      name: "bad",
+      ip: "127.0.0.1",
+      port: world.port,
+      password: "x",
+      sync_policy: { overwrite_nams: false },
+    });
+    assert.equal(bad.status, 422);
+    assert.match(JSON.stringify(bad.body), /overwrite_nams/);
+    const id = await world.addHypervisorCopy("lab", {
+      sync_policy: { overwrite_names: false, stage_sdn: "false" },
+    });
+    const copy = (await world.backend("GET", "/hypervisor/endpoints")).body
+      .find((e: any) => e.id === id);
+    assert.deepEqual(copy.sync_policy, { overwrite_names: "false", stage_sdn: "false" });
+    const first = await world.stream("/full-update/stream");
+    assert.deepEqual(errorsOf(first), []);
+    assert.deepEqual(await world.inventory("ipam/prefixes/"), [], "sdn left out by the policy");
+    const [vm] = await world.inventory("virtualization/virtual-machines/?ordering=id");
+    await world.inventoryCall("PATCH", `virtualization/virtual-machines/${vm.id}/`, {
+      name: "named-by-the-admin",
+    });
+    const read = async () =>
+      (await world.inventoryCall("GET", `virtualization/virtual-machines/${vm.id}/`)).body.name;
+    await world.backend("GET", "/virtualization/virtual-machines/create");
+    assert.equal(await read(), "named-by-the-admin", "the policy gives names to the admin");
+    await world.backend("GET", "/virtualization/virtual-machines/create?overwrite_names=true");
+    assert.equal(await read(), vm.name, "the run's query wins over the policy");
+  } finally {
+    await world.close();
+  }
+});

@@ -63,3 +63,32 @@ Deno.test("console sync: the plan before Run shows an admin's rename being undon
     h.close();
   }
 });
+
+Deno.test("plugin: a hypervisor endpoint's sync_policy is checked and pushed to its backend copy", async () => {
+  const h = await consoleHarness({ HYPERVISOR_MOCK_TASK_DELAY_MS: "0" });
+  try {
+    await wireAndSync(h, KEY);
+    const [endpoint] = (await h.api("GET", "/api/plugins/service/endpoints/hypervisor/")).body
+      .results;
+    const bad = await h.api("PATCH", `/api/plugins/service/endpoints/hypervisor/${endpoint.id}/`, {
+      sync_policy: { delete_orphans: "maybe" },
+    });
+    assert.equal(bad.status, 400);
+    assert.match(JSON.stringify(bad.body.sync_policy), /delete_orphans: true or false/);
+    const ok = await h.api("PATCH", `/api/plugins/service/endpoints/hypervisor/${endpoint.id}/`, {
+      sync_policy: { overwrite_names: false, primary_ip_preference: "v4" },
+    });
+    assert.equal(ok.status, 200, JSON.stringify(ok.body));
+    assert.equal(ok.body.last_push?.ok, true, JSON.stringify(ok.body.last_push));
+    const [backend] = (await h.api("GET", "/api/plugins/service/endpoints/backend/")).body.results;
+    const copies = await h.app.request("http://console.test/hypervisor/endpoints", {
+      headers: { "x-service-api-key": backend.token },
+    });
+    const copy = (await copies.json()).find((c: { name: string }) =>
+      c.name.endsWith(`(inv:${endpoint.id})`)
+    );
+    assert.deepEqual(copy.sync_policy, { overwrite_names: "false", primary_ip_preference: "v4" });
+  } finally {
+    h.close();
+  }
+});
