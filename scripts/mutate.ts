@@ -119,7 +119,6 @@ export const GROUPS: Record<string, { modules: string[]; tests: string[] }> = {
     tests: [
       "tests/storage/contract/console_sessions_test.ts",
       "tests/routes/ui/session_test.ts",
-      "tests/security/login_test.ts",
       "tests/routes/ui/pages_test.ts",
     ],
   },

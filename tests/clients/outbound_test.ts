@@ -4,7 +4,8 @@
  * answers, HEAD, and an abort that ends a stream.
  */
 import assert from "node:assert/strict";
-import { createOutboundFetch } from "../../clients/outbound.ts";
+import { createOutboundFetch, type OutboundInit } from "../../clients/outbound.ts";
+import { HAS_OPENSSL, selfSigned } from "../_tls.ts";
 
 const guard = () => createOutboundFetch({ allowLoopbackTargets: true, keepAlive: false });
 
@@ -102,6 +103,32 @@ Deno.test("outbound transport: an abort before the answer rejects with the signa
     );
   } finally {
     hold.resolve();
+    await server.shutdown();
+  }
+});
+
+Deno.test({
+  name:
+    "outbound transport: a certificate nobody vouches for is refused unless verification is off",
+  ignore: !HAS_OPENSSL,
+}, async () => {
+  const { cert, key } = await selfSigned("127.0.0.1");
+  let served = 0;
+  const server = Deno.serve({ port: 0, hostname: "127.0.0.1", cert, key, onListen() {} }, () => {
+    served++;
+    return Response.json({ data: "ok" });
+  });
+  try {
+    const url = `https://127.0.0.1:${server.addr.port}/api2/json/version`;
+    // The default (an endpoint with verify_ssl on) trusts only what the system trusts.
+    const refused = await guard()(url).then(() => null, (e) => e);
+    assert.ok(refused instanceof Error, "a self-signed certificate was accepted");
+    assert.equal(served, 0, "no request reached the server");
+    // verify_ssl off (a lab's self-signed cluster): the same server answers.
+    const lenient = await guard()(url, { verifyTls: false } as OutboundInit);
+    assert.deepEqual(await lenient.json(), { data: "ok" });
+    assert.equal(served, 1);
+  } finally {
     await server.shutdown();
   }
 });
