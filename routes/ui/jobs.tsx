@@ -164,7 +164,14 @@ export function jobRoutes(_ctx: ConsoleServices): Hono<ConsoleEnv> {
         session={c.get("session")}
         live={running ? { "data-job-stream": id } : undefined}
       >
-        <PageHead title={`Job #${id}: ${job.name}`} sub={<Status value={job.status} />}>
+        <PageHead
+          title={`Job #${id}: ${job.name}`}
+          sub={
+            <span data-job-status>
+              <Status value={job.status} />
+            </span>
+          }
+        >
           <a class="button" href={job.url}>API object</a>
         </PageHead>
         <dl class="kv card">
@@ -173,7 +180,7 @@ export function jobRoutes(_ctx: ConsoleServices): Hono<ConsoleEnv> {
             <When at={job.created} />
           </dd>
           <dt>Started</dt>
-          <dd>
+          <dd data-job-started>
             <When at={job.started} />
           </dd>
           <dt>Completed</dt>

@@ -202,7 +202,7 @@ Deno.test({
       await shot(page, "sync-form");
       const durable = await serverOffers(w, "/api/plugins/service/sync/");
       if (durable) {
-        await submit(page, "form.form button[type=submit]");
+        await submit(page, "form.form button[type=submit].primary");
         assert.match(
           new URL(page.url()).pathname,
           /^\/ui\/jobs\/\d+$/,
@@ -226,7 +226,7 @@ Deno.test({
         await shot(page, "job");
       } else {
         skipped.push("durable sync job: POST /api/plugins/service/sync/ answered 404; ran live");
-        await page.click("form.form button[type=submit]");
+        await page.click("form.form button[type=submit].primary");
         await page.waitForFunction("document.body.dataset.syncDone !== undefined", {
           timeout: 120_000,
         });

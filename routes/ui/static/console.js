@@ -129,7 +129,7 @@ function stageView(table, log) {
   };
 }
 
-function follow(url, table, log, onEnd) {
+function follow(url, table, log, onEnd, onStep) {
   const view = stageView(table, log);
   const source = new EventSource(url);
   const data = (event) => {
@@ -139,7 +139,10 @@ function follow(url, table, log, onEnd) {
       return { message: event.data };
     }
   };
-  source.addEventListener("step", (e) => view.step(data(e)));
+  source.addEventListener("step", (e) => {
+    view.step(data(e));
+    if (onStep) onStep();
+  });
   source.addEventListener("error", (e) => {
     if (e.data) view.error(data(e));
   });
@@ -203,8 +206,22 @@ document.addEventListener("DOMContentLoaded", () => {
   if (body.dataset.jobStream) {
     const table = document.querySelector("[data-stage-table]");
     const log = document.querySelector("[data-log]");
+    // The stream replays the job's log from its first line: start from an empty box, or every
+    // line written before the page loaded shows twice.
+    if (log) log.textContent = "";
+    let started = false;
     follow(`/ui/live/jobs/${body.dataset.jobStream}`, table, log, () => {
       setTimeout(() => location.reload(), 800);
+    }, () => {
+      // Stages are arriving: the job runs, whatever the page said when it loaded.
+      if (started) return;
+      started = true;
+      for (const cell of document.querySelectorAll("[data-job-status]")) {
+        cell.replaceChildren(badge("running", "info"));
+      }
+      for (const cell of document.querySelectorAll("[data-job-started]")) {
+        if (/never|—/.test(cell.textContent)) cell.textContent = "just now";
+      }
     });
   }
   const live = document.querySelector('form[data-sync-form="live"]');
