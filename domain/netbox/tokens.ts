@@ -330,6 +330,14 @@ export class TokenService {
         ) {
           errors.token = ["Ensure this field has at least 40 characters."];
         }
+        // The prefix marks a v2 token on the wire, so a v1 plaintext carrying it could never be
+        // presented.
+        if (
+          draft.version !== 2 && ctx.op === "create" && typeof ctx.input.token === "string" &&
+          ctx.input.token.startsWith(V2_PREFIX)
+        ) {
+          errors.token = [`A v1 token cannot begin with "${V2_PREFIX}" (that marks a v2 token).`];
+        }
         const actor = ctx.auth;
         if (actor && !actor.isSuperuser) {
           // Editing a more powerful token (stripping or disabling it) is not allowed either.

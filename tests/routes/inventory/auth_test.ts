@@ -345,6 +345,52 @@ Deno.test("permissions: a view-only, read-only token may GET, HEAD and OPTIONS, 
   }
 });
 
+Deno.test("tokens: the version is told by the nbt_ prefix, not the keyword (pynetbox 7.0.0 and netbox.netbox send 'Token' only)", async () => {
+  const inv = await setup();
+  try {
+    const v2 = await inv.call("POST", "/api/users/tokens/", { version: 2, is_superuser: true });
+    const value = `nbt_${v2.body.key}.${v2.body.token}`;
+    // pynetbox 7.0.0 (and Ansible's netbox.netbox 3.13 on top of it) sends every token after
+    // `Token`; NetBox 4.6 reads this header as a v2 token.
+    const asToken = await inv.call("GET", "/api/dcim/sites/", undefined, `Token ${value}`);
+    assert.deepEqual([asToken.status, asToken.body.count], [200, 0], JSON.stringify(asToken.body));
+    const created = await inv.call(
+      "POST",
+      "/api/dcim/sites/",
+      { name: "via v2", slug: "via-v2" },
+      `Token ${value}`,
+    );
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+    const read = await inv.call("GET", `/api/dcim/sites/${created.body.id}/`);
+    assert.equal(read.body.name, "via v2");
+    // A wrong secret stays refused whatever the keyword.
+    const wrong = `nbt_${v2.body.key}.${"0".repeat(40)}`;
+    for (const header of [`Token ${wrong}`, `Bearer ${wrong}`]) {
+      const r = await inv.call("GET", "/api/dcim/sites/", undefined, header);
+      assert.deepEqual([r.status, r.body], [403, { detail: "Invalid token" }], header);
+    }
+    // And a v1 plaintext after `Bearer` is a v1 token, as in NetBox 4.6.
+    const v1 = await inv.call("POST", "/api/users/tokens/", { version: 1, is_superuser: true });
+    const bearerV1 = await inv.call(
+      "GET",
+      "/api/dcim/sites/",
+      undefined,
+      `Bearer ${v1.body.token}`,
+    );
+    assert.equal(bearerV1.status, 200, JSON.stringify(bearerV1.body));
+    // A v1 plaintext may not carry the v2 prefix: it could never be presented.
+    const prefixed = await inv.call("POST", "/api/users/tokens/", {
+      version: 1,
+      token: `nbt_${"a".repeat(40)}`,
+    });
+    assert.deepEqual([prefixed.status, prefixed.body], [400, {
+      token: ['A v1 token cannot begin with "nbt_" (that marks a v2 token).'],
+    }]);
+  } finally {
+    inv.close();
+  }
+});
+
 Deno.test("tokens: malformed and oversized credentials are a 403 'Invalid token', never a 500 or a pass", async () => {
   const inv = await setup();
   try {
@@ -355,6 +401,7 @@ Deno.test("tokens: malformed and oversized credentials are a 403 'Invalid token'
         `Bearer nbt_${"k".repeat(65)}.secret`, // key longer than any issued
         `Bearer nbt_${"k".repeat(3000)}.secret`, // longer than a storage key may be
         `Token ${"t".repeat(513)}`,
+        "Token nbt_abc", // the v2 prefix after `Token`: read as v2, no secret
       ]
     ) {
       const r = await inv.call("GET", "/api/dcim/sites/", undefined, header);
