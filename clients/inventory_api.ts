@@ -9,7 +9,12 @@ import { baseUrl } from "./backend.ts";
 import { fetchFor } from "./hypervisor_probe.ts";
 import { UpstreamCallError } from "./upstream_error.ts";
 import { redactSecrets } from "../domain/redaction.ts";
-import type { InventoryApi, InventoryBody, InventoryObject } from "../domain/sync/ports.ts";
+import {
+  type InventoryApi,
+  type InventoryBody,
+  type InventoryObject,
+  versionAtLeast,
+} from "../domain/sync/ports.ts";
 
 export const PAGE_SIZE = 1000;
 const CONTEXT_PATHS = new Set(["dcim/devices/", "virtualization/virtual-machines/"]);
@@ -119,6 +124,25 @@ export class InventoryApiClient implements InventoryApi {
   /** HTTP requests made (for the benchmark's requests-per-guest figure). */
   requests = 0;
 
+  #apiVersion: string | null = null;
+  /**
+   * Sent as `changelog_message` with every write (NetBox 4.4+ records it in the change log), so
+   * an admin sees which run made a change. Not sent to an inventory announcing an older API.
+   */
+  changelogMessage: string | null = null;
+
+  /** The `API-Version` the inventory announced, null until its first answer. */
+  apiVersion(): string | null {
+    return this.#apiVersion;
+  }
+
+  /** Write bodies with the run's changelog message, when the inventory knows the field. */
+  #withMessage<T extends Record<string, unknown>>(bodies: T[]): T[] {
+    const message = this.changelogMessage;
+    if (!message || !versionAtLeast(this.#apiVersion, 4, 4)) return bodies;
+    return bodies.map((b) => ({ ...b, changelog_message: message.slice(0, 200) }));
+  }
+
   constructor(readonly connection: InventoryConnection, options: InventoryApiOptions) {
     this.api = `${baseUrl(connection.use_https, connection.ip, connection.port)}/api/`;
     this.#send = fetchFor(this.api, connection.verify_ssl, options.fetch);
@@ -164,6 +188,7 @@ export class InventoryApiClient implements InventoryApi {
       throw new InventoryApiError(operation, shown, null, cause, hintFor(null, cause));
     }
     const text = await response.text().catch(() => "");
+    this.#apiVersion = response.headers.get("api-version") ?? this.#apiVersion;
     if (!response.ok) {
       const location = response.headers.get("location");
       const error = new InventoryApiError(
@@ -268,7 +293,7 @@ export class InventoryApiClient implements InventoryApi {
       "POST",
       `bulk create (${bodies.length}) on`,
       this.api + path,
-      bodies,
+      this.#withMessage(bodies),
       signal,
     );
     return Array.isArray(made) ? made : [made as InventoryObject];
@@ -284,7 +309,7 @@ export class InventoryApiClient implements InventoryApi {
       "PATCH",
       `bulk update (${bodies.length}) on`,
       this.api + path,
-      bodies,
+      this.#withMessage(bodies),
       signal,
     );
     return Array.isArray(done) ? done : [done as InventoryObject];
@@ -296,7 +321,7 @@ export class InventoryApiClient implements InventoryApi {
       "DELETE",
       `bulk delete (${ids.length}) on`,
       this.api + path,
-      ids.map((id) => ({ id })),
+      this.#withMessage(ids.map((id) => ({ id }))),
       signal,
     );
   }

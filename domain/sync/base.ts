@@ -26,6 +26,7 @@ export const PATHS = {
   clusterTypes: "virtualization/cluster-types/",
   clusters: "virtualization/clusters/",
   vms: "virtualization/virtual-machines/",
+  vmTypes: "virtualization/virtual-machine-types/",
   vmInterfaces: "virtualization/interfaces/",
   disks: "virtualization/virtual-disks/",
   ips: "ipam/ip-addresses/",

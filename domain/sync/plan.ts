@@ -95,6 +95,10 @@ export class PlanningInventory implements InventoryApi {
     this.onItem(full);
   }
 
+  apiVersion(): string | null {
+    return this.inner.apiVersion?.() ?? null;
+  }
+
   async list(path: string, filters: Record<string, string | string[]>, signal?: AbortSignal) {
     // An object only this dry run made has no children upstream yet.
     const found = hasNegativeId(filters) ? [] : await this.inner.list(path, filters, signal);

@@ -43,6 +43,11 @@ export interface InventoryApi {
   delete(path: string, ids: number[], signal?: AbortSignal): Promise<void>;
   /** GET one document that is not a list (a settings singleton); null when there is none. */
   read?(path: string, signal?: AbortSignal): Promise<Record<string, unknown> | null>;
+  /**
+   * The `API-Version` the inventory announced ("4.6", "4.2"), null before its first answer or
+   * when it sent none: the stages use what that version offers (docs/sync.md, NetBox versions).
+   */
+  apiVersion?(): string | null;
 }
 
 /**
@@ -68,3 +73,10 @@ export type SyncEndpoint = Pick<
   HypervisorEndpointRecord,
   "id" | "name" | "ip" | "port" | "use_https" | "verify_ssl" | "username"
 >;
+
+/** Is an announced API version ("4.6") at least major.minor? Unknown (null) counts as no. */
+export function versionAtLeast(version: string | null, major: number, minor: number): boolean {
+  const m = /^(\d+)\.(\d+)/.exec(version ?? "");
+  if (!m) return false;
+  return Number(m[1]) > major || (Number(m[1]) === major && Number(m[2]) >= minor);
+}

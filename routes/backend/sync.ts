@@ -347,6 +347,7 @@ export function syncRoutes(services: BackendServices, options: SyncRouteOptions 
     const run = runOptions(query, inventoryApi);
     const abort = new AbortController();
     const held = await hold(all, endpoints, what, abort);
+    inventoryApi.changelogMessage = `Bridgebox sync run ${held.runId} (${what})`;
     abort.signal.addEventListener("abort", () => held.cancelled(), { once: true });
     {
       const requestSignal = c.req.raw.signal;
@@ -455,6 +456,7 @@ export function syncRoutes(services: BackendServices, options: SyncRouteOptions 
     const run = runOptions(query, inventoryApi);
     const abort = new AbortController();
     const held = await hold(all, endpoints, what, abort);
+    inventoryApi.changelogMessage = `Bridgebox sync run ${held.runId} (${what})`;
     const requestSignal = c.req.raw.signal;
     const onRequestAbort = () => {
       held.cancelled();

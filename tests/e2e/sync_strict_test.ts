@@ -107,3 +107,88 @@ Deno.test("e2e sync, strict inventory: the same private addresses in two cluster
     await world.close();
   }
 });
+
+Deno.test("e2e sync, NetBox 4.6: qemu/lxc virtual machine types, onboot as start_on_boot, a changelog message naming the run", async () => {
+  const world = await syncWorld("nodes=1,vms=2,cts=1,storages=1", FAST_TASKS);
+  try {
+    await addInventoryCopy(world);
+    await world.addHypervisorCopy("lab");
+    const guests = await world.hypervisor("GET", "/cluster/resources", { type: "vm" });
+    const [qemu] = guests.filter((r: any) => r.type === "qemu")
+      .sort((a: any, b: any) => a.vmid - b.vmid);
+    await world.hypervisor("PUT", `/nodes/${qemu.node}/qemu/${qemu.vmid}/config`, { onboot: "1" });
+    const done = completes(await world.stream("/full-update/stream"))[0].data;
+    assert.equal(done.ok, true, JSON.stringify(done));
+    const types = await world.inventory("virtualization/virtual-machine-types/");
+    assert.deepEqual(types.map((t: any) => t.slug).sort(), [
+      "lxc-container",
+      "qemu-virtual-machine",
+    ]);
+    const states = await world.inventory("plugins/service/vm-sync-state/");
+    const vms = await world.inventory("virtualization/virtual-machines/");
+    for (const state of states) {
+      const vm = vms.find((v: any) => v.id === state.virtual_machine.id);
+      const type = state.vm_type?.value ?? state.vm_type;
+      assert.equal(
+        vm.virtual_machine_type?.slug,
+        type === "lxc" ? "lxc-container" : "qemu-virtual-machine",
+        JSON.stringify(state),
+      );
+      const guest = guests.find((g: any) => g.vmid === state.vmid);
+      const config = await world.hypervisor(
+        "GET",
+        `/nodes/${guest.node}/${guest.type}/${guest.vmid}/config`,
+      );
+      const boot = Number(config.onboot) === 1 ? "on" : "off";
+      if (state.vmid === qemu.vmid) assert.equal(boot, "on");
+      assert.equal(vm.start_on_boot?.value ?? vm.start_on_boot, boot, `vmid ${state.vmid}`);
+    }
+    // Every change the run made is in the change log under its message.
+    const changes = await world.inventory("core/object-changes/");
+    const vmChanges = changes.filter((c: any) =>
+      c.changed_object_type === "virtualization.virtualmachine"
+    );
+    assert.ok(vmChanges.length >= 3);
+    for (const c of vmChanges) {
+      assert.match(
+        String(c.message),
+        /^Bridgebox sync run \S+ \(/,
+      );
+    }
+  } finally {
+    await world.close();
+  }
+});
+
+Deno.test("e2e sync, an inventory answering API-Version 4.2: no 4.6 fields, no virtual machine types, no changelog message", async () => {
+  // A recorded-answer double in front of the inventory: every answer says API-Version 4.2.
+  const bodies: string[] = [];
+  const paths: string[] = [];
+  const as42: typeof fetch = async (input, init) => {
+    const url = input instanceof Request ? input.url : String(input);
+    if (!url.includes("/api/")) return fetch(input, init);
+    paths.push(`${init?.method ?? "GET"} ${new URL(url).pathname}`);
+    if (typeof init?.body === "string") bodies.push(init.body);
+    const res = await fetch(input, init);
+    const headers = new Headers(res.headers);
+    headers.set("API-Version", "4.2");
+    return new Response(res.body, { status: res.status, headers });
+  };
+  const world = await syncWorld("nodes=1,vms=2,cts=1,storages=1", FAST_TASKS, { fetch: as42 });
+  try {
+    await addInventoryCopy(world);
+    await world.addHypervisorCopy("lab");
+    const done = completes(await world.stream("/full-update/stream"))[0].data;
+    assert.equal(done.ok, true, JSON.stringify(done));
+    assert.ok(bodies.length > 10, "the sync wrote through the double");
+    assert.ok(!paths.some((p) => p.includes("virtual-machine-types")), "no 4.6 endpoint asked");
+    for (const field of ["virtual_machine_type", "start_on_boot", "changelog_message"]) {
+      assert.ok(!bodies.some((b) => b.includes(`"${field}"`)), `${field} not sent to 4.2`);
+    }
+    const vms = await world.inventory("virtualization/virtual-machines/");
+    assert.equal(vms.length, 3);
+    assert.ok(vms.every((v: any) => v.virtual_machine_type === null));
+  } finally {
+    await world.close();
+  }
+});

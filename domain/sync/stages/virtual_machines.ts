@@ -20,7 +20,7 @@ import {
 } from "../proxmox.ts";
 import { type Desired, reconcile } from "../reconcile.ts";
 import { createOnlyFields } from "../options.ts";
-import type { InventoryObject } from "../ports.ts";
+import { type InventoryObject, versionAtLeast } from "../ports.ts";
 
 const NAME_MAX = 64;
 
@@ -143,6 +143,24 @@ export async function syncVirtualMachines(ctx: StageContext): Promise<void> {
     vm_role: true,
   });
 
+  // NetBox 4.6 has virtual machine types (qemu and lxc here) and 4.5 `start_on_boot`; an
+  // inventory announcing an older API gets neither (docs/sync.md, NetBox versions).
+  const version = ctx.inv.apiVersion?.() ?? null;
+  const typed = versionAtLeast(version, 4, 6);
+  const qemuType = typed
+    ? await ensureBySlug(ctx, PATHS.vmTypes, "qemu-virtual-machine", {
+      name: "QEMU virtual machine",
+      description: "Proxmox VE QEMU/KVM guest",
+    })
+    : null;
+  const lxcType = typed
+    ? await ensureBySlug(ctx, PATHS.vmTypes, "lxc-container", {
+      name: "LXC container",
+      description: "Proxmox VE LXC container",
+    })
+    : null;
+  const bootField = versionAtLeast(version, 4, 5);
+
   // Guest tags become inventory tags (by slug); they are managed on synced VMs.
   const tagNames = [...new Set(list.flatMap((g) => guestTags(g.config)))];
   const guestTagIds = await ensureTags(
@@ -203,6 +221,8 @@ export async function syncVirtualMachines(ctx: StageContext): Promise<void> {
         cluster: base.cluster,
         device: devices.get(g.node) ?? null,
         role: g.type === "lxc" ? lxcRole.id : qemuRole.id,
+        ...(typed ? { virtual_machine_type: g.type === "lxc" ? lxcType!.id : qemuType!.id } : {}),
+        ...(bootField ? { start_on_boot: Number(g.config.onboot) === 1 ? "on" : "off" } : {}),
         vcpus: guestVcpus(g.type, g.config, g.maxcpu),
         memory: guestMemoryMb(g.config, g.maxmem),
         ...(hasDisks
