@@ -208,10 +208,23 @@ export function jobRoutes(_ctx: ConsoleServices): Hono<ConsoleEnv> {
                   <td>{s.sync_type}</td>
                   <td>{endpointName.get(s.endpoint_id) ?? s.endpoint_id ?? "—"}</td>
                   <td>
-                    <Status value={r.failed > 0 ? "failed" : "completed"} />
+                    <Status
+                      value={r.skipped
+                        ? "skipped"
+                        : r.failed > 0 || r.error
+                        ? "failed"
+                        : "completed"}
+                    />
                   </td>
                   <td>
-                    <progress max={1} value={1}>done</progress>
+                    {/* A full bar only for a stage that did its work; a failed one says why. */}
+                    {r.skipped || r.failed > 0 || r.error
+                      ? (
+                        <span class="error-text">
+                          {r.error ? String(r.error).slice(0, 300) : "—"}
+                        </span>
+                      )
+                      : <progress max={1} value={1}>done</progress>}
                   </td>
                   <td class="num">{r.created ?? "—"}</td>
                   <td class="num">{r.updated ?? "—"}</td>
