@@ -104,6 +104,7 @@ function world(answer: Answerer, options: { health?: boolean[]; renewOk?: boolea
     recordLastSync: () => Promise.resolve(),
     secrets: () => Promise.resolve([]),
   };
+  const slept: number[] = [];
   const run = (types: string[] = [...SYNC_TYPES], extra: Partial<JobSpec> = {}) => {
     const spec: JobSpec = {
       kind: "sync",
@@ -124,9 +125,9 @@ function world(answer: Answerer, options: { health?: boolean[]; renewOk?: boolea
       },
       signal: new AbortController().signal,
       timing: {
-        healthBackoffMs: [1, 1, 1],
-        retryBackoffMs: [1, 1],
-        sleep: () => Promise.resolve(),
+        healthBackoffMs: [11, 13, 17],
+        retryBackoffMs: [5, 7],
+        sleep: (ms: number) => Promise.resolve(void slept.push(ms)),
         now: Date.now,
       },
     });
@@ -138,6 +139,8 @@ function world(answer: Answerer, options: { health?: boolean[]; renewOk?: boolea
     records,
     run,
     renewals: () => renewals,
+    /** The pauses the runner took, in ms, in order. */
+    slept,
     healthCalls: () => healthCalls,
   };
 }
@@ -222,6 +225,7 @@ Deno.test("runner: an optional stage whose call keeps failing is skipped and the
   const out = await w.run(["devices", "task-history"]);
   assert.equal(out.status, "completed");
   assert.equal(w.calls.filter((c) => c.includes("task-history")).length, 3, "two retries");
+  assert.deepEqual(w.slept, [5, 7], "each retry waits its own backoff, in order");
   assert.equal(w.records.find((r) => r.sync_type === "task-history")!.result_summary.skipped, true);
 });
 
@@ -235,10 +239,12 @@ Deno.test("runner: a backend that never gets healthy errors after the backoff, w
     /Preflight: the backend is not ready after 4 checks: GET \/health: backend unreachable/,
   );
   assert.deepEqual(w.calls, [], "no stage was called");
+  assert.deepEqual(w.slept, [11, 13, 17], "a growing pause between checks");
 
   const late = world(() => ok(stageFrames(["devices"])), { health: [false, false, true] });
   assert.equal((await late.run(["devices"])).status, "completed");
   assert.equal(late.healthCalls(), 3);
+  assert.deepEqual(late.slept, [11, 13]);
 });
 
 Deno.test("runner: a 4xx is final (no retry)", async () => {
