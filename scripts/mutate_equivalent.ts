@@ -71,4 +71,10 @@ export const EQUIVALENT: Equivalent[] = [
     why: "the progress throttle: without it the same progress arrives in more frames " +
       "(first and last frames are sent either way)",
   },
+  {
+    module: "domain/jobs/service.ts",
+    what: "?? → ||",
+    line: "const every = this.deps.progressEveryMs ?? 250;",
+    why: "progressEveryMs is a test seam no deployment sets; 0 and 250 differ only in frame count",
+  },
 ];
