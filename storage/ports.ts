@@ -542,6 +542,44 @@ export interface SyncRunLockStore {
   release(endpointIds: readonly number[], runId: string): Promise<void>;
 }
 
+// ---------------------------------------------------------------- browser terminal
+
+/** One opened terminal session, as recorded for admins. */
+export interface TerminalSessionRecord {
+  id: string;
+  endpoint_id: number;
+  endpoint_name: string;
+  host: string;
+  port: number;
+  ssh_username: string;
+  /** The inventory token the console user signed in with. */
+  token_id: number;
+  user: string;
+  console_session: string;
+  created: string;
+  attached: string | null;
+  ended: string | null;
+  duration_seconds: number | null;
+  end_reason: string | null;
+}
+
+export interface TerminalTicket {
+  session_id: string;
+  console_session: string;
+  endpoint_id: number;
+}
+
+/** Browser terminal sessions and their one-time tickets (domain/terminal.ts). */
+export interface TerminalSessionStore {
+  putTicket(hash: string, ticket: TerminalTicket, ttlMs: number): Promise<void>;
+  /** Returns and deletes the ticket in one checked step: a second take gets null. */
+  takeTicket(hash: string): Promise<TerminalTicket | null>;
+  put(record: TerminalSessionRecord): Promise<void>;
+  get(id: string): Promise<TerminalSessionRecord | null>;
+  /** Newest first. */
+  list(limit: number): Promise<TerminalSessionRecord[]>;
+}
+
 // ---------------------------------------------------------------- everything, wired once
 
 /**
@@ -563,4 +601,6 @@ export interface Storage {
   jobs: JobStore;
   /** One sync run per hypervisor endpoint at a time (backend routes). */
   syncRuns: SyncRunLockStore;
+  /** Browser terminal sessions (recorded) and their one-time tickets. */
+  terminalSessions: TerminalSessionStore;
 }

@@ -1,6 +1,7 @@
 import type { Config } from "../../config.ts";
 import type { Logger } from "../../infra/logger.ts";
 import type { Storage } from "../../storage/ports.ts";
+import type { SshConnector } from "../../domain/terminal.ts";
 
 /**
  * Everything a surface may use. Built once in main.ts (or a test) and passed down. It lives
@@ -24,6 +25,10 @@ export interface AppDeps {
   /** Epoch milliseconds. */
   now: () => number;
   logger: Logger;
+  /** The browser terminal's SSH client (default: clients/ssh.ts). */
+  ssh?: SshConnector;
+  /** The browser terminal's idle timeout (milliseconds; default 15 minutes). */
+  terminalIdleTimeoutMs?: number;
 }
 
 /** Connection facts a surface needs from the server; Deno.serve's handler info fits. */

@@ -9,6 +9,10 @@ import { Scalar } from "@scalar/hono-api-reference";
 const ASSETS = {
   "scalar.js": { specifier: "@scalar/api-reference", path: "dist/browser/standalone.js" },
   "redoc.js": { specifier: "redoc", path: "bundles/redoc.standalone.js" },
+  // The browser terminal's emulator (routes/ui/terminal.tsx).
+  "xterm.js": { specifier: "@xterm/xterm", path: "lib/xterm.js" },
+  "xterm.css": { specifier: "@xterm/xterm", path: "css/xterm.css" },
+  "addon-fit.js": { specifier: "@xterm/addon-fit", path: "lib/addon-fit.js" },
 } as const;
 
 /**
@@ -25,7 +29,7 @@ function offline(name: AssetName, bytes: Uint8Array): Uint8Array {
   return new TextEncoder().encode(text.replaceAll(REDOC_CDN_LOGO, EMPTY_IMAGE));
 }
 
-type AssetName = keyof typeof ASSETS;
+export type AssetName = keyof typeof ASSETS;
 const cache = new Map<AssetName, Promise<Uint8Array>>();
 
 function packageRoot(specifier: string): URL {
@@ -93,7 +97,10 @@ export function docsRoutes(options: {
   app.get(`${staticBase}/:asset`, async (c) => {
     const name = c.req.param("asset");
     // Own properties only: "constructor" or "toString" are not assets.
-    if (!Object.hasOwn(ASSETS, name)) return c.json({ detail: "Not Found" }, 404);
+    if (
+      !Object.hasOwn(ASSETS, name) || !name.endsWith(".js") || name === "xterm.js" ||
+      name === "addon-fit.js"
+    ) return c.json({ detail: "Not Found" }, 404);
     const body = await readAsset(name as AssetName);
     return c.body(body as Uint8Array<ArrayBuffer>, 200, {
       "content-type": "text/javascript; charset=utf-8",

@@ -42,6 +42,29 @@ export class ConsoleApi {
     readonly actor: string,
   ) {}
 
+  /**
+   * The same caller on a copy of the request: a WebSocket handler keeps calling after the
+   * upgrade, when the original request can no longer be read.
+   */
+  detached(): ConsoleApi {
+    const copy = new Request(this.incoming.url, { headers: new Headers(this.incoming.headers) });
+    // Deno's handler info reads the closed request lazily: keep plain values.
+    const remote = this.env?.remoteAddr;
+    const env: ServeEnv = {
+      remoteAddr: remote ? { hostname: remote.hostname, port: remote.port } : undefined,
+      internal: this.env?.internal,
+      origin: this.env?.origin,
+    };
+    return new ConsoleApi(
+      this.inventory,
+      this.authorization,
+      copy,
+      env,
+      this.fetchFn,
+      this.actor,
+    );
+  }
+
   /** The origin the browser used: absolute `url` fields in answers point there. */
   get origin(): string {
     return new URL(this.incoming.url).origin;

@@ -5,6 +5,7 @@ import type { AuthInfo } from "../../domain/netbox/types.ts";
 import type { TokenService } from "../../domain/netbox/tokens.ts";
 import type { ConsoleApi } from "./api.ts";
 import type { ConsoleSessions, Session } from "../../domain/console_sessions.ts";
+import type { SshConnector, TerminalSessions } from "../../domain/terminal.ts";
 
 export type ConsoleEnv = {
   Bindings: ServeEnv;
@@ -16,4 +17,14 @@ export interface ConsoleServices {
   deps: AppDeps;
   sessions: ConsoleSessions;
   tokens: TokenService;
+  terminals: TerminalServices;
+}
+
+/** The browser terminal's parts (routes/ui/terminal.tsx). */
+export interface TerminalServices {
+  sessions: TerminalSessions;
+  ssh: SshConnector;
+  idleTimeoutMs: number;
+  /** Open terminals per console session, so signing out ends them (this process). */
+  live: Map<string, Set<(code: number, reason: string) => void>>;
 }

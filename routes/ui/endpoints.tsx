@@ -131,6 +131,17 @@ export function endpointRoutes(_ctx: ConsoleServices): Hono<ConsoleEnv> {
                           )}
                           <td>
                             <a href={`/ui/endpoints/hypervisor/${r.id}`}>{r.display}</a>
+                            {r.has_ssh_terminal_credentials && (
+                              <>
+                                {" "}
+                                <a
+                                  class="button small"
+                                  href={`/ui/endpoints/hypervisor/${r.id}/terminal`}
+                                >
+                                  Terminal
+                                </a>
+                              </>
+                            )}
                           </td>
                           <td data-status-for={String(r.id)}>
                             {r.enabled === false ? <Status value="disabled" /> : "—"}

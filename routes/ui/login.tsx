@@ -4,6 +4,7 @@
  * sign-out ends the session server-side. Failed sign-ins count toward the per-address lockout
  * the backend uses for its keys.
  */
+import { endTerminals } from "./terminal.tsx";
 import { Hono } from "hono";
 import { deleteCookie, getCookie, setCookie } from "hono/cookie";
 import { Lockout } from "../../domain/lockout.ts";
@@ -149,6 +150,7 @@ export function logoutRoutes(ctx: ConsoleServices): Hono<ConsoleEnv> {
   const app = new Hono<ConsoleEnv>();
   app.post("/ui/logout", async (c) => {
     await ctx.sessions.destroy(c.get("session").id);
+    endTerminals(ctx.terminals, c.get("session").id);
     deleteCookie(c, SESSION_COOKIE, { path: "/ui" });
     return c.redirect("/ui/login?reason=signedout", 303);
   });

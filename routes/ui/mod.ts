@@ -26,6 +26,9 @@ import { actionRoutes } from "./actions.tsx";
 import { liveRoutes } from "./live.ts";
 import { staticRoutes } from "./static.ts";
 import { errorPage } from "./errors.tsx";
+import { terminalRoutes } from "./terminal.tsx";
+import { DEFAULT_IDLE_TIMEOUT_MS, TerminalSessions } from "../../domain/terminal.ts";
+import { sshConnector } from "../../clients/ssh.ts";
 
 export interface ConsoleOptions {
   /** The inventory surface (core + plugin REST API) the pages call in-process. */
@@ -54,6 +57,12 @@ export function createConsoleApp(
       encryptionKey: deps.config.encryptionKey,
       now: deps.now,
     }),
+    terminals: {
+      sessions: new TerminalSessions(deps.storage.terminalSessions, deps.now),
+      ssh: deps.ssh ?? sshConnector(),
+      idleTimeoutMs: deps.terminalIdleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS,
+      live: new Map(),
+    },
   };
   const app = new Hono<ConsoleEnv>();
 
@@ -168,6 +177,7 @@ export function createConsoleApp(
   app.route("/", jobRoutes(ctx));
   app.route("/", actionRoutes(ctx));
   app.route("/", liveRoutes(ctx));
+  app.route("/", terminalRoutes(ctx));
 
   return app as unknown as Hono<{ Bindings: ServeEnv }>;
 }

@@ -66,6 +66,13 @@ export const keys = {
   // inventory plugin (plugin models themselves live in the inventory model engine's keys)
   pluginSettings: (): Key => ["plugin", "settings"],
   consoleSession: (id: string): Key => ["ui", "session", id],
+  terminalTicket: (hash: string): Key => ["terminal", "ticket", hash],
+  terminalSession: (id: string): Key => ["terminal", "session", id],
+  /** Newest first: the key sorts by (MAX - created ms). */
+  terminalSessionOrder: (
+    inverted: string,
+    id: string,
+  ): Key => ["terminal", "by_time", inverted, id],
 
   // inventory surface (models, indexes, tokens, jobs): see domain/netbox and routes/inventory
   // Objects of every model live under ["inventory", "obj", <model>, <id>]; the model name is
