@@ -318,6 +318,7 @@ Deno.test("paging: walking every page of any filtered, ordered list gives each m
       [`cluster_id=${clusters[1].id}`]: (v) => v.cluster.id === clusters[1].id,
       [`cluster_id=${clusters[0].id}&cluster_id=${clusters[2].id}`]: (v) =>
         v.cluster.id !== clusters[1].id,
+      [`cluster__id=${clusters[2].id}`]: (v) => v.cluster.id === clusters[2].id,
       "status=active": (v) => v.status.value === "active",
       [`status=offline&cluster_id=${clusters[2].id}`]: (v) =>
         v.status.value === "offline" && v.cluster.id === clusters[2].id,
