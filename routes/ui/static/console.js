@@ -114,7 +114,16 @@ function stageView(table, log) {
           if (c) c.textContent = r[k.toLowerCase()] ?? "0";
         }
       }
-      if (frame.message) line(`[${frame.step}] ${frame.message}`);
+      // The log says what happened in words; the raw frame messages (timings, internal names)
+      // stay in the stage table and the API.
+      if (frame.status === "started") line(`${frame.step}: started`);
+      if (frame.status === "completed") {
+        const r = frame.result || {};
+        line(
+          `${frame.step}: completed, ${r.created ?? 0} created, ${r.updated ?? 0} updated, ` +
+            `${r.unchanged ?? 0} unchanged, ${r.failed ?? 0} failed`,
+        );
+      }
     },
     error(frame) {
       const row = rowFor(frame.step || "sync", frame.endpoint_id);
@@ -124,7 +133,7 @@ function stageView(table, log) {
       if (state) {
         state.replaceChildren(badge("failed", "bad"), el("div", { class: "stage-error" }, text));
       }
-      line(`[${frame.step || "sync"}] ERROR ${text}`);
+      line(`${frame.step || "sync"}: failed: ${text}`);
     },
   };
 }
