@@ -89,6 +89,12 @@ export function terminalRoutes(ctx: ConsoleServices): Hono<ConsoleEnv> {
   app.get("/ui/endpoints/hypervisor/:id/terminal", async (c) => {
     const id = idParam(c);
     const e = id === null ? null : await endpoint(c, id);
+    // xterm.js writes its theme into a <style> element: this page alone allows inline styles
+    // (scripts stay 'self' only).
+    c.header(
+      "content-security-policy",
+      "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+    );
     const page = (body: Child) =>
       c.html(
         <Layout
