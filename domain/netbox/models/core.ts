@@ -1527,7 +1527,8 @@ export function tokenModel(
     verbose: "token",
     path: "users/tokens/",
     fields: {
-      version: { type: "int", default: 1, min: 1, max: 2 },
+      // NetBox 4.5: new tokens are v2 unless v1 (deprecated) is asked for.
+      version: { type: "int", default: 2, min: 1, max: 2 },
       key: { type: "string", readOnly: true, nullable: true, index: false },
       /** NetBox 4.5: which pepper signed a v2 digest (null: v1, or a v2 token from before). */
       pepper_id: { type: "int", readOnly: true, nullable: true, default: null },

@@ -127,7 +127,7 @@ Deno.test("tokens: v1 and v2 creation, secret shown once, both header forms, v1 
     const expired = await inv.call("POST", "/api/users/tokens/", {
       expires: "2000-01-01T00:00:00Z",
     });
-    const exp = await inv.call("GET", "/api/dcim/sites/", undefined, `Token ${expired.body.token}`);
+    const exp = await inv.call("GET", "/api/dcim/sites/", undefined, expired.body.header);
     assert.deepEqual([exp.status, exp.body], [403, { detail: "Token expired" }]);
     // last_used is recorded.
     const me = await inv.call("GET", `/api/users/tokens/${v2.body.id}/`);
@@ -143,7 +143,8 @@ Deno.test("permissions: app.action_model, write_enabled, no privilege escalation
     const make = async (body: Record<string, unknown>) => {
       const r = await inv.call("POST", "/api/users/tokens/", body);
       assert.equal(r.status, 201, JSON.stringify(r.body));
-      return `Token ${r.body.token}`;
+      // A v2 token (the default): the create answer's `header` is `Bearer nbt_<key>.<token>`.
+      return r.body.header as string;
     };
     const denied = { detail: "You do not have permission to perform this action." };
     const reader = await make({ permissions: ["dcim.view_site"] });
@@ -426,6 +427,10 @@ Deno.test("tokens: the version can be restated but not changed; a chosen v2 secr
     assert.deepEqual([changed.status, changed.body], [400, {
       version: ["The version of an existing token cannot be changed."],
     }]);
+    // NetBox 4.5: a token asked for without a version is v2, shown as its key.
+    const plain = await inv.call("POST", "/api/users/tokens/", { description: "default" });
+    assert.deepEqual([plain.body.version, plain.body.display], [2, plain.body.key]);
+    assert.match(plain.body.header, /^Bearer nbt_[A-Za-z0-9]{12}\.[A-Za-z0-9]{40}$/);
     const weak = await inv.call("POST", "/api/users/tokens/", { version: 2, token: "short" });
     assert.deepEqual([weak.status, weak.body], [400, {
       token: ["Ensure this field has at least 40 characters of letters and digits."],
