@@ -25,6 +25,8 @@ export interface TerminalServices {
   sessions: TerminalSessions;
   ssh: SshConnector;
   idleTimeoutMs: number;
+  /** A session record that could not be written (logged). */
+  onRecordFailed(error: string): void;
   /** Open terminals per console session, so signing out ends them (this process). */
   live: Map<string, Set<(code: number, reason: string) => void>>;
 }

@@ -62,6 +62,8 @@ export function createConsoleApp(
       ssh: deps.ssh ?? sshConnector(),
       idleTimeoutMs: deps.terminalIdleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS,
       live: new Map(),
+      onRecordFailed: (error) =>
+        deps.logger.log("error", "terminal session record not written", { error }),
     },
   };
   const app = new Hono<ConsoleEnv>();

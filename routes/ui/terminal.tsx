@@ -304,7 +304,13 @@ function attach(
     t.live.get(consoleSession)?.delete(finish);
     if (t.live.get(consoleSession)?.size === 0) t.live.delete(consoleSession);
     shell?.close();
-    if (record) void t.sessions.ended(record, reason);
+    if (record) {
+      // The socket is gone either way; a failed write (e.g. storage closing at shutdown) is
+      // logged, never an unhandled rejection.
+      t.sessions.ended(record, reason).catch((error) =>
+        t.onRecordFailed(error instanceof Error ? error.message : String(error))
+      );
+    }
     if (socket.readyState === WebSocket.OPEN || socket.readyState === WebSocket.CONNECTING) {
       try {
         socket.close(code, reason);
