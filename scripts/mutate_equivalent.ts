@@ -77,4 +77,10 @@ export const EQUIVALENT: Equivalent[] = [
     line: "const every = this.deps.progressEveryMs ?? 250;",
     why: "progressEveryMs is a test seam no deployment sets; 0 and 250 differ only in frame count",
   },
+  {
+    module: "domain/netbox/engine/write.ts",
+    what: "remove line",
+    line: "lookupAt.set(key, at);",
+    why: "a dedupe of the unique-index reads of one batch: without it the same key is read twice",
+  },
 ];
