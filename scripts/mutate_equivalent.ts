@@ -83,4 +83,10 @@ export const EQUIVALENT: Equivalent[] = [
     line: "lookupAt.set(key, at);",
     why: "a dedupe of the unique-index reads of one batch: without it the same key is read twice",
   },
+  {
+    module: "routes/ui/live.ts",
+    what: "?? → ||",
+    line: 'const wanted = new Set(c.req.queries("sync_types") ?? []);',
+    why: "queries() gives an array or undefined, never another falsy value",
+  },
 ];

@@ -490,8 +490,14 @@ Deno.test("console live: a live stage run needs core.add_job; a view-only token 
     const admin = h.client();
     await admin.signIn(ROOT);
     const adminCsrf = csrfOf((await admin.get("/ui/sync")).html);
-    await admin.get(`/ui/live/stages?sync_types=all&_csrf=${adminCsrf}`);
+    const run = await admin.get(`/ui/live/stages?sync_types=all&_csrf=${adminCsrf}`);
     assert.deepEqual(runs(), ["GET /full-update/stream"]);
+    // The backend refuses that run (no inventory copy yet): its words end the live stream.
+    const complete = /event: complete\ndata: (.*)\n/.exec(run.html)?.[1];
+    assert.ok(complete, run.html.slice(0, 500));
+    const body = JSON.parse(complete);
+    assert.equal(body.ok, false);
+    assert.match(body.message, /inventory/i, complete);
   } finally {
     h.close();
   }
