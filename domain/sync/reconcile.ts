@@ -4,7 +4,12 @@
  * whose fields already match, so a second run with nothing changed writes nothing.
  */
 import type { StageContext } from "./context.ts";
-import type { CallFailure, InventoryBody, InventoryObject } from "./ports.ts";
+import {
+  type CallFailure,
+  type InventoryBody,
+  type InventoryObject,
+  versionAtLeast,
+} from "./ports.ts";
 
 export interface Desired {
   /** Identity of the object (never a display name alone). */
@@ -157,6 +162,30 @@ export function changes(
   return Object.keys(patch).length ? patch : null;
 }
 
+/**
+ * On an inventory offering NetBox 4.6's `add_tags`/`remove_tags`, an update's tag change is sent
+ * as those (the tags to add, the sync's own tags to take off), never as the whole list: a tag an
+ * admin sets between the sync's read and its write is never clobbered.
+ */
+function tagDelta(
+  ctx: StageContext,
+  current: InventoryObject,
+  patch: InventoryBody | null,
+): InventoryBody | null {
+  if (!patch || !Array.isArray(patch.tags)) return patch;
+  if (!versionAtLeast(ctx.inv.apiVersion?.() ?? null, 4, 6)) return patch;
+  const have = new Set(tagIds(current.tags));
+  const next = new Set(tagIds(patch.tags));
+  const { tags: _whole, ...rest } = patch;
+  const add = [...next].filter((id) => !have.has(id));
+  const remove = [...have].filter((id) => !next.has(id));
+  return {
+    ...rest,
+    ...(add.length ? { add_tags: add } : {}),
+    ...(remove.length ? { remove_tags: remove } : {}),
+  };
+}
+
 /** Attach the object an inventory failure was about, so the error frame can name it. */
 function nameObject(error: unknown, labels: string[]): never {
   if (error && typeof error === "object") {
@@ -261,7 +290,7 @@ export async function reconcile(ctx: StageContext, options: ReconcileOptions): P
         Object.entries(desired.body).filter(([field]) => !options.createOnly!.has(field)),
       )
       : desired.body;
-    const patch = changes(current, body, options.managedTags);
+    const patch = tagDelta(ctx, current, changes(current, body, options.managedTags));
     if (patch) {
       updates.push({ desired, patch: { id: current.id, ...withTouch(patch, options.touch) } });
     } else {
@@ -277,7 +306,9 @@ export async function reconcile(ctx: StageContext, options: ReconcileOptions): P
     if (options.orphan === "delete") deletes.push(object);
     else if (typeof options.orphan === "function") {
       const patch = options.orphan(object);
-      const delta = patch ? changes(object, patch, options.managedTags) : null;
+      const delta = patch
+        ? tagDelta(ctx, object, changes(object, patch, options.managedTags))
+        : null;
       if (delta) marks.push({ object, patch: { id: object.id, ...delta } });
     }
   }

@@ -35,6 +35,8 @@ function refPath(field: string, item: any, o: Record<string, unknown>): string |
     case "primary_mac_address":
       return "dcim/mac-addresses/";
     case "tags":
+    case "add_tags":
+    case "remove_tags":
       return "extras/tags/";
     case "device":
       return "dcim/devices/";

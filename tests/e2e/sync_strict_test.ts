@@ -192,3 +192,44 @@ Deno.test("e2e sync, an inventory answering API-Version 4.2: no 4.6 fields, no v
     await world.close();
   }
 });
+
+Deno.test("e2e sync, NetBox 4.6: tag changes go as add_tags/remove_tags, so an admin's tags are never clobbered", async () => {
+  const patches: string[] = [];
+  const spy: typeof fetch = (input, init) => {
+    const url = input instanceof Request ? input.url : String(input);
+    if (init?.method === "PATCH" && url.includes("/api/virtualization/virtual-machines/")) {
+      patches.push(String(init.body));
+    }
+    return fetch(input, init);
+  };
+  const world = await syncWorld("nodes=1,vms=1,cts=0,storages=1", FAST_TASKS, { fetch: spy });
+  try {
+    await addInventoryCopy(world);
+    await world.addHypervisorCopy("lab");
+    assert.equal(completes(await world.stream("/full-update/stream"))[0].data.ok, true);
+    const [vm] = await world.inventory("virtualization/virtual-machines/");
+    const mark = await world.inventoryCall("POST", "extras/tags/", {
+      name: "keep-me",
+      slug: "keep-me",
+    });
+    await world.inventoryCall("PATCH", `virtualization/virtual-machines/${vm.id}/`, {
+      add_tags: [mark.body.id],
+    });
+    const [guest] = await world.hypervisor("GET", "/cluster/resources", { type: "vm" });
+    await world.hypervisor("PUT", `/nodes/${guest.node}/qemu/${guest.vmid}/config`, {
+      tags: "fresh",
+    });
+    patches.length = 0;
+    const done = completes(await world.stream("/full-update/stream"))[0].data;
+    assert.equal(done.ok, true, JSON.stringify(done));
+    const written = patches.map((p) => JSON.parse(p)).flat().filter((b: any) => b.id === vm.id);
+    assert.ok(written.some((b: any) => Array.isArray(b.add_tags)), JSON.stringify(patches));
+    assert.ok(written.every((b: any) => !("tags" in b)), JSON.stringify(patches));
+    const after = (await world.inventoryCall("GET", `virtualization/virtual-machines/${vm.id}/`))
+      .body;
+    const slugs = after.tags.map((t: any) => t.slug).sort();
+    assert.ok(slugs.includes("keep-me") && slugs.includes("fresh"), JSON.stringify(slugs));
+  } finally {
+    await world.close();
+  }
+});
