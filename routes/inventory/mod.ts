@@ -200,20 +200,31 @@ export async function createInventoryApp(
     return c.json(apiRootListing(ctx, c, "/api/"));
   });
 
+  const recordingLastUse = new Map<number, Promise<void>>();
   app.use("/api/*", async (c, next) => {
     const result = await ctx.tokens.authenticate(c.req.header("authorization"));
     if (result === null) throw new ApiError(403, { detail: AUTH_MESSAGES.missing });
     if (!result.ok) throw new ApiError(403, { detail: result.detail });
     c.set("auth", result.auth);
     c.set("origin", publicOrigin(c, deps.config.trustedProxies));
-    // NetBox records last use at most once a minute.
+    // NetBox records last use at most once a minute. It is bookkeeping: one update per token at
+    // a time in this process (200 concurrent requests of one token all raced this one record
+    // and some answered 500 "storage contention"), and a failed update never fails the request.
     const last = typeof result.record.last_used === "string"
       ? Date.parse(result.record.last_used)
       : 0;
-    if (deps.now() - last > 60_000) {
-      await ctx.engine.patchStored(TOKEN_MODEL, result.record.id, {
+    const tokenId = result.record.id;
+    if (deps.now() - last > 60_000 && !recordingLastUse.has(tokenId)) {
+      const recording = ctx.engine.patchStored(TOKEN_MODEL, tokenId, {
         last_used: new Date(deps.now()).toISOString(),
-      });
+      }).then(() => {}, (error) => {
+        deps.logger.log("warning", "could not record a token's last use", {
+          token_id: tokenId,
+          error: error instanceof Error ? error.message : String(error),
+        });
+      }).finally(() => recordingLastUse.delete(tokenId));
+      recordingLastUse.set(tokenId, recording);
+      await recording;
     }
     await next();
   });

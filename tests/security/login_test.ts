@@ -13,7 +13,10 @@ Deno.test("lockout: requests without a key answer 401 'Invalid API key' and are 
   for (let i = 0; i < 8; i++) {
     const res = await h.call("/auth/keys", { ip });
     assert.equal(res.status, 401);
-    assert.deepEqual(await res.json(), { detail: "Invalid API key" });
+    assert.deepEqual(await res.json(), {
+      detail: "Invalid API key",
+      hint: "Send the backend API key in the X-Service-API-Key header.",
+    });
   }
   assert.equal((await h.call("/auth/keys", { key: KEY, ip })).status, 200, "not locked out");
   // A presented wrong key still counts: the fifth locks the address.

@@ -415,7 +415,10 @@ Deno.test("provision: both routes need the API key", async () => {
   for (const path of ["/cloud/microvm/provision", "/cloud/microvm/provision/stream"]) {
     const res = await h.call(path, { method: "POST", json: provisionBody(h.base), key: null });
     assert.equal(res.status, 401);
-    assert.deepEqual(await res.json(), { detail: "Invalid API key" });
+    assert.deepEqual(await res.json(), {
+      detail: "Invalid API key",
+      hint: "Send the backend API key in the X-Service-API-Key header.",
+    });
   }
   assert.deepEqual(h.outbound, []);
 });
