@@ -18,6 +18,12 @@ export interface MockSeedSize {
 
 export interface Config {
   port: number;
+  /**
+   * SERVICE_LISTEN_HOST: the address to listen on. Unset: every interface for `task start` (a
+   * server), loopback only for `task demo` (a laptop demo holds a superuser token and the mock's
+   * default login).
+   */
+  listenHost: string | undefined;
   /** File path, ":memory:", a KV Connect URL, or undefined for the platform default (Deploy). */
   kvPath: string | undefined;
   surfaces: ReadonlySet<Surface>;
@@ -218,6 +224,7 @@ export function parseConfig(env: Env): Config {
   }
   return {
     port: port(env),
+    listenHost: text(env, "SERVICE_LISTEN_HOST"),
     kvPath: text(env, "SERVICE_KV_PATH") ?? (env.DENO_DEPLOYMENT_ID ? undefined : DEFAULT_KV_PATH),
     surfaces: surfaces(env),
     // The encryption key is used trimmed (docs/api-behaviour.md, Secrets), so trimming here loses

@@ -89,6 +89,7 @@ let server: Deno.HttpServer<Deno.NetAddr>;
 try {
   server = Deno.serve({
     port: config.port,
+    hostname: config.listenHost ?? "0.0.0.0",
     ...(tls ?? {}),
     onListen: ({ hostname, port }) => {
       const url = `${tls ? "https" : "http"}://${

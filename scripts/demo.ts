@@ -29,6 +29,8 @@ export interface Demo {
   /** Base URL as the user types it (localhost). */
   url: string;
   port: number;
+  /** The address the server listens on (127.0.0.1 unless SERVICE_LISTEN_HOST says otherwise). */
+  hostname: string;
   backendKey: string;
   inventoryToken: string;
   /** Outcome of the first full sync. */
@@ -126,7 +128,14 @@ export async function startDemo(options: DemoOptions): Promise<Demo> {
   try {
     const app = await createApp(deps);
     server = Deno.serve(
-      { port: config.port, ...(tls ?? {}), onListen() {} },
+      {
+        port: config.port,
+        // Loopback unless told otherwise: the demo's superuser token, backend key and mock login
+        // are printed to the terminal and must not be reachable from the network.
+        hostname: config.listenHost ?? "127.0.0.1",
+        ...(tls ?? {}),
+        onListen() {},
+      },
       (request, info) => app.fetch(request, info),
     );
     deps.self = {
@@ -199,6 +208,7 @@ export async function startDemo(options: DemoOptions): Promise<Demo> {
     return {
       url,
       port,
+      hostname: server.addr.hostname,
       backendKey,
       inventoryToken: token,
       sync,

@@ -32,6 +32,8 @@ Deno.test("demo: wires the key, the token and both copies against itself", async
     logLine: (l) => logs.push(l),
   });
   try {
+    // It prints a superuser token and the mock's login: loopback only unless told otherwise.
+    assert.equal(demo.hostname, "127.0.0.1");
     const base = `http://127.0.0.1:${demo.port}`;
     const backend = async (path: string) => {
       const res = await fetch(base + path, { headers: { "X-Service-API-Key": demo.backendKey } });
