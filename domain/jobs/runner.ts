@@ -319,8 +319,9 @@ export async function runSyncJob(input: {
                     await journal.log("error", `${step} for ${label} failed (${counts}): ${cause}`);
                     requiredFailure ??= {
                       outcome: "failed",
-                      error: `${step} for ${label}: GET ${link.url}${call.path}${scope} → ` +
-                        `HTTP ${opened.status}, error frame: ${cause}`,
+                      // The cause first, in the backend's words; where it was read last.
+                      error: `${step} for ${label} failed: ${cause} ` +
+                        `(read from GET ${link.url}${call.path}${scope})`,
                     };
                   }
                 } else {

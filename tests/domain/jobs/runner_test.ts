@@ -213,7 +213,7 @@ Deno.test("runner: an optional stage that fails is skipped with its cause; a req
   assert.equal(failed.status, "failed");
   assert.match(
     failed.error,
-    /^vm-disks for "pve": GET http:\/\/backend\.test\/full-update\/stream\?hypervisor_endpoint_ids=5 → HTTP 200, error frame: .*inventory refused the disk/,
+    /^vm-disks for "pve" failed: .*inventory refused the disk.* \(read from GET http:\/\/backend\.test\/full-update\/stream\?hypervisor_endpoint_ids=5\)$/s,
   );
   assert.equal(bad.records.length, 13, "the later stages still ran and are recorded");
 });
