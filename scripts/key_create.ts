@@ -7,25 +7,12 @@
  * the working directory): run it where and how the server runs. stdout carries the key alone,
  * so `KEY=$(deno task key:create)` works; the store it wrote to is named on stderr.
  */
-import { ConfigError, parseConfig } from "../config.ts";
 import { createKey } from "../domain/api_keys.ts";
 import { createKvStorage } from "../storage/kv/mod.ts";
-import { describeStore } from "./token_create.ts";
+import { describeStore, openConfiguredStore } from "./token_create.ts";
 
 if (import.meta.main) {
-  let config;
-  try {
-    config = parseConfig(Deno.env.toObject());
-  } catch (error) {
-    if (!(error instanceof ConfigError)) throw error;
-    console.error(`Configuration error: ${error.message}`);
-    Deno.exit(2);
-  }
-  if (config.kvPath && config.kvPath !== ":memory:" && !config.kvPath.includes("://")) {
-    const dir = config.kvPath.replace(/\/[^/]*$/, "");
-    if (dir && dir !== config.kvPath) await Deno.mkdir(dir, { recursive: true });
-  }
-  const kv = await Deno.openKv(config.kvPath);
+  const { config, kv } = await openConfiguredStore();
   try {
     const storage = createKvStorage(kv, { atRestKey: config.encryptionKey, now: Date.now });
     const label = Deno.args.join(" ").trim() || "created with deno task key:create";

@@ -7,7 +7,7 @@
  * errors stay visible. The plaintext is kept Fernet-encrypted (see domain/netbox/tokens.ts) and
  * looked up by its SHA-256 digest.
  */
-import { ConfigError, parseConfig } from "../config.ts";
+import { type Config, ConfigError, parseConfig } from "../config.ts";
 import { jsonLogger } from "../infra/logger.ts";
 import { createInventoryCore, createSuperuserToken } from "../routes/inventory/mod.ts";
 import { createKvStorage } from "../storage/kv/mod.ts";
@@ -22,7 +22,12 @@ export function describeStore(kvPath: string | undefined, cwd = Deno.cwd()): str
     : `${cwd.replace(/\/$/, "")}/${kvPath.replace(/^\.\//, "")}`;
 }
 
-if (import.meta.main) {
+/**
+ * The configuration and the KV store `deno task start` would open, for the commands that write
+ * into that store (token:create, key:create): a configuration error exits 2, and a file store's
+ * directory is created as the server would.
+ */
+export async function openConfiguredStore(): Promise<{ config: Config; kv: Deno.Kv }> {
   let config;
   try {
     config = parseConfig(Deno.env.toObject());
@@ -35,7 +40,11 @@ if (import.meta.main) {
     const dir = config.kvPath.replace(/\/[^/]*$/, "");
     if (dir && dir !== config.kvPath) await Deno.mkdir(dir, { recursive: true });
   }
-  const kv = await Deno.openKv(config.kvPath);
+  return { config, kv: await Deno.openKv(config.kvPath) };
+}
+
+if (import.meta.main) {
+  const { config, kv } = await openConfiguredStore();
   try {
     const ctx = createInventoryCore({
       config,
