@@ -335,19 +335,26 @@ export function syncRoutes(services: BackendServices, options: SyncRouteOptions 
     throw new ApiError(409, runningAnswer(held.running, all));
   }
 
+  /**
+   * What every run does before its first frame, for streams and JSON alike: the checks that may
+   * refuse it, its options, and the hold on its endpoints; each write then names the run.
+   */
+  async function begin(what: string, query: Record<string, string>) {
+    const prepared = await prepare(query.hypervisor_endpoint_ids);
+    const run = runOptions(query, prepared.inventoryApi);
+    const abort = new AbortController();
+    const held = await hold(prepared.all, prepared.endpoints, what, abort);
+    prepared.inventoryApi.changelogMessage = `Bridgebox sync run ${held.runId} (${what})`;
+    return { ...prepared, run, abort, held };
+  }
+
   async function stream(
     c: Context<BackendEnv>,
     stages: readonly StageDef[],
     what: string,
     query: Record<string, string>,
   ) {
-    const { endpoints, inventoryApi, hypervisor, all, secrets } = await prepare(
-      query.hypervisor_endpoint_ids,
-    );
-    const run = runOptions(query, inventoryApi);
-    const abort = new AbortController();
-    const held = await hold(all, endpoints, what, abort);
-    inventoryApi.changelogMessage = `Bridgebox sync run ${held.runId} (${what})`;
+    const { endpoints, hypervisor, all, secrets, run, abort, held } = await begin(what, query);
     abort.signal.addEventListener("abort", () => held.cancelled(), { once: true });
     {
       const requestSignal = c.req.raw.signal;
@@ -450,13 +457,7 @@ export function syncRoutes(services: BackendServices, options: SyncRouteOptions 
     what: string,
     query: Record<string, string>,
   ) {
-    const { endpoints, inventoryApi, hypervisor, all, secrets } = await prepare(
-      query.hypervisor_endpoint_ids,
-    );
-    const run = runOptions(query, inventoryApi);
-    const abort = new AbortController();
-    const held = await hold(all, endpoints, what, abort);
-    inventoryApi.changelogMessage = `Bridgebox sync run ${held.runId} (${what})`;
+    const { endpoints, hypervisor, all, secrets, run, abort, held } = await begin(what, query);
     const requestSignal = c.req.raw.signal;
     const onRequestAbort = () => {
       held.cancelled();
