@@ -9,6 +9,17 @@ import type { SyncRunHold, SyncRunLockStore } from "../ports.ts";
 const key = (endpointId: number): Deno.KvKey => ["sync_run", endpointId];
 /** KV allows 100 checks per atomic; a run over more endpoints than that is refused whole. */
 const MAX_ENDPOINTS = 100;
+/** KV's getMany reads at most 10 keys per call. */
+const READ_BATCH = 10;
+
+/** The holds of `ids`, in order, read 10 keys at a time (the batches sent together). */
+async function readHolds(kv: Deno.Kv, ids: readonly number[]) {
+  const batches: Promise<Deno.KvEntryMaybe<SyncRunHold>[]>[] = [];
+  for (let i = 0; i < ids.length; i += READ_BATCH) {
+    batches.push(kv.getMany<SyncRunHold[]>(ids.slice(i, i + READ_BATCH).map(key)));
+  }
+  return (await Promise.all(batches)).flat();
+}
 
 export class KvSyncRunLockStore implements SyncRunLockStore {
   constructor(private readonly kv: Deno.Kv, private readonly now: () => number) {}
@@ -24,7 +35,7 @@ export class KvSyncRunLockStore implements SyncRunLockStore {
       throw new RangeError(`a sync run covers at most ${MAX_ENDPOINTS} endpoints`);
     }
     return await retryAtomic(async () => {
-      const entries = await this.kv.getMany<SyncRunHold[]>(ids.map(key));
+      const entries = await readHolds(this.kv, ids);
       const now = this.now();
       for (const entry of entries) {
         const held = entry.value;
@@ -51,7 +62,7 @@ export class KvSyncRunLockStore implements SyncRunLockStore {
     const ids = [...new Set(endpointIds)];
     if (!ids.length) return true;
     return await retryAtomic(async () => {
-      const entries = await this.kv.getMany<SyncRunHold[]>(ids.map(key));
+      const entries = await readHolds(this.kv, ids);
       if (entries.some((e) => e.value?.run_id !== runId)) return false;
       const op = this.kv.atomic();
       const expires = this.now() + ttlMs;
@@ -66,7 +77,7 @@ export class KvSyncRunLockStore implements SyncRunLockStore {
     const ids = [...new Set(endpointIds)];
     if (!ids.length) return;
     await retryAtomic(async () => {
-      const entries = await this.kv.getMany<SyncRunHold[]>(ids.map(key));
+      const entries = await readHolds(this.kv, ids);
       const op = this.kv.atomic();
       for (const entry of entries) {
         if (entry.value?.run_id === runId) op.check(entry).delete(entry.key);
