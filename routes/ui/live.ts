@@ -3,7 +3,10 @@
  * - `/ui/live/status?ids=1,2`: each hypervisor endpoint's keepalive as it answers;
  * - `/ui/live/jobs/{id}`: the durable job's stream, relayed from the plugin API;
  * - `/ui/live/stages?sync_types=..&endpoint_ids=..&_csrf=..`: a live, non-durable run of the
- *   backend's stage streams (for servers without the job API).
+ *   backend's stage streams (for servers without the job API). The sync page's run options ride
+ *   along as the same form fields (`options_form`, `overwrite_*`, `delete_orphans`,
+ *   `primary_ip_preference`, `stage_*`) and reach every stream as the query parameters a plugin
+ *   job sends (docs/sync.md, "Run options").
  * A closed page closes the stream, which cancels the relayed request.
  */
 import { Hono } from "hono";
@@ -13,6 +16,7 @@ import { STAGES } from "../../domain/sync/runner.ts";
 import { detailOf, type Json } from "./api.ts";
 import type { ConsoleEnv, ConsoleServices } from "./context.ts";
 import { constantTimeEqual } from "./session.ts";
+import { formOptions } from "./sync.tsx";
 
 const encoder = new TextEncoder();
 const MAX_STATUS_IDS = 200;
@@ -109,20 +113,23 @@ export function liveRoutes(_ctx: ConsoleServices): Hono<ConsoleEnv> {
     const stages = all ? [] : STAGES.filter((s) => wanted.has(s.type));
     const pluginIds = (c.req.queries("endpoint_ids") ?? []).map(Number).filter(Number.isInteger);
     const auth = c.get("auth");
+    // The same reading of the form as a durable job's (routes/ui/sync.tsx formOptions).
+    const options = formOptions(c.req.query());
     return sse(async (send, signal) => {
       if (!can(auth, "core.add_job")) {
         send("complete", { ok: false, message: "Starting a sync needs core.add_job." });
         return;
       }
-      let scope = "";
+      const query = new URLSearchParams(options);
       if (pluginIds.length > 0) {
         const copies = await api.backend("GET", "/hypervisor/endpoints");
         const list: Json[] = Array.isArray(copies.body) ? copies.body : [];
         const ids = list.filter((e) =>
           pluginIds.some((p) => String(e.name ?? "").endsWith(`(inv:${p})`))
         ).map((e) => e.id);
-        if (ids.length > 0) scope = `?hypervisor_endpoint_ids=${ids.join(",")}`;
+        if (ids.length > 0) query.set("hypervisor_endpoint_ids", ids.join(","));
       }
+      const scope = query.size > 0 ? `?${query}` : "";
       const paths = all ? ["/full-update/stream"] : stages.map((s) => `${s.path}/stream`);
       let ok = true;
       const errors: Json[] = [];

@@ -284,6 +284,7 @@ function SyncForm(
         )}
         {mayStart && !props.jobs && props.live?.ok && (
           <div class="form-actions">
+            <button type="submit" name="intent" value="plan">Show the plan (dry run)</button>
             <button type="submit" class="primary" name="mode" value="live">
               Run the stages now (live)
             </button>

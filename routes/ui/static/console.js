@@ -236,10 +236,14 @@ document.addEventListener("DOMContentLoaded", () => {
   const live = document.querySelector('form[data-sync-form="live"]');
   if (live) {
     live.addEventListener("submit", (event) => {
+      // "Show the plan" is an ordinary form post (the page answers with the plan).
+      if (event.submitter?.value === "plan") return;
       event.preventDefault();
+      // Every field rides along: stages, endpoints, the CSRF token and the run options, which
+      // the server reads as the durable job's form does (routes/ui/live.ts).
       const params = new URLSearchParams();
       for (const [k, v] of new FormData(live)) {
-        if (k === "sync_types" || k === "endpoint_ids" || k === "_csrf") params.append(k, v);
+        if (k !== "intent" && k !== "mode") params.append(k, v);
       }
       const section = document.getElementById("live-run");
       section.hidden = false;
