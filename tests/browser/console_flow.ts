@@ -3,16 +3,17 @@
  * puppeteer-core) walks the console end to end on a real socket: sign in, add a hypervisor
  * endpoint (a validation error first), run a full sync and wait for every stage row to
  * complete, open a synced VM, start it, see the audit entry, trigger a repair, sign out.
- * Screenshots of each page go to docs/screenshots/. Any console error, page error, failed
+ * Screenshots of each page go to docs/screenshots/ with `UPDATE_SCREENSHOTS=1` only
+ * (tests/browser/_screenshots.ts). Any console error, page error, failed
  * request or unexpected 4xx/5xx fails the test. Steps whose API the server does not offer
  * yet are skipped with the reason logged.
  */
 import assert from "node:assert/strict";
 import puppeteer, { type Browser, type Page } from "puppeteer-core";
 import { startWired, type Wired } from "./_wired.ts";
+import { screenshot } from "./_screenshots.ts";
 
 const CHROMIUM = Deno.env.get("CHROMIUM_PATH") ?? "/usr/bin/chromium";
-const SHOTS = new URL("../../docs/screenshots/", import.meta.url);
 const STEP_TIMEOUT_MS = 60_000;
 
 function launchArgs(profile: string): string[] {
@@ -79,7 +80,7 @@ async function setChecked(page: Page, selector: string, checked: boolean) {
 
 async function shot(page: Page, name: string) {
   await assertTablesFit(page, name);
-  await page.screenshot({ path: new URL(`${name}.png`, SHOTS).pathname, fullPage: true });
+  await screenshot(page, name, { fullPage: true });
 }
 
 /**
@@ -130,7 +131,6 @@ Deno.test({
         `${CHROMIUM} not found: install Debian's chromium (apt-get install -y chromium)`,
       );
     });
-    await Deno.mkdir(SHOTS, { recursive: true });
     const w = await startWired();
     const profile = await Deno.makeTempDir({ prefix: "bridgebox-chromium-" });
     let browser: Browser | undefined;

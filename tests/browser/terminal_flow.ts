@@ -2,14 +2,15 @@
  * `deno task test:browser` (with console_flow.ts): headless Chromium opens the browser terminal
  * to a hypervisor endpoint whose SSH server is an in-process ssh2 server on 127.0.0.1
  * (tests/_ssh_server.ts), types `echo hello`, reads `hello` back from xterm.js's rows, and closes
- * the tab: the SSH session must end with it. The screenshot goes to docs/screenshots/terminal.png.
+ * the tab: the SSH session must end with it. `UPDATE_SCREENSHOTS=1` writes the screenshot to
+ * docs/screenshots/terminal.png (tests/browser/_screenshots.ts); a plain run writes nothing.
  */
 import assert from "node:assert/strict";
 import puppeteer, { type Browser } from "puppeteer-core";
 import { TERMINAL_PERMISSIONS, terminalWorld } from "../e2e/_terminal_world.ts";
+import { screenshot } from "./_screenshots.ts";
 
 const CHROMIUM = Deno.env.get("CHROMIUM_PATH") ?? "/usr/bin/chromium";
-const SHOTS = new URL("../../docs/screenshots/", import.meta.url);
 
 Deno.test({
   name: "browser: the terminal page types echo hello over SSH and reads hello back",
@@ -77,8 +78,7 @@ Deno.test({
       // The PTY got the size xterm.js fitted to the page, not a default.
       assert.equal(w.ssh.ptys.length, 1);
       assert.ok(w.ssh.ptys[0].cols > 80, JSON.stringify(w.ssh.ptys));
-      await Deno.mkdir(SHOTS, { recursive: true });
-      await page.screenshot({ path: new URL("terminal.png", SHOTS).pathname });
+      await screenshot(page, "terminal");
       const closed = w.ssh.nextShellClosed();
       await page.close();
       await closed;
