@@ -117,6 +117,15 @@ function withoutLinks<T>(value: T, depth = 0): T {
   return value;
 }
 
+/** A conditional single-object call: what it sends (If-Match), what it read back. */
+interface Guard {
+  ifMatch?: string;
+  /** Statuses answered as an outcome (`status` set, null returned) rather than thrown. */
+  expected?: number[];
+  status?: number;
+  etag?: string | null;
+}
+
 export class InventoryApiClient implements InventoryApi {
   readonly api: string;
   readonly #send: typeof fetch;
@@ -137,6 +146,22 @@ export class InventoryApiClient implements InventoryApi {
   }
 
   /** Write bodies with the run's changelog message, when the inventory knows the field. */
+  /** path+id → `last_updated` of this client's latest write (see `ownVersion`). */
+  #written = new Map<string, string>();
+
+  #noteWritten(path: string, objects: unknown[]): void {
+    for (const o of objects) {
+      const { id, last_updated } = (o ?? {}) as { id?: unknown; last_updated?: unknown };
+      if (typeof id === "number" && typeof last_updated === "string") {
+        this.#written.set(`${path}${id}`, last_updated);
+      }
+    }
+  }
+
+  ownVersion(path: string, id: number): string | undefined {
+    return this.#written.get(`${path}${id}`);
+  }
+
   #withMessage<T extends Record<string, unknown>>(bodies: T[]): T[] {
     const message = this.changelogMessage;
     if (!message || !versionAtLeast(this.#apiVersion, 4, 4)) return bodies;
@@ -163,6 +188,7 @@ export class InventoryApiClient implements InventoryApi {
     url: string,
     body: unknown,
     signal?: AbortSignal,
+    guard?: Guard,
   ): Promise<unknown> {
     const { header, token } = await this.#auth();
     const signals = [AbortSignal.timeout(this.#options.timeoutMs ?? 120_000)];
@@ -177,6 +203,7 @@ export class InventoryApiClient implements InventoryApi {
           authorization: header,
           accept: "application/json",
           ...(body === undefined ? {} : { "content-type": "application/json" }),
+          ...(guard?.ifMatch ? { "if-match": guard.ifMatch } : {}),
         },
         body: body === undefined ? undefined : JSON.stringify(body),
         signal: AbortSignal.any(signals),
@@ -189,6 +216,11 @@ export class InventoryApiClient implements InventoryApi {
     }
     const text = await response.text().catch(() => "");
     this.#apiVersion = response.headers.get("api-version") ?? this.#apiVersion;
+    if (guard) {
+      guard.status = response.status;
+      guard.etag = response.headers.get("etag");
+      if (guard.expected?.includes(response.status)) return null;
+    }
     if (!response.ok) {
       const location = response.headers.get("location");
       const error = new InventoryApiError(
@@ -296,7 +328,9 @@ export class InventoryApiClient implements InventoryApi {
       this.#withMessage(bodies),
       signal,
     );
-    return Array.isArray(made) ? made : [made as InventoryObject];
+    const objects = Array.isArray(made) ? made : [made as InventoryObject];
+    this.#noteWritten(path, objects);
+    return objects;
   }
 
   async update(
@@ -312,7 +346,44 @@ export class InventoryApiClient implements InventoryApi {
       this.#withMessage(bodies),
       signal,
     );
-    return Array.isArray(done) ? done : [done as InventoryObject];
+    const objects = Array.isArray(done) ? done : [done as InventoryObject];
+    this.#noteWritten(path, objects);
+    return objects;
+  }
+
+  async readOne(
+    path: string,
+    id: number,
+    signal?: AbortSignal,
+  ): Promise<{ object: InventoryObject; etag: string | null } | null> {
+    const guard: Guard = { expected: [404] };
+    const url = `${this.api}${path}${id}/`;
+    const body = await this.#call("GET", `read ${path}`, url, undefined, signal, guard);
+    if (guard.status === 404 || !body || typeof body !== "object") return null;
+    return { object: withoutLinks(body as InventoryObject), etag: guard.etag ?? null };
+  }
+
+  async updateGuarded(
+    path: string,
+    body: InventoryBody & { id: number },
+    etag: string | null,
+    signal?: AbortSignal,
+  ): Promise<InventoryObject | "changed" | "gone"> {
+    const guard: Guard = { expected: [404, 412], ifMatch: etag ?? undefined };
+    const { id, ...fields } = body;
+    const [sent] = this.#withMessage([fields]);
+    const done = await this.#call(
+      "PATCH",
+      "update (If-Match) on",
+      `${this.api}${path}${id}/`,
+      sent,
+      signal,
+      guard,
+    );
+    if (guard.status === 412) return "changed";
+    if (guard.status === 404) return "gone";
+    this.#noteWritten(path, [done]);
+    return done as InventoryObject;
   }
 
   async delete(path: string, ids: number[], signal?: AbortSignal): Promise<void> {

@@ -59,6 +59,12 @@ export interface StageContext {
    * conflict of NetBox's unique IP space, docs/sync.md): reported, not a failure of the run.
    */
   itemConflict: (object: string, detail: string) => void;
+  /**
+   * One object someone edited in the inventory between the stage's read and its write: it was
+   * re-read and the owner policy applied again (docs/sync.md, "Edits made while a run writes").
+   * Reported, not a failure. Absent: not reported.
+   */
+  itemEdited?: (object: string, detail: string) => void;
 }
 
 /** Memoise one value per run and endpoint under `key`. */

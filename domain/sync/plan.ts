@@ -79,11 +79,37 @@ export class PlanningInventory implements InventoryApi {
   #made = new Map<string, Map<number, InventoryObject>>();
   #patches = new Map<string, InventoryBody>();
 
+  readOne?: InventoryApi["readOne"];
+  updateGuarded?: InventoryApi["updateGuarded"];
+
+  ownVersion(path: string, id: number): string | undefined {
+    return this.inner.ownVersion?.(path, id);
+  }
+
   constructor(
     private readonly inner: InventoryApi,
     private readonly dryRun: boolean,
     private readonly onItem: (item: PlanItem) => void = () => {},
-  ) {}
+  ) {
+    // Guarded single writes (If-Match) pass through a run that writes, recorded as updates; a
+    // dry run writes nothing, so it has nothing to guard.
+    const { readOne, updateGuarded } = inner;
+    if (!dryRun && readOne && updateGuarded) {
+      this.readOne = async (path, id, signal) => {
+        const got = await readOne.call(inner, path, id, signal);
+        if (got) this.#remember(path, [got.object]);
+        return got;
+      };
+      this.updateGuarded = async (path, body, etag, signal) => {
+        let outcome: InventoryObject | "changed" | "gone" = "gone";
+        await this.#update(path, [body], async () => {
+          outcome = await updateGuarded.call(inner, path, body, etag, signal);
+          return typeof outcome === "string" ? null : [outcome];
+        });
+        return outcome;
+      };
+    }
+  }
 
   #remember(path: string, objects: InventoryObject[]) {
     for (const o of objects) this.#known.set(`${path}#${o.id}`, o);
@@ -138,11 +164,21 @@ export class PlanningInventory implements InventoryApi {
     return made;
   }
 
-  async update(
+  update(
     path: string,
     bodies: (InventoryBody & { id: number })[],
     signal?: AbortSignal,
-  ) {
+  ): Promise<InventoryObject[]> {
+    return this.#update(path, bodies, () => this.inner.update(path, bodies, signal))
+      .then((done) => done ?? []);
+  }
+
+  /** Applies (dry run) or writes an update and records it; `write` answers null: not written. */
+  async #update(
+    path: string,
+    bodies: (InventoryBody & { id: number })[],
+    write: () => Promise<InventoryObject[] | null>,
+  ): Promise<InventoryObject[] | null> {
     // A copy: a dry run applies the patch to the objects it made, in place.
     const before = bodies.map((b) => {
       const known = this.#known.get(`${path}#${b.id}`);
@@ -150,7 +186,8 @@ export class PlanningInventory implements InventoryApi {
     });
     const done = this.dryRun
       ? bodies.map((b, i) => ({ ...(before[i] ?? {}), ...structuredClone(b) }) as InventoryObject)
-      : await this.inner.update(path, bodies, signal);
+      : await write();
+    if (done === null) return null;
     this.#remember(path, done);
     if (this.dryRun) {
       for (const b of bodies) {

@@ -41,6 +41,33 @@ export interface InventoryApi {
     signal?: AbortSignal,
   ): Promise<InventoryObject[]>;
   delete(path: string, ids: number[], signal?: AbortSignal): Promise<void>;
+  /**
+   * One object as it is now, with the ETag its detail GET answered (NetBox 4.6; null from an
+   * older inventory); null when the object is gone. With `updateGuarded`, it lets the sync
+   * re-read an object someone edited between its read and its write (docs/sync.md).
+   */
+  readOne?(
+    path: string,
+    id: number,
+    signal?: AbortSignal,
+  ): Promise<{ object: InventoryObject; etag: string | null } | null>;
+  /**
+   * The `last_updated` the inventory answered to this client's own latest write of the object
+   * (create or update), undefined when it wrote none: the edit re-check tells the run's own
+   * writes from someone else's.
+   */
+  ownVersion?(path: string, id: number): string | undefined;
+  /**
+   * PATCH one object with `If-Match: <etag>` (no header when null): the object, or "changed"
+   * when the inventory answered 412 (edited since that ETag), or "gone" (404). NetBox 4.6
+   * honours If-Match on single writes only, never on a bulk (list) write.
+   */
+  updateGuarded?(
+    path: string,
+    body: InventoryBody & { id: number },
+    etag: string | null,
+    signal?: AbortSignal,
+  ): Promise<InventoryObject | "changed" | "gone">;
   /** GET one document that is not a list (a settings singleton); null when there is none. */
   read?(path: string, signal?: AbortSignal): Promise<Record<string, unknown> | null>;
   /**

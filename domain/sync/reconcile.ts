@@ -278,7 +278,7 @@ function withTouch(body: InventoryBody, touch: InventoryBody | undefined): Inven
 export async function reconcile(ctx: StageContext, options: ReconcileOptions): Promise<Reconciled> {
   const objects = new Map<string, InventoryObject>();
   const creates: Desired[] = [];
-  const updates: { desired: Desired; patch: InventoryBody & { id: number } }[] = [];
+  const updates: Update[] = [];
   for (const desired of options.desired) {
     const current = options.existing.get(desired.key);
     if (!current) {
@@ -292,7 +292,12 @@ export async function reconcile(ctx: StageContext, options: ReconcileOptions): P
       : desired.body;
     const patch = tagDelta(ctx, current, changes(current, body, options.managedTags));
     if (patch) {
-      updates.push({ desired, patch: { id: current.id, ...withTouch(patch, options.touch) } });
+      updates.push({
+        desired,
+        current,
+        body,
+        patch: { id: current.id, ...withTouch(patch, options.touch) },
+      });
     } else {
       ctx.result.unchanged++;
       objects.set(desired.key, current);
@@ -336,16 +341,27 @@ export async function reconcile(ctx: StageContext, options: ReconcileOptions): P
       else ctx.result.created++;
     });
   }
-  if (updates.length) {
+  // Objects edited since the stage read them are re-read and written singly with If-Match;
+  // the rest go in bulk, as before.
+  const edited = updates.length
+    ? await editedSinceRead(ctx, options.path, updates)
+    : new Map<number, InventoryObject | null>();
+  for (const u of updates) {
+    if (!edited.has(u.current.id)) continue;
+    const object = await rewriteEdited(ctx, options, u, edited.get(u.current.id)!);
+    objects.set(u.desired.key, object ?? u.current);
+  }
+  const bulk = updates.filter((u) => !edited.has(u.current.id));
+  if (bulk.length) {
     const done = await inChunks(
       ctx,
-      updates.map((u) => u.patch),
-      updates.map((u) => u.desired.label),
+      bulk.map((u) => u.patch),
+      bulk.map((u) => u.desired.label),
       (chunk) => ctx.inv.update(options.path, chunk, ctx.signal),
     );
     done.forEach((object, i) => {
       // A refused update leaves the object as it was: later stages still anchor on it.
-      objects.set(updates[i].desired.key, object ?? options.existing.get(updates[i].desired.key)!);
+      objects.set(bulk[i].desired.key, object ?? options.existing.get(bulk[i].desired.key)!);
       if (object) ctx.result.updated++;
     });
   }
@@ -366,6 +382,144 @@ export async function reconcile(ctx: StageContext, options: ReconcileOptions): P
     ctx.result.deleted += deletes.length;
   }
   return { objects };
+}
+
+interface Update {
+  desired: Desired;
+  /** The object as the stage read it. */
+  current: InventoryObject;
+  /** What the sync wants of it on an update (create-only fields left out). */
+  body: InventoryBody;
+  /** The changed fields of `body` against `current`, with the touch fields. */
+  patch: InventoryBody & { id: number };
+}
+
+/** Objects the edit re-check asks about per list request (their ids go in the query string). */
+const RECHECK_IDS = 100;
+/** Attempts at one edited object before it is reported as failed (each re-reads it first). */
+const EDIT_ATTEMPTS = 3;
+
+/** Fields that change on every write and say nothing about what was edited. */
+const BOOKKEEPING = new Set(["last_updated", "created", "display", "url", "display_url"]);
+
+/**
+ * Which objects about to be updated someone changed since the stage read them: their
+ * `last_updated` moved (or they are gone, null). NetBox 4.6 ignores If-Match on a bulk (list)
+ * PATCH (`BulkUpdateModelMixin` never checks it), so the sync asks first, just before its bulk
+ * write, and writes the edited ones singly with If-Match (docs/sync.md, "Edits made while a run
+ * writes"). Only with an inventory that offers guarded single writes, never on a dry run.
+ */
+async function editedSinceRead(
+  ctx: StageContext,
+  path: string,
+  updates: Update[],
+): Promise<Map<number, InventoryObject | null>> {
+  const edited = new Map<number, InventoryObject | null>();
+  if (!ctx.inv.readOne || !ctx.inv.updateGuarded || ctx.options.dryRun) return edited;
+  const watched = updates.filter((u) =>
+    u.current.id > 0 && typeof u.current.last_updated === "string"
+  );
+  for (let i = 0; i < watched.length; i += RECHECK_IDS) {
+    const batch = watched.slice(i, i + RECHECK_IDS);
+    const now = new Map(
+      (await ctx.inv.list(path, { id: batch.map((u) => String(u.current.id)) }, ctx.signal))
+        .map((o) => [o.id, o]),
+    );
+    for (const u of batch) {
+      const fresh = now.get(u.current.id);
+      if (!fresh) edited.set(u.current.id, null);
+      else if (
+        fresh.last_updated !== u.current.last_updated &&
+        // The run's own earlier write (another stage) is no one else's edit.
+        fresh.last_updated !== ctx.inv.ownVersion?.(path, u.current.id)
+      ) edited.set(u.current.id, fresh);
+    }
+  }
+  return edited;
+}
+
+/** The fields of the stage's read whose values differ in a later rendering of the object. */
+function editedFields(before: InventoryObject, after: InventoryObject): string[] {
+  return Object.keys(before).filter((k) => !BOOKKEEPING.has(k) && !same(before[k], after[k]))
+    .sort();
+}
+
+/**
+ * Writes one object someone edited since the stage read it: re-read it (with its ETag), apply
+ * the owner policy to what it holds now (the fields the admin owns are not in `body`, so they
+ * stay), and PATCH only what still differs, with If-Match. A 412 (edited again) starts over, at
+ * most EDIT_ATTEMPTS times. Reported through `itemEdited`; the object as written, or null.
+ */
+async function rewriteEdited(
+  ctx: StageContext,
+  options: ReconcileOptions,
+  update: Update,
+  seen: InventoryObject | null,
+): Promise<InventoryObject | null> {
+  const label = update.desired.label;
+  const id = update.current.id;
+  const edits = seen ? editedFields(update.current, seen) : [];
+  const report = (detail: string) => ctx.itemEdited?.(label, detail);
+  for (let attempt = 1; attempt <= EDIT_ATTEMPTS; attempt++) {
+    const fresh = seen === null ? null : await ctx.inv.readOne!(options.path, id, ctx.signal);
+    if (!fresh) {
+      report("deleted from the inventory while the sync ran: not written in this run");
+      return null;
+    }
+    const patch = tagDelta(
+      ctx,
+      fresh.object,
+      changes(fresh.object, update.body, options.managedTags),
+    );
+    const changed = editedFields(update.current, fresh.object);
+    if (!patch) {
+      ctx.result.unchanged++;
+      report(
+        `edited in the inventory while the sync ran (${changed.join(", ") || edits.join(", ")}); ` +
+          "re-read: it already holds what the sync writes, nothing written",
+      );
+      return fresh.object;
+    }
+    let outcome: InventoryObject | "changed" | "gone";
+    try {
+      outcome = await ctx.inv.updateGuarded!(
+        options.path,
+        { id, ...withTouch(patch, options.touch) },
+        fresh.etag,
+        ctx.signal,
+      );
+    } catch (error) {
+      if ((error as CallFailure)?.refused) {
+        ctx.itemFailed(label, Object.assign(error as object, { object: label }));
+        return null;
+      }
+      throw error;
+    }
+    if (outcome === "changed") continue;
+    if (outcome === "gone") {
+      report("deleted from the inventory while the sync ran: not written in this run");
+      return null;
+    }
+    ctx.result.updated++;
+    const written = Object.keys(patch).sort();
+    const rewritten = (f: string) =>
+      f in patch || (f === "tags" && ("add_tags" in patch || "remove_tags" in patch));
+    const kept = changed.filter((f) => !rewritten(f));
+    report(
+      `edited in the inventory while the sync ran (${changed.join(", ")}); re-read and the ` +
+        `owner policy applied again: wrote ${written.join(", ")}` +
+        (kept.length ? `; kept the edit of ${kept.join(", ")}` : ""),
+    );
+    return outcome;
+  }
+  ctx.itemFailed(
+    label,
+    Object.assign(new Error(`${label} was edited again at each of ${EDIT_ATTEMPTS} attempts`), {
+      object: label,
+      hint: "Someone keeps editing this object: the next run writes it again.",
+    }),
+  );
+  return null;
 }
 
 /** Index a list by a key function (later duplicates lose: first by id wins). */

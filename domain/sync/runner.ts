@@ -165,6 +165,11 @@ export interface CompleteFrame {
   errors?: ErrorFrame[];
   /** Objects not written because the inventory holds them for another owner. */
   conflicts?: ConflictFrame[];
+  /**
+   * Objects someone edited in the inventory between the run's read and its write: re-read and
+   * written again under the owner policy (docs/sync.md, "Edits made while a run writes").
+   */
+  edited?: ConflictFrame[];
 }
 
 export type SyncEvent =
@@ -172,6 +177,7 @@ export type SyncEvent =
   | { event: "plan"; data: PlanItem }
   | { event: "error"; data: ErrorFrame }
   | { event: "conflict"; data: ConflictFrame }
+  | { event: "edited"; data: ConflictFrame }
   | { event: "complete"; data: CompleteFrame };
 
 export interface RunOptions {
@@ -239,6 +245,7 @@ export async function runSync(options: RunOptions): Promise<CompleteFrame> {
   const stages: CompleteFrame["stages"] = [];
   const errors: ErrorFrame[] = [];
   const conflicts: ConflictFrame[] = [];
+  const edited: ConflictFrame[] = [];
   const caches = new Map<number, Map<string, unknown>>();
   const shared = new Map<string, unknown>();
   const readers = new Map<number, HypervisorReader>();
@@ -293,6 +300,7 @@ export async function runSync(options: RunOptions): Promise<CompleteFrame> {
       let last = 0;
       let refused = 0;
       let conflicted = 0;
+      let editedHere = 0;
       const pending: Promise<unknown>[] = [];
       const ctx: StageContext = {
         endpoint,
@@ -326,6 +334,17 @@ export async function runSync(options: RunOptions): Promise<CompleteFrame> {
           };
           conflicts.push(frame);
           pending.push(Promise.resolve(options.emit({ event: "conflict", data: frame })));
+        },
+        itemEdited: (object, detail) => {
+          if (++editedHere > MAX_ITEM_FRAMES) return;
+          const frame: ConflictFrame = {
+            step: stage.type,
+            endpoint_id: endpoint.id,
+            object,
+            detail,
+          };
+          edited.push(frame);
+          pending.push(Promise.resolve(options.emit({ event: "edited", data: frame })));
         },
         progress: (current, of, message) => {
           const t = now();
@@ -414,13 +433,15 @@ export async function runSync(options: RunOptions): Promise<CompleteFrame> {
       message: options.endpoints.length
         ? `Sync complete: ${total.created} created, ${total.updated} updated, ` +
           `${total.unchanged} unchanged, ${total.deleted} deleted` +
-          (conflicts.length ? `, ${conflicts.length} held by another owner (see conflicts)` : "")
+          (conflicts.length ? `, ${conflicts.length} held by another owner (see conflicts)` : "") +
+          (edited.length ? `, ${edited.length} edited during the run (see edited)` : "")
         : "Nothing to sync: no enabled hypervisor endpoint",
       result: total,
       stages,
     };
   }
   if (conflicts.length) complete.conflicts = conflicts;
+  if (edited.length) complete.edited = edited;
   if (syncOptions.dryRun) {
     complete.dry_run = true;
     complete.message = `Dry run, nothing written: ${complete.message}`;
