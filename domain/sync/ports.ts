@@ -59,7 +59,7 @@ export interface InventoryApi {
   ownVersion?(path: string, id: number): string | undefined;
   /**
    * PATCH one object with `If-Match: <etag>` (no header when null): the object, or "changed"
-   * when the inventory answered 412 (edited since that ETag), or "gone" (404). NetBox 4.6
+   * when the inventory refused the precondition (edited since that ETag), or "gone". NetBox 4.6
    * honours If-Match on single writes only, never on a bulk (list) write.
    */
   updateGuarded?(
