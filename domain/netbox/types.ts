@@ -101,7 +101,7 @@ export interface FieldDef {
    * A read-only value computed from other records (a device's merged `config_context`): one
    * value per record, for the records a request asks for (not inside nested forms).
    */
-  resolve?: (records: StoredObject[], engine: EngineApi) => Promise<unknown[]>;
+  resolve?: (records: StoredObject[], engine: EngineApi, origin: string) => Promise<unknown[]>;
 }
 
 export interface UniqueDef {
@@ -192,6 +192,8 @@ export interface ModelDef {
   unique?: UniqueDef[];
   /** Records carry `created` / `last_updated` (default true; a change-log entry has `time`). */
   timestamps?: boolean;
+  /** Full renderings carry `display_url` (default true; NetBox 4.6's contact assignments do not). */
+  displayUrl?: boolean;
   /** Creates, updates and deletes through the API are recorded in the change log (default true). */
   changelog?: boolean;
   /** Fields searched (case-insensitive substring) by `?q=`. */

@@ -167,7 +167,7 @@ export class Renderer {
       ...this.#counts(def, plan, records),
       ...plan.resolved.map(async ({ name, resolve }) => ({
         name,
-        values: await resolve(records, this.core.api),
+        values: await resolve(records, this.core.api, options.origin),
       })),
     ];
     // Awaited below; a failure before then must not count as an unhandled rejection.
@@ -331,7 +331,12 @@ export class Renderer {
  */
 function outputFields(def: ModelDef, options: RenderOptions): string[] {
   const full = () => {
-    const names = ["id", "url", "display_url", "display"];
+    const names = def.displayUrl === false ? ["id", "url", "display"] : [
+      "id",
+      "url",
+      "display_url",
+      "display",
+    ];
     for (const [k, f] of Object.entries(def.fields)) if (!f.writeOnly && !f.hidden) names.push(k);
     if (def.tags !== false) names.push("tags");
     if (def.customFields !== false) names.push("custom_fields");

@@ -7,7 +7,7 @@
  * contact's `groups`; tag `weight`; and the smaller fields of the table in
  * tests/routes/inventory/netbox46_fields_test.ts.
  */
-import type { CustomFilter, FieldDef, ModelDef, StoredObject } from "../types.ts";
+import type { CustomFilter, EngineApi, FieldDef, ModelDef, StoredObject } from "../types.ts";
 import { depthField, treeHooks } from "./dcim_extra.ts";
 import { always, alwaysEmpty, alwaysNull, contentType, countOf } from "./shapes.ts";
 
@@ -164,6 +164,75 @@ function allocated(field: "vcpus" | "memory" | "disk"): FieldDef {
   };
 }
 
+/** A device as NetBox's NestedDeviceSerializer renders it (4.6: `members`, nested interfaces). */
+function legacyNestedDevice(device: StoredObject, origin: string) {
+  return {
+    id: device.id,
+    url: `${origin}/api/dcim/devices/${device.id}/`,
+    display_url: `${origin}/dcim/devices/${device.id}/`,
+    display: device.name ? String(device.name) : `Unnamed device (${device.id})`,
+    name: device.name ?? null,
+  };
+}
+
+/** Name order as NetBox lists devices and interfaces (natural: "eth2" before "eth10"), then id. */
+const NATURAL = new Intl.Collator("en", { numeric: true });
+const byName = (a: StoredObject, b: StoredObject) =>
+  NATURAL.compare(String(a.name ?? ""), String(b.name ?? "")) || a.id - b.id;
+
+/**
+ * The records of `model` whose FK `field` points at each record of the page, rendered by
+ * `form`, in name order: a read-only reverse relation NetBox serializes nested (`members`,
+ * `bridge_interfaces`). One batched find per page.
+ */
+function reverseNested(
+  model: string,
+  field: string,
+  form: (child: StoredObject, engine: EngineApi, origin: string) => Promise<unknown> | unknown,
+): FieldDef {
+  return {
+    type: "json",
+    readOnly: true,
+    filter: false,
+    resolve: async (records, engine, origin) => {
+      if (records.length === 0) return [];
+      const children = await engine.find(model, {
+        [`${field}_id`]: records.map((r) => String(r.id)),
+      });
+      const byParent = new Map<number, StoredObject[]>();
+      for (const child of children.sort(byName)) {
+        const parent = child[field];
+        if (typeof parent !== "number") continue;
+        const list = byParent.get(parent) ?? [];
+        list.push(child);
+        byParent.set(parent, list);
+      }
+      return await Promise.all(
+        records.map((r) =>
+          Promise.all((byParent.get(r.id) ?? []).map((c) => form(c, engine, origin)))
+        ),
+      );
+    },
+  };
+}
+
+/** NetBox's NestedInterfaceSerializer (4.6's `bridge_interfaces`): the device nested too. */
+async function legacyNestedInterface(iface: StoredObject, engine: EngineApi, origin: string) {
+  const device = typeof iface.device === "number"
+    ? await engine.get("dcim.device", iface.device)
+    : null;
+  return {
+    id: iface.id,
+    url: `${origin}/api/dcim/interfaces/${iface.id}/`,
+    display_url: `${origin}/dcim/interfaces/${iface.id}/`,
+    display: engine.definition("dcim.interface").display?.(iface) ?? String(iface.name ?? ""),
+    device: device ? legacyNestedDevice(device, origin) : null,
+    name: iface.name ?? null,
+    cable: null,
+    _occupied: false,
+  };
+}
+
 /** NetBox 4.6.0/4.6.4: a device's or VM's primary and OOB IPs nest with these beyond the brief. */
 const PRIMARY_IP_EXTRA = ["dns_name", "nat_inside", "nat_outside"];
 
@@ -215,6 +284,25 @@ const DELTAS: Record<string, Delta> = {
   }),
   "dcim.rackrole": withFields({ comments: comments() }),
   "dcim.rack": withFields({ group: alwaysNull() }),
+  "dcim.virtualchassis": withFields({
+    members: reverseNested(
+      "dcim.device",
+      "virtual_chassis",
+      (d, _e, o) => legacyNestedDevice(d, o),
+    ),
+  }),
+  "dcim.interface": (def) => {
+    // After `bridge`, where NetBox puts it.
+    const fields: Record<string, FieldDef> = {};
+    for (const [name, f] of Object.entries(def.fields)) {
+      fields[name] = f;
+      if (name === "bridge") {
+        fields.bridge_interfaces = reverseNested("dcim.interface", "bridge", legacyNestedInterface);
+      }
+    }
+    return { ...def, fields };
+  },
+  "tenancy.contactassignment": (def) => ({ ...def, displayUrl: false }),
   "dcim.manufacturer": withFields({ comments: comments(), moduletype_count: always(0) }),
   "dcim.devicerole": tree("dcim.devicerole"),
   "dcim.platform": tree("dcim.platform"),

@@ -909,13 +909,7 @@ async function populate(inv: Inv): Promise<Record<string, number>> {
  * Fields of NetBox 4.6.8 not rendered yet, each with its reason (the test fails if one appears
  * without being taken off this list, or if anything else differs).
  */
-const NOT_YET: Record<string, { missing?: string[]; extra?: string[] }> = {
-  // Reverse relations rendered nested need a per-page reverse read the renderer lacks.
-  "dcim/virtual-chassis/": { missing: ["members"] },
-  "dcim/interfaces/": { missing: ["bridge_interfaces"] },
-  // Every record renders display_url; NetBox 4.6 dropped it from contact assignments only.
-  "tenancy/contact-assignments/": { extra: ["display_url"] },
-};
+const NOT_YET: Record<string, { missing?: string[]; extra?: string[] }> = {};
 
 Deno.test("every model renders NetBox 4.6's complete field set", async () => {
   const inv = await setup();
@@ -1012,6 +1006,46 @@ Deno.test("counts, content types, nested objects and nulls have NetBox's shapes"
     assert.deepEqual([region.site_count, region._depth, region.parent], [1, 0, null]);
     const vc = await get("dcim/virtual-chassis/");
     assert.equal(vc.member_count, 1);
+    // NetBox's NestedDeviceSerializer: display_url included, as 4.6 renders `members`.
+    const devId = ids["dcim/devices/"];
+    const origin = new URL(vc.url).origin;
+    const nestedDevice = {
+      id: devId,
+      url: `${origin}/api/dcim/devices/${devId}/`,
+      display_url: `${origin}/dcim/devices/${devId}/`,
+      display: "node1",
+      name: "node1",
+    };
+    assert.deepEqual(vc.members, [nestedDevice]);
+    assert.deepEqual(iface.bridge_interfaces, []);
+    // Two interfaces bridged to eno1 are listed on it in natural name order (eno10 after eno2).
+    for (const name of ["eno10", "eno2"]) {
+      const made = await inv.call("POST", "/api/dcim/interfaces/", {
+        device: devId,
+        name,
+        type: "virtual",
+        bridge: iface.id,
+      });
+      assert.equal(made.status, 201, JSON.stringify(made.body));
+    }
+    const bridged = (await get("dcim/interfaces/")).bridge_interfaces;
+    assert.deepEqual(bridged.map((b: { name: string }) => b.name), ["eno2", "eno10"]);
+    assert.deepEqual(Object.keys(bridged[0]), [
+      "id",
+      "url",
+      "display_url",
+      "display",
+      "device",
+      "name",
+      "cable",
+      "_occupied",
+    ]);
+    assert.deepEqual(bridged[0].device, nestedDevice);
+    assert.equal(bridged[0].display_url, `${origin}/dcim/interfaces/${bridged[0].id}/`);
+    // A page renders each row's own members (one batched read, split per parent).
+    const list = await inv.call("GET", `/api/dcim/interfaces/?device_id=${devId}&ordering=name`);
+    const counts = list.body.results.map((r: any) => [r.name, r.bridge_interfaces.length]);
+    assert.deepEqual(counts, [["eno1", 2], ["eno2", 0], ["eno10", 0]]);
     const assignment = await get("tenancy/contact-assignments/");
     assert.equal(assignment.object_type, "virtualization.virtualmachine");
     assert.equal(assignment.object.display, "web1");
