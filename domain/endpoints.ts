@@ -9,6 +9,7 @@ import type {
   InventoryEndpointRecord,
   InventoryEndpointStore,
   KeySource,
+  SyncPolicyRecord,
 } from "../storage/ports.ts";
 import { CredentialError, type CredentialVault, KeyUnavailableError } from "./credentials.ts";
 
@@ -163,7 +164,7 @@ export interface HypervisorEndpointInput {
   enabled: boolean;
   timeout: number;
   /** Run options this endpoint's runs default to; undefined keeps the stored policy. */
-  sync_policy?: Record<string, string> | null;
+  sync_policy?: SyncPolicyRecord | null;
 }
 
 export type PublicHypervisorEndpoint =

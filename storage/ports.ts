@@ -74,8 +74,21 @@ export interface HypervisorEndpointRecord {
   timeout: number;
   key_source: KeySource;
   /** Sync policy: run options this endpoint's runs default to (docs/sync.md, "Run options"). */
-  sync_policy?: Record<string, string> | null;
+  sync_policy?: SyncPolicyRecord | null;
 }
+
+/** One tenant rule of a sync policy (docs/sync.md, "Roles and tenants"): first match wins. */
+export interface TenantRuleRecord {
+  /** What the rule looks at: the guest's name (a pattern), one of its tags, its cluster. */
+  match: "name" | "tag" | "cluster";
+  /** name: a regular expression (searched); tag and cluster: the value, case-insensitive. */
+  pattern: string;
+  /** The tenant's slug. */
+  tenant: string;
+}
+
+/** A stored sync policy: run options as their query strings, and `tenant_rules`. */
+export type SyncPolicyRecord = Record<string, string | TenantRuleRecord[]>;
 
 export type Conflict = { ok: false; reason: "conflict" | "not_found" };
 export type Saved<T> = { ok: true; record: T } | Conflict;

@@ -4,7 +4,7 @@
  */
 import type { JobEndpoint } from "./ports.ts";
 import { SYNC_TYPES } from "./stages.ts";
-import { OPTION_PARAMS } from "../sync/options.ts";
+import { checkOptionValue, OPTION_PARAMS } from "../sync/options.ts";
 
 /** Run options a job may carry: all but the dry run (a job writes; the plan is asked directly). */
 const JOB_OPTIONS = OPTION_PARAMS.filter((o) => o !== "dry_run");
@@ -141,12 +141,11 @@ export function parseSyncRequest(
               JOB_OPTIONS.join(", ")
             }.`,
           );
-        } else if (key === "primary_ip_preference") {
-          if (value === "both" || value === "v4" || value === "v6") syncOptions[key] = value;
-          else messages.push("primary_ip_preference: one of both, v4, v6.");
-        } else if (typeof value === "boolean") syncOptions[key] = String(value);
-        else if (value === "true" || value === "false") syncOptions[key] = value;
-        else messages.push(`${key}: true or false.`);
+        } else {
+          const checked = checkOptionValue(key, value);
+          if (checked.ok) syncOptions[key] = checked.value;
+          else messages.push(checked.message);
+        }
       }
     }
     if (messages.length) errors.sync_options = messages;

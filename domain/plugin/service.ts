@@ -9,6 +9,7 @@ import type {
   BackendConnector,
   HypervisorProbe,
 } from "./ports.ts";
+import type { SyncPolicyRecord } from "../../storage/ports.ts";
 import type { Logger } from "../../infra/logger.ts";
 import type {
   CustomFilter,
@@ -484,7 +485,7 @@ export class PluginServices {
         allow_writes: record.allow_writes === true,
         enabled: true,
         sync_policy: record.sync_policy && typeof record.sync_policy === "object"
-          ? record.sync_policy as Record<string, string>
+          ? record.sync_policy as SyncPolicyRecord
           : null,
       }),
     );

@@ -20,6 +20,7 @@ export const PATHS = {
   manufacturers: "dcim/manufacturers/",
   deviceTypes: "dcim/device-types/",
   deviceRoles: "dcim/device-roles/",
+  tenants: "tenancy/tenants/",
   devices: "dcim/devices/",
   deviceInterfaces: "dcim/interfaces/",
   macs: "dcim/mac-addresses/",

@@ -3,6 +3,10 @@
  * every stage path, the plugin job's and the console's choices. Every option has a default that
  * keeps the sync as it always was; an endpoint's policy (its stored copy) comes between the two.
  */
+import type { SyncPolicyRecord, TenantRuleRecord } from "../../storage/ports.ts";
+import { userPatternProblem } from "../netbox/user_patterns.ts";
+
+export type { TenantRuleRecord as TenantRule } from "../../storage/ports.ts";
 
 /** Field families an admin may own instead of the hypervisor (docs/sync.md, "Who owns a field"). */
 export const OVERWRITE_FAMILIES = [
@@ -11,6 +15,7 @@ export const OVERWRITE_FAMILIES = [
   "descriptions",
   "roles",
   "custom_fields",
+  "tenants",
 ] as const;
 export type OverwriteFamily = typeof OVERWRITE_FAMILIES[number];
 
@@ -37,6 +42,13 @@ export interface SyncOptions {
   primaryIpPreference: PrimaryIpPreference;
   /** Optional stages this run includes. */
   stages: Record<OptionalStage, boolean>;
+  /**
+   * Device role slugs for QEMU guests and LXC containers; null: the sync's own
+   * (`virtual-machine`, `container`, made when missing). A named role must exist.
+   */
+  roles: { qemu: string | null; lxc: string | null };
+  /** Tenant assignment, first match wins; null: the sync never writes a VM's tenant. */
+  tenantRules: TenantRuleRecord[] | null;
 }
 
 export const DEFAULT_SYNC_OPTIONS: SyncOptions = Object.freeze({
@@ -47,6 +59,7 @@ export const DEFAULT_SYNC_OPTIONS: SyncOptions = Object.freeze({
     descriptions: true,
     roles: true,
     custom_fields: true,
+    tenants: true,
   }),
   deleteOrphans: false,
   primaryIpPreference: "both",
@@ -56,6 +69,8 @@ export const DEFAULT_SYNC_OPTIONS: SyncOptions = Object.freeze({
     "vm-snapshots": true,
     sdn: true,
   }),
+  roles: Object.freeze({ qemu: null, lxc: null }),
+  tenantRules: null,
 }) as SyncOptions;
 
 /** The query parameter of an optional stage's switch: `stage_task_history`, `stage_sdn`. */
@@ -68,23 +83,103 @@ export const OPTION_PARAMS: readonly string[] = [
   "delete_orphans",
   "primary_ip_preference",
   ...OPTIONAL_STAGES.map(stageParam),
+  "qemu_role",
+  "lxc_role",
 ];
 
-/** Options an endpoint's policy may set: every run option but the dry run and the report. */
-export const POLICY_PARAMS: readonly string[] = OPTION_PARAMS.filter((o) => o !== "dry_run");
+/** Options an endpoint's policy may set: every run option but the dry run, plus tenant rules. */
+export const POLICY_PARAMS: readonly string[] = [
+  ...OPTION_PARAMS.filter((o) => o !== "dry_run"),
+  "tenant_rules",
+];
+
+/** A slug as NetBox allows one (letters, digits, `-`, `_`), at most 100 characters. */
+export const SLUG = /^[-a-zA-Z0-9_]{1,100}$/;
+
+/** Bounds of `tenant_rules` (docs/sync.md, "Roles and tenants"). */
+export const MAX_TENANT_RULES = 20;
+export const MAX_RULE_PATTERN_LENGTH = 128;
+const MATCH_KINDS = ["name", "tag", "cluster"] as const;
+
+/** One run option's value, normalised to its query string, or what is wrong with it. */
+export function checkOptionValue(
+  key: string,
+  value: unknown,
+): { ok: true; value: string } | { ok: false; message: string } {
+  if (key === "primary_ip_preference") {
+    return value === "both" || value === "v4" || value === "v6"
+      ? { ok: true, value }
+      : { ok: false, message: "primary_ip_preference: one of both, v4, v6." };
+  }
+  if (key === "qemu_role" || key === "lxc_role") {
+    return typeof value === "string" && SLUG.test(value) ? { ok: true, value } : {
+      ok: false,
+      message: `${key}: the slug of a device role (letters, digits, - and _, at most 100).`,
+    };
+  }
+  if (typeof value === "boolean") return { ok: true, value: String(value) };
+  if (value === "true" || value === "false") return { ok: true, value };
+  return { ok: false, message: `${key}: true or false.` };
+}
+
+/** `tenant_rules`: a bounded list of {match, pattern, tenant}; name patterns must be safe. */
+export function checkTenantRules(
+  raw: unknown,
+): { ok: true; value: TenantRuleRecord[] } | { ok: false; messages: string[] } {
+  const shape = 'a list of {"match": "name"|"tag"|"cluster", "pattern": "…", "tenant": "<slug>"}';
+  if (!Array.isArray(raw)) return { ok: false, messages: [`tenant_rules: ${shape}.`] };
+  if (raw.length > MAX_TENANT_RULES) {
+    return { ok: false, messages: [`tenant_rules: at most ${MAX_TENANT_RULES} rules.`] };
+  }
+  const messages: string[] = [];
+  const out: TenantRuleRecord[] = [];
+  raw.forEach((rule, i) => {
+    const at = `tenant_rules[${i}]`;
+    if (typeof rule !== "object" || rule === null || Array.isArray(rule)) {
+      messages.push(`${at}: ${shape}.`);
+      return;
+    }
+    const { match, pattern, tenant, ...rest } = rule as Record<string, unknown>;
+    const extra = Object.keys(rest);
+    if (extra.length) {
+      messages.push(`${at}: unknown key ${JSON.stringify(extra[0].slice(0, 60))}; ${shape}.`);
+    }
+    if (!MATCH_KINDS.includes(match as typeof MATCH_KINDS[number])) {
+      messages.push(`${at}.match: one of name, tag, cluster.`);
+    }
+    if (typeof pattern !== "string" || !pattern || pattern.length > MAX_RULE_PATTERN_LENGTH) {
+      messages.push(`${at}.pattern: a string of 1 to ${MAX_RULE_PATTERN_LENGTH} characters.`);
+    } else if (match === "name") {
+      const problem = userPatternProblem(pattern);
+      if (problem) messages.push(`${at}.pattern: ${problem}`);
+    }
+    if (typeof tenant !== "string" || !SLUG.test(tenant)) {
+      messages.push(`${at}.tenant: the slug of a tenant (letters, digits, - and _).`);
+    }
+    if (!messages.length) {
+      out.push({
+        match: match as TenantRuleRecord["match"],
+        pattern: pattern as string,
+        tenant: tenant as string,
+      });
+    }
+  });
+  return messages.length ? { ok: false, messages } : { ok: true, value: out };
+}
 
 /**
- * An endpoint's sync policy (docs/sync.md, "Run options"): an object of run options, booleans
- * or "true"/"false", `primary_ip_preference` one of both/v4/v6. Normalised to query strings.
+ * An endpoint's sync policy (docs/sync.md, "Run options"): an object of run options (booleans
+ * or "true"/"false", `primary_ip_preference` one of both/v4/v6, role slugs) and
+ * `tenant_rules`. Normalised: options to their query strings, rules as given.
  */
 export function checkPolicy(
   raw: unknown,
-): { ok: true; value: Record<string, string> | null } | { ok: false; messages: string[] } {
+): { ok: true; value: SyncPolicyRecord | null } | { ok: false; messages: string[] } {
   if (raw === undefined || raw === null) return { ok: true, value: null };
   if (typeof raw !== "object" || Array.isArray(raw)) {
     return { ok: false, messages: ['An object of run options, e.g. {"overwrite_names": false}.'] };
   }
-  const out: Record<string, string> = {};
+  const out: SyncPolicyRecord = {};
   const messages: string[] = [];
   for (const [key, value] of Object.entries(raw as Record<string, unknown>)) {
     if (!POLICY_PARAMS.includes(key)) {
@@ -93,12 +188,15 @@ export function checkPolicy(
           POLICY_PARAMS.join(", ")
         }.`,
       );
-    } else if (key === "primary_ip_preference") {
-      if (value === "both" || value === "v4" || value === "v6") out[key] = value;
-      else messages.push("primary_ip_preference: one of both, v4, v6.");
-    } else if (typeof value === "boolean") out[key] = String(value);
-    else if (value === "true" || value === "false") out[key] = value;
-    else messages.push(`${key}: true or false.`);
+    } else if (key === "tenant_rules") {
+      const rules = checkTenantRules(value);
+      if (rules.ok) out[key] = rules.value;
+      else messages.push(...rules.messages);
+    } else {
+      const checked = checkOptionValue(key, value);
+      if (checked.ok) out[key] = checked.value;
+      else messages.push(checked.message);
+    }
   }
   if (messages.length) return { ok: false, messages };
   return { ok: true, value: Object.keys(out).length ? out : null };
@@ -111,6 +209,8 @@ export interface SyncOptionsPatch {
   deleteOrphans?: boolean;
   primaryIpPreference?: PrimaryIpPreference;
   stages?: Partial<Record<OptionalStage, boolean>>;
+  roles?: { qemu?: string; lxc?: string };
+  tenantRules?: TenantRuleRecord[];
 }
 
 /** Later patches win: defaults, then the endpoint's policy, then the run's query. */
@@ -119,6 +219,7 @@ export function mergeOptions(...patches: (SyncOptionsPatch | null | undefined)[]
     ...DEFAULT_SYNC_OPTIONS,
     overwrite: { ...DEFAULT_SYNC_OPTIONS.overwrite },
     stages: { ...DEFAULT_SYNC_OPTIONS.stages },
+    roles: { ...DEFAULT_SYNC_OPTIONS.roles },
   };
   for (const p of patches) {
     if (!p) continue;
@@ -131,6 +232,9 @@ export function mergeOptions(...patches: (SyncOptionsPatch | null | undefined)[]
     for (const [k, v] of Object.entries(p.stages ?? {})) {
       if (v !== undefined) out.stages[k as OptionalStage] = v;
     }
+    if (p.roles?.qemu !== undefined) out.roles.qemu = p.roles.qemu;
+    if (p.roles?.lxc !== undefined) out.roles.lxc = p.roles.lxc;
+    if (p.tenantRules !== undefined) out.tenantRules = p.tenantRules;
   }
   return out;
 }
@@ -148,7 +252,19 @@ export function optionsFromQuery(query: Record<string, string | undefined>): Syn
   if (pref === "both" || pref === "v4" || pref === "v6") patch.primaryIpPreference = pref;
   for (const f of OVERWRITE_FAMILIES) patch.overwrite![f] = flag(`overwrite_${f}`);
   for (const s of OPTIONAL_STAGES) patch.stages![s] = flag(stageParam(s));
+  patch.roles = { qemu: query.qemu_role, lxc: query.lxc_role };
   return patch;
+}
+
+/** An endpoint's stored policy → a patch (its options, and its tenant rules). */
+export function optionsFromPolicy(policy: SyncPolicyRecord | null | undefined): SyncOptionsPatch {
+  const query: Record<string, string> = {};
+  let rules: TenantRuleRecord[] | undefined;
+  for (const [key, value] of Object.entries(policy ?? {})) {
+    if (key === "tenant_rules") rules = Array.isArray(value) ? value : undefined;
+    else if (typeof value === "string") query[key] = value;
+  }
+  return { ...optionsFromQuery(query), tenantRules: rules };
 }
 
 /**

@@ -106,7 +106,8 @@ const HypervisorInput = z.object({
   timeout: z.number().int().min(1).max(3600).default(30).openapi({
     description: "Seconds per hypervisor call",
   }),
-  sync_policy: z.record(z.string(), z.union([z.boolean(), z.string()])).nullable().optional()
+  sync_policy: z.record(z.string(), z.union([z.boolean(), z.string(), z.array(z.unknown())]))
+    .nullable().optional()
     .transform((value, ctx) => {
       const checked = checkPolicy(value);
       if (checked.ok) return checked.value;
@@ -114,7 +115,9 @@ const HypervisorInput = z.object({
       return z.NEVER;
     }).openapi({
       description: "Run options this endpoint's runs default to (docs/sync.md, Run options), " +
-        'e.g. {"overwrite_names": false, "stage_sdn": false}; a run\'s query wins. Omitted: kept.',
+        'e.g. {"overwrite_names": false, "stage_sdn": false, "qemu_role": "server", ' +
+        '"tenant_rules": [{"match": "name", "pattern": "^web-", "tenant": "web"}]}; a run\'s ' +
+        "query wins. Omitted: kept.",
     }),
 }).strict().openapi("HypervisorEndpointInput");
 
@@ -133,7 +136,17 @@ const HypervisorOutput = z.object({
   enabled: z.boolean(),
   timeout: z.number().int(),
   key_source: KeySourceSchema,
-  sync_policy: z.record(z.string(), z.string()).nullable().optional(),
+  sync_policy: z.record(
+    z.string(),
+    z.union([
+      z.string(),
+      z.array(z.object({
+        match: z.enum(["name", "tag", "cluster"]),
+        pattern: z.string(),
+        tenant: z.string(),
+      })),
+    ]),
+  ).nullable().optional(),
 }).openapi("HypervisorEndpoint");
 
 const CredentialCheck = z.object({ ok: z.literal(true), key_source: KeySourceSchema });

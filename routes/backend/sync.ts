@@ -20,8 +20,10 @@ import { type HeldRun, isRunning, SyncRunLocks } from "../../domain/sync/run_loc
 import {
   mergeOptions,
   OPTIONAL_STAGES,
+  optionsFromPolicy,
   optionsFromQuery,
   OVERWRITE_FAMILIES,
+  SLUG,
   stageParam,
 } from "../../domain/sync/options.ts";
 import { type PlanItem, PlanningInventory } from "../../domain/sync/plan.ts";
@@ -138,6 +140,18 @@ const RunOptions = {
   }),
   ...Object.fromEntries(
     OPTIONAL_STAGES.map((s) => [stageParam(s), flag(`Include the optional stage ${s}.`)]),
+  ),
+  ...Object.fromEntries(
+    (["qemu", "lxc"] as const).map((type) => [
+      `${type}_role`,
+      z.string().regex(SLUG, { message: "Use a device role's slug" }).optional().openapi({
+        description: `Slug of the device role given to ${
+          type === "qemu" ? "QEMU guests" : "LXC containers"
+        } (default: the sync's own \`${
+          type === "qemu" ? "virtual-machine" : "container"
+        }\`); it must exist with VM role on.`,
+      }),
+    ]),
   ),
 };
 
@@ -296,7 +310,7 @@ export function syncRoutes(services: BackendServices, options: SyncRouteOptions 
       /** Per endpoint: its stored policy, then this run's query (the query wins). */
       optionsFor: (all: HypervisorEndpointRecord[]) => (endpoint: SyncEndpoint) =>
         mergeOptions(
-          optionsFromQuery(all.find((e) => e.id === endpoint.id)?.sync_policy ?? {}),
+          optionsFromPolicy(all.find((e) => e.id === endpoint.id)?.sync_policy),
           optionsFromQuery(query),
         ),
       inventory: planner ?? inventoryApi,

@@ -36,6 +36,11 @@ export function formOptions(form: Record<string, unknown>): Record<string, strin
   const pref = form.primary_ip_preference;
   if (pref === "v4" || pref === "v6") out.primary_ip_preference = pref;
   for (const s of OPTIONAL_STAGES) if (!on(stageParam(s))) out[stageParam(s)] = "false";
+  // Blank: the endpoint's policy (else the sync's own roles) decides.
+  for (const role of ["qemu_role", "lxc_role"]) {
+    const slug = typeof form[role] === "string" ? (form[role] as string).trim() : "";
+    if (slug) out[role] = slug;
+  }
   return out;
 }
 
@@ -228,6 +233,12 @@ function SyncForm(
                 <option value="v4">IPv4 preferred</option>
                 <option value="v6">IPv6 preferred</option>
               </select>
+            </label>
+            <label>
+              QEMU role <input name="qemu_role" placeholder="endpoint's policy" maxlength={100} />
+            </label>
+            <label>
+              LXC role <input name="lxc_role" placeholder="endpoint's policy" maxlength={100} />
             </label>
           </div>
           <small>See docs/sync.md, "Run options" and "Who owns a field".</small>

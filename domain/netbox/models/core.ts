@@ -24,6 +24,7 @@ import {
   VM_NAME_UNIQUE,
   vmDiskRule,
   vmPlacementRule,
+  vmRoleRule,
   vmSiteDefault,
 } from "./rules.ts";
 import {
@@ -1047,7 +1048,8 @@ export const VIRTUAL_MACHINE: ModelDef = {
   brief: ["name", "description"],
   unique: VM_NAME_UNIQUE,
   validate: async (draft, ctx) =>
-    (await vmPlacementRule(draft, ctx)) ?? contextDataRule(draft) ??
+    (await vmPlacementRule(draft, ctx)) ?? (await vmRoleRule(draft, ctx)) ??
+      contextDataRule(draft) ??
       (await vmDiskRule(draft, ctx)) ??
       primaryIpRules("virtualization.virtualmachine")(draft, ctx),
   // NetBox's save(): a VM without a site takes its cluster's (else its device's) site; a new VM

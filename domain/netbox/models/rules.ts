@@ -217,6 +217,23 @@ async function siteOfCluster(cluster: unknown, ctx: HookContext): Promise<Stored
  * NetBox 4.6's placement rules of a VM: a site, cluster or device; the cluster's site, the
  * device's site and the device's cluster agree with the VM's.
  */
+/**
+ * NetBox's `VirtualMachine.role` takes only device roles with "VM role" on (its
+ * `limit_choices_to`, enforced by the model's full_clean on every API write). Checked when the
+ * role is written, so a role switched off later never blocks an unrelated edit.
+ */
+export async function vmRoleRule(
+  draft: StoredObject,
+  ctx: HookContext,
+): Promise<FieldErrors | null> {
+  const id = draft.role;
+  if (typeof id !== "number" || !("role" in ctx.input)) return null;
+  if (ctx.existing && ctx.existing.role === id) return null;
+  const role = await ctx.read("dcim.devicerole", id);
+  if (!role || role.vm_role !== false) return null;
+  return { role: [`device role instance with id ${id} is not a valid choice.`] };
+}
+
 export async function vmPlacementRule(
   draft: StoredObject,
   ctx: HookContext,

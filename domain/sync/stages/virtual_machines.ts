@@ -20,6 +20,7 @@ import {
 } from "../proxmox.ts";
 import { type Desired, reconcile } from "../reconcile.ts";
 import { createOnlyFields } from "../options.ts";
+import { tenantAssignment, vmRole } from "../vm_policy.ts";
 import { type InventoryObject, versionAtLeast } from "../ports.ts";
 
 const NAME_MAX = 64;
@@ -132,16 +133,9 @@ export async function syncVirtualMachines(ctx: StageContext): Promise<void> {
   const { devices } = await nodeIndex(ctx);
   const states = await syncStates(ctx);
   const owned = await ownedVms(ctx);
-  const qemuRole = await ensureBySlug(ctx, PATHS.deviceRoles, "virtual-machine", {
-    name: "Virtual machine",
-    color: "4caf50",
-    vm_role: true,
-  });
-  const lxcRole = await ensureBySlug(ctx, PATHS.deviceRoles, "container", {
-    name: "Container",
-    color: "ff9800",
-    vm_role: true,
-  });
+  // The policy's roles (docs/sync.md, "Roles and tenants"); null: the one it names is unusable
+  // (reported), and those guests keep the role they have.
+  const roles = { qemu: await vmRole(ctx, "qemu"), lxc: await vmRole(ctx, "lxc") };
 
   // NetBox 4.6 has virtual machine types (qemu and lxc here) and 4.5 `start_on_boot`; an
   // inventory announcing an older API gets neither (docs/sync.md, NetBox versions).
@@ -176,6 +170,7 @@ export async function syncVirtualMachines(ctx: StageContext): Promise<void> {
     name: "names",
     role: "roles",
     custom_fields: "custom_fields",
+    tenant: "tenants",
   });
   const fill = await customFieldsToFill(ctx);
   // "Last synced" is when the sync last wrote the guest: sent with real changes only.
@@ -205,6 +200,8 @@ export async function syncVirtualMachines(ctx: StageContext): Promise<void> {
     for (const g of kept) names.set(g.vmid, String(owned.get(g.vmid)!.name));
   }
 
+  const tenantOf = await tenantAssignment(ctx, list, names, base.name);
+
   const existing = new Map<string, InventoryObject>();
   for (const [vmid, vm] of owned) existing.set(String(vmid), vm);
   const desired: Desired[] = list.map((g) => {
@@ -220,7 +217,10 @@ export async function syncVirtualMachines(ctx: StageContext): Promise<void> {
         status: vmStatus(g.status),
         cluster: base.cluster,
         device: devices.get(g.node) ?? null,
-        role: g.type === "lxc" ? lxcRole.id : qemuRole.id,
+        ...(roles[g.type === "lxc" ? "lxc" : "qemu"] === null
+          ? {}
+          : { role: roles[g.type === "lxc" ? "lxc" : "qemu"] }),
+        ...(tenantOf(g.vmid) === undefined ? {} : { tenant: tenantOf(g.vmid) }),
         ...(typed ? { virtual_machine_type: g.type === "lxc" ? lxcType!.id : qemuType!.id } : {}),
         ...(bootField ? { start_on_boot: Number(g.config.onboot) === 1 ? "on" : "off" } : {}),
         vcpus: guestVcpus(g.type, g.config, g.maxcpu),

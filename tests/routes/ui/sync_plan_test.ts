@@ -27,6 +27,7 @@ Deno.test("console sync: the plan before Run shows an admin's rename being undon
       overwrite_descriptions: "true",
       overwrite_roles: "true",
       overwrite_custom_fields: "true",
+      overwrite_tenants: "true",
       stage_task_history: "true",
       stage_vm_backups: "true",
       stage_vm_snapshots: "true",
