@@ -64,6 +64,11 @@ export interface FieldDef {
   /** fk / m2m: target model name ("dcim.site"). */
   model?: string;
   /**
+   * fk to a tree model (its own `parent` fk): its filters, by id or natural key, also match the
+   * nodes below the one asked for (NetBox's TreeNodeMultipleChoiceFilter).
+   */
+  tree?: boolean;
+  /**
    * fk: fields the nested form shows beyond the target's brief ones (NetBox 4.6 renders a
    * device's primary IPs as the IP's brief plus `dns_name`, `nat_inside`, `nat_outside`).
    */
@@ -198,6 +203,12 @@ export interface ModelDef {
   changelog?: boolean;
   /** Fields searched (case-insensitive substring) by `?q=`. */
   search?: string[];
+  /**
+   * The stored field the ordered index follows (default: the first of `ordering`). Set when the
+   * default ordering changed after records were stored keyed by another field (tags: `name`,
+   * while 4.6 lists them by `weight`, then `name`, sorted in memory).
+   */
+  orderedIndex?: string;
   /** Default ordering, e.g. ["name", "id"]; "-" prefix for descending. Default ["id"]. */
   ordering?: string[];
   /** Field used to resolve `?<fk>=<value>` filters pointing here (default slug, else name). */

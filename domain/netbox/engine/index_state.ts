@@ -67,7 +67,7 @@ export function stateOf(store: ModelStore, def: ModelDef, record: StoredObject):
 
 /** The stored field of the model's default ordering that the ordered index follows. */
 export function orderField(def: ModelDef): { field: string; desc: boolean } | null {
-  const first = def.ordering?.[0];
+  const first = def.orderedIndex ?? def.ordering?.[0];
   if (!first) return null;
   const field = first.replace(/^-/, "");
   if (field === "id") return null;

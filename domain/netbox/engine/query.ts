@@ -302,7 +302,34 @@ async function relCondition(
     }
   }
   const mode = lookup === "n" ? "n" : "exact";
-  return { kind: "rel", field, def, lookup: mode, ids, all: conjoined && lookup !== "n" };
+  const matched = def.tree ? await withDescendants(core, def.model!, ids) : ids;
+  return { kind: "rel", field, def, lookup: mode, ids: matched, all: conjoined && lookup !== "n" };
+}
+
+/**
+ * NetBox's TreeNodeMultipleChoiceFilter: a node matches itself and every node below it (its
+ * `parent` chain). The tree is read level by level through the parent index.
+ */
+async function withDescendants(
+  core: EngineCore,
+  model: string,
+  ids: (number | null)[],
+): Promise<(number | null)[]> {
+  const seen = new Set(ids.filter((id): id is number => typeof id === "number" && id > 0));
+  let level = [...seen];
+  while (level.length > 0) {
+    const next: number[] = [];
+    for (const id of level) {
+      for (const child of await core.store.idsByIndex(model, "parent", id)) {
+        if (!seen.has(child)) {
+          seen.add(child);
+          next.push(child);
+        }
+      }
+    }
+    level = next;
+  }
+  return [...ids.filter((id) => typeof id !== "number" || id <= 0), ...seen];
 }
 
 /** Ids of `model` whose natural key (slug, else name) equals value; numbers also match ids. */

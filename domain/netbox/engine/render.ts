@@ -385,7 +385,9 @@ function compilePlan(def: ModelDef, names: string[]): Plan {
         continue;
       case "tags":
         references.push({ model: TAG_MODEL, read: (r) => r.tags });
-        steps.push((r, out, page, depth) => out.tags = page.nestedList(TAG_MODEL, r.tags, depth));
+        steps.push((r, out, page, depth) =>
+          out.tags = page.nestedList(TAG_MODEL, tagOrder(page.cache, r.tags), depth)
+        );
         continue;
       case "custom_fields":
         steps.push(CUSTOM_FIELDS_STEP);
@@ -411,6 +413,22 @@ function compilePlan(def: ModelDef, names: string[]): Plan {
     steps.push(fieldStep(name, f));
   }
   return { steps, references, counts, resolved };
+}
+
+const TAG_NAMES = new Intl.Collator("en", { numeric: true, sensitivity: "base" });
+
+/**
+ * An object's tags in NetBox 4.6's order (Tag.Meta.ordering: weight, then name), whatever order
+ * they were written in. Tags not loaded keep their place at the end.
+ */
+function tagOrder(cache: RequestCache, ids: unknown): unknown {
+  if (!Array.isArray(ids) || ids.length < 2) return ids;
+  const known = cachedRecords(cache, TAG_MODEL);
+  const weight = (id: unknown) => Number(known.get(id as number)?.weight ?? 1000);
+  const name = (id: unknown) => String(known.get(id as number)?.name ?? "");
+  return [...ids].sort((a, b) =>
+    weight(a) - weight(b) || TAG_NAMES.compare(name(a), name(b)) || Number(a) - Number(b)
+  );
 }
 
 /** What a field refers to (fk, m2m, computed fk, generic fk), for batch-loading. */

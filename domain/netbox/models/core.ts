@@ -823,7 +823,23 @@ export const DEVICE: ModelDef = {
   validate: (draft, ctx) => contextDataRule(draft) ?? primaryIpRules("dcim.device")(draft, ctx),
   filters: { has_primary_ip: hasPrimaryIp },
   unique: [
-    { fields: ["site", "name"], ci: true, message: "Device name must be unique per site." },
+    // NetBox 4.6's two constraints over Lower(name): per site and tenant (no message of its
+    // own: Django's default names the constraint), and per site among devices with no tenant.
+    {
+      fields: ["site", "tenant", "name"],
+      name: "device-name:site+tenant",
+      ci: true,
+      errorField: "__all__",
+      message: "Constraint \u201cdcim_device_unique_name_site_tenant\u201d is violated.",
+    },
+    {
+      fields: ["site", "name"],
+      name: "device-name:site",
+      ci: true,
+      when: (r) => r.tenant === null || r.tenant === undefined,
+      errorField: "__all__",
+      message: "Device name must be unique per site.",
+    },
     { fields: ["asset_tag"], message: "device with this Asset tag already exists." },
   ],
   search: ["name", "serial", "asset_tag", "description", "comments"],

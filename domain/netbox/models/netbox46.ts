@@ -245,9 +245,21 @@ const primaryIpShape: Delta = (def) => {
   return { ...def, fields };
 };
 
+/**
+ * NetBox 4.3/4.4: device roles and platforms are trees, and a device's or VM's `role`,
+ * `role_id`, `platform`, `platform_id` filters match the nodes below the one asked for.
+ */
+const treeRolesAndPlatforms: Delta = (def) => {
+  const fields = { ...def.fields };
+  for (const name of ["role", "platform"]) {
+    if (fields[name]) fields[name] = { ...fields[name], tree: true };
+  }
+  return { ...def, fields };
+};
+
 const DELTAS: Record<string, Delta> = {
-  "dcim.device": primaryIpShape,
-  "virtualization.virtualmachine": primaryIpShape,
+  "dcim.device": (def) => treeRolesAndPlatforms(primaryIpShape(def)),
+  "virtualization.virtualmachine": (def) => treeRolesAndPlatforms(primaryIpShape(def)),
   "dcim.region": withFields({
     comments: comments(),
     prefix_count: countOf("ipam.prefix", "scope"),
@@ -343,9 +355,13 @@ const DELTAS: Record<string, Delta> = {
       },
     };
   },
-  // Lists keep their name order: re-keying the ordered index of stored tags is left to a
-  // migration (docs/api-behaviour.md, Inventory: NetBox 4.6 shapes).
-  "extras.tag": withFields({ weight: { type: "int", default: 1000, min: 0, max: 32767 } }),
+  // Listed by weight, then name (NetBox 4.3's Tag.Meta.ordering); the ordered index stays keyed
+  // by name, as stored tags have it (a tag list is small and sorted in memory).
+  "extras.tag": (def) => ({
+    ...withFields({ weight: { type: "int", default: 1000, min: 0, max: 32767 } })(def),
+    ordering: ["weight", "name"],
+    orderedIndex: "name",
+  }),
   "extras.customfield": withFields({ validation_schema: { type: "json", nullable: true } }),
   "extras.configcontext": withFields({ profile: alwaysNull() }),
   "core.job": withFields({

@@ -420,3 +420,173 @@ Deno.test("custom fields: each unknown key is refused under its own name; stale 
     inv.close();
   }
 });
+
+/** A site, a device type and role, two tenants: what a device needs. */
+async function deviceWorld(inv: Inv) {
+  const site = (await post(inv, "/api/dcim/sites/", { name: "AMS1", slug: "ams1" })).id;
+  const other = (await post(inv, "/api/dcim/sites/", { name: "FRA1", slug: "fra1" })).id;
+  const maker = await post(inv, "/api/dcim/manufacturers/", { name: "Generic", slug: "generic" });
+  const type = (await post(inv, "/api/dcim/device-types/", {
+    manufacturer: maker.id,
+    model: "Server",
+    slug: "server",
+  })).id;
+  const role = (await post(inv, "/api/dcim/device-roles/", { name: "Node", slug: "node" })).id;
+  const t1 = (await post(inv, "/api/tenancy/tenants/", { name: "Blue", slug: "blue" })).id;
+  const t2 = (await post(inv, "/api/tenancy/tenants/", { name: "Red", slug: "red" })).id;
+  return { site, other, type, role, t1, t2 };
+}
+
+const DEVICES = "/api/dcim/devices/";
+
+Deno.test("device names: unique per site among untenanted devices, and per site and tenant", async () => {
+  const inv = await setup();
+  try {
+    const w = await deviceWorld(inv);
+    const device = (name: string, extra: Record<string, unknown> = {}) => ({
+      name,
+      site: w.site,
+      device_type: w.type,
+      role: w.role,
+      ...extra,
+    });
+    const create = (body: unknown) => inv.call("POST", DEVICES, body);
+    assert.equal((await create(device("pve1"))).status, 201);
+    // Case-insensitive, per site (NetBox's Lower(name) constraints).
+    assert.deepEqual((await create(device("PVE1"))).body, {
+      __all__: ["Device name must be unique per site."],
+    });
+    assert.equal((await create(device("pve1", { site: w.other }))).status, 201);
+    // A tenant puts a device under the other constraint: a name an untenanted device holds is
+    // free for it, and free again under another tenant.
+    assert.equal((await create(device("pve1", { tenant: w.t1 }))).status, 201);
+    assert.equal((await create(device("pve1", { tenant: w.t2 }))).status, 201);
+    assert.deepEqual((await create(device("Pve1", { tenant: w.t1 }))).body, {
+      __all__: ["Constraint \u201cdcim_device_unique_name_site_tenant\u201d is violated."],
+    });
+    // Bulk: one error object per item, nothing written.
+    const before = await count(inv, DEVICES);
+    const bulk = await create([device("pve2"), device("pve1")]);
+    assert.equal(bulk.status, 400);
+    assert.deepEqual(bulk.body, [{}, { __all__: ["Device name must be unique per site."] }]);
+    assert.equal(await count(inv, DEVICES), before);
+    // Update: dropping the tenant of a device named as an untenanted one is refused; unnamed
+    // devices never collide.
+    const tenanted = (await inv.call("GET", `${DEVICES}?name=pve1&tenant_id=${w.t2}`)).body
+      .results[0];
+    const moved = await inv.call("PATCH", `${DEVICES}${tenanted.id}/`, { tenant: null });
+    assert.deepEqual(moved.body, { __all__: ["Device name must be unique per site."] });
+    assert.equal((await create(device(""))).status, 201);
+    assert.equal((await create(device(""))).status, 201);
+  } finally {
+    inv.close();
+  }
+});
+
+Deno.test("device and VM role/platform filters match the roles and platforms below (NetBox 4.6 trees)", async () => {
+  const inv = await setup();
+  try {
+    const w = await deviceWorld(inv);
+    const servers = await post(inv, "/api/dcim/device-roles/", {
+      name: "Servers",
+      slug: "servers",
+    });
+    const hv = await post(inv, "/api/dcim/device-roles/", {
+      name: "Hypervisors",
+      slug: "hypervisors",
+      parent: servers.id,
+    });
+    const pve = await post(inv, "/api/dcim/device-roles/", {
+      name: "PVE",
+      slug: "pve",
+      parent: hv.id,
+    });
+    const linux = await post(inv, "/api/dcim/platforms/", { name: "Linux", slug: "linux" });
+    const debian = await post(inv, "/api/dcim/platforms/", {
+      name: "Debian",
+      slug: "debian",
+      parent: linux.id,
+    });
+    const device = (name: string, role: number, platform: number | null) =>
+      post(inv, DEVICES, { name, site: w.site, device_type: w.type, role, platform });
+    await device("top", servers.id, linux.id);
+    await device("mid", hv.id, debian.id);
+    await device("leaf", pve.id, null);
+    await device("other", w.role, null);
+    const names = async (path: string, query: string) =>
+      (await inv.call("GET", `${path}?${query}&ordering=name`)).body.results.map((
+        r: { name: string },
+      ) => r.name);
+    assert.deepEqual(await names(DEVICES, "role=servers"), ["leaf", "mid", "top"]);
+    assert.deepEqual(await names(DEVICES, `role_id=${hv.id}`), ["leaf", "mid"]);
+    assert.deepEqual(await names(DEVICES, "role=pve"), ["leaf"]);
+    assert.deepEqual(await names(DEVICES, "role__n=hypervisors"), ["other", "top"]);
+    assert.deepEqual(await names(DEVICES, "platform=linux"), ["mid", "top"]);
+    assert.deepEqual(await names(DEVICES, `platform_id=${debian.id}`), ["mid"]);
+    // Several values: the union of their subtrees; an unknown slug is still a 400.
+    assert.deepEqual(await names(DEVICES, `role=pve&role=node`), ["leaf", "other"]);
+    const unknown = await inv.call("GET", `${DEVICES}?role=nope`);
+    assert.equal(unknown.status, 400);
+    // VMs too.
+    await post(inv, VMS, { name: "vm-a", site: w.site, role: pve.id, platform: debian.id });
+    await post(inv, VMS, { name: "vm-b", site: w.site, role: w.role });
+    assert.deepEqual(await names(VMS, "role=servers"), ["vm-a"]);
+    assert.deepEqual(await names(VMS, `platform_id=${linux.id}`), ["vm-a"]);
+    // Roles' own parent filter is not widened (only devices' and VMs' filters are trees).
+    assert.deepEqual(
+      await names("/api/dcim/device-roles/", `parent_id=${servers.id}`),
+      ["Hypervisors"],
+    );
+  } finally {
+    inv.close();
+  }
+});
+
+Deno.test("tags are listed by weight, then name, on the tag list and on every object", async () => {
+  const inv = await setup();
+  try {
+    const tag = (name: string, weight?: number) =>
+      post(inv, "/api/extras/tags/", {
+        name,
+        slug: name,
+        ...(weight === undefined ? {} : { weight }),
+      });
+    const zeta = await tag("zeta", 10);
+    const alpha = await tag("alpha");
+    const beta = await tag("beta");
+    const heavy = await tag("aardvark", 5000);
+    const listed = (await inv.call("GET", "/api/extras/tags/")).body.results.map((
+      t: { name: string },
+    ) => t.name);
+    assert.deepEqual(listed, ["zeta", "alpha", "beta", "aardvark"]);
+    const site = await post(inv, "/api/dcim/sites/", {
+      name: "AMS1",
+      slug: "ams1",
+      tags: [heavy.id, beta.id, zeta.id, alpha.id],
+    });
+    assert.deepEqual(site.tags.map((t: { name: string }) => t.name), [
+      "zeta",
+      "alpha",
+      "beta",
+      "aardvark",
+    ]);
+    // A weight change reorders both.
+    await inv.call("PATCH", `/api/extras/tags/${heavy.id}/`, { weight: 0 });
+    const again = (await inv.call("GET", `/api/dcim/sites/${site.id}/`)).body;
+    assert.deepEqual(again.tags.map((t: { name: string }) => t.name), [
+      "aardvark",
+      "zeta",
+      "alpha",
+      "beta",
+    ]);
+    const byName = (await inv.call("GET", "/api/extras/tags/?ordering=name")).body.results;
+    assert.deepEqual(byName.map((t: { name: string }) => t.name), [
+      "aardvark",
+      "alpha",
+      "beta",
+      "zeta",
+    ]);
+  } finally {
+    inv.close();
+  }
+});
