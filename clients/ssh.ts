@@ -80,7 +80,7 @@ export function sshConnector(options: SshClientOptions = {}): SshConnector {
             return settle({
               ok: false,
               reason: "fingerprint_mismatch",
-              detail: mismatchDetail(target.pinnedFingerprint, presented),
+              detail: mismatchDetail(target.pinnedFingerprint, presented, target.pinnedBy),
             });
           }
           if (err.level === "client-authentication") {

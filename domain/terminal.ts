@@ -8,6 +8,13 @@
  * after TICKET_TTL_MS, and is bound to the console session that asked for it.
  */
 import type { TerminalSessionRecord, TerminalSessionStore } from "../storage/ports.ts";
+import {
+  endpointAddressReason,
+  endpointNameReason,
+  isIpAddress,
+  parseIpv4,
+  parseIpv6,
+} from "./outbound_policy.ts";
 
 export type { TerminalSessionRecord, TerminalSessionStore };
 
@@ -20,6 +27,8 @@ export interface SshTarget {
   privateKey: string;
   /** `SHA256:<base64 without padding>`; checked during key exchange, before any secret. */
   pinnedFingerprint: string;
+  /** Who pins the key, for messages: "the endpoint", "node pve2". */
+  pinnedBy?: string;
 }
 
 export interface PtySize {
@@ -77,10 +86,122 @@ export function sameFingerprint(a: string, b: string): boolean {
   return norm(a) === norm(b);
 }
 
-export function mismatchDetail(pinned: string, presented: string): string {
-  return `Host key mismatch: the endpoint pins ${pinned} but the server presented ${presented}. ` +
+export function mismatchDetail(
+  pinned: string,
+  presented: string,
+  pinnedBy = "the endpoint",
+): string {
+  return `Host key mismatch: ${pinnedBy} pins ${pinned} but the server presented ${presented}. ` +
     "Nothing was sent. If the host key really changed, read it with …/host-key-fingerprint/, " +
     "check it out of band, and pin the new one on the endpoint.";
+}
+
+/**
+ * Where an SSH session may go (SECURITY.md "Outbound requests"): the same policy as every
+ * outbound HTTP request. A node's address comes from the cluster (`/cluster/status`), which
+ * may be hostile: loopback, link-local, metadata and multicast addresses are refused unless
+ * `SERVICE_ALLOW_LOOPBACK_TARGETS`. A name is resolved here and the session goes to the address
+ * that was checked, never to a second lookup of the name.
+ */
+export interface SshHostPolicy {
+  allowLoopback: boolean;
+  /** A and AAAA addresses of a host name (empty when it does not resolve). */
+  resolve: (host: string) => Promise<string[]>;
+}
+
+export type SshHostCheck =
+  | { ok: true; address: string }
+  | { ok: false; detail: string };
+
+export async function checkSshHost(host: string, policy: SshHostPolicy): Promise<SshHostCheck> {
+  const name = host.trim().replace(/^\[|\]$/g, "").toLowerCase().replace(/\.$/, "");
+  if (!name) return { ok: false, detail: "No address to connect to." };
+  if (policy.allowLoopback) return { ok: true, address: name };
+  const refused = (shown: string, reason: string): SshHostCheck => ({
+    ok: false,
+    detail: `SSH to ${shown} refused: it is ${reason}; such targets are refused unless ` +
+      "SERVICE_ALLOW_LOOPBACK_TARGETS is true.",
+  });
+  if (isIpAddress(name)) {
+    const reason = endpointAddressReason(name);
+    return reason ? refused(name, reason) : { ok: true, address: name };
+  }
+  const nameReason = endpointNameReason(name);
+  if (nameReason) return refused(name, nameReason);
+  const addresses = await policy.resolve(name).catch(() => [] as string[]);
+  if (addresses.length === 0) return { ok: false, detail: `Host ${name} does not resolve.` };
+  for (const address of addresses) {
+    const reason = endpointAddressReason(address);
+    if (reason) return refused(`${name} (${address})`, reason);
+  }
+  return { ok: true, address: addresses[0] };
+}
+
+/** The facts of a hypervisor endpoint a node's terminal needs. */
+export interface NodeEndpointFacts {
+  /** The endpoint's own address (domain, else IP), or null. */
+  host: string | null;
+  pinned: string | null;
+  nodePins: Record<string, string> | null;
+}
+
+/** A plugin node record's facts: its name and the address `/cluster/status` reported. */
+export interface NodeFacts {
+  name: string;
+  ip_address: string | null;
+}
+
+export type NodeTarget =
+  | { ok: true; host: string; pinned: string; pinnedBy: string }
+  | { ok: false; reason: "ssh_host_missing" | "ssh_fingerprint_required"; detail: string };
+
+/** Two spellings of one address (`10.0.0.1` and `10.0.0.1/24`, IPv6 forms) compare equal. */
+function sameHost(a: string, b: string): boolean {
+  const norm = (v: string) => {
+    const h = v.trim().split("/")[0].replace(/^\[|\]$/g, "").toLowerCase().replace(/\.$/, "");
+    return parseIpv4(h)?.join(".") ?? parseIpv6(h)?.join(":") ?? h;
+  };
+  return norm(a) === norm(b);
+}
+
+/**
+ * Where a node's terminal connects and which key it expects (README "Browser terminal", per
+ * node):
+ * - the address: the node record's `ip_address` (the sync copies `/cluster/status`'s `ip`);
+ *   a node without one falls back to the endpoint's own address only when it is the endpoint's
+ *   sole node (a standalone host);
+ * - the key: the endpoint's `ssh_node_host_fingerprints[<node>]`; without one, the endpoint's
+ *   own pin applies only when the node's address is the endpoint's own address (the same host,
+ *   the same key). Any other node is refused until its key is pinned: one pin never vouches for
+ *   another machine.
+ */
+export function nodeTarget(
+  endpoint: NodeEndpointFacts,
+  node: NodeFacts,
+  nodesOfEndpoint: number,
+): NodeTarget {
+  const own = node.ip_address?.trim().split("/")[0] || null;
+  const host = own ?? (nodesOfEndpoint === 1 ? endpoint.host : null);
+  if (!host) {
+    return {
+      ok: false,
+      reason: "ssh_host_missing",
+      detail: `Node ${node.name} has no address (the cluster reported no ip for it); run a ` +
+        "sync, or use the endpoint's own terminal.",
+    };
+  }
+  const pin = endpoint.nodePins?.[node.name];
+  if (pin) return { ok: true, host, pinned: pin, pinnedBy: `node ${node.name}` };
+  if (endpoint.pinned && endpoint.host && sameHost(host, endpoint.host)) {
+    return { ok: true, host, pinned: endpoint.pinned, pinnedBy: "the endpoint" };
+  }
+  return {
+    ok: false,
+    reason: "ssh_fingerprint_required",
+    detail: `Pin node ${node.name}'s host key first: read it with its host-key-fingerprint ` +
+      "helper, compare it out of band, and add it to the endpoint's " +
+      `ssh_node_host_fingerprints ({"${node.name}": "SHA256:…"}).`,
+  };
 }
 
 /** Sizes a browser may ask for; anything else is clamped (a PTY of 10^9 columns is no size). */

@@ -562,6 +562,9 @@ export interface TerminalSessionRecord {
   id: string;
   endpoint_id: number;
   endpoint_name: string;
+  /** The cluster node (plugin node record) a node terminal opened; null for the endpoint's own. */
+  node_id?: number | null;
+  node_name?: string | null;
   host: string;
   port: number;
   ssh_username: string;

@@ -11,6 +11,8 @@ import { fingerprintOf } from "../domain/terminal.ts";
 export interface TestSshServer {
   port: number;
   fingerprint: string;
+  /** TCP connections accepted so far (a refused target must add none). */
+  readonly connections: number;
   /** Every auth attempt: method and username (and the password, to prove none arrived). */
   authAttempts: { method: string; username: string; password?: string }[];
   ptys: { cols: number; rows: number; term: string }[];
@@ -42,7 +44,9 @@ export async function startSshServer(
   const clients = new Set<{ end(): void }>();
   let hostKeyBlob: Uint8Array | null = null;
 
+  let connections = 0;
   const server = new Server({ hostKeys: [privateKey] }, (client) => {
+    connections++;
     clients.add(client);
     client.on("close", () => clients.delete(client));
     client.on("error", () => {});
@@ -116,6 +120,9 @@ export async function startSshServer(
   return {
     port,
     fingerprint: await fingerprintOf(hostKeyBlob),
+    get connections() {
+      return connections;
+    },
     authAttempts,
     ptys,
     resizes,

@@ -9,7 +9,13 @@
  */
 import type { HookContext, ModelDef, StoredObject } from "../netbox/types.ts";
 import type { PluginServices } from "./service.ts";
-import { checkDomainOrIp, checkInventoryToken, checkSsh, mergeErrors } from "./validation.ts";
+import {
+  checkDomainOrIp,
+  checkInventoryToken,
+  checkNodeFingerprints,
+  checkSsh,
+  mergeErrors,
+} from "./validation.ts";
 import { generateBackendToken } from "./secrets.ts";
 import { followDestination } from "./destination.ts";
 import {
@@ -41,6 +47,14 @@ function checkSyncPolicy(draft: Record<string, unknown>): Record<string, string[
   const checked = checkPolicy(draft.sync_policy);
   if (!checked.ok) return { sync_policy: checked.messages };
   draft.sync_policy = checked.value;
+  return {};
+}
+
+/** The per-node pinned host keys of the browser terminal; normalised. */
+function checkNodePins(draft: Record<string, unknown>): Record<string, string[]> {
+  const checked = checkNodeFingerprints(draft.ssh_node_host_fingerprints);
+  if (!checked.ok) return { ssh_node_host_fingerprints: checked.messages };
+  draft.ssh_node_host_fingerprints = checked.value;
   return {};
 }
 
@@ -123,6 +137,14 @@ export function pluginModels(services: PluginServices): ModelDef[] {
       ssh_port: port(22),
       ssh_auth_method: choice([["password", "Password"], ["key", "Private key"]], "password"),
       ssh_known_host_fingerprint: nullStr({ description: "Pinned host key, SHA256:<base64>." }),
+      ssh_node_host_fingerprints: {
+        type: "json",
+        nullable: true,
+        filter: false,
+        description: "Pinned host key of each cluster node the browser terminal may open, " +
+          '{"<node name>": "SHA256:<base64>"}; a node without one is refused unless its address ' +
+          "is the endpoint's own (README, Browser terminal). Same SSH credentials and ssh_port.",
+      },
       ssh_password: secret("Write-only; needs the plugin encryption key."),
       ssh_private_key: secret("Write-only; needs the plugin encryption key."),
       has_ssh_password: {
@@ -149,6 +171,7 @@ export function pluginModels(services: PluginServices): ModelDef[] {
         await services.sshSecretsNeedKey(draft, ctx),
         checkReuseSwitch(draft, ctx),
         checkSyncPolicy(draft),
+        checkNodePins(draft),
       );
       return Object.keys(errors).length ? errors : null;
     },

@@ -86,6 +86,43 @@ export function isValidFingerprint(value: string): boolean {
   return FINGERPRINT.test(value.trim());
 }
 
+/** A Proxmox VE node name (a host name label); the key of a per-node pinned host key. */
+const NODE_NAME = /^[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?$/;
+export const MAX_NODE_FINGERPRINTS = 512;
+
+/**
+ * `ssh_node_host_fingerprints`: the pinned host key of each cluster node the browser terminal
+ * may open (README "Browser terminal", per node): `{"<node name>": "SHA256:<base64>"}`.
+ * Normalised (values trimmed; an empty object is null).
+ */
+export function checkNodeFingerprints(
+  raw: unknown,
+): { ok: true; value: Record<string, string> | null } | { ok: false; messages: string[] } {
+  if (raw === undefined || raw === null) return { ok: true, value: null };
+  if (typeof raw !== "object" || Array.isArray(raw)) {
+    return {
+      ok: false,
+      messages: ['An object of node name → pinned key, e.g. {"pve2": "SHA256:…"}.'],
+    };
+  }
+  const entries = Object.entries(raw as Record<string, unknown>);
+  if (entries.length > MAX_NODE_FINGERPRINTS) {
+    return { ok: false, messages: [`At most ${MAX_NODE_FINGERPRINTS} nodes.`] };
+  }
+  const out: Record<string, string> = {};
+  const messages: string[] = [];
+  for (const [node, value] of entries) {
+    const name = JSON.stringify(node.slice(0, 70));
+    if (!NODE_NAME.test(node)) {
+      messages.push(`${name}: not a node name (letters, digits and '-', at most 63).`);
+    } else if (typeof value !== "string" || !isValidFingerprint(value)) {
+      messages.push(`${name}: ${FINGERPRINT_INVALID}`);
+    } else out[node] = value.trim();
+  }
+  if (messages.length) return { ok: false, messages };
+  return { ok: true, value: Object.keys(out).length ? out : null };
+}
+
 export function checkSsh(record: {
   ssh_credential_source?: unknown;
   ssh_known_host_fingerprint?: unknown;

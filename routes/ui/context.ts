@@ -5,7 +5,7 @@ import type { AuthInfo } from "../../domain/netbox/types.ts";
 import type { TokenService } from "../../domain/netbox/tokens.ts";
 import type { ConsoleApi } from "./api.ts";
 import type { ConsoleSessions, Session } from "../../domain/console_sessions.ts";
-import type { SshConnector, TerminalSessions } from "../../domain/terminal.ts";
+import type { SshConnector, SshHostPolicy, TerminalSessions } from "../../domain/terminal.ts";
 
 export type ConsoleEnv = {
   Bindings: ServeEnv;
@@ -24,6 +24,8 @@ export interface ConsoleServices {
 export interface TerminalServices {
   sessions: TerminalSessions;
   ssh: SshConnector;
+  /** Where SSH may go (the outbound policy; domain/terminal.ts checkSshHost). */
+  hostPolicy: SshHostPolicy;
   idleTimeoutMs: number;
   /** A session record that could not be written (logged). */
   onRecordFailed(error: string): void;

@@ -93,7 +93,14 @@ const SPECS: ListSpec[] = [
           typeof r.mem === "number" ? `${bytes(r.mem)} / ${bytes(r.maxmem)}` : bytes(r.maxmem),
       },
       { label: "Device", cell: (r) => ref(r.device) },
+      { label: "Address", cell: (r) => r.ip_address ?? "—" },
       { label: "Last synced", cell: (r) => <When at={r.last_synced} /> },
+      {
+        // The terminal page says what is missing (credentials, the node's pinned key) and the
+        // session route checks the permission (README "Browser terminal").
+        label: "",
+        cell: (r) => link(`/ui/nodes/${r.id}/terminal`, "Terminal"),
+      },
     ],
   },
   {

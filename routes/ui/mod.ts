@@ -29,6 +29,7 @@ import { errorPage } from "./errors.tsx";
 import { terminalRoutes } from "./terminal.tsx";
 import { DEFAULT_IDLE_TIMEOUT_MS, TerminalSessions } from "../../domain/terminal.ts";
 import { sshConnector } from "../../clients/ssh.ts";
+import { systemResolve } from "../../clients/outbound.ts";
 
 export interface ConsoleOptions {
   /** The inventory surface (core + plugin REST API) the pages call in-process. */
@@ -60,6 +61,7 @@ export function createConsoleApp(
     terminals: {
       sessions: new TerminalSessions(deps.storage.terminalSessions, deps.now),
       ssh: deps.ssh ?? sshConnector(),
+      hostPolicy: { allowLoopback: deps.config.allowLoopbackTargets, resolve: systemResolve },
       idleTimeoutMs: deps.terminalIdleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS,
       live: new Map(),
       onRecordFailed: (error) =>

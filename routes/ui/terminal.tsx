@@ -7,6 +7,14 @@
  * - `GET  /ui/terminal/socket`                             the WebSocket; first frame: the ticket
  * - `GET  /ui/endpoints/hypervisor/{id}/host-key-fingerprint`  the key the host presents, to pin
  * - `GET  /ui/terminal/sessions`                           every session (superusers; JSON or page)
+ * - `GET  /ui/nodes/{id}/terminal`, `POST …/terminal/session`, `GET …/host-key-fingerprint`:
+ *   the same for one cluster node (a plugin node record), at the address the cluster reported
+ *   for it, with the endpoint's SSH credentials and `ssh_port` and the node's own pinned key
+ *   (domain/terminal.ts nodeTarget)
+ *
+ * Every SSH target (endpoint or node) passes the outbound policy first (domain/terminal.ts
+ * checkSshHost): a node address reported by a hostile cluster reaches no loopback, link-local
+ * or metadata address.
  *
  * The permission is the plugin's own check: the secrets are read through
  * `…/ssh-secrets/` with the signed-in token, which answers only to `service.open_ssh_terminal`
@@ -17,11 +25,18 @@ import { Hono } from "hono";
 import type { Child } from "hono/jsx";
 import type { ConsoleEnv, ConsoleServices, Ctx, TerminalServices } from "./context.ts";
 import { Layout, Notice, PageHead, STATIC } from "./layout.tsx";
-import { clampSize, type SshShell, type TerminalSessionRecord } from "../../domain/terminal.ts";
+import {
+  checkSshHost,
+  clampSize,
+  nodeTarget,
+  type SshShell,
+  type TerminalSessionRecord,
+} from "../../domain/terminal.ts";
 import { can } from "../plugin/permissions.ts";
 import type { ConsoleApi } from "./api.ts";
 
 const ENDPOINT = "/api/plugins/service/endpoints/hypervisor";
+const NODES = "/api/plugins/service/nodes";
 
 /** Close codes of the terminal socket (4000 range: refusals; 1000: the SSH side ended). */
 export const TERMINAL_CLOSE = {
@@ -50,8 +65,121 @@ interface EndpointView {
   ip_address?: { address?: string } | null;
   ssh_port?: number;
   ssh_known_host_fingerprint?: string | null;
+  ssh_node_host_fingerprints?: Record<string, string> | null;
   has_ssh_terminal_credentials?: boolean;
   enabled?: boolean;
+}
+
+interface NodeView {
+  id: number;
+  name: string;
+  ip_address?: string | null;
+  online?: boolean;
+  endpoint?: { id?: number } | null;
+}
+
+/** Where a terminal goes: an endpoint's own address, or one of its nodes'. */
+interface Target {
+  endpoint: EndpointView;
+  node: NodeView | null;
+  /** As configured or reported (a name or an address); checked by the policy before use. */
+  host: string;
+  port: number;
+  pinned: string;
+  pinnedBy: string;
+  /** "lab" or "pve2 (lab)". */
+  label: string;
+}
+
+type Resolved =
+  | { ok: true; target: Target }
+  | { ok: false; status: 403 | 404 | 422; body: Record<string, unknown> };
+
+type Refused = Extract<Resolved, { ok: false }>;
+
+const NOT_FOUND: Refused = { ok: false, status: 404, body: { detail: "Not found." } };
+
+async function endpointTarget(api: ConsoleApi, id: number): Promise<Resolved> {
+  const e = await endpointVia(api, id);
+  if (!e) return NOT_FOUND;
+  const host = hostOf(e);
+  if (!host) {
+    return {
+      ok: false,
+      status: 422,
+      body: { reason: "ssh_host_missing", detail: "The endpoint has no address." },
+    };
+  }
+  if (!e.ssh_known_host_fingerprint) {
+    return {
+      ok: false,
+      status: 422,
+      body: {
+        reason: "ssh_fingerprint_required",
+        detail: "Pin the host key first (ssh_known_host_fingerprint): read it with " +
+          `/ui/endpoints/hypervisor/${id}/host-key-fingerprint and compare it out of band.`,
+      },
+    };
+  }
+  return {
+    ok: true,
+    target: {
+      endpoint: e,
+      node: null,
+      host,
+      port: e.ssh_port ?? 22,
+      pinned: e.ssh_known_host_fingerprint,
+      pinnedBy: "the endpoint",
+      label: e.name,
+    },
+  };
+}
+
+/** The node record (read with the signed-in token: it needs view on nodes) and its endpoint. */
+async function nodeAndEndpoint(
+  api: ConsoleApi,
+  nodeId: number,
+): Promise<{ node: NodeView; endpoint: EndpointView; siblings: number } | Refused> {
+  const answer = await api.get(`${NODES}/${nodeId}/`);
+  if (answer.status === 403) return { ok: false, status: 403, body: answer.body };
+  if (answer.status !== 200) return NOT_FOUND;
+  const node = answer.body as NodeView;
+  const endpointId = node.endpoint?.id;
+  const endpoint = typeof endpointId === "number" ? await endpointVia(api, endpointId) : null;
+  if (!endpoint) return NOT_FOUND;
+  const siblings = await api.get(`${NODES}/?endpoint_id=${endpoint.id}&limit=1&brief=1`);
+  const count = siblings.status === 200 ? Number(siblings.body.count) : NaN;
+  return { node, endpoint, siblings: Number.isFinite(count) ? count : 0 };
+}
+
+async function nodeTargetVia(api: ConsoleApi, nodeId: number): Promise<Resolved> {
+  const found = await nodeAndEndpoint(api, nodeId);
+  if ("ok" in found) return found;
+  const { node, endpoint: e, siblings } = found;
+  const decided = nodeTarget(
+    {
+      host: hostOf(e),
+      pinned: e.ssh_known_host_fingerprint ?? null,
+      nodePins: e.ssh_node_host_fingerprints ?? null,
+    },
+    { name: node.name, ip_address: node.ip_address ?? null },
+    siblings,
+  );
+  if (!decided.ok) {
+    return { ok: false, status: 422, body: { reason: decided.reason, detail: decided.detail } };
+  }
+  return {
+    ok: true,
+    target: {
+      endpoint: e,
+      node,
+      host: decided.host,
+      port: e.ssh_port ?? 22,
+      pinned: decided.pinned,
+      pinnedBy: decided.pinnedBy,
+      label: `${node.name} (${e.name})`,
+    },
+  };
 }
 
 function hostOf(e: EndpointView): string | null {
@@ -78,6 +206,22 @@ async function secrets(c: Ctx, id: number) {
   return await c.get("api").get(`${ENDPOINT}/${id}/ssh-secrets/`);
 }
 
+/** The session record of a target: who, where, which node. */
+function recordFields(c: Ctx, target: Target, sshUsername: string) {
+  return {
+    endpoint_id: target.endpoint.id,
+    endpoint_name: target.endpoint.name,
+    node_id: target.node?.id ?? null,
+    node_name: target.node?.name ?? null,
+    host: target.host,
+    port: target.port,
+    ssh_username: sshUsername,
+    token_id: c.get("session").tokenId,
+    user: userOf(c),
+    console_session: c.get("session").id,
+  };
+}
+
 export function terminalRoutes(ctx: ConsoleServices): Hono<ConsoleEnv> {
   const t = ctx.terminals;
   const app = new Hono<ConsoleEnv>();
@@ -86,39 +230,97 @@ export function terminalRoutes(ctx: ConsoleServices): Hono<ConsoleEnv> {
     return Number.isSafeInteger(id) && id > 0 ? id : null;
   };
 
-  app.get("/ui/endpoints/hypervisor/:id/terminal", async (c) => {
-    const id = idParam(c);
-    const e = id === null ? null : await endpoint(c, id);
-    // xterm.js writes its theme into a <style> element: this page alone allows inline styles
-    // (scripts stay 'self' only).
+  // xterm.js writes its theme into a <style> element: the terminal pages alone allow inline
+  // styles (scripts stay 'self' only).
+  const terminalPage = (c: Ctx, title: string, body: Child) => {
     c.header(
       "content-security-policy",
       "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
     );
-    const page = (body: Child) =>
-      c.html(
-        <Layout
-          title={e ? `Terminal · ${e.name}` : "Terminal"}
-          active="endpoints"
-          auth={c.get("auth")}
-          session={c.get("session")}
-          head={
-            <>
-              <link rel="stylesheet" href={`${STATIC}/xterm.css`} />
-              <script src={`${STATIC}/xterm.js`} defer></script>
-              <script src={`${STATIC}/addon-fit.js`} defer></script>
-              <script src={`${STATIC}/terminal.js`} defer></script>
-            </>
-          }
-        >
-          {body}
-        </Layout>,
-      );
+    return c.html(
+      <Layout
+        title={title}
+        active="endpoints"
+        auth={c.get("auth")}
+        session={c.get("session")}
+        head={
+          <>
+            <link rel="stylesheet" href={`${STATIC}/xterm.css`} />
+            <script src={`${STATIC}/xterm.js`} defer></script>
+            <script src={`${STATIC}/addon-fit.js`} defer></script>
+            <script src={`${STATIC}/terminal.js`} defer></script>
+          </>
+        }
+      >
+        {body}
+      </Layout>,
+    );
+  };
+
+  const terminalBox = (c: Ctx, sessionUrl: string) => (
+    <>
+      <p id="terminal-status" role="status">Connecting…</p>
+      <div
+        id="terminal"
+        class="terminal"
+        data-session-url={sessionUrl}
+        data-socket-url="/ui/terminal/socket"
+        data-csrf={c.get("session").csrf}
+      >
+      </div>
+    </>
+  );
+
+  /** The endpoint's nodes, each with its own Terminal (when the token may view nodes). */
+  const nodeList = async (c: Ctx, e: EndpointView) => {
+    const answer = await c.get("api").get(`${NODES}/?endpoint_id=${e.id}&limit=200`);
+    if (answer.status !== 200 || !Array.isArray(answer.body?.results)) return null;
+    const nodes = answer.body.results as NodeView[];
+    if (nodes.length === 0) return null;
+    const pins = e.ssh_node_host_fingerprints ?? {};
+    return (
+      <section class="card" id="node-terminals">
+        <h2>Nodes of this endpoint</h2>
+        <table>
+          <thead>
+            <tr>
+              <th>Node</th>
+              <th>Address</th>
+              <th>Host key</th>
+              <th></th>
+            </tr>
+          </thead>
+          <tbody>
+            {nodes.map((n) => (
+              <tr>
+                <td>{n.name}</td>
+                <td>{n.ip_address ?? "—"}</td>
+                <td>{pins[n.name] ?? "not pinned"}</td>
+                <td>
+                  <a class="button small" href={`/ui/nodes/${n.id}/terminal`}>Terminal</a>
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </section>
+    );
+  };
+
+  app.get("/ui/endpoints/hypervisor/:id/terminal", async (c) => {
+    const id = idParam(c);
+    const e = id === null ? null : await endpoint(c, id);
     if (!e) {
-      return page(<Notice kind="error">No hypervisor endpoint with this id.</Notice>);
+      return terminalPage(
+        c,
+        "Terminal",
+        <Notice kind="error">No hypervisor endpoint with this id.</Notice>,
+      );
     }
     const ready = e.has_ssh_terminal_credentials && e.ssh_known_host_fingerprint;
-    return page(
+    return terminalPage(
+      c,
+      `Terminal · ${e.name}`,
       <>
         <PageHead
           title={`Terminal · ${e.display ?? e.name}`}
@@ -129,19 +331,7 @@ export function terminalRoutes(ctx: ConsoleServices): Hono<ConsoleEnv> {
           <a class="button" href={`/ui/endpoints/hypervisor/${e.id}`}>Back to endpoint</a>
         </PageHead>
         {ready
-          ? (
-            <>
-              <p id="terminal-status" role="status">Connecting…</p>
-              <div
-                id="terminal"
-                class="terminal"
-                data-session-url={`/ui/endpoints/hypervisor/${e.id}/terminal/session`}
-                data-socket-url="/ui/terminal/socket"
-                data-csrf={c.get("session").csrf}
-              >
-              </div>
-            </>
-          )
+          ? terminalBox(c, `/ui/endpoints/hypervisor/${e.id}/terminal/session`)
           : (
             <Notice kind="warn">
               This endpoint has no complete SSH credentials or no pinned host key. Set them on the
@@ -152,69 +342,162 @@ export function terminalRoutes(ctx: ConsoleServices): Hono<ConsoleEnv> {
               and compare it out of band before pinning it.
             </Notice>
           )}
+        {await nodeList(c, e)}
       </>,
     );
   });
 
-  app.post("/ui/endpoints/hypervisor/:id/terminal/session", async (c) => {
+  app.get("/ui/nodes/:id/terminal", async (c) => {
     const id = idParam(c);
-    if (id === null) return c.json({ detail: "Not found." }, 404);
-    const checked = await secrets(c, id);
-    if (checked.status !== 200) return c.json(checked.body, checked.status as 403);
-    const e = await endpoint(c, id);
-    const host = e ? hostOf(e) : null;
-    if (!e || !host) return c.json({ detail: "The endpoint has no address." }, 422);
-    if (!e.ssh_known_host_fingerprint) {
-      return c.json({
-        reason: "ssh_fingerprint_required",
-        detail: "Pin the host key first (ssh_known_host_fingerprint): read it with " +
-          `/ui/endpoints/hypervisor/${id}/host-key-fingerprint and compare it out of band.`,
-      }, 422);
+    const found = id === null ? NOT_FOUND : await nodeAndEndpoint(c.get("api"), id);
+    if ("ok" in found) {
+      return terminalPage(
+        c,
+        "Terminal",
+        <Notice kind="error">
+          {found.status === 403
+            ? "Your token may not view this node."
+            : "No hypervisor node with this id."}
+        </Notice>,
+      );
     }
-    const { ticket, record } = await t.sessions.create({
-      endpoint_id: id,
-      endpoint_name: e.name,
-      host,
-      port: e.ssh_port ?? 22,
-      ssh_username: String(checked.body.username ?? ""),
-      token_id: c.get("session").tokenId,
-      user: userOf(c),
-      console_session: c.get("session").id,
-    });
-    return c.json({ ticket, session_id: record.id, socket: "/ui/terminal/socket" }, 201);
+    const { node, endpoint: e } = found;
+    const decided = await nodeTargetVia(c.get("api"), node.id);
+    const ready = e.has_ssh_terminal_credentials && decided.ok;
+    return terminalPage(
+      c,
+      `Terminal · ${node.name}`,
+      <>
+        <PageHead
+          title={`Terminal · ${node.name} (${e.display ?? e.name})`}
+          sub={decided.ok
+            ? `${decided.target.host}:${decided.target.port} · host key ${decided.target.pinned} (pinned by ${decided.target.pinnedBy})`
+            : `${node.ip_address ?? "?"}:${e.ssh_port ?? 22}`}
+        >
+          <a class="button" href={`/ui/endpoints/hypervisor/${e.id}/terminal`}>
+            The endpoint's terminal
+          </a>
+        </PageHead>
+        {ready ? terminalBox(c, `/ui/nodes/${node.id}/terminal/session`) : (
+          <Notice kind="warn">
+            {!e.has_ssh_terminal_credentials
+              ? "The node's endpoint has no complete SSH credentials; set them on the endpoint. "
+              : ""}
+            {!decided.ok ? `${decided.body.detail} ` : ""}
+            Read the node's key with{" "}
+            <a href={`/ui/nodes/${node.id}/host-key-fingerprint`}>host-key-fingerprint</a>{" "}
+            and compare it out of band before pinning it.
+          </Notice>
+        )}
+      </>,
+    );
   });
+
+  /** A one-time ticket: the plugin's permission check, the target, the outbound policy. */
+  const openSession = async (
+    c: Ctx,
+    endpointId: number | null,
+    resolve: () => Promise<Resolved>,
+  ) => {
+    if (endpointId === null) return c.json({ detail: "Not found." }, 404);
+    const checked = await secrets(c, endpointId);
+    if (checked.status !== 200) return c.json(checked.body, checked.status as 403);
+    const resolved = await resolve();
+    if (!resolved.ok) return c.json(resolved.body, resolved.status);
+    const allowed = await checkSshHost(resolved.target.host, t.hostPolicy);
+    if (!allowed.ok) {
+      return c.json({ reason: "ssh_target_refused", detail: allowed.detail }, 422);
+    }
+    const { ticket, record } = await t.sessions.create(
+      recordFields(c, resolved.target, String(checked.body.username ?? "")),
+    );
+    return c.json({ ticket, session_id: record.id, socket: "/ui/terminal/socket" }, 201);
+  };
+
+  app.post("/ui/endpoints/hypervisor/:id/terminal/session", (c) => {
+    const id = idParam(c);
+    return openSession(c, id, () => endpointTarget(c.get("api"), id!));
+  });
+
+  app.post("/ui/nodes/:id/terminal/session", async (c) => {
+    const id = idParam(c);
+    const found = id === null ? NOT_FOUND : await nodeAndEndpoint(c.get("api"), id);
+    if ("ok" in found) return c.json(found.body, found.status);
+    return openSession(c, found.endpoint.id, () => nodeTargetVia(c.get("api"), id!));
+  });
+
+  /**
+   * Reads the key a host presents (no credential sent) for an admin to compare and pin.
+   * Reading sends nothing secret, but it makes the app connect out: only for those who may
+   * change the endpoint (who would pin it), and only to where the outbound policy allows.
+   */
+  const readKey = async (
+    c: Ctx,
+    target: { host: string; port: number; pinned: string | null },
+    extra: Record<string, unknown>,
+    pinHint: string,
+  ) => {
+    if (!can(c.get("auth"), "service.change_hypervisorendpoint") || !c.get("auth").writeEnabled) {
+      return c.json({ detail: "You do not have permission to perform this action." }, 403);
+    }
+    const allowed = await checkSshHost(target.host, t.hostPolicy);
+    if (!allowed.ok) {
+      return c.json({ reason: "ssh_target_refused", detail: allowed.detail }, 422);
+    }
+    const read = await t.ssh.readHostKey(allowed.address, target.port);
+    if (!read.ok) return c.json({ reason: "ssh_unreachable", detail: read.detail }, 502);
+    const pinned = target.pinned;
+    return c.json(
+      {
+        ...extra,
+        host: target.host,
+        port: target.port,
+        algorithm: read.algorithm,
+        fingerprint: read.fingerprint,
+        pinned,
+        matches_pinned: pinned === null ? null : pinned.replace(/=+$/, "") === read.fingerprint,
+        detail: `Shown for confirmation only: compare it out of band, then ${pinHint} yourself. ` +
+          "Nothing was pinned.",
+      },
+      200,
+      { "cache-control": "no-store" },
+    );
+  };
 
   app.get("/ui/endpoints/hypervisor/:id/host-key-fingerprint", async (c) => {
     const id = idParam(c);
     const e = id === null ? null : await endpoint(c, id);
     if (!e) return c.json({ detail: "Not found." }, 404);
-    // Reading the key sends nothing secret, but it makes the app connect out: only for those who
-    // may change the endpoint (who would pin it).
-    if (!can(c.get("auth"), "service.change_hypervisorendpoint") || !c.get("auth").writeEnabled) {
-      return c.json({ detail: "You do not have permission to perform this action." }, 403);
-    }
     const host = hostOf(e);
     if (!host) {
       return c.json({ detail: "The endpoint has neither a domain nor an IP address." }, 422);
     }
-    const port = e.ssh_port ?? 22;
-    const read = await t.ssh.readHostKey(host, port);
-    if (!read.ok) return c.json({ reason: "ssh_unreachable", detail: read.detail }, 502);
-    const pinned = e.ssh_known_host_fingerprint ?? null;
-    return c.json(
-      {
-        endpoint_id: e.id,
-        host,
-        port,
-        algorithm: read.algorithm,
-        fingerprint: read.fingerprint,
-        pinned,
-        matches_pinned: pinned === null ? null : pinned.replace(/=+$/, "") === read.fingerprint,
-        detail: "Shown for confirmation only: compare it out of band, then set " +
-          "ssh_known_host_fingerprint on the endpoint yourself. Nothing was pinned.",
-      },
-      200,
-      { "cache-control": "no-store" },
+    return readKey(
+      c,
+      { host, port: e.ssh_port ?? 22, pinned: e.ssh_known_host_fingerprint ?? null },
+      { endpoint_id: e.id },
+      "set ssh_known_host_fingerprint on the endpoint",
+    );
+  });
+
+  app.get("/ui/nodes/:id/host-key-fingerprint", async (c) => {
+    const id = idParam(c);
+    const found = id === null ? NOT_FOUND : await nodeAndEndpoint(c.get("api"), id);
+    if ("ok" in found) return c.json(found.body, found.status);
+    const { node, endpoint: e, siblings } = found;
+    // The address as the terminal would use it; the pin is this node's own (if any).
+    const host = node.ip_address?.trim().split("/")[0] || (siblings === 1 ? hostOf(e) : null);
+    if (!host) {
+      return c.json({
+        reason: "ssh_host_missing",
+        detail: `Node ${node.name} has no address (the cluster reported no ip for it).`,
+      }, 422);
+    }
+    return readKey(
+      c,
+      { host, port: e.ssh_port ?? 22, pinned: e.ssh_node_host_fingerprints?.[node.name] ?? null },
+      { endpoint_id: e.id, node_id: node.id, node: node.name },
+      `add {"${node.name}": "<fingerprint>"} to the endpoint's ssh_node_host_fingerprints`,
     );
   });
 
@@ -241,6 +524,7 @@ export function terminalRoutes(ctx: ConsoleServices): Hono<ConsoleEnv> {
                 <th>Opened</th>
                 <th>Who</th>
                 <th>Endpoint</th>
+                <th>Node</th>
                 <th>Host</th>
                 <th>SSH user</th>
                 <th>Seconds</th>
@@ -253,6 +537,7 @@ export function terminalRoutes(ctx: ConsoleServices): Hono<ConsoleEnv> {
                   <td>{r.created}</td>
                   <td>{r.user}</td>
                   <td>{r.endpoint_name}</td>
+                  <td>{r.node_name ?? "—"}</td>
                   <td>{`${r.host}:${r.port}`}</td>
                   <td>{r.ssh_username}</td>
                   <td>{r.duration_seconds ?? "open"}</td>
@@ -351,18 +636,30 @@ function attach(
           String(checked.body?.detail ?? "You do not have permission to perform this action."),
         );
       }
-      const e = await endpointVia(api, taken.endpoint_id);
-      const host = e ? hostOf(e) : null;
-      if (!e || !host || !e.ssh_known_host_fingerprint) {
-        return refuse(TERMINAL_CLOSE.ssh, "The endpoint has no address or no pinned host key.");
+      // The target is read again too: a node's address or pin changed since the ticket counts.
+      const resolved = typeof taken.node_id === "number"
+        ? await nodeTargetVia(api, taken.node_id)
+        : await endpointTarget(api, taken.endpoint_id);
+      if (!resolved.ok) {
+        return refuse(
+          resolved.status === 403 ? TERMINAL_CLOSE.denied : TERMINAL_CLOSE.ssh,
+          String(resolved.body.detail ?? "The target has no address or no pinned host key."),
+        );
       }
+      const target = resolved.target;
+      if (target.endpoint.id !== taken.endpoint_id) {
+        return refuse(TERMINAL_CLOSE.ssh, "The node moved to another endpoint; open it again.");
+      }
+      const allowed = await checkSshHost(target.host, t.hostPolicy);
+      if (!allowed.ok) return refuse(TERMINAL_CLOSE.ssh, allowed.detail);
       const opened = await t.ssh.openShell({
-        host,
-        port: e.ssh_port ?? 22,
+        host: allowed.address,
+        port: target.port,
         username: String(checked.body.username),
         password: String(checked.body.password ?? ""),
         privateKey: String(checked.body.private_key ?? ""),
-        pinnedFingerprint: e.ssh_known_host_fingerprint,
+        pinnedFingerprint: target.pinned,
+        pinnedBy: target.pinnedBy,
       }, clampSize(message.cols, message.rows));
       if (!opened.ok) {
         return refuse(

@@ -5,83 +5,18 @@
  */
 import assert from "node:assert/strict";
 import { type Client, ORIGIN } from "../routes/ui/_console.ts";
-import { TERMINAL_PERMISSIONS, type TerminalWorld, terminalWorld } from "./_terminal_world.ts";
-import type { TerminalSessionRecord } from "../../domain/terminal.ts";
+import {
+  attach,
+  endedRecord,
+  signedIn,
+  TERMINAL_PERMISSIONS,
+  type TerminalWorld,
+  terminalWorld,
+  ticketAt,
+} from "./_terminal_world.ts";
 
-interface Attached {
-  ws: WebSocket;
-  messages: Record<string, unknown>[];
-  output(): string;
-  waitFor(text: string): Promise<void>;
-  ready: Promise<Record<string, unknown>>;
-  closed: Promise<{ code: number; reason: string }>;
-}
-
-async function signedIn(w: TerminalWorld, permissions = TERMINAL_PERMISSIONS, superuser = false) {
-  const token = await w.h.token({ permissions, is_superuser: superuser });
-  const client = w.h.client();
-  const signIn = await client.signIn(token.value);
-  assert.equal(signIn.status, 303, signIn.text);
-  return { client, token };
-}
-
-async function ticketFor(w: TerminalWorld, client: Client) {
-  const page = await client.get(`/ui/endpoints/hypervisor/${w.endpointId}/terminal`);
-  const csrf = /data-csrf="([^"]+)"/.exec(page.html)?.[1];
-  assert.ok(csrf, page.text);
-  const made = await client.post(`/ui/endpoints/hypervisor/${w.endpointId}/terminal/session`, {
-    _csrf: csrf,
-  });
-  return { status: made.status, body: JSON.parse(made.html) };
-}
-
-function attach(w: TerminalWorld, client: Client, first: unknown): Attached {
-  const url = w.base.replace("http:", "ws:") + "/ui/terminal/socket";
-  const ws = new WebSocket(url, {
-    headers: { cookie: client.cookieHeader, origin: w.base },
-  } as unknown as string[]);
-  ws.binaryType = "arraybuffer";
-  const messages: Record<string, unknown>[] = [];
-  let output = "";
-  let waiters: { text: string; resolve: () => void }[] = [];
-  const ready = Promise.withResolvers<Record<string, unknown>>();
-  const closed = Promise.withResolvers<{ code: number; reason: string }>();
-  ws.onopen = () => ws.send(JSON.stringify(first));
-  ws.onmessage = (event) => {
-    if (typeof event.data === "string") {
-      const message = JSON.parse(event.data);
-      messages.push(message);
-      if (message.type === "ready") ready.resolve(message);
-      return;
-    }
-    output += new TextDecoder().decode(new Uint8Array(event.data));
-    waiters = waiters.filter((w) => output.includes(w.text) ? (w.resolve(), false) : true);
-  };
-  ws.onclose = (event) => {
-    ready.reject(new Error(`closed ${event.code} ${event.reason}: ${JSON.stringify(messages)}`));
-    closed.resolve({ code: event.code, reason: event.reason });
-  };
-  ready.promise.catch(() => {});
-  return {
-    ws,
-    messages,
-    output: () => output,
-    waitFor: (text) =>
-      output.includes(text) ? Promise.resolve() : new Promise((resolve) => {
-        waiters.push({ text, resolve });
-      }),
-    ready: ready.promise,
-    closed: closed.promise,
-  };
-}
-
-/** Waits (KV watch, no sleep) until the session record says it ended. */
-async function endedRecord(w: TerminalWorld, id: string): Promise<TerminalSessionRecord> {
-  for await (const [entry] of w.h.deps.kv.watch([["terminal", "session", id]])) {
-    const value = entry.value as TerminalSessionRecord | null;
-    if (value?.ended) return value;
-  }
-  throw new Error("watch ended");
+function ticketFor(w: TerminalWorld, client: Client) {
+  return ticketAt(client, `/ui/endpoints/hypervisor/${w.endpointId}`);
 }
 
 Deno.test("terminal: echo hello comes back, resizes reach the PTY, a dropped WebSocket closes the SSH session, and the session is recorded for admins", async () => {
