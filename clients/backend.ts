@@ -11,6 +11,8 @@
 
 import { EventSourceParserStream } from "eventsource-parser/stream";
 import { fetchFor } from "./hypervisor_probe.ts";
+import { outboundUpgrade } from "./outbound.ts";
+import { openSocketStream } from "./backend_socket.ts";
 import type {
   BackendApi,
   BackendClientOptions,
@@ -264,6 +266,9 @@ export class BackendClient implements BackendApi {
     path: string,
     options: { signal?: AbortSignal; connectTimeoutMs?: number; idleTimeoutMs?: number } = {},
   ): Promise<StreamOpen> {
+    if (this.#target.websocketUrl) {
+      return this.#openSocket(this.#target.websocketUrl, path, options);
+    }
     const url = `${this.#target.baseUrl}${path}`;
     const headers: Record<string, string> = { accept: "text/event-stream" };
     if (this.#target.token) headers["x-service-api-key"] = this.#target.token;
@@ -350,6 +355,33 @@ export class BackendClient implements BackendApi {
       }
     };
     return { ok: true, status: 200, events: events() };
+  }
+
+  /**
+   * The same stream over WebSocket (`…/stream` → `…/ws` at the endpoint's WebSocket address),
+   * through the guarded transport's upgrade: no other way out (SECURITY.md "Outbound requests").
+   */
+  #openSocket(
+    base: string,
+    path: string,
+    options: { signal?: AbortSignal; connectTimeoutMs?: number; idleTimeoutMs?: number },
+  ): Promise<StreamOpen> {
+    const url = new URL(`${base.replace(/\/+$/, "")}${path}`);
+    url.pathname = url.pathname.replace(/\/stream$/, "/ws");
+    const upgrade = outboundUpgrade(this.#fetch);
+    if (!upgrade) {
+      return Promise.resolve({
+        ok: false,
+        status: null,
+        error: `GET ${url.href}: WebSocket streams need the guarded outbound transport`,
+      });
+    }
+    return openSocketStream(upgrade, url, this.#target.token, {
+      signal: options.signal,
+      connectTimeoutMs: options.connectTimeoutMs ?? this.#timeouts.defaultTimeoutMs,
+      idleTimeoutMs: options.idleTimeoutMs ?? STREAM_IDLE_TIMEOUT_MS,
+      verifyTls: this.#target.verifySsl !== false,
+    });
   }
 
   // ------------------------------------------------------------------ relays

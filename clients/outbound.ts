@@ -20,6 +20,7 @@ import http from "node:http";
 import https from "node:https";
 import dns from "node:dns";
 import type { IncomingMessage } from "node:http";
+import type { Duplex } from "node:stream";
 import {
   endpointAddressReason,
   endpointNameReason,
@@ -63,8 +64,37 @@ export class OutboundRefused extends Error {
 }
 
 const GUARDED = Symbol("bridgebox.outbound");
+const UPGRADE = Symbol("bridgebox.outbound.upgrade");
 
-export type OutboundFetch = typeof fetch & { readonly [GUARDED]: true };
+/** What a WebSocket upgrade sends besides the handshake headers it adds itself. */
+export interface UpgradeInit {
+  headers: Record<string, string>;
+  /** false: accept any certificate (an endpoint saved with verify_ssl false). */
+  verifyTls: boolean;
+  signal?: AbortSignal;
+}
+
+/** The switched connection (101), or the answer the server gave instead. */
+export type Upgraded =
+  | { ok: true; socket: Duplex; head: Uint8Array; headers: Headers }
+  | { ok: false; response: Response };
+
+/**
+ * Opens a WebSocket upgrade to `ws[s]://…` under the same rules as the transport's requests
+ * (scheme, no credentials in the URL, the address check and pinning); only the framing is the
+ * caller's (clients/backend_socket.ts).
+ */
+export type OutboundUpgrade = (url: URL, init: UpgradeInit) => Promise<Upgraded>;
+
+export type OutboundFetch = typeof fetch & {
+  readonly [GUARDED]: true;
+  readonly [UPGRADE]: OutboundUpgrade;
+};
+
+/** The upgrade of a guarded transport, or null for any other fetch (no unguarded socket). */
+export function outboundUpgrade(fn: unknown): OutboundUpgrade | null {
+  return isOutboundFetch(fn) ? fn[UPGRADE] : null;
+}
 
 export function isOutboundFetch(fn: unknown): fn is OutboundFetch {
   return typeof fn === "function" && (fn as Partial<OutboundFetch>)[GUARDED] === true;
@@ -325,7 +355,83 @@ export function createOutboundFetch(options: OutboundOptions): OutboundFetch {
     const body = request.body ? new Uint8Array(await request.arrayBuffer()) : undefined;
     return pinnedExchange(agents, url, address, request, body, init);
   };
-  return Object.assign(outbound as typeof fetch, { [GUARDED]: true as const });
+  const upgrade: OutboundUpgrade = async (target, init) => {
+    const scheme = { "ws:": "http:", "wss:": "https:", "http:": "http:", "https:": "https:" }[
+      target.protocol
+    ];
+    if (!scheme) {
+      throw new OutboundRefused(`only ws and wss URLs are allowed, not ${target.protocol}`);
+    }
+    const url = new URL(target.href.replace(/^[a-z]+:/i, scheme));
+    if (url.username || url.password) {
+      throw new OutboundRefused("URLs with credentials are not allowed");
+    }
+    const self = options.self?.();
+    // The app's own port on this machine is the app itself (rule 2); a WebSocket cannot be
+    // answered in-process, so it goes over loopback to that port, and nowhere else.
+    const isSelf = self !== undefined && isLocalHost(url.hostname) &&
+      defaultPort(url) === self.port;
+    const host = url.hostname.replace(/^\[|\]$/g, "");
+    const address = isSelf ? (isIpAddress(host) ? host : "127.0.0.1") : await addressFor(url);
+    return await nodeUpgrade(url, address, init);
+  };
+  return Object.assign(outbound as typeof fetch, {
+    [GUARDED]: true as const,
+    [UPGRADE]: upgrade,
+  });
+}
+
+/** The handshake over node:http(s), connecting only to `address`. */
+function nodeUpgrade(url: URL, address: string, init: UpgradeInit): Promise<Upgraded> {
+  const signal = init.signal ?? null;
+  const hostname = url.hostname.replace(/^\[|\]$/g, "");
+  const secure = url.protocol === "https:";
+  return new Promise<Upgraded>((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const family = address.includes(":") ? 6 : 4;
+    const request: https.RequestOptions = {
+      method: "GET",
+      hostname,
+      port: defaultPort(url),
+      path: `${url.pathname}${url.search}`,
+      headers: { ...init.headers, connection: "Upgrade", upgrade: "websocket" },
+      // One socket per stream, never pooled.
+      agent: false,
+      lookup: ((_host: string, opts: { all?: boolean }, callback: (...a: unknown[]) => void) => {
+        if (opts?.all) callback(null, [{ address, family }]);
+        else callback(null, address, family);
+      }) as unknown as https.RequestOptions["lookup"],
+    };
+    if (secure) {
+      request.rejectUnauthorized = init.verifyTls;
+      if (!isIpAddress(hostname)) request.servername = hostname;
+    }
+    const onAbort = () => {
+      req.destroy();
+      reject(signal?.reason ?? new DOMException("aborted", "AbortError"));
+    };
+    const req = (secure ? https : http).request(request);
+    signal?.addEventListener("abort", onAbort, { once: true });
+    req.on("upgrade", (res: IncomingMessage, socket: Duplex, head: Uint8Array) => {
+      signal?.removeEventListener("abort", onAbort);
+      const headers = new Headers();
+      for (let i = 0; i + 1 < res.rawHeaders.length; i += 2) {
+        try {
+          headers.append(res.rawHeaders[i], res.rawHeaders[i + 1]);
+        } catch { /* dropped, as fetch would */ }
+      }
+      resolve({ ok: true, socket, head: new Uint8Array(head), headers });
+    });
+    req.on("response", (res: IncomingMessage) => {
+      signal?.removeEventListener("abort", onAbort);
+      resolve({ ok: false, response: toResponse(res, "GET", signal) });
+    });
+    req.on("error", (error: Error) => {
+      signal?.removeEventListener("abort", onAbort);
+      reject(error);
+    });
+    req.end();
+  });
 }
 
 /** Origins the operator configured: the real hypervisor and a schema URL. */

@@ -28,6 +28,11 @@ export interface BackendTarget {
   token: string | null;
   /** false: accept any certificate on https (the endpoint's verify_ssl). Default true. */
   verifySsl?: boolean;
+  /**
+   * `ws[s]://<websocket_domain or host>:<websocket_port>` when the endpoint says
+   * `use_websocket`: stage streams are read over WebSocket there (docs/sync.md).
+   */
+  websocketUrl?: string | null;
 }
 
 export interface BackendClientOptions {

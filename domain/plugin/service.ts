@@ -52,6 +52,19 @@ export interface PluginServiceDeps {
   atRestKey?: string;
 }
 
+/**
+ * Where the stage streams go when the backend endpoint says `use_websocket` (docs/sync.md
+ * "WebSocket streams"): its `websocket_domain` (else the endpoint's host) and `websocket_port`,
+ * wss when it uses https. `server_side_websocket` changes nothing here: the plugin's server
+ * always opens the socket (a browser never holds the backend key).
+ */
+export function socketUrl(backend: StoredObject, host: string): string | null {
+  if (backend.use_websocket !== true) return null;
+  const domain = present(backend.websocket_domain) ? backend.websocket_domain.trim() : host;
+  const http = baseUrl(backend.use_https !== false, domain, Number(backend.websocket_port ?? 8800));
+  return http.replace(/^http/, "ws");
+}
+
 export const NO_BACKEND =
   "No backend endpoint configured; add one at /api/plugins/service/endpoints/backend/.";
 
@@ -291,6 +304,7 @@ export class PluginServices {
         baseUrl: baseUrl(backend.use_https !== false, host, Number(backend.port ?? 8800)),
         token: keyMayGo ? await this.backendKey(backend) : null,
         verifySsl: backend.verify_ssl !== false,
+        websocketUrl: socketUrl(backend, host),
       },
       this.deps.backendTimeouts,
     );

@@ -3,6 +3,7 @@ import { authenticate, publicRecord } from "../../domain/api_keys.ts";
 import { clientIp } from "../_lib/client_ip.ts";
 import { authError } from "./errors.ts";
 import type { BackendEnv, BackendServices } from "./context.ts";
+import { isSocketUpgrade, SOCKET_PATHS } from "./sync_socket.ts";
 
 export const API_KEY_HEADER = "X-Service-API-Key";
 
@@ -49,6 +50,11 @@ export function apiKeyAuth(services: BackendServices): MiddlewareHandler<Backend
   return async (c, next) => {
     c.set("apiKey", null);
     if (isExempt(c.req.method, c.req.path)) return next();
+    // A sync stream's WebSocket carries its key in the first message, where browsers can put
+    // it (routes/backend/sync_socket.ts authenticates it there, with the same lockout).
+    if (isSocketUpgrade(c.req.method, c.req.header("upgrade")) && SOCKET_PATHS.has(c.req.path)) {
+      return next();
+    }
     const ip = c.env?.internal ? null : clientIp(c, deps.config.trustedProxies);
     const outcome = await authenticate(keys, lockout, ip, c.req.header(API_KEY_HEADER), authCache);
     if (outcome.ok) {

@@ -27,6 +27,17 @@ import {
   stageParam,
 } from "../../domain/sync/options.ts";
 import { type PlanItem, PlanningInventory } from "../../domain/sync/plan.ts";
+import { authenticate } from "../../domain/api_keys.ts";
+import { clientIp } from "../_lib/client_ip.ts";
+import { validationError } from "./errors.ts";
+import {
+  AUTH_TIMEOUT_MS,
+  credentialInQuery,
+  isSocketUpgrade,
+  MAX_PENDING,
+  MAX_PENDING_PER_CLIENT,
+  serveSocketStream,
+} from "./sync_socket.ts";
 
 export const NO_INVENTORY =
   "No inventory endpoint found. Please add an inventory endpoint in the database.";
@@ -37,6 +48,8 @@ export interface SyncRouteOptions {
   keepaliveMs?: number;
   /** Concurrent hypervisor reads per endpoint. */
   concurrency?: number;
+  /** How long a WebSocket stream waits for its authentication message (tests shorten it). */
+  authTimeoutMs?: number;
 }
 
 const Result = z.object({
@@ -169,6 +182,12 @@ const Scope = z.object({
 
 const SSE_DESCRIPTION = "Server-Sent Events: `event: step` frames (started → progress → " +
   "completed), `event: error` frames for failures, then exactly one `event: complete`.";
+
+const SOCKET_DESCRIPTION = "WebSocket (`Upgrade: websocket`): the same frames as `…/stream`, " +
+  'one JSON text message each (`{"event": …, "data": …}`). The first message the client sends ' +
+  'is `{"api_key": "<X-Service-API-Key value>"}` (never the URL); the query takes the same run ' +
+  "options as the stream, checked after the key. A refusal is an `error` message with " +
+  "`http_status`, then close 4000 + that status; 4408: no key message in time. See docs/sync.md.";
 
 /**
  * Opened secrets are kept for a few seconds, not for the client's life: a sync makes thousands
@@ -362,107 +381,188 @@ export function syncRoutes(services: BackendServices, options: SyncRouteOptions 
     return { ...prepared, run, abort, held };
   }
 
+  type Begun = Awaited<ReturnType<typeof begin>>;
+
+  /**
+   * Runs a begun run to its end, handing each event (secrets scrubbed) to `emit`; resolves once
+   * the run's hold is released. The SSE and the WebSocket streams share it, so both send the
+   * same frames in the same order, one `complete` last.
+   */
+  function launch(begun: Begun, stages: readonly StageDef[], emit: (event: SyncEvent) => void) {
+    const { endpoints, hypervisor, all, secrets, run, abort, held } = begun;
+    const scrubbed = (event: SyncEvent) =>
+      emit({ event: event.event, data: redactDeep(event.data, secrets) } as SyncEvent);
+    run.onItem((item) => scrubbed({ event: "plan", data: item }));
+    return runSync({
+      stages,
+      endpoints,
+      hypervisor,
+      inventory: run.inventory,
+      syncOptions: run.syncOptions,
+      syncOptionsFor: run.optionsFor(all),
+      emit: run.tracking(scrubbed),
+      signal: abort.signal,
+      now: services.deps.now,
+      concurrency: options.concurrency,
+    }).then((complete) => {
+      services.deps.logger.log("info", "sync run ended", {
+        ok: complete.ok,
+        cancelled: abort.signal.aborted,
+        stages: complete.stages.length,
+        result: complete.result,
+      });
+    }).catch((error) => {
+      services.deps.logger.log("error", "sync run crashed", {
+        error: error instanceof Error ? error.message : String(error),
+      });
+      scrubbed({
+        event: "complete",
+        data: {
+          ok: false,
+          message: "Sync failed",
+          result: { created: 0, updated: 0, unchanged: 0, deleted: 0, failed: 1 },
+          stages: [],
+          errors: [{
+            step: "sync",
+            status: "failed",
+            error: "internal error",
+            detail: "The sync stopped on an internal error; see the server log.",
+          }],
+        },
+      });
+    }).finally(async () => {
+      await held.end().catch((error) =>
+        services.deps.logger.log("error", "sync run hold not released", {
+          error: error instanceof Error ? error.message : String(error),
+        })
+      );
+    });
+  }
+
   async function stream(
     c: Context<BackendEnv>,
     stages: readonly StageDef[],
     what: string,
     query: Record<string, string>,
   ) {
-    const { endpoints, hypervisor, all, secrets, run, abort, held } = await begin(what, query);
+    const begun = await begin(what, query);
+    const { abort, held } = begun;
     abort.signal.addEventListener("abort", () => held.cancelled(), { once: true });
-    {
-      const requestSignal = c.req.raw.signal;
-      const onRequestAbort = () => abort.abort(new DOMException("client went away", "AbortError"));
-      requestSignal?.addEventListener("abort", onRequestAbort, { once: true });
-      let timer: ReturnType<typeof setInterval> | undefined;
-      let closed = false;
-      const body = new ReadableStream<Uint8Array>({
-        start(controller) {
-          let last = Date.now();
-          const write = (bytes: Uint8Array) => {
-            if (closed) return;
-            try {
-              controller.enqueue(bytes);
-              last = Date.now();
-            } catch {
-              closed = true;
-            }
-          };
-          timer = setInterval(() => {
-            if (Date.now() - last >= keepaliveMs) write(encoder.encode(": keepalive\n\n"));
-          }, Math.max(10, Math.min(1000, keepaliveMs / 3)));
-          const emit = (event: SyncEvent) =>
-            write(frame(event.event, redactDeep(event.data, secrets)));
-          run.onItem((item) => emit({ event: "plan", data: item }));
-          runSync({
-            stages,
-            endpoints,
-            hypervisor,
-            inventory: run.inventory,
-            syncOptions: run.syncOptions,
-            syncOptionsFor: run.optionsFor(all),
-            emit: run.tracking(emit),
-            signal: abort.signal,
-            now: services.deps.now,
-            concurrency: options.concurrency,
-          }).then((complete) => {
-            services.deps.logger.log("info", "sync run ended", {
-              ok: complete.ok,
-              cancelled: abort.signal.aborted,
-              stages: complete.stages.length,
-              result: complete.result,
-            });
-          }).catch((error) => {
-            services.deps.logger.log("error", "sync run crashed", {
-              error: error instanceof Error ? error.message : String(error),
-            });
-            emit({
-              event: "complete",
-              data: {
-                ok: false,
-                message: "Sync failed",
-                result: { created: 0, updated: 0, unchanged: 0, deleted: 0, failed: 1 },
-                stages: [],
-                errors: [{
-                  step: "sync",
-                  status: "failed",
-                  error: "internal error",
-                  detail: "The sync stopped on an internal error; see the server log.",
-                }],
-              },
-            });
-          }).finally(async () => {
-            clearInterval(timer);
-            requestSignal?.removeEventListener("abort", onRequestAbort);
-            await held.end().catch((error) =>
-              services.deps.logger.log("error", "sync run hold not released", {
-                error: error instanceof Error ? error.message : String(error),
-              })
-            );
-            if (!closed) {
-              closed = true;
-              try {
-                controller.close();
-              } catch { /* already closed by the client */ }
-            }
-          });
-        },
-        cancel() {
-          // The client went away: stop the work (no orphaned writes carry on).
-          closed = true;
+    const requestSignal = c.req.raw.signal;
+    const onRequestAbort = () => abort.abort(new DOMException("client went away", "AbortError"));
+    requestSignal?.addEventListener("abort", onRequestAbort, { once: true });
+    let timer: ReturnType<typeof setInterval> | undefined;
+    let closed = false;
+    const body = new ReadableStream<Uint8Array>({
+      start(controller) {
+        let last = Date.now();
+        const write = (bytes: Uint8Array) => {
+          if (closed) return;
+          try {
+            controller.enqueue(bytes);
+            last = Date.now();
+          } catch {
+            closed = true;
+          }
+        };
+        timer = setInterval(() => {
+          if (Date.now() - last >= keepaliveMs) write(encoder.encode(": keepalive\n\n"));
+        }, Math.max(10, Math.min(1000, keepaliveMs / 3)));
+        launch(begun, stages, (event) => write(frame(event.event, event.data))).finally(() => {
           clearInterval(timer);
-          abort.abort(new DOMException("client went away", "AbortError"));
+          requestSignal?.removeEventListener("abort", onRequestAbort);
+          if (!closed) {
+            closed = true;
+            try {
+              controller.close();
+            } catch { /* already closed by the client */ }
+          }
+        });
+      },
+      cancel() {
+        // The client went away: stop the work (no orphaned writes carry on).
+        closed = true;
+        clearInterval(timer);
+        abort.abort(new DOMException("client went away", "AbortError"));
+      },
+    });
+    return new Response(body, {
+      status: 200,
+      headers: {
+        "content-type": "text/event-stream",
+        "cache-control": "no-cache",
+        "x-accel-buffering": "no",
+      },
+    });
+  }
+
+  /** Sockets waiting for their authentication message, by client address. */
+  const pending = new Map<string, number>();
+  let pendingTotal = 0;
+
+  /** `GET …/ws`: the same run as `…/stream`, over a WebSocket (routes/backend/sync_socket.ts). */
+  function socket(c: Context<BackendEnv>, stages: readonly StageDef[], what: string) {
+    const streamPath = c.req.path.replace(/\/ws$/, "/stream");
+    if (!isSocketUpgrade(c.req.method, c.req.header("upgrade"))) {
+      return c.json(
+        {
+          detail: `This address takes a WebSocket (Upgrade: websocket; docs/sync.md). ` +
+            `For Server-Sent Events use GET ${streamPath}.`,
         },
-      });
-      return new Response(body, {
-        status: 200,
-        headers: {
-          "content-type": "text/event-stream",
-          "cache-control": "no-cache",
-          "x-accel-buffering": "no",
-        },
-      });
+        426,
+        { Upgrade: "websocket" },
+      );
     }
+    const ip = c.env?.internal ? null : clientIp(c, services.deps.config.trustedProxies);
+    const peer = ip ?? "internal";
+    if ((pending.get(peer) ?? 0) >= MAX_PENDING_PER_CLIENT || pendingTotal >= MAX_PENDING) {
+      return c.json(
+        {
+          detail: "Too many WebSocket streams waiting for their authentication message; " +
+            "send the key as the first message right after opening.",
+        },
+        503,
+        { "Retry-After": "5" },
+      );
+    }
+    let upgraded: { socket: WebSocket; response: Response };
+    try {
+      upgraded = Deno.upgradeWebSocket(c.req.raw);
+    } catch {
+      return c.json({ detail: "This request cannot be upgraded to a WebSocket." }, 400);
+    }
+    pending.set(peer, (pending.get(peer) ?? 0) + 1);
+    pendingTotal++;
+    const query = c.req.query();
+    const { keys, lockout, authCache } = services;
+    serveSocketStream({
+      socket: upgraded.socket,
+      ip,
+      keyInUrl: credentialInQuery(query),
+      authenticate: (key) => authenticate(keys, lockout, ip, key, authCache),
+      async accept() {
+        const parsed = Scope.safeParse(query);
+        if (!parsed.success) throw validationError("query", parsed.error.issues);
+        const begun = await begin(what, query);
+        begun.abort.signal.addEventListener("abort", () => begun.held.cancelled(), {
+          once: true,
+        });
+        return {
+          run: (emit) => launch(begun, stages, emit),
+          stop: () => begun.abort.abort(new DOMException("client went away", "AbortError")),
+        };
+      },
+      authTimeoutMs: options.authTimeoutMs ?? AUTH_TIMEOUT_MS,
+      keepaliveMs,
+      logger: services.deps.logger,
+      settled() {
+        const left = (pending.get(peer) ?? 1) - 1;
+        if (left > 0) pending.set(peer, left);
+        else pending.delete(peer);
+        pendingTotal--;
+      },
+    });
+    return upgraded.response;
   }
 
   async function json(
@@ -561,6 +661,21 @@ export function syncRoutes(services: BackendServices, options: SyncRouteOptions 
         },
       }),
       (c) => json(c, stages, what, c.req.query()),
+    );
+    app.openapi(
+      createRoute({
+        method: "get",
+        path: `${path}/ws`,
+        tags: [tag],
+        summary: `${summary} (WebSocket)`,
+        description: SOCKET_DESCRIPTION,
+        responses: {
+          101: { description: SOCKET_DESCRIPTION },
+          426: jsonContent(Detail, "Not a WebSocket upgrade"),
+          503: jsonContent(Detail, "Too many sockets waiting for their authentication message"),
+        },
+      }),
+      (c) => socket(c, stages, what),
     );
   };
 
