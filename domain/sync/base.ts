@@ -88,10 +88,12 @@ export async function ensureTags(
   const missing = wanted.filter((w) => !known.has(w.slug));
   const unique = [...new Map(missing.map((m) => [m.slug, m])).values()];
   if (unique.length) {
+    // Counted as created, as every object the run makes (docs/sync.md, "Writes per object").
+    let created = 0;
     const { value: made } = await createOrRead(
       ctx,
-      () =>
-        ctx.inv.create(
+      async () => {
+        const all = await ctx.inv.create(
           PATHS.tags,
           unique.map((m) => ({
             name: m.name,
@@ -100,7 +102,10 @@ export async function ensureTags(
             description: m.description ?? "",
           })),
           ctx.signal,
-        ),
+        );
+        created = all.length;
+        return all;
+      },
       async () => {
         // Another run made some of them: take what exists now, create only the rest.
         const now = await ctx.inv.list(PATHS.tags, {}, ctx.signal);
@@ -118,12 +123,14 @@ export async function ensureTags(
             ctx.signal,
           )
           : [];
+        created = made.length;
         return [
           ...unique.filter((m) => bySlug.has(m.slug)).map((m) => bySlug.get(m.slug)!),
           ...made,
         ];
       },
     );
+    ctx.result.created += created;
     made.forEach((t) => known.set(String(t.slug), t.id));
   }
   for (const w of wanted) out.set(w.slug, known.get(w.slug)!);
