@@ -22,7 +22,8 @@ const KINDS: Record<Kind, { label: string; model: string }> = {
 interface Field {
   name: string;
   label: string;
-  type: "text" | "number" | "checkbox" | "select" | "secret" | "secret-area";
+  /** `map`: an object of name → text, edited as `name = value` lines. */
+  type: "text" | "number" | "checkbox" | "select" | "secret" | "secret-area" | "map";
   options?: Array<[string, string]>;
   help?: string;
   /** Read-only field telling whether the secret is stored. */
@@ -107,6 +108,13 @@ const FORMS: Record<Kind, Array<{ legend: string; fields: Field[] }>> = {
           help: "SHA256:<base64>",
         },
         {
+          name: "ssh_node_host_fingerprints",
+          label: "Pinned host keys of the cluster's nodes",
+          type: "map",
+          help: "One node per line: pve2 = SHA256:<base64>. A node's terminal needs its own " +
+            "key unless its address is the endpoint's; read it on the node's host-key-fingerprint.",
+        },
+        {
           name: "ssh_password",
           label: "SSH password",
           type: "secret",
@@ -170,8 +178,36 @@ const DEFAULTS: Record<Kind, Json> = {
 
 type Errors = Record<string, string[]>;
 
+const MAP_FIELDS: ReadonlySet<string> = new Set(
+  Object.values(FORMS).flatMap((groups) =>
+    groups.flatMap((g) => g.fields.filter((f) => f.type === "map").map((f) => f.name))
+  ),
+);
+
+/** `name = value` lines → an object (a line without `=` keeps its text as a name: the API names it). */
+export function mapFromLines(text: string): Record<string, string> | null {
+  const out: Record<string, string> = {};
+  for (const line of text.split(/\r?\n/)) {
+    const trimmed = line.trim();
+    if (!trimmed) continue;
+    const at = trimmed.indexOf("=");
+    if (at < 0) out[trimmed] = "";
+    else out[trimmed.slice(0, at).trim()] = trimmed.slice(at + 1).trim();
+  }
+  return Object.keys(out).length ? out : null;
+}
+
+function linesFromMap(value: unknown): string {
+  if (!value || typeof value !== "object" || Array.isArray(value)) return "";
+  return Object.entries(value as Record<string, unknown>).map(([k, v]) => `${k} = ${v}`).join(
+    "\n",
+  );
+}
+
 function valueOf(record: Json, name: string): unknown {
   const v = record?.[name];
+  // A map is shown as it is (a node may be called "id" or "value").
+  if (MAP_FIELDS.has(name)) return v;
   if (v && typeof v === "object" && "value" in v) return v.value;
   if (v && typeof v === "object" && "id" in v) return v.id;
   return v;
@@ -200,6 +236,9 @@ export function bodyFromForm(kind: Kind, form: Record<string, unknown>): Json {
         case "secret-area":
           if (form[`clear_${f.name}`] === "on") body[f.name] = null;
           else if (text !== "") body[f.name] = text;
+          break;
+        case "map":
+          body[f.name] = mapFromLines(text);
           break;
         case "number":
           if (text.trim() === "") {
@@ -271,6 +310,20 @@ function Input(props: { f: Field; value: unknown; record: Json; errors?: string[
               <option key={v} value={v} selected={value === v}>{l}</option>
             ))}
           </select>
+        )
+        : f.type === "map"
+        ? (
+          <textarea
+            id={id}
+            name={f.name}
+            rows={3}
+            autocomplete="off"
+            spellcheck={false}
+            aria-invalid={invalid}
+            aria-describedby={described}
+          >
+            {linesFromMap(value)}
+          </textarea>
         )
         : f.type === "secret-area"
         ? (

@@ -206,3 +206,44 @@ Deno.test("node terminal: host-key-fingerprint reads the node's key at its repor
     await w.close();
   }
 });
+
+Deno.test("node terminal: an admin pins a node's key on the endpoint form (one 'node = key' line each), and a bad line is a field error naming it", async () => {
+  const w = await terminalWorld({ domain: "10.0.0.1" });
+  try {
+    const nodeId = await w.addNode("pve2", "127.0.0.1");
+    const admin = await signedIn(w, [], true);
+    const form = `/ui/endpoints/hypervisor/${w.endpointId}`;
+    const bad = await admin.client.submit(form, form, {
+      ssh_node_host_fingerprints: `pve2 = ${w.ssh.fingerprint}\nnot a node = ${OTHER_KEY}`,
+    });
+    assert.equal(bad.status, 400);
+    assert.match(bad.text, /"not a node": not a node name/);
+    const unchanged = await w.h.api(
+      "GET",
+      `/api/plugins/service/endpoints/hypervisor/${w.endpointId}/`,
+    );
+    assert.equal(unchanged.body.ssh_node_host_fingerprints, null);
+
+    const saved = await admin.client.submit(form, form, {
+      ssh_node_host_fingerprints: `\n  pve2 = ${w.ssh.fingerprint}  \n`,
+    });
+    assert.equal(saved.status, 303, saved.text.slice(0, 300));
+    const stored = await w.h.api(
+      "GET",
+      `/api/plugins/service/endpoints/hypervisor/${w.endpointId}/`,
+    );
+    assert.deepEqual(stored.body.ssh_node_host_fingerprints, { pve2: w.ssh.fingerprint });
+    const page = await admin.client.get(form);
+    assert.ok(page.html.includes(`pve2 = ${w.ssh.fingerprint}`), "the form shows the pin");
+    // The pin opens the node's terminal.
+    const user = await signedIn(w, [...TERMINAL_PERMISSIONS, "service.view_node"]);
+    const ticket = await ticketAt(user.client, `/ui/nodes/${nodeId}`);
+    assert.equal(ticket.status, 201, JSON.stringify(ticket.body));
+    const t = attach(w, user.client, { ticket: ticket.body.ticket });
+    await t.ready;
+    t.ws.close();
+    await t.closed;
+  } finally {
+    await w.close();
+  }
+});
