@@ -1044,7 +1044,9 @@ Deno.test("counts, content types, nested objects and nulls have NetBox's shapes"
     assert.equal(bridged[0].display_url, `${origin}/dcim/interfaces/${bridged[0].id}/`);
     // A page renders each row's own members (one batched read, split per parent).
     const list = await inv.call("GET", `/api/dcim/interfaces/?device_id=${devId}&ordering=name`);
-    const counts = list.body.results.map((r: any) => [r.name, r.bridge_interfaces.length]);
+    const counts = list.body.results.map((
+      r: { name: string; bridge_interfaces: unknown[] },
+    ) => [r.name, r.bridge_interfaces.length]);
     assert.deepEqual(counts, [["eno1", 2], ["eno2", 0], ["eno10", 0]]);
     const assignment = await get("tenancy/contact-assignments/");
     assert.equal(assignment.object_type, "virtualization.virtualmachine");
