@@ -40,9 +40,20 @@ export function baseEnv(dir: string): Record<string, string> {
   };
 }
 
+/**
+ * The `--v8-flags=…` of `deno task start` (deno.json): a child runs V8 as users' servers do, so
+ * the user-path bench measures the memory `task start` gives (docs/sync.md, Memory).
+ */
+export function startTaskV8Flags(): string[] {
+  const config = JSON.parse(Deno.readTextFileSync(`${ROOT_PATH}deno.json`));
+  const main = String(config.tasks.start).split("&&").pop()!;
+  return main.split(/\s+/).filter((arg) => arg.startsWith("--v8-flags="));
+}
+
 export async function startMain(env: Record<string, string>): Promise<Child> {
   const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "--allow-net", "--allow-env", "--allow-read", "--allow-write", "--allow-sys"]
+    args: ["run", ...startTaskV8Flags()]
+      .concat(["--allow-net", "--allow-env", "--allow-read", "--allow-write", "--allow-sys"])
       .concat(["main.ts"]),
     cwd: ROOT_PATH,
     env: { PORT: "0", ...env },
