@@ -24,6 +24,11 @@ export interface Config {
    * default login).
    */
   listenHost: string | undefined;
+  /**
+   * SERVICE_REUSE_PORT: several processes on one machine listen on one PORT and the kernel
+   * spreads the connections between them (SO_REUSEPORT; Linux). README "Several processes".
+   */
+  reusePort: boolean;
   /** File path, ":memory:", a KV Connect URL, or undefined for the platform default (Deploy). */
   kvPath: string | undefined;
   surfaces: ReadonlySet<Surface>;
@@ -225,6 +230,7 @@ export function parseConfig(env: Env): Config {
   return {
     port: port(env),
     listenHost: text(env, "SERVICE_LISTEN_HOST"),
+    reusePort: bool(env, "SERVICE_REUSE_PORT", false),
     kvPath: text(env, "SERVICE_KV_PATH") ?? (env.DENO_DEPLOYMENT_ID ? undefined : DEFAULT_KV_PATH),
     surfaces: surfaces(env),
     // The encryption key is used trimmed (docs/api-behaviour.md, Secrets), so trimming here loses

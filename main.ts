@@ -90,6 +90,9 @@ try {
   server = Deno.serve({
     port: config.port,
     hostname: config.listenHost ?? "0.0.0.0",
+    // Several processes on one port (README "Several processes"): each answers the calls it
+    // makes to that port itself, in-process (clients/outbound.ts).
+    ...(config.reusePort ? { reusePort: true } : {}),
     ...(tls ?? {}),
     onListen: ({ hostname, port }) => {
       const url = `${tls ? "https" : "http"}://${

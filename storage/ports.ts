@@ -463,6 +463,32 @@ export interface Lease {
   expires_at: number;
 }
 
+/**
+ * One hypervisor endpoint of a running job that covers several (docs/jobs.md, "Several
+ * processes"): any process sharing the store may claim it, run it and record its outcome. A claim
+ * lapses at `expires_at` unless renewed, so another process takes over the part of one that died.
+ */
+export interface JobPart {
+  job_id: number;
+  endpoint_id: number;
+  state: "open" | "claimed" | "done";
+  /** The process that claimed it last (null while open). */
+  owner: string | null;
+  /** When the claim lapses (epoch ms); 0 while open. */
+  expires_at: number;
+  /** Claims so far (more than one: a process took over another's part). */
+  claims: number;
+  outcome: JobPartOutcome | null;
+}
+
+/** How a part ended: its stages' verdict, or `skipped` (not run: another endpoint errored). */
+export interface JobPartOutcome {
+  status: "completed" | "failed" | "errored" | "skipped";
+  error: string;
+  /** The process that ran it. */
+  by: string | null;
+}
+
 /** The job queue and the ownership rules, all in one KV. */
 export interface JobStore {
   saveSpec(jobId: number, spec: JobSpec): Promise<void>;
@@ -495,6 +521,31 @@ export interface JobStore {
   renewLease(jobId: number, owner: string, ttlMs: number): Promise<boolean>;
   releaseLease(jobId: number, owner: string): Promise<void>;
   lease(): Promise<Lease | null>;
+
+  /** Opens one part per endpoint of a running job (docs/jobs.md, "Several processes"). */
+  openParts(jobId: number, endpointIds: readonly number[]): Promise<void>;
+  /** The parts of one job, or of every running job. */
+  parts(jobId?: number): Promise<JobPart[]>;
+  /** Claims an open part, or one whose claim lapsed; null when it is not claimable. Atomic. */
+  claimPart(
+    jobId: number,
+    endpointId: number,
+    owner: string,
+    ttlMs: number,
+  ): Promise<JobPart | null>;
+  /** Extends our claim; false when it is no longer ours (it lapsed and was taken over). */
+  renewPart(jobId: number, endpointId: number, owner: string, ttlMs: number): Promise<boolean>;
+  /**
+   * Records a part's outcome: by its claimant (`owner`), or, with `owner` null, for a part still
+   * open (skipped). False when the part is not in that state any more.
+   */
+  finishPart(
+    jobId: number,
+    endpointId: number,
+    owner: string | null,
+    outcome: JobPartOutcome,
+  ): Promise<boolean>;
+  clearParts(jobId: number): Promise<void>;
 
   /** True for the one caller that may settle `jobId` (end it), false for any later one. */
   claimSettlement(jobId: number): Promise<boolean>;

@@ -6,7 +6,14 @@
  */
 
 // The job store is a storage port like every other (storage/ports.ts); re-exported for the runner.
-export type { JobKind, JobSpec, JobStore, Lease } from "../../storage/ports.ts";
+export type {
+  JobKind,
+  JobPart,
+  JobPartOutcome,
+  JobSpec,
+  JobStore,
+  Lease,
+} from "../../storage/ports.ts";
 
 /**
  * Why the backend did not do what was asked, as the runner acts on it. The link classifies its

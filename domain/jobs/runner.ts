@@ -95,6 +95,285 @@ interface CallPlan {
   stages: JobStage[];
 }
 
+type Failure = { outcome: "failed" | "errored"; error: string };
+
+/** One endpoint's verdict: null when every required stage succeeded. */
+export interface EndpointResult {
+  id: number;
+  failure: Failure | null;
+}
+
+/**
+ * Runs the endpoints of a job that covers several, here or in other processes sharing the store
+ * (docs/jobs.md, "Several processes"); `runHere` runs one in this process. One result per
+ * endpoint, in the given order. Without it, the endpoints run one after another here.
+ */
+export interface EndpointSharing {
+  run(
+    endpoints: JobEndpoint[],
+    runHere: (endpoint: JobEndpoint, signal: AbortSignal) => Promise<EndpointResult>,
+  ): Promise<EndpointResult[]>;
+}
+
+/** The backend link of one run (renewed at most once on a 401) and the endpoint stages. */
+class Session {
+  #renewedOnce = false;
+
+  constructor(
+    public link: BackendLink,
+    readonly spec: JobSpec,
+    readonly plugin: PluginSide,
+    readonly journal: Journal,
+    readonly timing: RunTiming,
+  ) {}
+
+  async renew(status: number | null): Promise<BackendLink> {
+    if (this.#renewedOnce) {
+      throw new Stop("errored", `The backend rejected the renewed key too (HTTP ${status}).`);
+    }
+    this.#renewedOnce = true;
+    await this.journal.log(
+      "warning",
+      `The backend answered ${status}: renewing the backend key once.`,
+    );
+    const fresh = await this.plugin.renewBackendKey();
+    if ("error" in fresh) {
+      throw new Stop("errored", `Renewing the backend key failed: ${fresh.error}`);
+    }
+    this.link = fresh;
+    return fresh;
+  }
+
+  /** The backend's hypervisor endpoint copies (a 401 renews the key once). */
+  async copies(): Promise<{ id: number; name: string }[]> {
+    let copies = await this.link.copies();
+    if (copies.reason === "unauthorized") {
+      const renewed = await this.renew(copies.status);
+      copies = await renewed.copies();
+    }
+    if (!copies.ok || !copies.copies) {
+      throw new Stop(
+        "errored",
+        `Preflight: listing the backend's hypervisor endpoints failed: ${copies.error}`,
+      );
+    }
+    return copies.copies;
+  }
+
+  /** The stages of one endpoint, scoped to its backend copy. */
+  async endpoint(
+    endpoint: JobEndpoint,
+    copies: { id: number; name: string }[],
+    signal: AbortSignal,
+  ): Promise<EndpointResult> {
+    signal.throwIfAborted();
+    const copy = copies.find((c) => c.name === endpoint.copyName);
+    if (!copy) {
+      const why = `endpoint ${endpoint.id} ("${endpoint.name}") has no copy on the backend ` +
+        `(its push failed; see the preflight lines)`;
+      await this.journal.log("error", why);
+      return { id: endpoint.id, failure: { outcome: "errored", error: why } };
+    }
+    // The job's run options ride along on every stream (docs/sync.md, "Run options").
+    const scope = `?${new URLSearchParams({
+      hypervisor_endpoint_ids: String(copy.id),
+      ...this.spec.sync_options,
+    })}`;
+    const stages = this.spec.sync_types.map((t) => stageOf(t)!).filter(Boolean);
+    try {
+      const failure = await this.#stages(endpoint, scope, stages.length === 13, stages, signal);
+      return { id: endpoint.id, failure };
+    } catch (error) {
+      if (error instanceof Stop) {
+        await this.journal.log("error", error.message);
+        return { id: endpoint.id, failure: { outcome: error.outcome, error: error.message } };
+      }
+      throw error;
+    }
+  }
+
+  /** Runs the stages of one endpoint; null when every required stage succeeded. */
+  async #stages(
+    endpoint: JobEndpoint,
+    scope: string,
+    full: boolean,
+    stages: JobStage[],
+    signal: AbortSignal,
+  ): Promise<Failure | null> {
+    const { journal, timing } = this;
+    // consume() below reads the link live: a renewal in between replaces it.
+    const currentLink = () => this.link;
+    const label = `"${endpoint.name}"`;
+    // A full sync is one stream: the backend then reads each guest config once for all
+    // stages. After a broken call, the stages not yet done run one stream each.
+    const plan: CallPlan[] = full
+      ? [{ path: FULL_UPDATE_STREAM, stages }]
+      : stages.map((s) => ({ path: s.stream, stages: [s] }));
+    const attempts = new Map<string, number>();
+    let requiredFailure: Failure | null = null;
+    while (plan.length) {
+      signal.throwIfAborted();
+      const call = plan.shift()!;
+      const request = `GET ${this.link.url}${call.path}${scope}`;
+      const done = new Set<string>();
+      const problem = await consume(call, done);
+      if (problem === null) continue;
+      const remaining = call.stages.filter((s) => !done.has(s.type));
+      const current = remaining[0];
+      if (!current) continue;
+      if (problem.kind === "auth") {
+        await this.renew(problem.status ?? null);
+        plan.unshift(...remaining.map((s) => ({ path: s.stream, stages: [s] })));
+        continue;
+      }
+      if (problem.kind === "retry") {
+        const n = (attempts.get(current.type) ?? 0) + 1;
+        attempts.set(current.type, n);
+        if (n <= timing.retryBackoffMs.length) {
+          await journal.log(
+            "warning",
+            `${current.type} for ${label}: ${problem.error}; retry ${n} of ` +
+              `${timing.retryBackoffMs.length}`,
+          );
+          await timing.sleep(timing.retryBackoffMs[n - 1], signal);
+          plan.unshift(...remaining.map((s) => ({ path: s.stream, stages: [s] })));
+          continue;
+        }
+      }
+      // Final for this stage: an optional stage is skipped, a required one stops the run.
+      const evidence = `${current.type} for ${label}: ${request} → ${problem.error}`;
+      if (current.optional) {
+        await journal.log("warning", `Skipped ${evidence}`);
+        await journal.record({
+          sync_type: current.type,
+          endpoint_id: endpoint.id,
+          stream_path: current.stream,
+          runtime_seconds: 0,
+          result_summary: {
+            ...summaryOf({}),
+            skipped: true,
+            error: text(problem.error, 300),
+          },
+        });
+        plan.unshift(...remaining.slice(1).map((s) => ({ path: s.stream, stages: [s] })));
+        continue;
+      }
+      await journal.log("error", evidence);
+      return { outcome: "errored", error: evidence };
+    }
+    return requiredFailure;
+
+    /**
+     * Reads one stream to its `complete`. Stage records are written as `completed` frames
+     * arrive. Null when the call ended well; else what went wrong and whether to retry.
+     */
+    async function consume(
+      call: CallPlan,
+      done: Set<string>,
+    ): Promise<
+      { kind: "retry" | "auth" | "final"; error: string; status?: number | null } | null
+    > {
+      const link = currentLink();
+      const opened = await link.stream(call.path + scope, signal);
+      if (!opened.ok) {
+        const body = opened.body === undefined ? "" : ` (body: ${text(opened.body, 300)})`;
+        const error = `${opened.error}${body}`;
+        if (opened.reason === "unauthorized") {
+          return { kind: "auth", error, status: opened.status };
+        }
+        if (opened.reason === "retryable") return { kind: "retry", error };
+        return { kind: "final", error };
+      }
+      const started = new Map<string, number>();
+      const stageErrors = new Map<string, string[]>();
+      let complete: Record<string, unknown> | null = null;
+      try {
+        for await (const frame of opened.events as AsyncIterable<StageFrame>) {
+          const data = (frame.data ?? {}) as Record<string, unknown>;
+          const step = String(data.step ?? "");
+          if (frame.event === "step") {
+            await journal.progress({ ...data, endpoint_id: endpoint.id });
+            if (data.status === "started") {
+              started.set(step, timing.now());
+              await journal.log("info", `${step} for ${label}: started`);
+            } else if (data.status === "completed") {
+              const stage = call.stages.find((s) => s.type === step);
+              if (!stage) continue;
+              done.add(step);
+              const summary = summaryOf(data.result);
+              const errors = stageErrors.get(step) ?? [];
+              const seconds = typeof data.elapsed_ms === "number"
+                ? data.elapsed_ms / 1000
+                : (timing.now() - (started.get(step) ?? timing.now())) / 1000;
+              const record: StageRecord = {
+                sync_type: step,
+                endpoint_id: endpoint.id,
+                stream_path: call.path,
+                runtime_seconds: Math.round(seconds * 1000) / 1000,
+                result_summary: summary,
+              };
+              const counts = `${summary.created} created, ${summary.updated} updated, ` +
+                `${summary.unchanged} unchanged, ${summary.deleted} deleted, ` +
+                `${summary.failed} failed`;
+              if (summary.failed > 0 || errors.length > 0) {
+                const cause = errors[0] ?? "the backend counted failures";
+                record.result_summary.error = text(cause, 300);
+                if (stage.optional) {
+                  record.result_summary.skipped = true;
+                  await journal.log(
+                    "warning",
+                    `Skipped ${step} for ${label} (${counts}): ${cause}`,
+                  );
+                } else {
+                  await journal.log("error", `${step} for ${label} failed (${counts}): ${cause}`);
+                  requiredFailure ??= {
+                    outcome: "failed",
+                    // The cause first, in the backend's words; where it was read last.
+                    error: `${step} for ${label} failed: ${cause} ` +
+                      `(read from GET ${link.url}${call.path}${scope})`,
+                  };
+                }
+              } else {
+                await journal.log("info", `${step} for ${label}: completed (${counts})`);
+              }
+              await journal.record(record);
+            }
+          } else if (frame.event === "error") {
+            const line = describeErrorFrame(data);
+            const list = stageErrors.get(step) ?? [];
+            if (list.length < 5) list.push(line);
+            stageErrors.set(step, list);
+            await journal.progress({ ...data, endpoint_id: endpoint.id, event: "error" });
+          } else if (frame.event === "complete") {
+            complete = data;
+          }
+        }
+      } catch (error) {
+        if (signal.aborted) throw signal.reason ?? error;
+        return { kind: "retry", error: (error as Error).message };
+      }
+      if (!complete) {
+        return { kind: "retry", error: "the stream ended before its complete frame" };
+      }
+      if (complete.ok === false) {
+        const errors = Array.isArray(complete.errors) ? complete.errors : [];
+        const cancelled = errors.some((e) => (e as Record<string, unknown>)?.error === "cancelled");
+        // The backend stopped mid-run (shutting down): try again like a broken connection.
+        if (cancelled && call.stages.some((s) => !done.has(s.type))) {
+          return { kind: "retry", error: "the backend cancelled the run (shutting down?)" };
+        }
+        // Failures that belong to no stage record (e.g. a step "sync" frame) still count.
+        const orphan = errors.map((e) => e as Record<string, unknown>)
+          .find((e) => !call.stages.some((s) => s.type === e.step && done.has(s.type)));
+        if (orphan && call.stages.some((s) => !done.has(s.type))) {
+          return { kind: "final", error: `complete ok:false: ${describeErrorFrame(orphan)}` };
+        }
+      }
+      return null;
+    }
+  }
+}
+
 export async function runSyncJob(input: {
   jobId: number;
   spec: JobSpec;
@@ -102,6 +381,8 @@ export async function runSyncJob(input: {
   journal: Journal;
   signal: AbortSignal;
   timing: RunTiming;
+  /** Runs the endpoints of a job that covers several in other processes too. */
+  sharing?: EndpointSharing;
 }): Promise<RunOutcome> {
   const { spec, plugin, journal, signal, timing } = input;
   const endpointsOut: RunOutcome["endpoints"] = [];
@@ -122,25 +403,8 @@ export async function runSyncJob(input: {
     // ---------------------------------------------------------------- preflight
     const first = await plugin.backend();
     if ("error" in first) throw new Stop("errored", `Preflight: ${first.error}`);
-    let link: BackendLink = first;
-    let renewedOnce = false;
-    const renew = async (status: number | null): Promise<BackendLink> => {
-      if (renewedOnce) {
-        throw new Stop("errored", `The backend rejected the renewed key too (HTTP ${status}).`);
-      }
-      renewedOnce = true;
-      await journal.log(
-        "warning",
-        `The backend answered ${status}: renewing the backend key once.`,
-      );
-      const fresh = await plugin.renewBackendKey();
-      if ("error" in fresh) {
-        throw new Stop("errored", `Renewing the backend key failed: ${fresh.error}`);
-      }
-      link = fresh;
-      return fresh;
-    };
-    await preflightHealth(link, journal, signal, timing);
+    const session = new Session(first, spec, plugin, journal, timing);
+    await preflightHealth(session.link, journal, signal, timing);
     const pushes = await plugin.pushAll(chosen.map((e) => e.id));
     for (const p of pushes) {
       await journal.log(
@@ -154,7 +418,7 @@ export async function runSyncJob(input: {
     }
     // Repair: the backend reconciles the custom fields first; a failure is only a warning.
     if (spec.kind === "repair") {
-      const answer = await link.reconcile();
+      const answer = await session.link.reconcile();
       const b = (answer.body ?? {}) as Record<string, unknown>;
       await journal.log(
         answer.ok ? "info" : "warning",
@@ -168,237 +432,79 @@ export async function runSyncJob(input: {
       await journal.log("warning", "No enabled hypervisor endpoint: nothing to sync.");
       return { status: "completed", error: "", endpoints: [] };
     }
-    let copies = await link.copies();
-    if (copies.reason === "unauthorized") {
-      const renewed = await renew(copies.status);
-      copies = await renewed.copies();
-    }
-    if (!copies.ok || !copies.copies) {
-      throw new Stop(
-        "errored",
-        `Preflight: listing the backend's hypervisor endpoints failed: ${copies.error}`,
-      );
-    }
+    const copies = await session.copies();
 
     // ---------------------------------------------------------------- stages
-
-    const stages = spec.sync_types.map((t) => stageOf(t)!).filter(Boolean);
-    const full = stages.length === 13;
-    let failure: { outcome: "failed" | "errored"; error: string } | null = null;
-
-    /** Runs the stages of one endpoint; null when every required stage succeeded. */
-    const runEndpoint = async (
-      endpoint: JobEndpoint,
-      scope: string,
-      full: boolean,
-      stages: JobStage[],
-    ): Promise<{ outcome: "failed" | "errored"; error: string } | null> => {
-      const label = `"${endpoint.name}"`;
-      // A full sync is one stream: the backend then reads each guest config once for all
-      // stages. After a broken call, the stages not yet done run one stream each.
-      const plan: CallPlan[] = full
-        ? [{ path: FULL_UPDATE_STREAM, stages }]
-        : stages.map((s) => ({ path: s.stream, stages: [s] }));
-      const attempts = new Map<string, number>();
-      let requiredFailure: { outcome: "failed" | "errored"; error: string } | null = null;
-      while (plan.length) {
-        signal.throwIfAborted();
-        const call = plan.shift()!;
-        const request = `GET ${link.url}${call.path}${scope}`;
-        const done = new Set<string>();
-        const problem = await consume(endpoint, call, scope, done);
-        if (problem === null) continue;
-        const remaining = call.stages.filter((s) => !done.has(s.type));
-        const current = remaining[0];
-        if (!current) continue;
-        if (problem.kind === "auth") {
-          await renew(problem.status ?? null);
-          plan.unshift(...remaining.map((s) => ({ path: s.stream, stages: [s] })));
-          continue;
-        }
-        if (problem.kind === "retry") {
-          const n = (attempts.get(current.type) ?? 0) + 1;
-          attempts.set(current.type, n);
-          if (n <= timing.retryBackoffMs.length) {
-            await journal.log(
-              "warning",
-              `${current.type} for ${label}: ${problem.error}; retry ${n} of ` +
-                `${timing.retryBackoffMs.length}`,
-            );
-            await timing.sleep(timing.retryBackoffMs[n - 1], signal);
-            plan.unshift(...remaining.map((s) => ({ path: s.stream, stages: [s] })));
-            continue;
-          }
-        }
-        // Final for this stage: an optional stage is skipped, a required one stops the run.
-        const evidence = `${current.type} for ${label}: ${request} → ${problem.error}`;
-        if (current.optional) {
-          await journal.log("warning", `Skipped ${evidence}`);
-          await journal.record({
-            sync_type: current.type,
-            endpoint_id: endpoint.id,
-            stream_path: current.stream,
-            runtime_seconds: 0,
-            result_summary: {
-              ...summaryOf({}),
-              skipped: true,
-              error: text(problem.error, 300),
-            },
-          });
-          plan.unshift(...remaining.slice(1).map((s) => ({ path: s.stream, stages: [s] })));
-          continue;
-        }
-        await journal.log("error", evidence);
-        return { outcome: "errored", error: evidence };
+    let results: EndpointResult[];
+    if (input.sharing && chosen.length > 1) {
+      results = await input.sharing.run(
+        chosen,
+        (endpoint, partSignal) => session.endpoint(endpoint, copies, partSignal),
+      );
+    } else {
+      results = [];
+      for (const endpoint of chosen) {
+        const result = await session.endpoint(endpoint, copies, signal);
+        results.push(result);
+        // An errored endpoint stops the run (a failed one lets the others go on).
+        if (result.failure?.outcome === "errored") break;
       }
-      return requiredFailure;
-
-      /**
-       * Reads one stream to its `complete`. Stage records are written as `completed` frames
-       * arrive. Null when the call ended well; else what went wrong and whether to retry.
-       */
-      async function consume(
-        endpoint: JobEndpoint,
-        call: CallPlan,
-        scope: string,
-        done: Set<string>,
-      ): Promise<
-        { kind: "retry" | "auth" | "final"; error: string; status?: number | null } | null
-      > {
-        const opened = await link.stream(call.path + scope, signal);
-        if (!opened.ok) {
-          const body = opened.body === undefined ? "" : ` (body: ${text(opened.body, 300)})`;
-          const error = `${opened.error}${body}`;
-          if (opened.reason === "unauthorized") {
-            return { kind: "auth", error, status: opened.status };
-          }
-          if (opened.reason === "retryable") return { kind: "retry", error };
-          return { kind: "final", error };
-        }
-        const started = new Map<string, number>();
-        const stageErrors = new Map<string, string[]>();
-        let complete: Record<string, unknown> | null = null;
-        try {
-          for await (const frame of opened.events as AsyncIterable<StageFrame>) {
-            const data = (frame.data ?? {}) as Record<string, unknown>;
-            const step = String(data.step ?? "");
-            if (frame.event === "step") {
-              await journal.progress({ ...data, endpoint_id: endpoint.id });
-              if (data.status === "started") {
-                started.set(step, timing.now());
-                await journal.log("info", `${step} for ${label}: started`);
-              } else if (data.status === "completed") {
-                const stage = call.stages.find((s) => s.type === step);
-                if (!stage) continue;
-                done.add(step);
-                const summary = summaryOf(data.result);
-                const errors = stageErrors.get(step) ?? [];
-                const seconds = typeof data.elapsed_ms === "number"
-                  ? data.elapsed_ms / 1000
-                  : (timing.now() - (started.get(step) ?? timing.now())) / 1000;
-                const record: StageRecord = {
-                  sync_type: step,
-                  endpoint_id: endpoint.id,
-                  stream_path: call.path,
-                  runtime_seconds: Math.round(seconds * 1000) / 1000,
-                  result_summary: summary,
-                };
-                const counts = `${summary.created} created, ${summary.updated} updated, ` +
-                  `${summary.unchanged} unchanged, ${summary.deleted} deleted, ` +
-                  `${summary.failed} failed`;
-                if (summary.failed > 0 || errors.length > 0) {
-                  const cause = errors[0] ?? "the backend counted failures";
-                  record.result_summary.error = text(cause, 300);
-                  if (stage.optional) {
-                    record.result_summary.skipped = true;
-                    await journal.log(
-                      "warning",
-                      `Skipped ${step} for ${label} (${counts}): ${cause}`,
-                    );
-                  } else {
-                    await journal.log("error", `${step} for ${label} failed (${counts}): ${cause}`);
-                    requiredFailure ??= {
-                      outcome: "failed",
-                      // The cause first, in the backend's words; where it was read last.
-                      error: `${step} for ${label} failed: ${cause} ` +
-                        `(read from GET ${link.url}${call.path}${scope})`,
-                    };
-                  }
-                } else {
-                  await journal.log("info", `${step} for ${label}: completed (${counts})`);
-                }
-                await journal.record(record);
-              }
-            } else if (frame.event === "error") {
-              const line = describeErrorFrame(data);
-              const list = stageErrors.get(step) ?? [];
-              if (list.length < 5) list.push(line);
-              stageErrors.set(step, list);
-              await journal.progress({ ...data, endpoint_id: endpoint.id, event: "error" });
-            } else if (frame.event === "complete") {
-              complete = data;
-            }
-          }
-        } catch (error) {
-          if (signal.aborted) throw signal.reason ?? error;
-          return { kind: "retry", error: (error as Error).message };
-        }
-        if (!complete) {
-          return { kind: "retry", error: "the stream ended before its complete frame" };
-        }
-        if (complete.ok === false) {
-          const errors = Array.isArray(complete.errors) ? complete.errors : [];
-          const cancelled = errors.some((e) =>
-            (e as Record<string, unknown>)?.error === "cancelled"
-          );
-          // The backend stopped mid-run (shutting down): try again like a broken connection.
-          if (cancelled && call.stages.some((s) => !done.has(s.type))) {
-            return { kind: "retry", error: "the backend cancelled the run (shutting down?)" };
-          }
-          // Failures that belong to no stage record (e.g. a step "sync" frame) still count.
-          const orphan = errors.map((e) => e as Record<string, unknown>)
-            .find((e) => !call.stages.some((s) => s.type === e.step && done.has(s.type)));
-          if (orphan && call.stages.some((s) => !done.has(s.type))) {
-            return { kind: "final", error: `complete ok:false: ${describeErrorFrame(orphan)}` };
-          }
-        }
-        return null;
-      }
-    };
-    for (const endpoint of chosen) {
-      signal.throwIfAborted();
-      const copy = copies.copies.find((c) => c.name === endpoint.copyName);
-      if (!copy) {
-        const why = `endpoint ${endpoint.id} ("${endpoint.name}") has no copy on the backend ` +
-          `(its push failed; see the preflight lines)`;
-        await journal.log("error", why);
-        endpointsOut.push({ id: endpoint.id, ok: false });
-        failure ??= { outcome: "errored", error: why };
-        continue;
-      }
-      // The job's run options ride along on every stream (docs/sync.md, "Run options").
-      const scope = `?${new URLSearchParams({
-        hypervisor_endpoint_ids: String(copy.id),
-        ...spec.sync_options,
-      })}`;
-      const result = await runEndpoint(endpoint, scope, full, stages);
-      endpointsOut.push({ id: endpoint.id, ok: result === null });
-      if (result) failure ??= result;
-      if (result?.outcome === "errored") break;
+    }
+    let failure: Failure | null = null;
+    for (const result of results) {
+      endpointsOut.push({ id: result.id, ok: result.failure === null });
+      failure ??= result.failure;
     }
     if (failure) return { status: failure.outcome, error: failure.error, endpoints: endpointsOut };
     return { status: "completed", error: "", endpoints: endpointsOut };
   } catch (error) {
-    if (error instanceof Stop) {
-      await journal.log("error", error.message);
-      return { status: error.outcome, error: error.message, endpoints: endpointsOut };
-    }
-    if (signal.aborted) {
-      const why = signal.reason instanceof Error ? signal.reason.message : String(signal.reason);
-      await journal.log("error", `Stopped: ${why}`);
-      return { status: "errored", error: `Stopped: ${why}`, endpoints: endpointsOut };
-    }
-    throw error;
+    return await stopped(error, journal, signal, endpointsOut);
+  }
+}
+
+/** A Stop or an abort as the run's outcome; anything else is a crash (rethrown). */
+async function stopped(
+  error: unknown,
+  journal: Journal,
+  signal: AbortSignal,
+  endpointsOut: RunOutcome["endpoints"],
+): Promise<RunOutcome> {
+  if (error instanceof Stop) {
+    await journal.log("error", error.message);
+    return { status: error.outcome, error: error.message, endpoints: endpointsOut };
+  }
+  if (signal.aborted) {
+    const why = signal.reason instanceof Error ? signal.reason.message : String(signal.reason);
+    await journal.log("error", `Stopped: ${why}`);
+    return { status: "errored", error: `Stopped: ${why}`, endpoints: endpointsOut };
+  }
+  throw error;
+}
+
+/**
+ * One endpoint of a job, run by a process that is not the job's (docs/jobs.md, "Several
+ * processes"): the job's process did the preflight (health, pushes); this one reaches the
+ * backend through its own link and runs that endpoint's stages.
+ */
+export async function runSyncPart(input: {
+  spec: JobSpec;
+  endpointId: number;
+  plugin: PluginSide;
+  journal: Journal;
+  signal: AbortSignal;
+  timing: RunTiming;
+}): Promise<EndpointResult> {
+  const { spec, endpointId, plugin, journal, signal, timing } = input;
+  try {
+    const endpoint = (await plugin.endpoints()).find((e) => e.id === endpointId);
+    if (!endpoint) throw new Stop("errored", `Hypervisor endpoint ${endpointId} no longer exists.`);
+    const first = await plugin.backend();
+    if ("error" in first) throw new Stop("errored", `Preflight: ${first.error}`);
+    const session = new Session(first, spec, plugin, journal, timing);
+    return await session.endpoint(endpoint, await session.copies(), signal);
+  } catch (error) {
+    const outcome = await stopped(error, journal, signal, []);
+    return { id: endpointId, failure: { outcome: "errored", error: outcome.error } };
   }
 }
 

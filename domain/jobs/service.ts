@@ -30,11 +30,14 @@ import {
   type JobStatus,
   updateJob,
 } from "../netbox/jobs.ts";
-import type { JobKind, JobSpec, JobStore, PluginSide } from "./ports.ts";
+import type { JobKind, JobPart, JobSpec, JobStore, PluginSide } from "./ports.ts";
 import {
+  type EndpointResult,
+  type EndpointSharing,
   type Journal,
   type RunOutcome,
   runSyncJob,
+  runSyncPart,
   type RunTiming,
   type StageRecord,
 } from "./runner.ts";
@@ -47,6 +50,8 @@ export const DEFAULT_RETENTION = 100;
 export const MAX_WAITING_JOBS_PER_TOKEN = 20;
 /** A waiting job re-checks the lease this often (besides being woken by the holder). */
 const WAIT_RECHECK_MS = 15_000;
+/** How often a process looks for parts of a running job it could take (docs/jobs.md). */
+export const DEFAULT_PART_POLL_MS = 500;
 /** Bytes of `data` (stage records) kept per job; the log has its own budget. */
 const MAX_DATA_BYTES = 24_000;
 
@@ -62,6 +67,13 @@ export interface JobServiceDeps {
   retention?: number;
   timing: Omit<RunTiming, "now">;
   progressEveryMs?: number;
+  /** How often this process looks for parts of a running job to take (default 500 ms). */
+  partPollMs?: number;
+}
+
+/** A part nobody runs: open, or claimed by a process whose claim lapsed (it stopped). */
+function claimable(part: JobPart, now: number): boolean {
+  return part.state === "open" || (part.state === "claimed" && part.expires_at <= now);
 }
 
 /** Who asks for a job: the API token, recorded on the job (its `user`) and in its first log line. */
@@ -107,13 +119,18 @@ async function transient<T>(work: () => Promise<T>, attempts = 8): Promise<T> {
 export class JobService {
   readonly leaseMs: number;
   readonly retention: number;
+  readonly partPollMs: number;
   #running = new Set<number>();
+  /** Parts of a job (one endpoint each) running in this process: at most one at a time. */
+  #partsHere = 0;
+  #polling = false;
   /** Runs in flight in this process (tests and graceful stops wait on them). */
   readonly inFlight = new Set<Promise<void>>();
 
   constructor(readonly deps: JobServiceDeps) {
     this.leaseMs = deps.leaseMs ?? DEFAULT_LEASE_MS;
     this.retention = deps.retention ?? DEFAULT_RETENTION;
+    this.partPollMs = deps.partPollMs ?? DEFAULT_PART_POLL_MS;
   }
 
   #iso(ms = this.deps.now()): string {
@@ -348,7 +365,11 @@ export class JobService {
     try {
       await updateJob(engine, jobId, { status: "running" }, this.deps.now);
       secrets = await plugin.secrets().catch(() => []);
-      await this.log(jobId, "info", `Started (${spec.kind === "repair" ? "repair" : "sync"}).`);
+      await this.log(
+        jobId,
+        "info",
+        `Started (${spec.kind === "repair" ? "repair" : "sync"}) by process ${this.deps.owner}.`,
+      );
       const journal = this.#journal(jobId, secrets);
       outcome = await runSyncJob({
         jobId,
@@ -357,6 +378,7 @@ export class JobService {
         journal,
         signal: abort.signal,
         timing: { ...this.deps.timing, now: this.deps.now },
+        sharing: this.#sharing(jobId, abort.signal),
       });
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
@@ -371,6 +393,192 @@ export class JobService {
       this.#running.delete(jobId);
       await store.releaseLease(jobId, this.deps.owner);
       await this.#wakeWaiting();
+    }
+  }
+
+  // ------------------------------------------------------------------ parts (several processes)
+
+  /**
+   * The endpoints of a job that covers several become parts any process sharing the store may
+   * take (docs/jobs.md, "Several processes"). This process, which holds the job's lease, runs
+   * parts too, one at a time, takes over a part whose claim lapsed (its process stopped), skips
+   * the parts nobody started once one errored, and returns when every part is done.
+   */
+  #sharing(jobId: number, signal: AbortSignal): EndpointSharing {
+    const { store } = this.deps;
+    return {
+      run: async (endpoints, runHere) => {
+        await store.openParts(jobId, endpoints.map((e) => e.id));
+        await this.log(
+          jobId,
+          "info",
+          `${endpoints.length} endpoints: each one is a part that any process sharing this ` +
+            `store may take.`,
+        );
+        for (;;) {
+          signal.throwIfAborted();
+          const parts = await store.parts(jobId);
+          if (parts.every((p) => p.state === "done")) {
+            return endpoints.flatMap((e): EndpointResult[] => {
+              const outcome = parts.find((p) => p.endpoint_id === e.id)?.outcome;
+              if (!outcome || outcome.status === "skipped") return [];
+              return [{
+                id: e.id,
+                failure: outcome.status === "completed"
+                  ? null
+                  : { outcome: outcome.status, error: outcome.error },
+              }];
+            });
+          }
+          if (parts.some((p) => p.outcome?.status === "errored")) {
+            // An errored endpoint stops the run: parts nobody started are not started.
+            for (const p of parts.filter((p) => p.state === "open")) {
+              await store.finishPart(jobId, p.endpoint_id, null, {
+                status: "skipped",
+                error: "not run: another endpoint of this job errored",
+                by: null,
+              });
+            }
+          } else if (this.#partsHere === 0) {
+            const next = parts.find((p) => claimable(p, this.deps.now()));
+            const claimed = next &&
+              await store.claimPart(jobId, next.endpoint_id, this.deps.owner, this.leaseMs);
+            if (claimed) {
+              const endpoint = endpoints.find((e) => e.id === claimed.endpoint_id)!;
+              await this.#runPart(claimed, (partSignal) => runHere(endpoint, partSignal), signal);
+              continue;
+            }
+          }
+          await this.deps.timing.sleep(this.partPollMs, signal);
+        }
+      },
+    };
+  }
+
+  /** Runs one claimed part here, renewing the claim; records its outcome unless taken over. */
+  async #runPart(
+    part: JobPart,
+    work: (signal: AbortSignal) => Promise<EndpointResult>,
+    jobSignal: AbortSignal | null,
+    jobGone?: () => Promise<string | null>,
+  ): Promise<void> {
+    const { store, owner } = this.deps;
+    const { job_id: jobId, endpoint_id: endpointId } = part;
+    this.#partsHere++;
+    const abort = new AbortController();
+    const onJobAbort = () => abort.abort(jobSignal?.reason);
+    jobSignal?.addEventListener("abort", onJobAbort, { once: true });
+    const renewal = setInterval(async () => {
+      try {
+        if (!(await store.renewPart(jobId, endpointId, owner, this.leaseMs))) {
+          abort.abort(
+            new Error("this process lost its claim on the part (it lapsed and was taken over)"),
+          );
+          return;
+        }
+        const gone = await jobGone?.();
+        if (gone) abort.abort(new Error(gone));
+      } catch (error) {
+        this.deps.logger.log("warning", "renewing a sync job part failed", {
+          job_id: jobId,
+          endpoint_id: endpointId,
+          error: String(error),
+        });
+      }
+    }, Math.max(20, Math.floor(this.leaseMs / 3)));
+    await this.log(
+      jobId,
+      "info",
+      `Endpoint ${endpointId}: taken by process ${owner}` +
+        (part.claims > 1 ? " (taken over: the claim of the process running it lapsed)." : "."),
+    ).catch(() => {});
+    let result: EndpointResult;
+    try {
+      result = await work(abort.signal);
+    } catch (error) {
+      const why = abort.signal.aborted
+        ? `Stopped: ${(abort.signal.reason as Error)?.message ?? String(abort.signal.reason)}`
+        : `Internal error: ${error instanceof Error ? error.message : String(error)}`;
+      result = { id: endpointId, failure: { outcome: "errored", error: why } };
+    } finally {
+      clearInterval(renewal);
+      jobSignal?.removeEventListener("abort", onJobAbort);
+      this.#partsHere--;
+    }
+    // A part taken over meanwhile is the other process's to record.
+    await store.finishPart(jobId, endpointId, owner, {
+      status: result.failure?.outcome ?? "completed",
+      error: result.failure?.error ?? "",
+      by: owner,
+    });
+  }
+
+  /**
+   * Looks for a part of a running job that nobody runs and takes it (one at a time): called by
+   * the worker every `partPollMs`, in every process sharing the store.
+   */
+  async pollParts(): Promise<void> {
+    if (this.#partsHere > 0 || this.#polling) return;
+    this.#polling = true;
+    try {
+      const { store } = this.deps;
+      for (const part of await store.parts()) {
+        // The job's own process runs its parts through #sharing.
+        if (this.#running.has(part.job_id) || !claimable(part, this.deps.now())) continue;
+        if (!(await this.#leaseAlive(part.job_id))) continue;
+        const spec = await store.spec(part.job_id);
+        if (!spec) continue;
+        const claimed = await store.claimPart(
+          part.job_id,
+          part.endpoint_id,
+          this.deps.owner,
+          this.leaseMs,
+        );
+        if (!claimed) continue;
+        const run = this.#remotePart(claimed, spec);
+        this.inFlight.add(run);
+        void run.finally(() => this.inFlight.delete(run));
+        return;
+      }
+    } finally {
+      this.#polling = false;
+    }
+  }
+
+  /** True while the job's run lease names it and has not expired (its process is alive). */
+  async #leaseAlive(jobId: number): Promise<boolean> {
+    const lease = await this.deps.store.lease();
+    return !!lease && lease.job_id === jobId && lease.expires_at > this.deps.now();
+  }
+
+  /** A part of a job another process runs: its stages, recorded into that job. */
+  async #remotePart(part: JobPart, spec: JobSpec): Promise<void> {
+    try {
+      const secrets = await this.deps.plugin.secrets().catch(() => []);
+      const journal = this.#journal(part.job_id, secrets);
+      await this.#runPart(
+        part,
+        (signal) =>
+          runSyncPart({
+            spec,
+            endpointId: part.endpoint_id,
+            plugin: this.deps.plugin,
+            journal,
+            signal,
+            timing: { ...this.deps.timing, now: this.deps.now },
+          }),
+        null,
+        async () =>
+          (await this.#leaseAlive(part.job_id))
+            ? null
+            : `the process running job ${part.job_id} stopped (its run lease is gone)`,
+      );
+    } catch (error) {
+      this.deps.logger.log("error", "sync job part failed", {
+        job_id: part.job_id,
+        endpoint_id: part.endpoint_id,
+        error: error instanceof Error ? error.message : String(error),
+      });
     }
   }
 
@@ -418,6 +626,7 @@ export class JobService {
     // before the status changes.
     if (FINISHED.has(statusOf(await engine.get(JOB_MODEL, jobId)) ?? "completed")) return false;
     if (!(await store.claimSettlement(jobId))) return false;
+    await store.clearParts(jobId);
     await this.log(
       jobId,
       outcome.status === "completed" ? "info" : "error",

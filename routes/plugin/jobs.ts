@@ -34,6 +34,8 @@ export interface JobOptions {
   /** Start the queue listener and the recovery check (default true). */
   worker?: boolean;
   keepaliveMs?: number;
+  /** How often this process looks for parts of a running job to take (docs/jobs.md). */
+  partPollMs?: number;
 }
 
 const DENIED = "You do not have permission to perform this action.";
@@ -97,9 +99,12 @@ export function createJobRoutes(
     plugin,
     logger: deps.logger,
     now: deps.now,
-    owner: crypto.randomUUID(),
+    // The process id names the process in the job log ("taken by process …"); the random part
+    // keeps two apps in one process (tests) apart.
+    owner: `${Deno.pid}-${crypto.randomUUID().slice(0, 8)}`,
     leaseMs: options.leaseMs ?? DEFAULT_LEASE_MS,
     retention: options.retention,
+    partPollMs: options.partPollMs,
     timing: {
       healthBackoffMs: options.healthBackoffMs ?? DEFAULT_TIMING.healthBackoffMs,
       retryBackoffMs: options.retryBackoffMs ?? DEFAULT_TIMING.retryBackoffMs,
@@ -383,12 +388,17 @@ export function createJobRoutes(
   return { service, handle };
 }
 
-/** The queue listener and the recovery check; both end when the store closes. */
+/**
+ * The queue listener, the recovery check and the part poll (a job covering several endpoints
+ * shares them with every process on the store: docs/jobs.md, "Several processes"); all end when
+ * the store closes.
+ */
 function startWorker(deps: AppDeps, service: JobService): void {
   let closed = false;
   deps.storage.jobs.listen((jobId) => service.handle(jobId)).catch(() => {}).finally(() => {
     closed = true;
     clearInterval(timer);
+    clearInterval(parts);
   });
   const check = () => {
     if (closed) return;
@@ -400,5 +410,14 @@ function startWorker(deps: AppDeps, service: JobService): void {
   };
   const timer = setInterval(check, service.leaseMs);
   Deno.unrefTimer(timer);
+  const parts = setInterval(() => {
+    if (closed) return;
+    service.pollParts().catch((error) => {
+      if (!closed) {
+        deps.logger.log("warning", "looking for sync job parts failed", { error: String(error) });
+      }
+    });
+  }, service.partPollMs);
+  Deno.unrefTimer(parts);
   queueMicrotask(check);
 }

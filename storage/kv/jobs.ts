@@ -6,7 +6,14 @@
  */
 import { keys } from "./keys.ts";
 import { retryAtomic } from "./ids.ts";
-import type { JobKind, JobSpec, JobStore, Lease } from "../../domain/jobs/ports.ts";
+import type {
+  JobKind,
+  JobPart,
+  JobPartOutcome,
+  JobSpec,
+  JobStore,
+  Lease,
+} from "../../domain/jobs/ports.ts";
 
 const P = "plugin_jobs";
 const jobKeys = {
@@ -17,6 +24,8 @@ const jobKeys = {
   settled: (id: number): Deno.KvKey => [P, "settled", id],
   finished: (kind: JobKind, id: number): Deno.KvKey => [P, "finished", kind, id],
   finishedPrefix: (kind: JobKind): Deno.KvKey => [P, "finished", kind],
+  part: (id: number, endpointId: number): Deno.KvKey => [P, "part", id, endpointId],
+  partsOf: (id?: number): Deno.KvKey => id === undefined ? [P, "part"] : [P, "part", id],
 };
 
 /** The queue message of a job run. */
@@ -153,6 +162,110 @@ export class KvJobStore implements JobStore {
 
   async lease(): Promise<Lease | null> {
     return (await busyRetry(() => this.kv.get<Lease>(jobKeys.lease()))).value;
+  }
+
+  async openParts(jobId: number, endpointIds: readonly number[]): Promise<void> {
+    // A job covers at most a few hundred endpoints: well within one atomic's 1000 mutations.
+    const op = this.kv.atomic();
+    for (const endpointId of endpointIds) {
+      const part: JobPart = {
+        job_id: jobId,
+        endpoint_id: endpointId,
+        state: "open",
+        owner: null,
+        expires_at: 0,
+        claims: 0,
+        outcome: null,
+      };
+      op.set(jobKeys.part(jobId, endpointId), part);
+    }
+    await busyRetry(() => op.commit());
+  }
+
+  async parts(jobId?: number): Promise<JobPart[]> {
+    return await busyRetry(async () => {
+      const out: JobPart[] = [];
+      for await (const entry of this.kv.list<JobPart>({ prefix: jobKeys.partsOf(jobId) })) {
+        out.push(entry.value);
+      }
+      return out;
+    });
+  }
+
+  /** Read, decide, write with a check on what was read: the one change of a part's state. */
+  #changePart(
+    jobId: number,
+    endpointId: number,
+    change: (part: JobPart) => JobPart | null,
+  ): Promise<JobPart | null> {
+    const key = jobKeys.part(jobId, endpointId);
+    return busyRetry(() =>
+      retryAtomic(async () => {
+        const entry = await this.kv.get<JobPart>(key);
+        if (!entry.value) return null;
+        const next = change(entry.value);
+        if (!next) return null;
+        return (await this.kv.atomic().check(entry).set(key, next).commit()).ok ? next : undefined;
+      })
+    );
+  }
+
+  claimPart(
+    jobId: number,
+    endpointId: number,
+    owner: string,
+    ttlMs: number,
+  ): Promise<JobPart | null> {
+    return this.#changePart(jobId, endpointId, (part) => {
+      const now = this.now();
+      const lapsed = part.state === "claimed" && part.expires_at <= now;
+      if (part.state !== "open" && !lapsed) return null;
+      return { ...part, state: "claimed", owner, expires_at: now + ttlMs, claims: part.claims + 1 };
+    });
+  }
+
+  async renewPart(
+    jobId: number,
+    endpointId: number,
+    owner: string,
+    ttlMs: number,
+  ): Promise<boolean> {
+    const renewed = await this.#changePart(
+      jobId,
+      endpointId,
+      (part) =>
+        part.state === "claimed" && part.owner === owner
+          ? { ...part, expires_at: this.now() + ttlMs }
+          : null,
+    );
+    return renewed !== null;
+  }
+
+  async finishPart(
+    jobId: number,
+    endpointId: number,
+    owner: string | null,
+    outcome: JobPartOutcome,
+  ): Promise<boolean> {
+    const done = await this.#changePart(jobId, endpointId, (part) => {
+      const mine = owner === null
+        ? part.state === "open"
+        : part.state === "claimed" && part.owner === owner;
+      return mine ? { ...part, state: "done", expires_at: 0, outcome } : null;
+    });
+    return done !== null;
+  }
+
+  async clearParts(jobId: number): Promise<void> {
+    const keys: Deno.KvKey[] = [];
+    for await (const entry of this.kv.list({ prefix: jobKeys.partsOf(jobId) })) {
+      keys.push(entry.key);
+    }
+    for (let i = 0; i < keys.length; i += 500) {
+      const op = this.kv.atomic();
+      for (const key of keys.slice(i, i + 500)) op.delete(key);
+      await busyRetry(() => op.commit());
+    }
   }
 
   async claimSettlement(jobId: number): Promise<boolean> {

@@ -82,3 +82,49 @@ Deno.test("job store: the lease is exclusive until it expires; only its holder r
     kv.close();
   }
 });
+
+Deno.test("job store: a part is claimed once; a lapsed claim is taken over and its old owner can no longer renew or finish it", async () => {
+  const dir = await Deno.makeTempDir();
+  // Two handles on one file, as two processes hold it.
+  const kvA = await Deno.openKv(`${dir}/kv`);
+  const kvB = await Deno.openKv(`${dir}/kv`);
+  let now = 1_000;
+  try {
+    const a = new KvJobStore(kvA, () => now);
+    const b = new KvJobStore(kvB, () => now);
+    await a.openParts(7, [1, 2]);
+    const claims = await Promise.all([
+      a.claimPart(7, 1, "A", 100),
+      b.claimPart(7, 1, "B", 100),
+      a.claimPart(7, 1, "A2", 100),
+    ]);
+    const winners = claims.filter((c) => c !== null);
+    assert.equal(winners.length, 1, JSON.stringify(claims));
+    const owner = winners[0]!.owner!;
+    assert.equal(await b.renewPart(7, 1, "nobody", 100), false);
+    assert.equal(await b.renewPart(7, 1, owner, 100), true);
+    now += 99;
+    assert.equal(await b.claimPart(7, 1, "C", 100), null, "still held");
+    now += 2; // lapsed: another process takes it over
+    const taken = await b.claimPart(7, 1, "C", 100);
+    assert.deepEqual([taken?.owner, taken?.claims], ["C", 2]);
+    assert.equal(await a.renewPart(7, 1, owner, 100), false, "the old owner learns it");
+    const outcome = { status: "completed" as const, error: "", by: owner };
+    assert.equal(await a.finishPart(7, 1, owner, outcome), false, "nor can it record an outcome");
+    assert.equal(await a.finishPart(7, 1, "C", { ...outcome, by: "C" }), true);
+    // An open part is skipped only while open; a done one is never claimed again.
+    assert.equal(await a.finishPart(7, 2, null, { status: "skipped", error: "x", by: null }), true);
+    assert.equal(await a.claimPart(7, 2, "A", 100), null);
+    assert.equal(await a.claimPart(7, 1, "A", 100), null);
+    assert.deepEqual(
+      (await b.parts()).map((p) => [p.endpoint_id, p.state, p.outcome?.by]),
+      [[1, "done", "C"], [2, "done", null]],
+    );
+    await b.clearParts(7);
+    assert.deepEqual(await a.parts(7), []);
+  } finally {
+    kvA.close();
+    kvB.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
