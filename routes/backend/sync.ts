@@ -525,6 +525,8 @@ export function syncRoutes(services: BackendServices, options: SyncRouteOptions 
         { "Retry-After": "5" },
       );
     }
+    // Read before the upgrade: the request is handed to the socket after it.
+    const query = c.req.query();
     let upgraded: { socket: WebSocket; response: Response };
     try {
       upgraded = Deno.upgradeWebSocket(c.req.raw);
@@ -533,7 +535,6 @@ export function syncRoutes(services: BackendServices, options: SyncRouteOptions 
     }
     pending.set(peer, (pending.get(peer) ?? 0) + 1);
     pendingTotal++;
-    const query = c.req.query();
     const { keys, lockout, authCache } = services;
     serveSocketStream({
       socket: upgraded.socket,
