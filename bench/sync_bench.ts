@@ -187,7 +187,7 @@ async function startLoop(variant: Variant): Promise<Loop> {
     method: "POST",
     body: JSON.stringify({ api_key: key, label: "bench" }),
   });
-  const { token } = await createSuperuserToken(createInventoryCore(deps), "sync bench");
+  const { token } = await createSuperuserToken(createInventoryCore(deps), "sync bench", 1);
   const withKey = { "X-Service-API-Key": key };
   await json("/inventory/endpoint", {
     method: "POST",

@@ -10,7 +10,11 @@ import { createApp } from "../app.ts";
 import { outboundForConfig } from "../clients/outbound.ts";
 import { type Config, parseConfig } from "../config.ts";
 import { jsonLogger, type Logger } from "../infra/logger.ts";
-import { createInventoryCore, createSuperuserToken } from "../routes/inventory/mod.ts";
+import {
+  createInventoryCore,
+  createSuperuserToken,
+  type NewSuperuserToken,
+} from "../routes/inventory/mod.ts";
 import type { AppDeps } from "../routes/_lib/deps.ts";
 import { createKvStorage } from "../storage/kv/mod.ts";
 import { runSync, type SyncIo, type SyncOutcome } from "./sync/run.ts";
@@ -169,12 +173,13 @@ export async function startDemo(options: DemoOptions): Promise<Demo> {
       `Bridgebox demo on ${url}/ (in-memory data: it is gone when the demo stops; ` +
         `\`${DENO} task start\` keeps data in ./data/)\n\n`,
     );
-    const { token, tokenId } = await inventoryToken(deps);
-    const backendKey = await wire(self, `http://127.0.0.1:${port}`, port, token, tokenId, config);
+    const made = await inventoryToken(deps);
+    const token = made.token;
+    const backendKey = await wire(self, `http://127.0.0.1:${port}`, port, made, config);
     io.out(
       "Wired against itself (the key and the token are shown only in this output):\n" +
         `  backend API key     ${backendKey}\n` +
-        `  inventory token     ${token}   (v1 superuser: Authorization: Token …)\n` +
+        `  inventory token     ${token}   (v2 superuser: Authorization: Bearer …)\n` +
         `  inventory copy      http://127.0.0.1:${port}/api/ (this app's inventory)\n` +
         `  hypervisor copy     http://127.0.0.1:${port}/api2/json (this app's mock, ` +
         `${config.hypervisor.mockUser}; writes allowed, so start/stop/snapshot work)\n\n` +
@@ -223,13 +228,9 @@ export async function startDemo(options: DemoOptions): Promise<Demo> {
   }
 }
 
-/** A v1 superuser token, made the way `deno task token:create` makes one. */
-async function inventoryToken(deps: AppDeps): Promise<{ token: string; tokenId: number }> {
-  const { id, token } = await createSuperuserToken(
-    createInventoryCore(deps),
-    "deno task demo",
-  );
-  return { token, tokenId: id };
+/** A v2 superuser token, made the way `deno task token:create` makes one. */
+function inventoryToken(deps: AppDeps): Promise<NewSuperuserToken> {
+  return createSuperuserToken(createInventoryCore(deps), "deno task demo");
 }
 
 /**
@@ -241,14 +242,13 @@ async function wire(
   fetch: typeof globalThis.fetch,
   base: string,
   port: number,
-  token: string,
-  tokenId: number,
+  made: NewSuperuserToken,
   config: Config,
 ): Promise<string> {
   const call = async (method: string, path: string, body: unknown) => {
     const res = await fetch(`${base}/api/plugins/service/${path}`, {
       method,
-      headers: { authorization: `Token ${token}`, "content-type": "application/json" },
+      headers: { authorization: made.header, "content-type": "application/json" },
       body: JSON.stringify(body),
     });
     const json = await res.json().catch(() => ({}));
@@ -277,8 +277,10 @@ async function wire(
   await call("POST", "endpoints/inventory/", {
     name: "this app",
     ...here,
-    token_version: "v1",
-    token: tokenId,
+    // A v2 token: the plugin keeps its key and secret (a v1 token would be referenced by id).
+    token_version: "v2",
+    token_key: made.key,
+    token_secret: made.secret,
   });
   await call("POST", "endpoints/hypervisor/", {
     name: "demo mock",
@@ -320,7 +322,7 @@ async function whereToLook(
     "",
     "Where to look:",
     `  backend docs        ${url}/docs`,
-    `  inventory API       ${url}/api/   (docs ${url}/api/docs; Authorization: Token …)`,
+    `  inventory API       ${url}/api/   (docs ${url}/api/docs; Authorization: Bearer …)`,
     `  hypervisor (mock)   ${url}/pve/docs   (Proxmox wire format at ${url}/api2/json)`,
     `  host-agent (mock)   ${url}/host-agent/docs   (Authorization: Bearer ${hostAgentToken})`,
   ];

@@ -1,11 +1,13 @@
 /**
- * `deno task token:create [description]`: creates a v1 superuser inventory token and prints it
- * once. It reads the same configuration as `deno task start` (SERVICE_KV_PATH, default
- * `./data/bridgebox.kv` relative to the working directory; SERVICE_ENCRYPTION_KEY), so run it
- * where and how the server runs, or the server will not know the token. The store it wrote to
- * is named on stderr; stdout carries the token alone, so `T=$(deno task token:create)` works and
- * errors stay visible. The plaintext is kept Fernet-encrypted (see domain/netbox/tokens.ts) and
- * looked up by its SHA-256 digest.
+ * `deno task token:create [--v1] [description]`: creates a superuser inventory token and prints
+ * it once: a v2 token (`nbt_<key>.<secret>`, sent as `Authorization: Bearer nbt_…`) by default,
+ * as NetBox 4.5+ makes them; `--v1` makes a deprecated v1 token (40 hex characters, sent as
+ * `Authorization: Token …`). It reads the same configuration as `deno task start`
+ * (SERVICE_KV_PATH, default `./data/bridgebox.kv` relative to the working directory;
+ * SERVICE_ENCRYPTION_KEY), so run it where and how the server runs, or the server will not know
+ * the token. The store it wrote to is named on stderr; stdout carries the token alone, so
+ * `T=$(deno task token:create)` works and errors stay visible. A v2 secret is kept only as a
+ * keyed HMAC, a v1 plaintext Fernet-encrypted (see domain/netbox/tokens.ts).
  */
 import { type Config, ConfigError, parseConfig } from "../config.ts";
 import { jsonLogger } from "../infra/logger.ts";
@@ -53,12 +55,19 @@ if (import.meta.main) {
       now: Date.now,
       logger: jsonLogger(),
     });
-    const description = Deno.args.join(" ").trim() || "created with deno task token:create";
-    const { id, token } = await createSuperuserToken(ctx, description);
+    const v1 = Deno.args.includes("--v1");
+    const words = Deno.args.filter((a) => a !== "--v1");
+    const description = words.join(" ").trim() || "created with deno task token:create";
+    const { id, token } = await createSuperuserToken(ctx, description, v1 ? 1 : 2);
     console.error(
-      `Created superuser token ${id} in ${describeStore(config.kvPath)}.\n` +
+      `Created ${v1 ? "v1 (deprecated)" : "v2"} superuser token ${id} in ` +
+        `${describeStore(config.kvPath)}.\n` +
         "A server started with a different SERVICE_KV_PATH (or in another directory) will " +
-        "answer 403 Invalid token.\nIt is shown only once; use it as: Authorization: Token <token>",
+        "answer 403 Invalid token.\nIt is shown only once; use it as: " +
+        (v1
+          ? "Authorization: Token <token>"
+          : "Authorization: Bearer <token> (clients that send `Token <token>`, such as pynetbox " +
+            "7.0 and Ansible's netbox.netbox, work too: the nbt_ prefix tells the version)"),
     );
     console.log(token);
   } finally {

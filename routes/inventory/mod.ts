@@ -69,19 +69,39 @@ export async function ensureBootstrapToken(ctx: InventoryContext): Promise<boole
   return true;
 }
 
-/** Creates a v1 superuser token and returns its plaintext (scripts/token_create.ts). */
+/** A superuser token just made: `token` is what a client sends (v2: `nbt_<key>.<secret>`). */
+export interface NewSuperuserToken {
+  id: number;
+  version: 1 | 2;
+  token: string;
+  /** v2: the 12-character key and the secret, as the plugin's endpoint stores them. */
+  key?: string;
+  secret?: string;
+  /** The ready Authorization header: `Bearer nbt_…` (v2) or `Token …` (v1, deprecated). */
+  header: string;
+}
+
+/**
+ * Creates a superuser token (scripts/token_create.ts, the demo): v2 by default, as NetBox 4.5+
+ * makes them; v1 (deprecated, as in NetBox 4.6) when asked.
+ */
 export async function createSuperuserToken(
   ctx: InventoryContext,
   description: string,
-): Promise<{ id: number; token: string }> {
+  version: 1 | 2 = 2,
+): Promise<NewSuperuserToken> {
   const result = await ctx.engine.create(TOKEN_MODEL, {
-    version: 1,
+    version,
     is_superuser: true,
     write_enabled: true,
     description,
   });
   if (!result.ok) throw new Error(`could not create token: ${JSON.stringify(result)}`);
-  return { id: result.value.id, token: String(result.extras?.token) };
+  const secret = String(result.extras?.token);
+  const header = String(result.extras?.header);
+  if (version === 1) return { id: result.value.id, version, token: secret, header };
+  const key = String(result.extras?.key);
+  return { id: result.value.id, version, token: `nbt_${key}.${secret}`, key, secret, header };
 }
 
 /** The host name /api/status/ reports, as NetBox's settings.HOSTNAME (empty when not allowed). */

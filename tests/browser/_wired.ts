@@ -37,6 +37,7 @@ export async function startWired(
   const { id: tokenId, token } = await createSuperuserToken(
     createInventoryCore(deps),
     "console test",
+    1,
   );
   const api = async (method: string, path: string, body?: unknown) => {
     const res = await fetch(base + path, {

@@ -74,12 +74,17 @@ Deno.test("demo: wires the key, the token and both copies against itself", async
       `/hypervisor/endpoints/${hypervisors.body[0].id}/credentials/check`,
     );
     assert.equal(check.body.ok, true, JSON.stringify(check.body));
-    // The inventory token is a superuser token of this app's inventory.
+    // The inventory token is a v2 superuser token of this app's inventory (NetBox 4.5+'s
+    // default), printed as clients send it; the inventory copy holds it as key and secret.
+    assert.match(demo.inventoryToken, /^nbt_[A-Za-z0-9]{12}\.[A-Za-z0-9]{40}$/);
     const status = await fetch(`${base}/api/users/tokens/`, {
-      headers: { authorization: `Token ${demo.inventoryToken}` },
+      headers: { authorization: `Bearer ${demo.inventoryToken}` },
     });
     assert.equal(status.status, 200);
-    assert.equal((await status.json()).results[0].is_superuser, true);
+    const [made] = (await status.json()).results;
+    assert.deepEqual([made.is_superuser, made.version], [true, 2]);
+    assert.equal(inventory.body[0].token_version, "v2", JSON.stringify(inventory.body));
+    assert.equal(inventory.body[0].token_key, demo.inventoryToken.slice(4, 16));
     // The custom fields the sync fills in exist: the bootstrap card is healthy, no repair needed.
     const bootstrap = await backend("/extras/bootstrap-status");
     assert.equal(bootstrap.body.ok, true, JSON.stringify(bootstrap.body));
@@ -132,7 +137,7 @@ Deno.test({
       assert.equal(demo.syncMissing, false);
       const count = async (path: string) => {
         const res = await fetch(`http://127.0.0.1:${demo.port}/api/${path}?limit=1`, {
-          headers: { authorization: `Token ${demo.inventoryToken}` },
+          headers: { authorization: `Bearer ${demo.inventoryToken}` },
         });
         return (await res.json()).count as number;
       };
@@ -171,7 +176,7 @@ Deno.test({
         `https://localhost:${demo.port}/api/virtualization/virtual-machines/`,
         {
           client,
-          headers: { authorization: `Token ${demo.inventoryToken}` },
+          headers: { authorization: `Bearer ${demo.inventoryToken}` },
         },
       );
       assert.equal((await vms.json()).count, 16);

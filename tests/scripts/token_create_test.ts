@@ -14,12 +14,16 @@ Deno.test("token:create names the store it wrote to, relative paths resolved fro
   assert.match(describeStore(undefined), /platform KV/);
 });
 
-Deno.test("token:create: stdout is the token alone, stderr names the store, and a server on that store accepts it", async () => {
+/** Runs `deno task token:create <args>` on a fresh store; the server on that store answers. */
+async function tokenCreate(
+  args: string[],
+  check: (stdout: string, stderr: string) => void,
+) {
   const dir = await Deno.makeTempDir();
   const kvPath = `${dir}/nested/tour.kv`;
   try {
     const out = await new Deno.Command(Deno.execPath(), {
-      args: ["task", "token:create", "readme"],
+      args: ["task", "token:create", ...args],
       cwd: ROOT,
       env: { SERVICE_KV_PATH: kvPath },
       stdout: "piped",
@@ -28,9 +32,8 @@ Deno.test("token:create: stdout is the token alone, stderr names the store, and 
     const stdout = new TextDecoder().decode(out.stdout);
     const stderr = new TextDecoder().decode(out.stderr);
     assert.equal(out.code, 0, stderr);
-    assert.match(stdout, /^[0-9a-f]{40}\n$/);
     assert.ok(stderr.includes(`in ${kvPath}.`), stderr);
-
+    check(stdout, stderr);
     const kv = await Deno.openKv(kvPath);
     try {
       const config = parseConfig({ SERVICE_KV_PATH: kvPath, SERVICE_SURFACES: "plugin" });
@@ -41,18 +44,41 @@ Deno.test("token:create: stdout is the token alone, stderr names the store, and 
         now: Date.now,
         logger: new MemoryLogger(),
       });
-      const res = await app.request("/api/users/tokens/", {
-        headers: { authorization: `Token ${stdout.trim()}` },
-      });
-      const body = await res.json();
-      assert.equal(res.status, 200, JSON.stringify(body));
-      assert.equal(body.results[0].description, "readme");
+      const token = stdout.trim();
+      // v2 as `Bearer`, and as `Token` (what pynetbox 7.0 and netbox.netbox 3.13 send): the
+      // prefix tells the version, as in NetBox 4.6. A v1 token as `Token`.
+      const headers = token.startsWith("nbt_")
+        ? [`Bearer ${token}`, `Token ${token}`]
+        : [`Token ${token}`];
+      for (const authorization of headers) {
+        const res = await app.request("/api/users/tokens/", { headers: { authorization } });
+        const body = await res.json();
+        assert.equal(res.status, 200, `${authorization.split(" ")[0]}: ${JSON.stringify(body)}`);
+        assert.equal(body.results[0].description, "readme");
+        assert.equal(body.results[0].version, token.startsWith("nbt_") ? 2 : 1);
+      }
     } finally {
       kv.close();
     }
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
+}
+
+Deno.test("token:create: a v2 token by default, stdout the token alone, stderr the store; a server on that store accepts it", async () => {
+  await tokenCreate(["readme"], (stdout, stderr) => {
+    assert.match(stdout, /^nbt_[A-Za-z0-9]{12}\.[A-Za-z0-9]{40}\n$/);
+    assert.match(stderr, /Created v2 superuser token/);
+    assert.match(stderr, /Authorization: Bearer <token>/);
+  });
+});
+
+Deno.test("token:create --v1: a deprecated v1 token, said so", async () => {
+  await tokenCreate(["--v1", "readme"], (stdout, stderr) => {
+    assert.match(stdout, /^[0-9a-f]{40}\n$/);
+    assert.match(stderr, /Created v1 \(deprecated\) superuser token/);
+    assert.match(stderr, /Authorization: Token <token>/);
+  });
 });
 
 Deno.test("token:create: a bad configuration is a message naming the variable, not a stack trace", async () => {

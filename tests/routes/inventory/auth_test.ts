@@ -291,7 +291,7 @@ Deno.test("token:create path and SERVICE_ENCRYPTION_KEY sealing; mounted under t
   });
   try {
     const ctx = createInventoryCore(deps);
-    const { id, token } = await createSuperuserToken(ctx, "cli");
+    const { id, token } = await createSuperuserToken(ctx, "cli", 1);
     assert.equal((await ctx.engine.get("users.token", id))?.enc_source, "config");
     assert.equal(await ctx.tokens.plaintext(id), token);
     // Without the variable the same record is not readable (different key), but auth still works.
