@@ -64,9 +64,31 @@ function matches(o: InventoryObject, filters: Record<string, string | string[]>)
     const have = typeof v === "object" && v !== null && "id" in v
       ? String((v as { id: unknown }).id)
       : String(v);
-    if (!wanted.includes(have)) return false;
+    // An address filter without a mask matches the host, as NetBox's `address` filter does.
+    const host = field === "address" ? have.split("/")[0] : have;
+    if (!wanted.includes(have) && !wanted.includes(host)) return false;
   }
   return true;
+}
+
+/**
+ * The tables where NetBox refuses a duplicate (ENFORCE_GLOBAL_UNIQUE, its default): an address
+ * (its host, masks ignored) or a prefix in the global table (no VRF). The field and its key.
+ */
+const UNIQUE_SPACES: Record<string, { field: "address" | "prefix"; key: (v: string) => string }> = {
+  "ipam/ip-addresses/": { field: "address", key: (v) => v.split("/")[0].toLowerCase() },
+  "ipam/prefixes/": { field: "prefix", key: (v) => v.toLowerCase() },
+};
+
+/** Values per list request when a dry run looks for holders of the values it would create. */
+const LOOKUP_BATCH = 100;
+
+/** How the inventory refuses a bulk write item by item (as its client reports it). */
+class SimulatedRefusal extends Error {
+  readonly refused = true;
+  constructor(path: string, readonly itemErrors: Record<string, unknown>[]) {
+    super(`create ${path} (dry run): the inventory would refuse duplicates`);
+  }
 }
 
 export class PlanningInventory implements InventoryApi {
@@ -78,6 +100,8 @@ export class PlanningInventory implements InventoryApi {
   /** Dry run: objects it would have made (path → id → object) and patches it would have sent. */
   #made = new Map<string, Map<number, InventoryObject>>();
   #patches = new Map<string, InventoryBody>();
+  /** Dry run: objects of the inventory it would have deleted (`path#id`). */
+  #deleted = new Set<string>();
 
   readOne?: InventoryApi["readOne"];
   updateGuarded?: InventoryApi["updateGuarded"];
@@ -132,8 +156,8 @@ export class PlanningInventory implements InventoryApi {
       this.#remember(path, found);
       return found;
     }
-    // A dry run sees its own writes: what it patched, and what it would have made.
-    const seen = found.map((o) => {
+    // A dry run sees its own writes: what it patched, deleted, and would have made.
+    const seen = found.filter((o) => !this.#deleted.has(`${path}#${o.id}`)).map((o) => {
       const patch = this.#patches.get(`${path}#${o.id}`);
       return patch ? { ...o, ...patch } as InventoryObject : o;
     });
@@ -146,7 +170,57 @@ export class PlanningInventory implements InventoryApi {
     return this.inner.read ? this.inner.read(path, signal) : Promise.resolve(null);
   }
 
+  /**
+   * A dry run meets NetBox's unique IP space as the real run will: a body whose address or
+   * prefix is already held (in the inventory, or made earlier in this dry run) is refused item
+   * by item, so the stage adopts it or reports the conflict, and the plan says what the real
+   * run will do (adopt: an update) instead of a create the inventory would refuse.
+   */
+  async #refuseDuplicates(path: string, bodies: InventoryBody[], signal?: AbortSignal) {
+    const space = UNIQUE_SPACES[path];
+    if (!space) return;
+    const valueOf = (o: Record<string, unknown>) =>
+      typeof o[space.field] === "string" && (o.vrf === undefined || o.vrf === null)
+        ? space.key(o[space.field] as string)
+        : null;
+    const wanted = [...new Set(bodies.map(valueOf).filter((v): v is string => v !== null))];
+    if (!wanted.length) return;
+    const held = new Set<string>();
+    for (let i = 0; i < wanted.length; i += LOOKUP_BATCH) {
+      const found = await this.inner.list(
+        path,
+        { [space.field]: wanted.slice(i, i + LOOKUP_BATCH) },
+        signal,
+      );
+      for (const o of found) {
+        if (this.#deleted.has(`${path}#${o.id}`)) continue;
+        const key = this.#patches.has(`${path}#${o.id}`)
+          ? valueOf({ ...o, ...this.#patches.get(`${path}#${o.id}`) })
+          : valueOf({ ...o, vrf: o.vrf ?? null });
+        if (key !== null) held.add(key);
+      }
+    }
+    for (const o of this.#made.get(path)?.values() ?? []) {
+      const key = valueOf(o);
+      if (key !== null) held.add(key);
+    }
+    const errors = bodies.map((b) => {
+      const key = valueOf(b);
+      if (key === null) return {};
+      if (held.has(key)) {
+        const label = space.field === "address" ? "IP address" : "prefix";
+        return {
+          [space.field]: [`Duplicate ${label} found in global table: ${b[space.field]}`],
+        };
+      }
+      held.add(key);
+      return {};
+    });
+    if (errors.some((e) => Object.keys(e).length)) throw new SimulatedRefusal(path, errors);
+  }
+
   async create(path: string, bodies: InventoryBody[], signal?: AbortSignal) {
+    if (this.dryRun) await this.#refuseDuplicates(path, bodies, signal);
     const made = this.dryRun
       ? bodies.map((b) => ({ ...structuredClone(b), id: this.#next-- }) as InventoryObject)
       : await this.inner.create(path, bodies, signal);
@@ -222,7 +296,11 @@ export class PlanningInventory implements InventoryApi {
 
   async delete(path: string, ids: number[], signal?: AbortSignal) {
     if (!this.dryRun) await this.inner.delete(path, ids, signal);
-    else for (const id of ids) this.#made.get(path)?.delete(id);
+    else {
+      for (const id of ids) {
+        if (!this.#made.get(path)?.delete(id)) this.#deleted.add(`${path}#${id}`);
+      }
+    }
     for (const id of ids) {
       const old = this.#known.get(`${path}#${id}`) ?? { id };
       this.#record({ action: "delete", path, id, object: describe(path, old) });

@@ -128,6 +128,14 @@ Deno.test("e2e sync plan: a dry run writes nothing and its plan is exactly what 
     await world.addHypervisorCopy("lab");
     assert.deepEqual(errorsOf(await world.stream("/full-update/stream")), []);
     const { renamed, resized, destroyed } = await changeByHand(world);
+    // The new guest's address is already in the inventory, unassigned (reserved by hand): the
+    // real run adopts it (docs/sync.md, "Addresses already in the inventory"), so must the plan.
+    const reserved = await world.inventoryCall("POST", "ipam/ip-addresses/", {
+      address: "10.9.0.5/24",
+      status: "reserved",
+      description: "kept for brand-new",
+    });
+    assert.equal(reserved.status, 201, JSON.stringify(reserved.body));
 
     // The plan, as SSE frames: nothing written.
     const before = inventoryWrites(world.seen).length;
@@ -154,13 +162,19 @@ Deno.test("e2e sync plan: a dry run writes nothing and its plan is exactly what 
     const created = vmPlan.find((p) => p.action === "create");
     assert.equal(created.fields.name, "brand-new");
     assert.ok(created.id < 0, "an object the dry run would make has a negative id");
-    assert.ok(
-      planFrames.some((p) =>
-        p.action === "create" && p.path === "ipam/ip-addresses/" &&
-        p.fields.address === "10.9.0.5/24" && p.fields.assigned_object_id < 0
-      ),
-      "children of a planned VM are planned too",
+    const addressPlan = planFrames.filter((p) =>
+      p.path === "ipam/ip-addresses/" &&
+      (p.fields?.address === "10.9.0.5/24" || p.id === reserved.body.id)
     );
+    assert.equal(addressPlan.length, 1, JSON.stringify(addressPlan));
+    const adopt = addressPlan[0];
+    assert.equal(adopt.action, "update", "an unassigned address is adopted, not created");
+    assert.equal(adopt.id, reserved.body.id);
+    assert.ok(
+      adopt.changes.assigned_object_id.new < 0,
+      "children of a planned VM are planned too: the address goes to its planned interface",
+    );
+    assert.deepEqual(adopt.changes.status, { old: "reserved", new: "active" });
 
     // The same as JSON.
     const json = await world.backend("GET", "/full-update?dry_run=true");
@@ -176,6 +190,11 @@ Deno.test("e2e sync plan: a dry run writes nothing and its plan is exactly what 
     const vms = await world.inventory("virtualization/virtual-machines/");
     assert.ok(vms.some((v: any) => v.name === "renamed-upstream"));
     assert.ok(vms.some((v: any) => v.name === "brand-new"));
+    const addresses = (await world.inventory("ipam/ip-addresses/"))
+      .filter((a: any) => a.address === "10.9.0.5/24");
+    assert.deepEqual(addresses.map((a: any) => a.id), [reserved.body.id], "adopted, not doubled");
+    assert.equal(addresses[0].assigned_object.virtual_machine.name, "brand-new");
+    assert.equal(addresses[0].description, "kept for brand-new");
     // Nothing left to do: the next plan is empty.
     const after = await world.backend("GET", "/full-update?dry_run=true");
     assert.deepEqual(after.body.plan, []);
