@@ -6,7 +6,8 @@
  * one endpoint. Each configuration starts on an empty KV file. Figures: the job's own run time
  * (its `started` → `completed`), first run and unchanged re-run, and the speed-up.
  *
- *   npx -y deno@2.9.6 task bench:multiproc     # two endpoints × 5,000 guests (long: not run by CI)
+ *   npx -y deno@2.9.6 task bench:multiproc   # two endpoints × 5,000 guests (long; not a *_bench.ts,
+ *                                             # so neither `task bench` nor CI runs it)
  *
  * BENCH_MULTIPROC_SEED overrides each endpoint's estate (e.g. nodes=2,vms=400,cts=100,storages=2
  * for a quick look). A machine with fewer than two free cores shows no speed-up: run it idle.
