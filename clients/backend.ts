@@ -95,6 +95,10 @@ export class BackendClient implements BackendApi {
     return this.#target.baseUrl;
   }
 
+  get socketUrl(): string | null {
+    return this.#target.websocketUrl ?? null;
+  }
+
   /** A copy of this client that authenticates with another key (after registering it). */
   withToken(token: string): BackendClient {
     const copy = new BackendClient(this.#fetch, { ...this.#target, token }, this.#timeouts);

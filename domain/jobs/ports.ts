@@ -46,6 +46,11 @@ export type StageStream =
 export interface BackendLink {
   /** Where the backend is (for the log; no key in it). */
   readonly url: string;
+  /**
+   * Where stage streams are read, when not `GET <url><path>` (the WebSocket variant: docs/sync.md
+   * "WebSocket streams"); for the log only.
+   */
+  readonly socketUrl?: string | null;
   health(): Promise<Answer>;
   stream(path: string, signal: AbortSignal): Promise<StageStream>;
   reconcile(): Promise<Answer>;

@@ -214,7 +214,7 @@ class Session {
     while (plan.length) {
       signal.throwIfAborted();
       const call = plan.shift()!;
-      const request = `GET ${this.link.url}${call.path}${scope}`;
+      const request = streamRequest(this.link, `${call.path}${scope}`);
       const done = new Set<string>();
       const problem = await consume(call, done);
       if (problem === null) continue;
@@ -330,7 +330,7 @@ class Session {
                     outcome: "failed",
                     // The cause first, in the backend's words; where it was read last.
                     error: `${step} for ${label} failed: ${cause} ` +
-                      `(read from GET ${link.url}${call.path}${scope})`,
+                      `(read from ${streamRequest(link, `${call.path}${scope}`)})`,
                   };
                 }
               } else {
@@ -519,7 +519,8 @@ async function preflightHealth(
     signal.throwIfAborted();
     const health = await link.health();
     if (health.ok) {
-      await journal.log("info", `Preflight: backend ${link.url} is ready`);
+      const over = link.socketUrl ? `; stage streams over WebSocket at ${link.socketUrl}` : "";
+      await journal.log("info", `Preflight: backend ${link.url} is ready${over}`);
       return;
     }
     if (i === tries - 1) {
@@ -534,4 +535,10 @@ async function preflightHealth(
     );
     await timing.sleep(timing.healthBackoffMs[i], signal);
   }
+}
+
+/** How a stage stream is requested, for the log: SSE at the backend, or its WebSocket twin. */
+function streamRequest(link: BackendLink, pathAndQuery: string): string {
+  if (!link.socketUrl) return `GET ${link.url}${pathAndQuery}`;
+  return `GET ${link.socketUrl}${pathAndQuery.replace(/\/stream(?=\?|$)/, "/ws")}`;
 }

@@ -83,6 +83,8 @@ export interface RemoteCopy {
 /** The backend service as the plugin uses it; every call answers, none throws. */
 export interface BackendApi {
   readonly baseUrl: string;
+  /** The WebSocket address stage streams are read at, when the endpoint says use_websocket. */
+  readonly socketUrl?: string | null;
   /** A copy that authenticates with another key (after registering it). */
   withToken(token: string): BackendApi;
   bootstrapStatus(): Promise<CallOutcome<BootstrapStatus>>;

@@ -38,6 +38,7 @@ function classified<T extends { ok: boolean; status: number | null }>(out: T): T
 export function link(client: BackendApi): BackendLink {
   return {
     url: client.baseUrl,
+    socketUrl: client.socketUrl ?? null,
     async health() {
       const out = classified(await client.health(HEALTH_TIMEOUT_MS));
       const ready = (out.body as { status?: unknown } | undefined)?.status;

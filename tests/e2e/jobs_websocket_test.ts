@@ -36,6 +36,13 @@ Deno.test("jobs e2e over WebSocket: use_websocket runs all 13 stages over …/ws
       assert.equal(r.endpoint_id, hypervisor);
       assert.equal(r.result_summary.failed, 0, JSON.stringify(r));
     }
+    assert.ok(
+      job.log.some((l: any) =>
+        /Preflight: backend .* is ready; stage streams over WebSocket at ws:\/\/localhost:\d+$/
+          .test(l.message)
+      ),
+      JSON.stringify(job.log),
+    );
     // The stages went over the WebSocket, once, and never over SSE.
     const calls = w.seen.slice(seenBefore).filter((s) => STAGE_CALL.test(s));
     assert.deepEqual(calls, ["GET /full-update/ws"]);
