@@ -10,6 +10,7 @@ import assert from "node:assert/strict";
 import { BackendClient } from "../../clients/backend.ts";
 import { encodeFrame, FrameReader } from "../../clients/backend_socket.ts";
 import { createOutboundFetch } from "../../clients/outbound.ts";
+import { HAS_OPENSSL, selfSigned } from "../_tls.ts";
 
 interface Seen {
   url: string;
@@ -143,6 +144,47 @@ Deno.test("backend socket client: without the guarded transport there is no WebS
   const opened = await client.openStream("/full-update/stream");
   assert.equal(opened.ok, false);
   if (!opened.ok) assert.match(opened.error, /guarded outbound transport/);
+});
+
+Deno.test({
+  name:
+    "backend socket client: wss honours verify_ssl (a self-signed certificate refused, accepted when off)",
+  ignore: !HAS_OPENSSL,
+}, async () => {
+  const { cert, key } = await selfSigned("localhost");
+  const server = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, cert, key, onListen() {} },
+    (request) => {
+      const { socket, response } = Deno.upgradeWebSocket(request);
+      socket.onmessage = () => {
+        socket.send(JSON.stringify({ event: "complete", data: { ok: true } }));
+        socket.close(1000, "complete");
+      };
+      return response;
+    },
+  );
+  try {
+    const client = (verifySsl: boolean) =>
+      new BackendClient(createOutboundFetch({ allowLoopbackTargets: true, keepAlive: false }), {
+        baseUrl: "https://127.0.0.1:9",
+        token: "k",
+        verifySsl,
+        websocketUrl: `wss://localhost:${server.addr.port}`,
+      });
+    const verified = await client(true).openStream("/full-update/stream");
+    assert.equal(verified.ok, false);
+    if (!verified.ok) {
+      assert.match(verified.error, /wss:\/\/localhost:\d+\/full-update\/ws: backend/);
+    }
+    const unverified = await client(false).openStream("/full-update/stream");
+    assert.equal(unverified.ok, true, unverified.ok ? "" : unverified.error);
+    if (!unverified.ok) return;
+    const frames = [];
+    for await (const f of unverified.events) frames.push(f.event);
+    assert.deepEqual(frames, ["complete"]);
+  } finally {
+    await server.shutdown();
+  }
 });
 
 /** A server frame (unmasked). */
