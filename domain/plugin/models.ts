@@ -127,7 +127,9 @@ export function pluginModels(services: PluginServices): ModelDef[] {
         filter: false,
         description: "Sync policy: the run options this endpoint's syncs default to " +
           '(docs/sync.md, Run options), e.g. {"overwrite_names": false, "stage_sdn": false, ' +
-          '"primary_ip_preference": "v4"}; pushed to the backend copy; a run\'s options win.',
+          '"primary_ip_preference": "v4", "qemu_role": "server", "tenant_rules": [{"match": ' +
+          '"name", "pattern": "^web-", "tenant": "web"}]} (docs/sync.md, Roles and tenants); ' +
+          "pushed to the backend copy; a run's options win.",
       },
       ssh_credential_source: choice([["dedicated", "Dedicated"], [
         "reuse_endpoint",

@@ -77,7 +77,12 @@ Deno.test("plugin: a hypervisor endpoint's sync_policy is checked and pushed to 
     assert.equal(bad.status, 400);
     assert.match(JSON.stringify(bad.body.sync_policy), /delete_orphans: true or false/);
     const ok = await h.api("PATCH", `/api/plugins/service/endpoints/hypervisor/${endpoint.id}/`, {
-      sync_policy: { overwrite_names: false, primary_ip_preference: "v4" },
+      sync_policy: {
+        overwrite_names: false,
+        primary_ip_preference: "v4",
+        lxc_role: "container",
+        tenant_rules: [{ match: "name", pattern: "^web-", tenant: "web" }],
+      },
     });
     assert.equal(ok.status, 200, JSON.stringify(ok.body));
     assert.equal(ok.body.last_push?.ok, true, JSON.stringify(ok.body.last_push));
@@ -88,7 +93,12 @@ Deno.test("plugin: a hypervisor endpoint's sync_policy is checked and pushed to 
     const copy = (await copies.json()).find((c: { name: string }) =>
       c.name.endsWith(`(inv:${endpoint.id})`)
     );
-    assert.deepEqual(copy.sync_policy, { overwrite_names: "false", primary_ip_preference: "v4" });
+    assert.deepEqual(copy.sync_policy, {
+      overwrite_names: "false",
+      primary_ip_preference: "v4",
+      lxc_role: "container",
+      tenant_rules: [{ match: "name", pattern: "^web-", tenant: "web" }],
+    });
   } finally {
     h.close();
   }
