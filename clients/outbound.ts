@@ -147,11 +147,18 @@ function toResponse(res: IncomingMessage, method: string, signal?: AbortSignal |
     return new Response(null, { status, statusText: res.statusMessage, headers });
   }
   let done = false;
+  // The abort listener goes when the answer ends: a listener on an AbortSignal.timeout() signal
+  // keeps its timer, and so the process, alive until it fires (a stopped app lingered 30 s).
+  const listening = new AbortController();
+  const settle = () => {
+    done = true;
+    listening.abort();
+  };
   const body = new ReadableStream<Uint8Array>({
     start(controller) {
       const fail = (error: unknown) => {
         if (done) return;
-        done = true;
+        settle();
         controller.error(error);
       };
       res.on("data", (chunk: Uint8Array) => {
@@ -161,7 +168,7 @@ function toResponse(res: IncomingMessage, method: string, signal?: AbortSignal |
       });
       res.on("end", () => {
         if (done) return;
-        done = true;
+        settle();
         controller.close();
       });
       res.on("error", fail);
@@ -169,13 +176,13 @@ function toResponse(res: IncomingMessage, method: string, signal?: AbortSignal |
       signal?.addEventListener("abort", () => {
         fail(signal.reason);
         res.destroy();
-      }, { once: true });
+      }, { once: true, signal: listening.signal });
     },
     pull() {
       res.resume();
     },
     cancel() {
-      done = true;
+      settle();
       res.destroy();
     },
   });

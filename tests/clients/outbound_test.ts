@@ -132,3 +132,46 @@ Deno.test({
     await server.shutdown();
   }
 });
+
+Deno.test("outbound transport: a read answer leaves nothing behind that keeps the process alive (a timeout signal's timer)", async () => {
+  // A child that fetches once with a long timeout signal, reads the answer and ends its server
+  // must exit by itself. With the abort listener left on the signal, Deno keeps the signal's
+  // timer, and the process, alive until it fires (60 s here; a stopped app lingered 30 s).
+  const outbound = new URL("../../clients/outbound.ts", import.meta.url).href;
+  const script = `
+    import { createOutboundFetch } from ${JSON.stringify(outbound)};
+    const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} },
+      () => new Response("x".repeat(1000)));
+    const guarded = createOutboundFetch({ allowLoopbackTargets: true, keepAlive: false });
+    const res = await guarded("http://127.0.0.1:" + server.addr.port + "/", {
+      signal: AbortSignal.timeout(60_000),
+    });
+    console.log((await res.text()).length);
+    await server.shutdown();
+  `;
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", "--allow-net", "--allow-read", "--allow-env", "-"],
+    cwd: new URL("../../", import.meta.url).pathname,
+    stdin: "piped",
+    stdout: "piped",
+    stderr: "inherit",
+  }).spawn();
+  const writer = child.stdin.getWriter();
+  await writer.write(new TextEncoder().encode(script));
+  await writer.close();
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const lingered = new Promise<"lingered">((resolve) => {
+    timer = setTimeout(() => resolve("lingered"), 20_000);
+  });
+  try {
+    const ended = await Promise.race([child.output(), lingered]);
+    if (ended === "lingered") {
+      child.kill("SIGKILL");
+      assert.fail("the process was still alive 20 s after its last request");
+    }
+    assert.equal(new TextDecoder().decode(ended.stdout).trim(), "1000");
+  } finally {
+    clearTimeout(timer);
+    await child.status;
+  }
+});
