@@ -153,7 +153,8 @@ export class PlanningInventory implements InventoryApi {
     // An object only this dry run made has no children upstream yet.
     const found = hasNegativeId(filters) ? [] : await this.inner.list(path, filters, signal);
     if (!this.dryRun) {
-      this.#remember(path, found);
+      // A list of some fields only (the edit re-check's `fields=`) describes no whole object.
+      if (!("fields" in filters)) this.#remember(path, found);
       return found;
     }
     // A dry run sees its own writes: what it patched, deleted, and would have made.

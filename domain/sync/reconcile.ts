@@ -348,7 +348,7 @@ export async function reconcile(ctx: StageContext, options: ReconcileOptions): P
     : new Map<number, InventoryObject | null>();
   for (const u of updates) {
     if (!edited.has(u.current.id)) continue;
-    const object = await rewriteEdited(ctx, options, u, edited.get(u.current.id)!);
+    const object = await rewriteEdited(ctx, options, u, edited.get(u.current.id) === null);
     objects.set(u.desired.key, object ?? u.current);
   }
   const bulk = updates.filter((u) => !edited.has(u.current.id));
@@ -422,7 +422,12 @@ async function editedSinceRead(
   for (let i = 0; i < watched.length; i += RECHECK_IDS) {
     const batch = watched.slice(i, i + RECHECK_IDS);
     const now = new Map(
-      (await ctx.inv.list(path, { id: batch.map((u) => String(u.current.id)) }, ctx.signal))
+      // Only what the check compares (NetBox 4's dynamic `fields`): a tenth of a full page.
+      (await ctx.inv.list(
+        path,
+        { id: batch.map((u) => String(u.current.id)), fields: "id,last_updated" },
+        ctx.signal,
+      ))
         .map((o) => [o.id, o]),
     );
     for (const u of batch) {
@@ -454,14 +459,13 @@ async function rewriteEdited(
   ctx: StageContext,
   options: ReconcileOptions,
   update: Update,
-  seen: InventoryObject | null,
+  gone: boolean,
 ): Promise<InventoryObject | null> {
   const label = update.desired.label;
   const id = update.current.id;
-  const edits = seen ? editedFields(update.current, seen) : [];
   const report = (detail: string) => ctx.itemEdited?.(label, detail);
   for (let attempt = 1; attempt <= EDIT_ATTEMPTS; attempt++) {
-    const fresh = seen === null ? null : await ctx.inv.readOne!(options.path, id, ctx.signal);
+    const fresh = gone ? null : await ctx.inv.readOne!(options.path, id, ctx.signal);
     if (!fresh) {
       report("deleted from the inventory while the sync ran: not written in this run");
       return null;
@@ -475,7 +479,9 @@ async function rewriteEdited(
     if (!patch) {
       ctx.result.unchanged++;
       report(
-        `edited in the inventory while the sync ran (${changed.join(", ") || edits.join(", ")}); ` +
+        `edited in the inventory while the sync ran${
+          changed.length ? ` (${changed.join(", ")})` : ""
+        }; ` +
           "re-read: it already holds what the sync writes, nothing written",
       );
       return fresh.object;
@@ -506,7 +512,9 @@ async function rewriteEdited(
       f in patch || (f === "tags" && ("add_tags" in patch || "remove_tags" in patch));
     const kept = changed.filter((f) => !rewritten(f));
     report(
-      `edited in the inventory while the sync ran (${changed.join(", ")}); re-read and the ` +
+      `edited in the inventory while the sync ran${
+        changed.length ? ` (${changed.join(", ")})` : ""
+      }; re-read and the ` +
         `owner policy applied again: wrote ${written.join(", ")}` +
         (kept.length ? `; kept the edit of ${kept.join(", ")}` : ""),
     );
