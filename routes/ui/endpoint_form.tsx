@@ -156,7 +156,40 @@ const FORMS: Record<Kind, Array<{ legend: string; fields: Field[] }>> = {
       ],
     },
   ],
-  backend: [{ legend: "Connection", fields: ADDRESS }],
+  backend: [
+    { legend: "Connection", fields: ADDRESS },
+    {
+      // docs/sync.md "WebSocket streams".
+      legend: "Sync stage streams",
+      fields: [
+        {
+          name: "use_websocket",
+          label: "Read the stage streams over WebSocket",
+          type: "checkbox",
+          help: "Off: Server-Sent Events on the connection above (the default).",
+        },
+        {
+          name: "websocket_domain",
+          label: "WebSocket host",
+          type: "text",
+          nullable: true,
+          help: "Blank: the host above.",
+        },
+        {
+          name: "websocket_port",
+          label: "WebSocket port",
+          type: "number",
+          help: "The backend's own port unless a proxy in front of it serves WebSockets apart.",
+        },
+        {
+          name: "server_side_websocket",
+          label: "Server-side WebSocket",
+          type: "checkbox",
+          help: "Kept for compatibility: the plugin's server always opens the socket.",
+        },
+      ],
+    },
+  ],
 };
 
 const DEFAULTS: Record<Kind, Json> = {
@@ -173,7 +206,14 @@ const DEFAULTS: Record<Kind, Json> = {
     ssh_auth_method: "password",
   },
   inventory: { port: 443, use_https: true, verify_ssl: true, token_version: "v1" },
-  backend: { port: 8800, use_https: true, verify_ssl: true },
+  backend: {
+    port: 8800,
+    use_https: true,
+    verify_ssl: true,
+    use_websocket: false,
+    websocket_port: 8800,
+    server_side_websocket: false,
+  },
 };
 
 type Errors = Record<string, string[]>;

@@ -502,3 +502,33 @@ Deno.test("console live: a live stage run needs core.add_job; a view-only token 
     h.close();
   }
 });
+
+Deno.test("console pages: the backend endpoint form sets the WebSocket streaming fields", async () => {
+  const h = await consoleHarness();
+  try {
+    const c = h.client();
+    await c.signIn(ROOT);
+    const form = await c.get("/ui/endpoints/backend/new");
+    assert.match(form.text, /Read the stage streams over WebSocket/);
+    const sent = await c.submit("/ui/endpoints/backend/new", "/ui/endpoints/backend/new", {
+      name: "streams",
+      domain: "10.0.0.9",
+      port: "8800",
+      use_https: ["off"],
+      verify_ssl: ["off", "on"],
+      use_websocket: ["off", "on"],
+      websocket_domain: "ws.example.test",
+      websocket_port: "9443",
+      server_side_websocket: ["off"],
+    });
+    assert.equal(sent.status, 303, sent.text.slice(0, 300));
+    const id = sent.location!.match(/backend\/(\d+)/)![1];
+    const record = await h.api("GET", `/api/plugins/service/endpoints/backend/${id}/`);
+    assert.equal(record.body.use_websocket, true);
+    assert.equal(record.body.websocket_domain, "ws.example.test");
+    assert.equal(record.body.websocket_port, 9443);
+    assert.equal(record.body.server_side_websocket, false);
+  } finally {
+    h.close();
+  }
+});
