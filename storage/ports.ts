@@ -589,11 +589,14 @@ export interface SyncRunHold {
   expires_at: number;
 }
 
+/** Endpoints one run may hold (KV checks every key of one atomic step, at most 100). */
+export const MAX_RUN_ENDPOINTS = 100;
+
 /** Holds one sync run per hypervisor endpoint at a time, across every process on one store. */
 export interface SyncRunLockStore {
   /**
-   * Takes every endpoint of `endpointIds` for `hold.run_id` in one atomic step (all or none);
-   * on refusal, the live hold that stands in the way.
+   * Takes every endpoint of `endpointIds` (at most MAX_RUN_ENDPOINTS, else a RangeError) for
+   * `hold.run_id` in one atomic step (all or none); on refusal, the live hold in the way.
    */
   take(
     endpointIds: readonly number[],

@@ -15,7 +15,11 @@ import { runSync, type StageDef, STAGES, type SyncEvent } from "../../domain/syn
 import type { HypervisorReader, SyncEndpoint } from "../../domain/sync/ports.ts";
 import { HypervisorApiClient, HypervisorApiError } from "../../clients/hypervisor_api.ts";
 import { InventoryApiClient } from "../../clients/inventory_api.ts";
-import type { HypervisorEndpointRecord, SyncRunHold } from "../../storage/ports.ts";
+import {
+  type HypervisorEndpointRecord,
+  MAX_RUN_ENDPOINTS,
+  type SyncRunHold,
+} from "../../storage/ports.ts";
 import { type HeldRun, isRunning, SyncRunLocks } from "../../domain/sync/run_lock.ts";
 import {
   mergeOptions,
@@ -354,6 +358,14 @@ export function syncRoutes(services: BackendServices, options: SyncRouteOptions 
     what: string,
     abort: AbortController,
   ): Promise<HeldRun> {
+    if (endpoints.length > MAX_RUN_ENDPOINTS) {
+      throw fail(
+        422,
+        `A sync run covers at most ${MAX_RUN_ENDPOINTS} hypervisor endpoints and this one ` +
+          `would cover ${endpoints.length}: scope it with ?hypervisor_endpoint_ids= (several ` +
+          `runs of different endpoints go side by side).`,
+      );
+    }
     const held = await runLocks.acquire(
       endpoints.map((e) => e.id),
       what,

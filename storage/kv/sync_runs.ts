@@ -4,11 +4,11 @@
  * KV file never both win. An expired hold (its process died) counts as free.
  */
 import { retryAtomic } from "./ids.ts";
-import type { SyncRunHold, SyncRunLockStore } from "../ports.ts";
+import { MAX_RUN_ENDPOINTS, type SyncRunHold, type SyncRunLockStore } from "../ports.ts";
 
 const key = (endpointId: number): Deno.KvKey => ["sync_run", endpointId];
 /** KV allows 100 checks per atomic; a run over more endpoints than that is refused whole. */
-const MAX_ENDPOINTS = 100;
+const MAX_ENDPOINTS = MAX_RUN_ENDPOINTS;
 /** KV's getMany reads at most 10 keys per call. */
 const READ_BATCH = 10;
 

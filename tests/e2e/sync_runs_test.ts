@@ -248,3 +248,31 @@ Deno.test("e2e sync runs: a first run on an empty inventory counts each object o
     await world.close();
   }
 });
+
+Deno.test("e2e sync runs: a run over more endpoints than one hold can take is a 422 saying how to scope it, before any frame or write", async () => {
+  const world = await syncWorld("nodes=1,vms=1,cts=0,storages=1", FAST_TASKS);
+  try {
+    await addInventoryCopy(world);
+    for (let i = 0; i < 101; i++) await world.addHypervisorCopy(`lab-${i}`);
+    const writes = () => world.seen.filter((s) => /^(POST|PATCH|PUT|DELETE) \/api\//.test(s));
+    const before = writes().length;
+    for (const path of ["/full-update", "/full-update/stream", "/dcim/devices/create/stream"]) {
+      const r = await world.backend("GET", path);
+      assert.equal(r.status, 422, `${path}: ${JSON.stringify(r.body)}`);
+      assert.match(
+        r.body.detail,
+        /at most 100 hypervisor endpoints and this one would cover 101: scope it with \?hypervisor_endpoint_ids=/,
+      );
+    }
+    assert.equal(writes().length, before, "nothing written");
+    // Scoped, it runs (and no hold was left behind by the refused runs).
+    const ids = (await world.backend("GET", "/hypervisor/endpoints")).body.map((e: any) => e.id);
+    const scoped = await world.backend(
+      "GET",
+      `/dcim/devices/create?hypervisor_endpoint_ids=${ids.slice(0, 2).join(",")}`,
+    );
+    assert.equal(scoped.status, 200, JSON.stringify(scoped.body));
+  } finally {
+    await world.close();
+  }
+});
