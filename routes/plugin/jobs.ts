@@ -34,12 +34,22 @@ export interface JobOptions {
   /** Start the queue listener and the recovery check (default true). */
   worker?: boolean;
   keepaliveMs?: number;
+  /**
+   * How often a job stream reads the job again besides its watch (default: every second on a
+   * local KV file, where a watch misses other processes' writes; never elsewhere).
+   */
+  lookEveryMs?: number;
   /** How often this process looks for parts of a running job to take (docs/jobs.md). */
   partPollMs?: number;
 }
 
 const DENIED = "You do not have permission to perform this action.";
 const KEEPALIVE_MS = 15_000;
+/**
+ * On a local KV file a watch sees only this process's writes, and another process may run the job
+ * or a part of it (docs/jobs.md, "Several processes"): its stream reads the job this often too.
+ */
+const SHARED_FILE_LOOK_MS = 1_000;
 /**
  * Job streams one token may hold open at once in this process (SECURITY.md "Limits"): each
  * holds a KV watch and a timer, so an unbounded number from one token would cost the event loop.
@@ -112,6 +122,9 @@ export function createJobRoutes(
     },
   });
   const keepaliveMs = options.keepaliveMs ?? KEEPALIVE_MS;
+  const kvPath = deps.config.kvPath;
+  const localFile = !!kvPath && kvPath !== ":memory:" && !/^https?:/i.test(kvPath);
+  const lookEveryMs = options.lookEveryMs ?? (localFile ? SHARED_FILE_LOOK_MS : undefined);
   /** Open job streams per token id. */
   const openStreams = new Map<number, number>();
 
@@ -287,7 +300,7 @@ export function createJobRoutes(
         let seenRecords = 0;
         let lastProgress = "";
         /** Sends what changed since the last look; true when the job has ended. */
-        const look = async (): Promise<boolean> => {
+        const lookNow = async (): Promise<boolean> => {
           const job = await engine.get(JOB_MODEL, id);
           if (!job) {
             send("complete", { ok: false, status: "deleted", message: "The job was deleted." });
@@ -334,6 +347,14 @@ export function createJobRoutes(
           }
           return false;
         };
+        // One look at a time (the watch, the keepalive and the shared-file look may coincide):
+        // two at once would send the same log lines twice.
+        let ended = false;
+        let last: Promise<boolean> = Promise.resolve(false);
+        const look = (): Promise<boolean> => {
+          last = last.catch(() => false).then(async () => ended || (ended = await lookNow()));
+          return last;
+        };
         // Keepalive, and a fresh look for changes a watch cannot see (another process on a
         // local KV file: Deno KV's watch only signals changes made through this process).
         const timer = setInterval(async () => {
@@ -344,6 +365,13 @@ export function createJobRoutes(
             abort.abort();
           }
         }, keepaliveMs);
+        const looking = lookEveryMs === undefined ? undefined : setInterval(async () => {
+          try {
+            if (await look()) abort.abort();
+          } catch {
+            abort.abort();
+          }
+        }, lookEveryMs);
         try {
           if (!(await look())) {
             for await (const _ of store.watch(id, abort.signal)) {
@@ -354,6 +382,7 @@ export function createJobRoutes(
           deps.logger.log("warning", "job stream stopped", { job_id: id, error: String(error) });
         } finally {
           clearInterval(timer);
+          clearInterval(looking);
           abort.abort();
           release();
           try {
