@@ -165,21 +165,24 @@ export class KvJobStore implements JobStore {
   }
 
   async openParts(jobId: number, endpointIds: readonly number[]): Promise<void> {
-    // A job covers at most a few hundred endpoints: well within one atomic's 1000 mutations.
-    const op = this.kv.atomic();
-    for (const endpointId of endpointIds) {
-      const part: JobPart = {
-        job_id: jobId,
-        endpoint_id: endpointId,
-        state: "open",
-        owner: null,
-        expires_at: 0,
-        claims: 0,
-        outcome: null,
-      };
-      op.set(jobKeys.part(jobId, endpointId), part);
+    // Batches below an atomic's 1000 mutations. Other processes may take parts of a batch already
+    // written; the job's process looks at the parts only once all are open.
+    for (let i = 0; i < endpointIds.length; i += 500) {
+      const op = this.kv.atomic();
+      for (const endpointId of endpointIds.slice(i, i + 500)) {
+        const part: JobPart = {
+          job_id: jobId,
+          endpoint_id: endpointId,
+          state: "open",
+          owner: null,
+          expires_at: 0,
+          claims: 0,
+          outcome: null,
+        };
+        op.set(jobKeys.part(jobId, endpointId), part);
+      }
+      await busyRetry(() => op.commit());
     }
-    await busyRetry(() => op.commit());
   }
 
   async parts(jobId?: number): Promise<JobPart[]> {

@@ -122,6 +122,12 @@ Deno.test("job store: a part is claimed once; a lapsed claim is taken over and i
     );
     await b.clearParts(7);
     assert.deepEqual(await a.parts(7), []);
+    // More endpoints than one atomic may write (1000 mutations).
+    const many = Array.from({ length: 1200 }, (_, i) => i + 1);
+    await a.openParts(8, many);
+    assert.deepEqual((await b.parts(8)).map((p) => p.endpoint_id), many);
+    await a.clearParts(8);
+    assert.deepEqual(await b.parts(), []);
   } finally {
     kvA.close();
     kvB.close();
