@@ -20,6 +20,8 @@ import { testDeps } from "../_helpers.ts";
 import { createBackendServices } from "../../routes/backend/mod.ts";
 import { syncRoutes } from "../../routes/backend/sync.ts";
 import { MAX_FAILURES } from "../../domain/lockout.ts";
+import { MAX_PENDING_PER_CLIENT } from "../../routes/backend/sync_socket.ts";
+import { createOutboundFetch, outboundUpgrade } from "../../clients/outbound.ts";
 
 const FAST_TASKS = { HYPERVISOR_MOCK_TASK_DELAY_MS: "0" };
 
@@ -284,6 +286,56 @@ Deno.test("sync socket: no authentication message in time closes 4408; an oversi
     assert.equal((await big.closed).code, 4413);
     assert.equal(big.frames[0].data.http_status, 413);
   } finally {
+    await server.shutdown();
+    deps.kv.close();
+  }
+});
+
+Deno.test("sync socket: at most 8 sockets per client wait for their key (503 beyond); a settled one frees its place", async () => {
+  const deps = await testDeps({});
+  const services = createBackendServices(deps);
+  const app = new Hono().route("/", syncRoutes(services, { authTimeoutMs: 60_000 }));
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, app.fetch);
+  const url = `ws://127.0.0.1:${server.addr.port}/full-update/ws`;
+  const upgrade = outboundUpgrade(createOutboundFetch({ allowLoopbackTargets: true }))!;
+  const handshake = async () => {
+    const answer = await upgrade(new URL(url), {
+      headers: { "sec-websocket-key": "dGhlIHNhbXBsZSBub25jZQ==", "sec-websocket-version": "13" },
+      verifyTls: true,
+    });
+    if (answer.ok) {
+      answer.socket.destroy();
+      return 101;
+    }
+    const body = await answer.response.json();
+    assert.match(body.detail, /waiting for their authentication message/);
+    assert.equal(answer.response.headers.get("retry-after"), "5");
+    return answer.response.status;
+  };
+  /** true once the socket is open, false if the handshake was refused. */
+  const accepted = (o: Opened) =>
+    new Promise<boolean>((resolve) => {
+      o.socket.addEventListener("open", () => resolve(true), { once: true });
+      o.socket.addEventListener("close", () => resolve(false), { once: true });
+    });
+  const waiting: Opened[] = [];
+  try {
+    for (let i = 0; i < MAX_PENDING_PER_CLIENT; i++) {
+      const o = open(url, null);
+      waiting.push(o);
+      assert.equal(await accepted(o), true, `socket ${i + 1} accepted`);
+    }
+    assert.equal(await handshake(), 503);
+    // One of them sends a (wrong) key: refused, it no longer waits, its place is free.
+    waiting[0].socket.send(JSON.stringify({ api_key: "wrong" }));
+    assert.equal((await waiting[0].closed).code, 4401);
+    const next = open(url, null);
+    waiting.push(next);
+    assert.equal(await accepted(next), true, "the freed place is taken");
+    assert.equal(await handshake(), 503);
+  } finally {
+    for (const o of waiting) o.socket.close();
+    await Promise.all(waiting.map((o) => o.closed));
     await server.shutdown();
     deps.kv.close();
   }
