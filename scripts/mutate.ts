@@ -74,13 +74,15 @@ export const GROUPS: Record<string, { modules: string[]; tests: string[] }> = {
     tests: [
       "tests/domain/jobs/",
       "tests/storage/jobs_store_test.ts",
-      "tests/e2e/jobs_test.ts",
       "tests/routes/ui/jobs_test.ts",
+      "tests/e2e/jobs_lease_test.ts",
+      "tests/e2e/jobs_test.ts",
     ],
   },
   verbs: {
     modules: ["domain/verbs/"],
     tests: [
+      "tests/domain/verbs/",
       "tests/storage/contract/idempotency_test.ts",
       "tests/routes/backend/verb_idempotency_test.ts",
       "tests/routes/backend/verbs_test.ts",
@@ -102,6 +104,7 @@ export const GROUPS: Record<string, { modules: string[]; tests: string[] }> = {
   outbound: {
     modules: ["clients/outbound.ts", "domain/outbound_policy.ts"],
     tests: [
+      "tests/domain/outbound_policy_test.ts",
       "tests/clients/outbound_test.ts",
       "tests/security/destination_test.ts",
       "tests/security/outbound_test.ts",

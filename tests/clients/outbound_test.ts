@@ -4,7 +4,11 @@
  * answers, HEAD, and an abort that ends a stream.
  */
 import assert from "node:assert/strict";
-import { createOutboundFetch, type OutboundInit } from "../../clients/outbound.ts";
+import {
+  configuredOrigins,
+  createOutboundFetch,
+  type OutboundInit,
+} from "../../clients/outbound.ts";
 import { HAS_OPENSSL, selfSigned } from "../_tls.ts";
 
 const guard = () => createOutboundFetch({ allowLoopbackTargets: true, keepAlive: false });
@@ -173,5 +177,19 @@ Deno.test("outbound transport: a read answer leaves nothing behind that keeps th
   } finally {
     clearTimeout(timer);
     await child.status;
+  }
+});
+
+Deno.test("outbound transport: only the http(s) origins an operator configured are trusted", () => {
+  assert.deepEqual(
+    configuredOrigins({
+      url: "https://pve.lan:8006/api2/json",
+      schema: "http://docs.lan/apidata.js",
+    }),
+    ["https://pve.lan:8006", "http://docs.lan"],
+  );
+  // A schema file (path or file: URL) and other schemes name no origin to trust.
+  for (const schema of ["/srv/schema/pve-9.2.json", "file:///srv/pve.json", "ftp://docs.lan/x"]) {
+    assert.deepEqual(configuredOrigins({ url: undefined, schema }), [], schema);
   }
 });

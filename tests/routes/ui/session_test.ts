@@ -226,6 +226,14 @@ Deno.test("console: every state-changing form checks the CSRF token and the orig
     });
     assert.equal(crossSite.status, 403);
     assert.match(crossSite.text, /another site/);
+    // The token sent twice (a forged value beside the page's own) is no token: refused too.
+    const doubled = await c.post("/ui/endpoints/bulk", {
+      _csrf: ["x".repeat(32), csrf],
+      action: "disable",
+      ids: id,
+    });
+    assert.equal(doubled.status, 403);
+    assert.match(doubled.text, /Form expired/);
     const record = await h.api("GET", `/api/plugins/service/endpoints/hypervisor/${id}/`);
     assert.equal(record.body.enabled, true, "nothing changed");
     assert.equal(record.body.name, "lab");
