@@ -133,6 +133,10 @@ export class ModelEngine implements EngineApi {
     return (await this.find(model, filters))[0] ?? null;
   }
 
+  countReferences(model: string, field: string, ids: readonly number[]): Promise<number[]> {
+    return this.store.countsByIndex(model, field, ids);
+  }
+
   /** A NetBox list: filters, q, ordering, limit/offset. Throws QueryError on bad filter values. */
   list(model: string, params: URLSearchParams): Promise<ListPage> {
     return listPage(this.#core, model, params);

@@ -286,6 +286,11 @@ export interface EngineApi {
   /** Records matching NetBox-style filters, e.g. { cluster_id: ["3"], name__ic: ["web"] }. */
   find(model: string, filters?: Record<string, string[]>): Promise<StoredObject[]>;
   findOne(model: string, filters: Record<string, string[]>): Promise<StoredObject | null>;
+  /**
+   * Per id, how many records of `model` have their FK `field` pointing at it: one batched read of
+   * counters (a page's reverse relations look only where the count is not 0).
+   */
+  countReferences(model: string, field: string, ids: readonly number[]): Promise<number[]>;
   /** Creates through validation and hooks but bypassing readOnly and permissions. */
   insert(model: string, input: Record<string, unknown>): Promise<WriteResult<StoredObject>>;
   /** Validated partial update bypassing readOnly and permissions; runs hooks unless told. */

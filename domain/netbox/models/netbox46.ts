@@ -196,9 +196,10 @@ function reverseNested(
     filter: false,
     resolve: async (records, engine, origin) => {
       if (records.length === 0) return [];
-      const children = await engine.find(model, {
-        [`${field}_id`]: records.map((r) => String(r.id)),
-      });
+      // Most rows have none: count first (one batched read), then find only where there are.
+      const counts = await engine.countReferences(model, field, records.map((r) => r.id));
+      const parents = records.filter((_, i) => counts[i] > 0).map((r) => String(r.id));
+      const children = parents.length ? await engine.find(model, { [`${field}_id`]: parents }) : [];
       const byParent = new Map<number, StoredObject[]>();
       for (const child of children.sort(byName)) {
         const parent = child[field];
