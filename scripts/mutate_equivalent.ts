@@ -173,4 +173,60 @@ export const EQUIVALENT: Equivalent[] = [
     why: "the expired session is refused either way; its KV entry carries expireIn for the " +
       "session's life, so KV removes it itself and no reader lists sessions",
   },
+  {
+    module: "routes/ui/live.ts",
+    what: "?? → ||",
+    line: '(c.req.query("ids") ?? "").split(",")',
+    why: "query() gives a string or undefined; an empty string splits to the same nothing",
+  },
+  {
+    module: "routes/ui/live.ts",
+    what: "?? → ||",
+    line: "detail = (await response.json()).detail ?? detail;",
+    why: "the backend's error bodies always carry a non-empty detail sentence",
+  },
+  {
+    module: "routes/ui/mod.ts",
+    what: "?? → ||",
+    line: "ssh: deps.ssh ?? sshConnector(),",
+    why: "deps.ssh is a connector object or unset, never another falsy value",
+  },
+  {
+    module: "domain/console_sessions.ts",
+    what: "< → <=",
+    line: "for (let i = 0; i < a.length; i++) diff |= a.charCodeAt(i) ^ b.charCodeAt(i);",
+    why: "the extra step reads past both strings: NaN ^ NaN is 0, diff is unchanged",
+  },
+  {
+    module: "routes/ui/session.ts",
+    what: "|| → &&",
+    line: 'if (value === "" || value.length > 512 || /\\s/.test(value)) return null;',
+    why: "a pre-check of a pasted token: the inventory's own token check refuses an empty, " +
+      "over-long or two-word value with the same 401 and lockout count " +
+      "(tests/routes/ui/session_test.ts 'a pasted token is taken whole')",
+  },
+  {
+    module: "routes/ui/session.ts",
+    what: "remove line",
+    line: 'if (value === "" || value.length > 512 || /\\s/.test(value)) return null;',
+    why: "a pre-check of a pasted token: the inventory's own token check refuses an empty, " +
+      "over-long or two-word value with the same 401 and lockout count " +
+      "(tests/routes/ui/session_test.ts 'a pasted token is taken whole')",
+  },
+  {
+    module: "routes/ui/session.ts",
+    what: "> → >=",
+    line: 'if (value === "" || value.length > 512 || /\\s/.test(value)) return null;',
+    why: "a pre-check of a pasted token: the inventory's own token check refuses an empty, " +
+      "over-long or two-word value with the same 401 and lockout count " +
+      "(tests/routes/ui/session_test.ts 'a pasted token is taken whole')",
+  },
+  {
+    module: "routes/ui/session.ts",
+    what: "return null → undefined",
+    line: 'if (value === "" || value.length > 512 || /\\s/.test(value)) return null;',
+    why: "a pre-check of a pasted token: the inventory's own token check refuses an empty, " +
+      "over-long or two-word value with the same 401 and lockout count " +
+      "(tests/routes/ui/session_test.ts 'a pasted token is taken whole')",
+  },
 ];

@@ -466,8 +466,10 @@ Deno.test("console live: a live stage run needs core.add_job; a view-only token 
   const recording: typeof fetch = (input, init) => {
     const request = new Request(input, init);
     seen.push(`${request.method} ${new URL(request.url).pathname}`);
+    queries.push(new URL(request.url).search);
     return Promise.resolve(app!.fetch(request, { remoteAddr: { hostname: "127.0.0.1" } }));
   };
+  const queries: string[] = [];
   const h = await consoleHarness({}, recording);
   app = h.app;
   try {
@@ -492,6 +494,8 @@ Deno.test("console live: a live stage run needs core.add_job; a view-only token 
     const adminCsrf = csrfOf((await admin.get("/ui/sync")).html);
     const run = await admin.get(`/ui/live/stages?sync_types=all&_csrf=${adminCsrf}`);
     assert.deepEqual(runs(), ["GET /full-update/stream"]);
+    // No endpoint chosen: the run is not scoped (an empty hypervisor_endpoint_ids is a 400).
+    assert.equal(queries[seen.indexOf("GET /full-update/stream")], "");
     // The backend refuses that run (no inventory copy yet): its words end the live stream.
     const complete = /event: complete\ndata: (.*)\n/.exec(run.html)?.[1];
     assert.ok(complete, run.html.slice(0, 500));

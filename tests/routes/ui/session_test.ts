@@ -84,10 +84,12 @@ Deno.test("console: sign-in without the form's own CSRF cookie is refused", asyn
   const h = await consoleHarness();
   try {
     const c = h.client();
-    const res = await c.post("/ui/login", { _login_csrf: "forged", token: ROOT });
-    assert.equal(res.status, 403);
-    assert.match(res.text, /form expired/);
-    assert.equal(c.cookies.has("bridgebox_session"), false);
+    for (const sent of ["forged", ""]) {
+      const res = await c.post("/ui/login", { _login_csrf: sent, token: ROOT });
+      assert.equal(res.status, 403, sent);
+      assert.match(res.text, /form expired/);
+      assert.equal(c.cookies.has("bridgebox_session"), false);
+    }
   } finally {
     h.close();
   }
@@ -294,6 +296,38 @@ Deno.test("console: cookies are Secure on direct HTTPS and behind a trusted TLS-
       remoteAddr: { hostname: "203.0.113.9" },
     }, { "x-forwarded-proto": "https" });
     assert.doesNotMatch(spoofed.session, SECURE);
+  } finally {
+    h.close();
+  }
+});
+
+Deno.test("console: a pasted token is taken whole: 'Token'/'Bearer' and outer spaces are fine, a second word or 513 characters are not", async () => {
+  const h = await consoleHarness();
+  try {
+    const attempt = async (token: string) => {
+      const c = h.client();
+      const login = await c.get("/ui/login");
+      // A fresh form shows no error box at all.
+      assert.doesNotMatch(login.html, /role="alert"/);
+      const csrf = /name="_login_csrf" value="([^"]+)"/.exec(login.html)![1];
+      const answer = await c.post("/ui/login", { _login_csrf: csrf, token });
+      return { answer, signedIn: c.cookies.has("bridgebox_session") };
+    };
+    for (const token of [`  Token ${ROOT}  `, `token ${ROOT}`]) {
+      const { answer, signedIn } = await attempt(token);
+      assert.equal(answer.status, 303, token);
+      assert.equal(signedIn, true, token);
+    }
+    for (const token of [`${ROOT} ${ROOT}`, `${ROOT}\textra`, "", " ", ROOT + "x".repeat(473)]) {
+      const { answer, signedIn } = await attempt(token);
+      assert.equal(answer.status, 401, JSON.stringify(token));
+      assert.equal(signedIn, false);
+      // The refusal is said in the page's error box.
+      assert.match(
+        answer.html,
+        /<div class="notice error" role="alert">That token is not valid\. Check it and try again\.<\/div>/,
+      );
+    }
   } finally {
     h.close();
   }
