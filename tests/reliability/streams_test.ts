@@ -301,3 +301,79 @@ Deno.test({
     await world.close();
   }
 });
+
+Deno.test({
+  name:
+    "streams: a client that leaves mid-run stops the run: its upstream call is aborted and nothing follows",
+  sanitizeResources: false,
+  sanitizeOps: false,
+}, async () => {
+  const logger = new CountingLogger();
+  // Once armed, the run's first hypervisor call is held until its own signal aborts: only the
+  // client's disconnect, carried down to the call, lets the run go on.
+  let armed = false;
+  const held = Promise.withResolvers<void>();
+  const aborted = Promise.withResolvers<void>();
+  const after: string[] = [];
+  let heldOnce = false;
+  const world = await jobsWorld(
+    { SERVICE_ALLOW_LOOPBACK_TARGETS: "true" },
+    { logger } as Partial<AppDeps>,
+    async (request, next) => {
+      const path = new URL(request.url).pathname;
+      if (!armed) return next();
+      if (heldOnce) {
+        after.push(`${request.method} ${path}`);
+        return next();
+      }
+      if (!path.startsWith("/api2/json/") || path === "/api2/json/access/ticket") return next();
+      heldOnce = true;
+      held.resolve();
+      await new Promise<void>((resolve) => {
+        if (request.signal.aborted) return resolve();
+        request.signal.addEventListener("abort", () => resolve(), { once: true });
+      });
+      aborted.resolve();
+      throw request.signal.reason ?? new DOMException("aborted", "AbortError");
+    },
+  );
+  try {
+    const { backend } = await world.wire();
+    // A first job pushes the endpoint copies the stage stream needs.
+    const job = await world.call("POST", P + "sync/", { sync_types: ["all"] });
+    assert.equal(job.status, 201, JSON.stringify(job.body));
+    await world.sse(`${P}jobs/${job.body.job_id}/stream`);
+    const endedBefore = logger.count("sync run ended");
+    armed = true;
+    const abort = new AbortController();
+    const res = await fetch(`${world.base}/full-update/stream`, {
+      headers: { "x-service-api-key": backend.token },
+      signal: abort.signal,
+    });
+    assert.equal(res.status, 200);
+    await held.promise;
+    // The client leaves while the run waits on the hypervisor.
+    abort.abort();
+    await res.body?.cancel().catch(() => {});
+    // Bounded like `ended`: a run that ignores its client would hold the call forever.
+    const stuck = Promise.withResolvers<never>();
+    const guard = setTimeout(
+      () =>
+        stuck.reject(new Error("the run's hypervisor call was not aborted after its client left")),
+      30_000,
+    );
+    try {
+      await Promise.race([aborted.promise, stuck.promise]);
+    } finally {
+      clearTimeout(guard);
+    }
+    await ended(logger, endedBefore + 1, "/full-update/stream");
+    const ending = logger.lines.filter((l) => l.message === "sync run ended").at(-1)!;
+    assert.equal(ending.cancelled, true);
+    // Nothing of the run went on after its call was aborted: no further hypervisor read, no
+    // inventory write.
+    assert.deepEqual(after.filter((s) => !s.startsWith("GET /api/core/jobs")), []);
+  } finally {
+    await world.close();
+  }
+});
