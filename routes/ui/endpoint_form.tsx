@@ -330,6 +330,7 @@ function Input(props: { f: Field; value: unknown; record: Json; errors?: string[
           aria-describedby={described}
         />
         <label for={id}>{f.label}</label>
+        {f.help && <small id={help}>{f.help}</small>}
         <FieldErrors errors={errors} id={errId} />
       </div>
     );

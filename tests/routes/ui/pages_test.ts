@@ -514,6 +514,15 @@ Deno.test("console pages: the backend endpoint form sets the WebSocket streaming
     await c.signIn(ROOT);
     const form = await c.get("/ui/endpoints/backend/new");
     assert.match(form.text, /Read the stage streams over WebSocket/);
+    // A checkbox's help is shown too (the SSE default, the compatibility flag), and every
+    // aria-describedby names an element of the page (it named a help never rendered).
+    assert.match(form.text, /Off: Server-Sent Events on the connection above/);
+    assert.match(form.text, /Kept for compatibility/);
+    const ids = new Set([...form.html.matchAll(/ id="([^"]+)"/g)].map((m) => m[1]));
+    const described = [...form.html.matchAll(/aria-describedby="([^"]+)"/g)]
+      .flatMap((m) => m[1].split(" "));
+    assert.ok(described.includes("f-use_websocket-help"), described.join(" "));
+    assert.deepEqual(described.filter((id) => !ids.has(id)), [], "dangling aria-describedby");
     const sent = await c.submit("/ui/endpoints/backend/new", "/ui/endpoints/backend/new", {
       name: "streams",
       domain: "10.0.0.9",
