@@ -229,4 +229,17 @@ export const EQUIVALENT: Equivalent[] = [
       "over-long or two-word value with the same 401 and lockout count " +
       "(tests/routes/ui/session_test.ts 'a pasted token is taken whole')",
   },
+  {
+    module: "domain/netbox/engine/paging.ts",
+    what: "=== → !==",
+    line: 'const byId = ordering.length === 1 && ordering[0].field === "id";',
+    why: "every ordering but a lone id gets an id tie-break (length 2), so the mutant only " +
+      "sends ?ordering=id down the general path, which orders by id as well: same pages, slower",
+  },
+  {
+    module: "domain/netbox/engine/index_state.ts",
+    what: "remove line",
+    line: 'if (field === "id") return null;',
+    why: "id is no entry of def.fields: the stored-field test below gives null for it as well",
+  },
 ];

@@ -561,3 +561,30 @@ Deno.test("jobs e2e: field names that are Object's own are plain unknown fields,
     await w.close();
   }
 });
+
+Deno.test("jobs e2e: a token with an expiry still ahead runs its job (not refused as expired)", async () => {
+  const w = await jobsWorld();
+  try {
+    await w.wire();
+    const token = await w.call("POST", "/api/users/tokens/", {
+      version: 1,
+      is_superuser: true,
+      write_enabled: true,
+      expires: new Date(Date.now() + 3_600_000).toISOString(),
+      description: "expires in an hour",
+    });
+    assert.equal(token.status, 201, JSON.stringify(token.body));
+    const started = await w.call(
+      "POST",
+      P + "sync/",
+      { sync_types: ["storage"] },
+      `Token ${token.body.token}`,
+    );
+    assert.equal(started.status, 201, JSON.stringify(started.body));
+    await w.sse(`${P}jobs/${started.body.job_id}/stream`);
+    const job = await w.job(started.body.job_id);
+    assert.equal(statusOf(job), "completed", job.error);
+  } finally {
+    await w.close();
+  }
+});

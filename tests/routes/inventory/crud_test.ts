@@ -426,3 +426,41 @@ Deno.test("docs assets are served offline; OPTIONS and HEAD answer", async () =>
     inv.close();
   }
 });
+
+Deno.test("delete: SET_NULL references are cleared, a plain one and a generic (scope) one", async () => {
+  const inv = await setup();
+  try {
+    const post = async (path: string, body: unknown) => {
+      const r = await inv.call("POST", path, body);
+      assert.equal(r.status, 201, `${path}: ${JSON.stringify(r.body)}`);
+      return r.body;
+    };
+    const region = await post("/api/dcim/regions/", { name: "Europe", slug: "europe" });
+    const platform = await post("/api/dcim/platforms/", { name: "Debian", slug: "debian" });
+    const ct = await post("/api/virtualization/cluster-types/", { name: "PVE", slug: "pve" });
+    const cluster = await post("/api/virtualization/clusters/", {
+      name: "c1",
+      type: ct.id,
+      scope_type: "dcim.region",
+      scope_id: region.id,
+    });
+    const vm = await post("/api/virtualization/virtual-machines/", {
+      name: "vm1",
+      cluster: cluster.id,
+      platform: platform.id,
+    });
+    assert.equal((await inv.call("DELETE", `/api/dcim/platforms/${platform.id}/`)).status, 204);
+    const after = await inv.call("GET", `/api/virtualization/virtual-machines/${vm.id}/`);
+    assert.equal(after.body.platform, null);
+    assert.equal(after.body.cluster.id, cluster.id);
+    assert.equal((await inv.call("DELETE", `/api/dcim/regions/${region.id}/`)).status, 204);
+    const scoped = await inv.call("GET", `/api/virtualization/clusters/${cluster.id}/`);
+    assert.deepEqual([scoped.body.scope_type, scoped.body.scope_id, scoped.body.scope], [
+      null,
+      null,
+      null,
+    ]);
+  } finally {
+    inv.close();
+  }
+});
