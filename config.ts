@@ -86,6 +86,11 @@ export interface Config {
     /** When set, the host-agent mock wants `Authorization: Bearer <token>` on every call. */
     token: string | undefined;
   };
+  /**
+   * `GET /metrics` (docs/metrics.md): METRICS_ACCESS `key` (default: a bearer METRICS_TOKEN or
+   * the backend API key), `open` (anyone who reaches the port) or `off` (no such route).
+   */
+  metrics: { access: MetricsAccess; token: string | undefined };
   /** Sync jobs (docs/jobs.md). */
   jobs: {
     /** SERVICE_JOB_LEASE_MS: how long a run's ownership lasts without renewal. */
@@ -94,6 +99,10 @@ export interface Config {
     retention: number;
   };
 }
+
+export type MetricsAccess = "key" | "open" | "off";
+/** As long as the backend's API keys (domain/api_keys.ts MIN_KEY_LENGTH). */
+export const MIN_METRICS_TOKEN_LENGTH = 32;
 
 export const DEFAULT_PORT = 8800;
 export const DEFAULT_KV_PATH = "./data/bridgebox.kv";
@@ -214,6 +223,30 @@ function tls(env: Env): Config["tls"] {
   return undefined;
 }
 
+function metrics(env: Env): Config["metrics"] {
+  const access = text(env, "METRICS_ACCESS")?.toLowerCase() ?? "key";
+  if (access !== "key" && access !== "open" && access !== "off") {
+    throw new ConfigError(
+      "METRICS_ACCESS",
+      `expected key, open or off, got "${env.METRICS_ACCESS}"`,
+    );
+  }
+  const token = text(env, "METRICS_TOKEN");
+  if (token !== undefined && access !== "key") {
+    throw new ConfigError(
+      "METRICS_TOKEN",
+      `is only checked with METRICS_ACCESS=key (METRICS_ACCESS is ${access}): unset one of them`,
+    );
+  }
+  if (token !== undefined && token.length < MIN_METRICS_TOKEN_LENGTH) {
+    throw new ConfigError(
+      "METRICS_TOKEN",
+      `must be at least ${MIN_METRICS_TOKEN_LENGTH} characters (e.g. openssl rand -hex 32)`,
+    );
+  }
+  return { access, token };
+}
+
 export function parseConfig(env: Env): Config {
   const mode = text(env, "HYPERVISOR_MODE") ?? "mock";
   if (mode !== "mock" && mode !== "real") {
@@ -265,6 +298,7 @@ export function parseConfig(env: Env): Config {
     inventoryEnforceGlobalUnique: bool(env, "INVENTORY_ENFORCE_GLOBAL_UNIQUE", true),
     tls: tls(env),
     hostAgentMock: { token: text(env, "HOST_AGENT_MOCK_TOKEN") },
+    metrics: metrics(env),
     jobs: {
       leaseMs: Math.max(100, millis(env, "SERVICE_JOB_LEASE_MS", 30_000)),
       retention: jobRetention(env),

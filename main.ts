@@ -8,6 +8,9 @@ import { prepareKvFile } from "./storage/kv/kv_file.ts";
 import { createKvStorage } from "./storage/kv/mod.ts";
 import { APP_NAME, APP_VERSION, ConfigError, parseConfig } from "./config.ts";
 import { jsonLogger } from "./infra/logger.ts";
+import { prometheusMetrics } from "./infra/prometheus.ts";
+import { openTelemetryTracer } from "./infra/tracing.ts";
+import { timedKv } from "./storage/kv/timed_kv.ts";
 import { watchLauncher } from "./launcher_watch.ts";
 
 const logger = jsonLogger();
@@ -64,15 +67,32 @@ const kvPath = config.kvPath;
 // Owner-only: the file holds every stored secret (storage/kv/kv_file.ts).
 await prepareKvFile(kvPath);
 const kv = await Deno.openKv(kvPath);
+// One registry per process, scraped at GET /metrics (docs/metrics.md); spans go to Deno's
+// built-in OpenTelemetry when OTEL_DENO=true (README, Metrics and tracing).
+const metrics = prometheusMetrics({
+  version: APP_VERSION,
+  onCollectError: (error) =>
+    logger.log("warning", "metrics: reading the job counts failed", { error: String(error) }),
+});
+const tracer = openTelemetryTracer(APP_NAME.toLowerCase(), APP_VERSION);
 
-// Every store is built here, once; surfaces receive ports, never the KV handle.
-const storage = createKvStorage(kv, {
+// Every store is built here, once; surfaces receive ports, never the KV handle. Each KV call is
+// timed for the metrics.
+const storage = createKvStorage(timedKv(kv, metrics), {
   atRestKey: config.encryptionKey,
   now: Date.now,
   // Several processes may share a local KV file (README, Reliability): key changes are polled.
   sharedFilePollMs: kvPath && kvPath !== ":memory:" && !/^https?:/.test(kvPath) ? 50 : undefined,
 });
-const deps: AppDeps = { config, storage, fetch: globalThis.fetch, now: Date.now, logger };
+const deps: AppDeps = {
+  config,
+  storage,
+  fetch: globalThis.fetch,
+  now: Date.now,
+  logger,
+  metrics,
+  tracer,
+};
 // Every outbound call goes through the guard; calls to our own port are answered in-process
 // (bound below, once the server listens).
 deps.fetch = outboundForConfig(config, () => deps.self);

@@ -16,6 +16,14 @@ interface Counting {
   lastSeen: number;
 }
 
+/** What an observer (the metrics, infra/metrics.ts) hears of a lockout. */
+export interface LockoutEvents {
+  /** A failure was counted (also while the address is locked). */
+  failure(): void;
+  /** An address reached MAX_FAILURES and is locked now. */
+  locked(): void;
+}
+
 export class Lockout {
   readonly #counting = new Map<string, Counting>();
   /** Address → epoch ms the lock ends. */
@@ -24,6 +32,7 @@ export class Lockout {
   constructor(
     private readonly now: () => number = Date.now,
     private readonly capacity = DEFAULT_CAPACITY,
+    private readonly events?: LockoutEvents,
   ) {}
 
   /** Seconds left on an active lock for this IP, or 0 when it may try. */
@@ -40,6 +49,7 @@ export class Lockout {
 
   recordFailure(ip: string): void {
     const now = this.now();
+    this.events?.failure();
     if (this.#locked.has(ip) && this.secondsLocked(ip) > 0) {
       this.#lock(ip, now);
       return;
@@ -50,6 +60,7 @@ export class Lockout {
     this.#counting.delete(ip);
     if (entry.failures >= MAX_FAILURES) {
       this.#lock(ip, now);
+      this.events?.locked();
       return;
     }
     this.#counting.set(ip, entry);

@@ -8,8 +8,11 @@
  */
 import { createApp } from "../app.ts";
 import { outboundForConfig } from "../clients/outbound.ts";
-import { type Config, parseConfig } from "../config.ts";
+import { APP_NAME, APP_VERSION, type Config, parseConfig } from "../config.ts";
 import { jsonLogger, type Logger } from "../infra/logger.ts";
+import { prometheusMetrics } from "../infra/prometheus.ts";
+import { openTelemetryTracer } from "../infra/tracing.ts";
+import { timedKv } from "../storage/kv/timed_kv.ts";
 import {
   createInventoryCore,
   createSuperuserToken,
@@ -102,12 +105,19 @@ export async function startDemo(options: DemoOptions): Promise<Demo> {
   const config = demoConfig(options.env);
   const kv = await Deno.openKv(":memory:");
   const logs = holdingLogger(options.logLine ?? ((line) => console.error(line)));
+  // As main.ts: GET /metrics and, with OTEL_DENO=true, spans (README, Metrics and tracing).
+  const metrics = prometheusMetrics({ version: APP_VERSION });
   const deps: AppDeps = {
     config,
-    storage: createKvStorage(kv, { atRestKey: config.encryptionKey, now: Date.now }),
+    storage: createKvStorage(timedKv(kv, metrics), {
+      atRestKey: config.encryptionKey,
+      now: Date.now,
+    }),
     fetch: globalThis.fetch,
     now: Date.now,
     logger: logs.logger,
+    metrics,
+    tracer: openTelemetryTracer(APP_NAME.toLowerCase(), APP_VERSION),
   };
   // As main.ts: every outbound call goes through the guard, and the copies, which point at this
   // app's own port, are answered in-process (bound once the server listens).

@@ -3,6 +3,8 @@ import { type Config, parseConfig } from "../config.ts";
 import { MemoryLogger } from "../infra/logger.ts";
 import { outboundForConfig } from "../clients/outbound.ts";
 import { createKvStorage } from "../storage/kv/mod.ts";
+import { prometheusMetrics } from "../infra/prometheus.ts";
+import { timedKv } from "../storage/kv/timed_kv.ts";
 
 /** What a test may override: any dep, or the KV handle the stores are built on. */
 export type TestOverrides = Partial<AppDeps> & { kv?: Deno.Kv };
@@ -21,11 +23,14 @@ export async function testDeps(
 ): Promise<TestDeps> {
   const config: Config = parseConfig({ SERVICE_KV_PATH: ":memory:", ...env });
   const kv = overrides.kv ?? await Deno.openKv(":memory:");
+  // A registry of its own per test, as main.ts makes one per process.
+  const metrics = overrides.metrics ?? prometheusMetrics();
   const deps = {
     config,
     kv,
     // Built from the test's config; `now` reads deps.now so a test's clock reaches the stores.
-    storage: createKvStorage(kv, {
+    // Every KV call timed, as main.ts wires it.
+    storage: createKvStorage(timedKv(kv, metrics), {
       atRestKey: (overrides.config ?? config).encryptionKey,
       now: () => deps.now(),
     }),
@@ -34,6 +39,7 @@ export async function testDeps(
     fetch: outboundForConfig(config, () => deps.self),
     now: Date.now,
     logger: new MemoryLogger(),
+    metrics,
     ...overrides,
   } as TestDeps;
   return deps;

@@ -75,3 +75,27 @@ Deno.test("config: HOST_AGENT_MOCK_TOKEN turns on the host-agent mock's bearer a
   assert.equal(parseConfig({ HOST_AGENT_MOCK_TOKEN: "  " }).hostAgentMock.token, undefined);
   assert.equal(parseConfig({ HOST_AGENT_MOCK_TOKEN: " s3cret " }).hostAgentMock.token, "s3cret");
 });
+
+Deno.test("config: METRICS_ACCESS and METRICS_TOKEN (docs/metrics.md)", () => {
+  assert.deepEqual(parseConfig({}).metrics, { access: "key", token: undefined });
+  assert.deepEqual(parseConfig({ METRICS_ACCESS: " Open " }).metrics, {
+    access: "open",
+    token: undefined,
+  });
+  const token = "t".repeat(32);
+  assert.deepEqual(parseConfig({ METRICS_TOKEN: token }).metrics, { access: "key", token });
+  const refused: [Record<string, string>, string, RegExp][] = [
+    [{ METRICS_ACCESS: "public" }, "METRICS_ACCESS", /expected key, open or off, got "public"/],
+    [{ METRICS_TOKEN: "short" }, "METRICS_TOKEN", /at least 32 characters/],
+    // A token that would never be checked is a mistake worth stopping for.
+    [{ METRICS_ACCESS: "open", METRICS_TOKEN: token }, "METRICS_TOKEN", /only checked with/],
+  ];
+  for (const [env, variable, message] of refused) {
+    assert.throws(() => parseConfig(env), (error) => {
+      assert.ok(error instanceof ConfigError);
+      assert.equal(error.variable, variable);
+      assert.match(error.message, message);
+      return true;
+    }, JSON.stringify(env));
+  }
+});

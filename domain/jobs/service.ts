@@ -20,6 +20,8 @@
  */
 import type { EngineApi, StoredObject } from "../netbox/types.ts";
 import type { Logger } from "../../infra/logger.ts";
+import type { Metrics } from "../../infra/metrics.ts";
+import { type ActiveSpan, noopTracer, type Tracer } from "../../infra/tracing.ts";
 import { redactDeep, redactSecrets } from "../redaction.ts";
 import { authInfo, can, TOKEN_MODEL } from "../netbox/tokens.ts";
 import {
@@ -69,6 +71,10 @@ export interface JobServiceDeps {
   progressEveryMs?: number;
   /** How often this process looks for parts of a running job to take (default 500 ms). */
   partPollMs?: number;
+  /** Finished jobs and the waiting/running counts (docs/metrics.md); default: not kept. */
+  metrics?: Metrics;
+  /** A span per job run (README, Metrics and tracing); default: none. */
+  tracer?: Tracer;
 }
 
 /** A part nobody runs: open, or claimed by a process whose claim lapsed (it stopped). */
@@ -131,6 +137,20 @@ export class JobService {
     this.leaseMs = deps.leaseMs ?? DEFAULT_LEASE_MS;
     this.retention = deps.retention ?? DEFAULT_RETENTION;
     this.partPollMs = deps.partPollMs ?? DEFAULT_PART_POLL_MS;
+    deps.metrics?.jobCounts(() => this.activeCounts());
+  }
+
+  /** Jobs scheduled, pending and running now (finished ones are counted as they end). */
+  async activeCounts(): Promise<Record<string, number>> {
+    const active = await this.deps.engine.find(JOB_MODEL, {
+      status: ["scheduled", "pending", "running"],
+    });
+    const counts: Record<string, number> = {};
+    for (const job of active) {
+      const status = statusOf(job);
+      if (status) counts[status] = (counts[status] ?? 0) + 1;
+    }
+    return counts;
   }
 
   #iso(ms = this.deps.now()): string {
@@ -342,9 +362,20 @@ export class JobService {
     }
   }
 
-  async #run(job: StoredObject, spec: JobSpec): Promise<void> {
+  /** One run, in a span named for its kind (`job.sync`, `job.repair`). */
+  #run(job: StoredObject, spec: JobSpec): Promise<void> {
+    const tracer = this.deps.tracer ?? noopTracer;
+    return tracer.span(`job.${spec.kind}`, {
+      "bridgebox.job.id": job.id,
+      "bridgebox.job.kind": spec.kind,
+      "bridgebox.job.sync_types": spec.sync_types.join(","),
+    }, (span) => this.#runInSpan(job, spec, span));
+  }
+
+  async #runInSpan(job: StoredObject, spec: JobSpec, span: ActiveSpan): Promise<void> {
     const { engine, store, plugin } = this.deps;
     const jobId = job.id;
+    const startedAt = this.deps.now();
     this.#running.add(jobId);
     const abort = new AbortController();
     const renewEvery = Math.max(20, Math.floor(this.leaseMs / 3));
@@ -387,8 +418,10 @@ export class JobService {
     } finally {
       clearInterval(renewal);
     }
+    span.set({ "bridgebox.job.status": outcome.status });
+    if (outcome.status !== "completed") span.fail(outcome.error);
     try {
-      await this.#settle(job, spec, outcome, secrets);
+      await this.#settle(job, spec, outcome, secrets, startedAt);
     } finally {
       this.#running.delete(jobId);
       await store.releaseLease(jobId, this.deps.owner);
@@ -618,6 +651,7 @@ export class JobService {
     spec: JobSpec | null,
     outcome: RunOutcome,
     secrets: string[] = [],
+    startedAt?: number,
   ): Promise<boolean> {
     const { engine, store, plugin } = this.deps;
     const jobId = job.id;
@@ -655,6 +689,15 @@ export class JobService {
         } else await this.#next(job, spec);
       }
     }
+    // Counted before the status turns final, as everything else a reader of that status expects.
+    // A job settled without a run here (abandoned, refused) has no start of its own in this
+    // process: its stored start is used.
+    const began = startedAt ?? (Date.parse(String(job.started ?? "")) || this.deps.now());
+    this.deps.metrics?.jobFinished(
+      spec?.kind ?? "sync",
+      outcome.status,
+      Math.max(0, this.deps.now() - began) / 1000,
+    );
     await engine.patchStored(JOB_MODEL, jobId, (current) => ({
       status: outcome.status,
       completed: at,

@@ -4,6 +4,8 @@
  * endpoint is reported and the run goes on; `complete` comes last, exactly once.
  */
 import { CredentialError } from "../credentials.ts";
+import { type Metrics, noopMetrics } from "../../infra/metrics.ts";
+import { noopTracer, type Tracer } from "../../infra/tracing.ts";
 import { addResults, emptyResult, type StageContext, type StageResult } from "./context.ts";
 import type { CallFailure, HypervisorReader, InventoryApi, SyncEndpoint } from "./ports.ts";
 import { syncDevices } from "./stages/devices.ts";
@@ -196,6 +198,10 @@ export interface RunOptions {
   syncOptions?: SyncOptions;
   /** One endpoint's options (its policy under the run's query); default `syncOptions`. */
   syncOptionsFor?: (endpoint: SyncEndpoint) => SyncOptions;
+  /** Stage durations, object counts and run outcomes (docs/metrics.md); default: not kept. */
+  metrics?: Metrics;
+  /** A `sync.run` span with a `sync.stage <type>` child per stage (docs/metrics.md). */
+  tracer?: Tracer;
 }
 
 function describeFailure(
@@ -237,7 +243,27 @@ function describeFailure(
   };
 }
 
-export async function runSync(options: RunOptions): Promise<CompleteFrame> {
+export function runSync(options: RunOptions): Promise<CompleteFrame> {
+  const tracer = options.tracer ?? noopTracer;
+  const dryRun = (options.syncOptions ?? DEFAULT_SYNC_OPTIONS).dryRun;
+  return tracer.span("sync.run", {
+    "bridgebox.sync.stages": options.stages.map((s) => s.type).join(","),
+    "bridgebox.sync.endpoints": options.endpoints.length,
+    "bridgebox.sync.dry_run": dryRun,
+  }, async (span) => {
+    const complete = await runStages(options, tracer);
+    span.set({
+      "bridgebox.sync.created": complete.result.created,
+      "bridgebox.sync.updated": complete.result.updated,
+      "bridgebox.sync.failed": complete.result.failed,
+    });
+    if (!complete.ok) span.fail(complete.message);
+    return complete;
+  });
+}
+
+async function runStages(options: RunOptions, tracer: Tracer): Promise<CompleteFrame> {
+  const metrics = options.metrics ?? noopMetrics;
   const { signal } = options;
   const now = options.now ?? Date.now;
   const every = options.progressEveryMs ?? 250;
@@ -253,6 +279,7 @@ export async function runSync(options: RunOptions): Promise<CompleteFrame> {
   const unusable = new Set<number>();
   let cancelled = false;
   const syncOptions = options.syncOptions ?? DEFAULT_SYNC_OPTIONS;
+  const runStartedAt = now();
 
   for (const stage of options.stages) {
     if (signal.aborted) {
@@ -280,6 +307,8 @@ export async function runSync(options: RunOptions): Promise<CompleteFrame> {
       });
       continue;
     }
+    // A child of sync.run; ended below when the stage completes or the run is cancelled.
+    const span = tracer.start(`sync.stage ${stage.type}`, { "bridgebox.sync.stage": stage.type });
     const names = options.endpoints.map((e) => e.name).join(", ") || "no enabled endpoint";
     await options.emit({
       event: "step",
@@ -387,10 +416,23 @@ export async function runSync(options: RunOptions): Promise<CompleteFrame> {
     }
     if (cancelled || signal.aborted) {
       cancelled = true;
+      span.fail("cancelled");
+      span.end();
       break;
     }
     addResults(total, result);
     stages.push({ step: stage.type, result });
+    const elapsed = now() - startedAt;
+    metrics.syncStage(stage.type, elapsed / 1000, result, syncOptions.dryRun);
+    span.set({
+      "bridgebox.sync.created": result.created,
+      "bridgebox.sync.updated": result.updated,
+      "bridgebox.sync.unchanged": result.unchanged,
+      "bridgebox.sync.deleted": result.deleted,
+      "bridgebox.sync.failed": result.failed,
+    });
+    if (result.failed) span.fail(`${result.failed} failed`);
+    span.end();
     await options.emit({
       event: "step",
       data: {
@@ -400,7 +442,7 @@ export async function runSync(options: RunOptions): Promise<CompleteFrame> {
           ? `${stage.summary}: failed for ${result.failed} endpoint(s)`
           : `${stage.summary}: done`,
         result,
-        elapsed_ms: Math.round(now() - startedAt),
+        elapsed_ms: Math.round(elapsed),
       },
     });
   }
@@ -446,6 +488,11 @@ export async function runSync(options: RunOptions): Promise<CompleteFrame> {
     complete.dry_run = true;
     complete.message = `Dry run, nothing written: ${complete.message}`;
   }
+  metrics.syncRun(
+    cancelled ? "cancelled" : complete.ok ? "ok" : "failed",
+    (now() - runStartedAt) / 1000,
+    syncOptions.dryRun,
+  );
   await options.emit({ event: "complete", data: complete });
   return complete;
 }

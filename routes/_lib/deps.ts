@@ -1,5 +1,7 @@
 import type { Config } from "../../config.ts";
 import type { Logger } from "../../infra/logger.ts";
+import type { Metrics } from "../../infra/metrics.ts";
+import type { Tracer } from "../../infra/tracing.ts";
 import type { Storage } from "../../storage/ports.ts";
 import type { SshConnector } from "../../domain/terminal.ts";
 
@@ -25,6 +27,16 @@ export interface AppDeps {
   /** Epoch milliseconds. */
   now: () => number;
   logger: Logger;
+  /**
+   * What `GET /metrics` shows (infra/metrics.ts): main.ts injects a Prometheus registry
+   * (infra/prometheus.ts); absent, nothing is counted (`noopMetrics`).
+   */
+  metrics?: Metrics;
+  /**
+   * Spans of sync runs, stages and jobs (infra/tracing.ts): main.ts injects the OpenTelemetry
+   * tracer, exported when Deno runs with OTEL_DENO=true; absent, no spans (`noopTracer`).
+   */
+  tracer?: Tracer;
   /** The browser terminal's SSH client (default: clients/ssh.ts). */
   ssh?: SshConnector;
   /** The browser terminal's idle timeout (milliseconds; default 15 minutes). */
@@ -44,4 +56,15 @@ export interface ServeEnv {
    * carries it across the call), so failed logins still count against that client.
    */
   origin?: string;
+  /**
+   * Filled by the surface that answers (routes/_lib/route_pattern.ts) with the route pattern that
+   * matched, for the request metrics app.ts records.
+   */
+  route?: RouteNote;
+}
+
+/** The answering surface's route pattern: claimed by the outermost surface app, set after it. */
+export interface RouteNote {
+  claimed?: boolean;
+  pattern?: string;
 }

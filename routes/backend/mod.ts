@@ -3,6 +3,7 @@ import { bodyLimit } from "hono/body-limit";
 import type { AppDeps } from "../_lib/deps.ts";
 import { APP_NAME, APP_VERSION } from "../../config.ts";
 import { Lockout } from "../../domain/lockout.ts";
+import { loginEvents } from "../../infra/metrics.ts";
 import { AuthCache } from "../../domain/api_keys.ts";
 import { CredentialVault } from "../../domain/credentials.ts";
 import { fetchPluginEncryptionKey } from "../../clients/inventory.ts";
@@ -21,6 +22,7 @@ import { syncRoutes } from "./sync.ts";
 import { provisioningRoutes } from "./provisioning.ts";
 import { verbRoutes } from "./verbs.ts";
 import { jsonContent } from "./schemas.ts";
+import { notePattern } from "../_lib/route_pattern.ts";
 
 export const MAX_BODY_BYTES = 1024 * 1024;
 const PLUGIN_KEY_TTL_MS = 60_000;
@@ -64,7 +66,7 @@ export function createBackendServices(deps: AppDeps): BackendServices {
     keys,
     inventoryEndpoints,
     hypervisorEndpoints: deps.storage.hypervisorEndpoints,
-    lockout: new Lockout(deps.now),
+    lockout: new Lockout(deps.now, undefined, loginEvents(deps.metrics, "backend")),
     authCache,
     vault,
     verbAudit: deps.storage.verbAudit,
@@ -76,6 +78,8 @@ export function createBackendServices(deps: AppDeps): BackendServices {
 // deno-lint-ignore require-await
 export async function createBackendApp(deps: AppDeps, services = createBackendServices(deps)) {
   const app = backendRouter<BackendEnv>();
+  // First: names the answering route by its pattern for the request metrics (app.ts).
+  app.use("*", notePattern);
   app.onError(errorHandler(deps.logger));
   app.notFound((c) => {
     // A known path asked with a method it does not serve is a 405 that says which ones it does.

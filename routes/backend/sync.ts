@@ -11,6 +11,7 @@ import { CredentialUndecryptable, Detail, ErrorResponses, jsonContent } from "./
 import { CredentialError } from "../../domain/credentials.ts";
 import { endpointLabel } from "../../domain/endpoints.ts";
 import { redactDeep } from "../../domain/redaction.ts";
+import { noopMetrics } from "../../infra/metrics.ts";
 import { runSync, type StageDef, STAGES, type SyncEvent } from "../../domain/sync/runner.ts";
 import type { HypervisorReader, SyncEndpoint } from "../../domain/sync/ports.ts";
 import { HypervisorApiClient, HypervisorApiError } from "../../clients/hypervisor_api.ts";
@@ -400,8 +401,15 @@ export function syncRoutes(services: BackendServices, options: SyncRouteOptions 
    * the run's hold is released. The SSE and the WebSocket streams share it, so both send the
    * same frames in the same order, one `complete` last.
    */
-  function launch(begun: Begun, stages: readonly StageDef[], emit: (event: SyncEvent) => void) {
+  function launch(
+    begun: Begun,
+    stages: readonly StageDef[],
+    emit: (event: SyncEvent) => void,
+    transport: "sse" | "websocket",
+  ) {
     const { endpoints, hypervisor, all, secrets, run, abort, held } = begun;
+    // Open while its run lasts (docs/metrics.md, bridgebox_open_streams).
+    const streamClosed = (services.deps.metrics ?? noopMetrics).streamOpened(transport);
     const scrubbed = (event: SyncEvent) =>
       emit({ event: event.event, data: redactDeep(event.data, secrets) } as SyncEvent);
     run.onItem((item) => scrubbed({ event: "plan", data: item }));
@@ -416,6 +424,8 @@ export function syncRoutes(services: BackendServices, options: SyncRouteOptions 
       signal: abort.signal,
       now: services.deps.now,
       concurrency: options.concurrency,
+      metrics: services.deps.metrics,
+      tracer: services.deps.tracer,
     }).then((complete) => {
       services.deps.logger.log("info", "sync run ended", {
         ok: complete.ok,
@@ -443,6 +453,7 @@ export function syncRoutes(services: BackendServices, options: SyncRouteOptions 
         },
       });
     }).finally(async () => {
+      streamClosed();
       await held.end().catch((error) =>
         services.deps.logger.log("error", "sync run hold not released", {
           error: error instanceof Error ? error.message : String(error),
@@ -480,7 +491,8 @@ export function syncRoutes(services: BackendServices, options: SyncRouteOptions 
         timer = setInterval(() => {
           if (Date.now() - last >= keepaliveMs) write(encoder.encode(": keepalive\n\n"));
         }, Math.max(10, Math.min(1000, keepaliveMs / 3)));
-        launch(begun, stages, (event) => write(frame(event.event, event.data))).finally(() => {
+        const emit = (event: SyncEvent) => write(frame(event.event, event.data));
+        launch(begun, stages, emit, "sse").finally(() => {
           clearInterval(timer);
           requestSignal?.removeEventListener("abort", onRequestAbort);
           if (!closed) {
@@ -561,7 +573,7 @@ export function syncRoutes(services: BackendServices, options: SyncRouteOptions 
           once: true,
         });
         return {
-          run: (emit) => launch(begun, stages, emit),
+          run: (emit) => launch(begun, stages, emit, "websocket"),
           stop: () => begun.abort.abort(new DOMException("client went away", "AbortError")),
         };
       },
@@ -604,6 +616,8 @@ export function syncRoutes(services: BackendServices, options: SyncRouteOptions 
         signal: abort.signal,
         now: services.deps.now,
         concurrency: options.concurrency,
+        metrics: services.deps.metrics,
+        tracer: services.deps.tracer,
       });
     } finally {
       requestSignal?.removeEventListener("abort", onRequestAbort);

@@ -383,15 +383,17 @@ export function verbRoutes(services: BackendServices) {
           ? { migrate: { target: String(body.target), online: body.online === true } }
           : {}),
       };
-      const work = async () =>
-        answerOf(
-          await runVerb(call, {
-            audit: services.verbAudit,
-            guests: () => portFor(endpoint),
-            now: deps.now,
-            logger: deps.logger,
-          }),
-        );
+      const work = async () => {
+        const outcome = await runVerb(call, {
+          audit: services.verbAudit,
+          guests: () => portFor(endpoint),
+          now: deps.now,
+          logger: deps.logger,
+        });
+        // The verb's result when it reached the hypervisor, else why not (docs/metrics.md).
+        deps.metrics?.verb(verb, outcome.kind === "done" ? outcome.answer.result : outcome.kind);
+        return answerOf(outcome);
+      };
       if (key === null) {
         const { answer } = await work();
         return c.json(answer.body as object, answer.status as ContentfulStatusCode);

@@ -17,6 +17,7 @@ import {
   type MockStep,
   type Outcome,
 } from "../../mock/host_agent/state.ts";
+import { notePattern } from "../_lib/route_pattern.ts";
 
 type Env = { Bindings: ServeEnv };
 
@@ -206,6 +207,8 @@ export function createHostAgentRouter(mock: HostAgentMock, token: string) {
     return c.json({ error: "Internal error in the host-agent mock" }, 500);
   });
   app.notFound((c) => c.json({ error: "Not Found" }, 404));
+  // First: names the answering route by its pattern for the request metrics (app.ts).
+  app.use("*", notePattern);
   app.use("*", bearer(token));
   // Counts the bytes as they arrive (a chunked body has no Content-Length to trust).
   app.use(

@@ -13,6 +13,7 @@
  */
 import type { Context } from "hono";
 import { Lockout } from "../../domain/lockout.ts";
+import { loginEvents, type Metrics } from "../../infra/metrics.ts";
 import { clientIp } from "../_lib/client_ip.ts";
 import type { ServeEnv } from "../_lib/deps.ts";
 
@@ -22,8 +23,12 @@ export const IN_PROCESS_KEY = "in-process";
 export class LoginThrottle {
   readonly #lockout: Lockout;
 
-  constructor(now: () => number, private readonly trustedProxies: ReadonlySet<string>) {
-    this.#lockout = new Lockout(now);
+  constructor(
+    now: () => number,
+    private readonly trustedProxies: ReadonlySet<string>,
+    metrics?: Metrics,
+  ) {
+    this.#lockout = new Lockout(now, undefined, loginEvents(metrics, "hypervisor"));
   }
 
   #keys(c: Context): { keys: string[]; internal: boolean } {

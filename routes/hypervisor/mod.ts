@@ -28,6 +28,7 @@ import { hypervisorRealModeApp } from "./real.ts";
 import type { ActiveSchema } from "./versions.ts";
 import { credentials, handleRequest, type Mount, MOUNT_PREFIX, ReplyCache } from "./wire.ts";
 import { authenticate, AuthError } from "../../mock/auth.ts";
+import { nameRoute, notePattern } from "../_lib/route_pattern.ts";
 
 type Env = { Bindings: ServeEnv };
 
@@ -100,6 +101,8 @@ export async function createHypervisorApp(
   const engine = createEngine(deps, active.tree, options);
   options.onEngine?.(engine);
   const app = new Hono<Env>();
+  // First: names the answering route by its pattern for the request metrics (app.ts).
+  app.use("*", notePattern);
   // A bug in a handler answers a JSON 500 in the mount's format, never a stack trace.
   app.onError((err, c) => {
     deps.logger.log("error", "hypervisor mock: unexpected error", {
@@ -162,9 +165,13 @@ export async function createHypervisorApp(
   });
 
   const cache = new ReplyCache();
-  const logins = new LoginThrottle(deps.now, deps.config.trustedProxies);
-  const serve = (mount: Mount) => (c: Parameters<typeof handleRequest>[2]) =>
-    handleRequest(engine, mount, c, cache, logins);
+  const logins = new LoginThrottle(deps.now, deps.config.trustedProxies, deps.metrics);
+  const serve = (mount: Mount) => (c: Parameters<typeof handleRequest>[2]) => {
+    // The schema's path template, never the request's: one series per API path (docs/metrics.md).
+    const match = engine.router.match(c.req.path.slice(MOUNT_PREFIX[mount].length));
+    if (match) nameRoute(c, `${MOUNT_PREFIX[mount]}${match.route.template}`);
+    return handleRequest(engine, mount, c, cache, logins);
+  };
   // OPTIONS says which methods a path has (RFC 9110), from the schema; no login needed.
   for (const mount of ["api2", "pve"] as const) {
     app.options(`${MOUNT_PREFIX[mount]}/*`, (c) => {

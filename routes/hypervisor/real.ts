@@ -36,6 +36,7 @@ import {
   proxyOptionsFromConfig,
   type UpstreamResult,
 } from "../../clients/hypervisor_proxy.ts";
+import { notePattern } from "../_lib/route_pattern.ts";
 
 type Env = { Bindings: ServeEnv };
 
@@ -327,6 +328,8 @@ export async function hypervisorRealModeApp(
     }
   }
   const app = new Hono<Env>();
+  // First: names the answering route by its pattern for the request metrics (app.ts).
+  app.use("*", notePattern);
   const { app: proxied, handler } = await hypervisorRealRoutes(deps, schema.tree, options);
   // A caller counts as logged in when the real cluster answers its GET /version (with
   // HYPERVISOR_PROXY_SHARED_IDENTITY=true, everyone does, as for the proxied API itself).

@@ -19,6 +19,7 @@ import { ApiError, MAX_BODY_BYTES, methodNotAllowed, notFound } from "./errors.t
 import { apiRootListing, handleModelRequest } from "./models.ts";
 import { publicOrigin } from "../_lib/client_ip.ts";
 import { buildOpenApi } from "./openapi.ts";
+import { notePattern } from "../_lib/route_pattern.ts";
 
 export type { InventoryContext, InventoryEnv };
 
@@ -156,6 +157,8 @@ export async function createInventoryApp(
   });
 
   const app = new Hono<InventoryEnv>({ strict: false });
+  // First: names the answering route by its pattern for the request metrics (app.ts).
+  app.use("*", notePattern);
 
   app.onError((error, c) => {
     if (error instanceof ApiError) {

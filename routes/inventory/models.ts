@@ -25,6 +25,7 @@ import {
   requirePermission,
   WRITE_REFUSAL_STATUS,
 } from "./errors.ts";
+import { nameRoute } from "../_lib/route_pattern.ts";
 
 const WRITE_METHODS = new Set(["POST", "PUT", "PATCH", "DELETE"]);
 
@@ -93,17 +94,17 @@ function pageUrl(c: Context, raw: URL, limit: number, offset: number): string {
 export function resolveModelPath(
   ctx: InventoryContext,
   pathname: string,
-): { def: ModelDef; id: number | null } | null {
+): { def: ModelDef; id: number | null; path: string } | null {
   let path = pathname.replace(/^\/api\//, "");
   if (!path.endsWith("/")) path += "/";
   const list = ctx.engine.byPath(path);
-  if (list) return { def: list, id: null };
+  if (list) return { def: list, id: null, path };
   const m = /^(.*\/)([^/]+)\/$/.exec(path);
   if (!m) return null;
   const def = ctx.engine.byPath(m[1]);
   if (!def) return null;
   if (!/^\d{1,15}$/.test(m[2])) throw notFound();
-  return { def, id: Number(m[2]) };
+  return { def, id: Number(m[2]), path: m[1] };
 }
 
 /** GET on an /api/ prefix that holds models: NetBox's API root views ({name: url}). */
@@ -333,6 +334,8 @@ export async function handleModelRequest(
   const target = resolveModelPath(ctx, pathname);
   if (!target) return null;
   const { def, id } = target;
+  // The model's registered path, never the request's: one series per model (docs/metrics.md).
+  nameRoute(c, `/api/${target.path}${id === null ? "" : ":id/"}`);
   const model = ctx.engine.nameOf(def);
   const method = request.method === "HEAD" ? "GET" : request.method;
   const auth = c.get("auth");

@@ -10,6 +10,7 @@
  * dead process left running.
  */
 import type { AppDeps } from "../_lib/deps.ts";
+import { noopMetrics } from "../../infra/metrics.ts";
 import type { AuthInfo, EngineApi } from "../../domain/netbox/types.ts";
 import { JOB_MODEL } from "../../domain/netbox/jobs.ts";
 import { DEFAULT_TIMING } from "../../domain/jobs/runner.ts";
@@ -112,6 +113,8 @@ export function createJobRoutes(
     // The process id names the process in the job log ("taken by process …"); the random part
     // keeps two apps in one process (tests) apart.
     owner: `${Deno.pid}-${crypto.randomUUID().slice(0, 8)}`,
+    metrics: deps.metrics,
+    tracer: deps.tracer,
     leaseMs: options.leaseMs ?? DEFAULT_LEASE_MS,
     retention: options.retention,
     partPollMs: options.partPollMs,
@@ -273,10 +276,12 @@ export function createJobRoutes(
       );
     }
     openStreams.set(tokenId, open + 1);
+    const streamClosed = (deps.metrics ?? noopMetrics).streamOpened("sse");
     let released = false;
     const release = () => {
       if (released) return;
       released = true;
+      streamClosed();
       const left = (openStreams.get(tokenId) ?? 1) - 1;
       if (left > 0) openStreams.set(tokenId, left);
       else openStreams.delete(tokenId);

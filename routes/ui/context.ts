@@ -6,6 +6,7 @@ import type { TokenService } from "../../domain/netbox/tokens.ts";
 import type { ConsoleApi } from "./api.ts";
 import type { ConsoleSessions, Session } from "../../domain/console_sessions.ts";
 import type { SshConnector, SshHostPolicy, TerminalSessions } from "../../domain/terminal.ts";
+import type { Metrics } from "../../infra/metrics.ts";
 
 export type ConsoleEnv = {
   Bindings: ServeEnv;
@@ -31,4 +32,6 @@ export interface TerminalServices {
   onRecordFailed(error: string): void;
   /** Open terminals per console session, so signing out ends them (this process). */
   live: Map<string, Set<(code: number, reason: string) => void>>;
+  /** Open terminals are counted as `terminal` streams (docs/metrics.md). */
+  metrics: Metrics;
 }

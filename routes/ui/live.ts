@@ -17,6 +17,7 @@ import { detailOf, type Json } from "./api.ts";
 import type { ConsoleEnv, ConsoleServices } from "./context.ts";
 import { constantTimeEqual } from "./session.ts";
 import { formOptions } from "./sync.tsx";
+import { type Metrics, noopMetrics } from "../../infra/metrics.ts";
 
 const encoder = new TextEncoder();
 const MAX_STATUS_IDS = 200;
@@ -31,12 +32,17 @@ const SSE_HEADERS = {
   "x-accel-buffering": "no",
 };
 
-function sse(
-  run: (send: (event: string, data: unknown) => void, signal: AbortSignal) => Promise<void>,
-  outer: AbortSignal,
-): Response {
+type LiveRun = (
+  send: (event: string, data: unknown) => void,
+  signal: AbortSignal,
+) => Promise<void>;
+
+function sseStream(metrics: Metrics, run: LiveRun, outer: AbortSignal): Response {
   const abort = new AbortController();
   outer.addEventListener("abort", () => abort.abort(), { once: true });
+  // Open until the run ends or the page goes (docs/metrics.md).
+  const closed = metrics.streamOpened("sse");
+  abort.signal.addEventListener("abort", closed, { once: true });
   const body = new ReadableStream<Uint8Array>({
     async start(controller) {
       const send = (event: string, data: unknown) => {
@@ -47,6 +53,7 @@ function sse(
       } catch (error) {
         send("failure", { detail: error instanceof Error ? error.message : String(error) });
       }
+      closed();
       if (!abort.signal.aborted) controller.close();
     },
     cancel() {
@@ -56,8 +63,10 @@ function sse(
   return new Response(body, { headers: SSE_HEADERS });
 }
 
-export function liveRoutes(_ctx: ConsoleServices): Hono<ConsoleEnv> {
+export function liveRoutes(ctx: ConsoleServices): Hono<ConsoleEnv> {
   const app = new Hono<ConsoleEnv>();
+  const sse = (run: LiveRun, outer: AbortSignal) =>
+    sseStream(ctx.deps.metrics ?? noopMetrics, run, outer);
 
   app.get("/ui/live/status", (c) => {
     const api = c.get("api");

@@ -8,6 +8,7 @@ import { endTerminals } from "./terminal.tsx";
 import { Hono } from "hono";
 import { deleteCookie, getCookie, setCookie } from "hono/cookie";
 import { Lockout } from "../../domain/lockout.ts";
+import { loginEvents } from "../../infra/metrics.ts";
 import { clientIp, isHttps } from "../_lib/client_ip.ts";
 import type { ConsoleEnv, ConsoleServices, Ctx } from "./context.ts";
 import { Layout, Notice } from "./layout.tsx";
@@ -65,7 +66,7 @@ function LoginPage(
 
 export function loginRoutes(ctx: ConsoleServices): Hono<ConsoleEnv> {
   const app = new Hono<ConsoleEnv>();
-  const lockout = new Lockout(ctx.deps.now);
+  const lockout = new Lockout(ctx.deps.now, undefined, loginEvents(ctx.deps.metrics, "console"));
 
   const form = (c: Ctx, status: number, extra: {
     error?: string;

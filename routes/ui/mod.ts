@@ -30,6 +30,8 @@ import { terminalRoutes } from "./terminal.tsx";
 import { DEFAULT_IDLE_TIMEOUT_MS, TerminalSessions } from "../../domain/terminal.ts";
 import { sshConnector } from "../../clients/ssh.ts";
 import { systemResolve } from "../../clients/outbound.ts";
+import { notePattern } from "../_lib/route_pattern.ts";
+import { noopMetrics } from "../../infra/metrics.ts";
 
 export interface ConsoleOptions {
   /** The inventory surface (core + plugin REST API) the pages call in-process. */
@@ -64,11 +66,14 @@ export function createConsoleApp(
       hostPolicy: { allowLoopback: deps.config.allowLoopbackTargets, resolve: systemResolve },
       idleTimeoutMs: deps.terminalIdleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS,
       live: new Map(),
+      metrics: deps.metrics ?? noopMetrics,
       onRecordFailed: (error) =>
         deps.logger.log("error", "terminal session record not written", { error }),
     },
   };
   const app = new Hono<ConsoleEnv>();
+  // First: names the answering route by its pattern for the request metrics (app.ts).
+  app.use("*", notePattern);
 
   app.onError((error, c) => {
     deps.logger.log("error", "console page failed", {

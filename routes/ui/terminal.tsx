@@ -578,6 +578,8 @@ function attach(
   let shell: SshShell | null = null;
   let record: TerminalSessionRecord | null = null;
   let ended = false;
+  /** Set while an SSH shell is open: the open-terminal count goes down when it is called. */
+  let shellCounted: (() => void) | undefined;
   let idle: ReturnType<typeof setTimeout> | undefined;
   const send = (message: Record<string, unknown>) => {
     if (socket.readyState === WebSocket.OPEN) socket.send(JSON.stringify(message));
@@ -589,6 +591,7 @@ function attach(
     t.live.get(consoleSession)?.delete(finish);
     if (t.live.get(consoleSession)?.size === 0) t.live.delete(consoleSession);
     shell?.close();
+    shellCounted?.();
     if (record) {
       // The socket is gone either way; a failed write (e.g. storage closing at shutdown) is
       // logged, never an unhandled rejection.
@@ -669,6 +672,7 @@ function attach(
       }
       if (ended) return opened.shell.close();
       shell = opened.shell;
+      shellCounted = t.metrics.streamOpened("terminal");
       record = await t.sessions.attached(taken);
       let set = t.live.get(consoleSession);
       if (!set) t.live.set(consoleSession, set = new Set());

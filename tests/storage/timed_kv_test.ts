@@ -1,0 +1,65 @@
+/**
+ * storage/kv/timed_kv.ts: every KV call the stores make is timed under its operation name, and the
+ * wrapped handle answers exactly as the raw one (the whole suite runs on it: tests/_helpers.ts).
+ */
+import assert from "node:assert/strict";
+import { noopMetrics } from "../../infra/metrics.ts";
+import { timedKv } from "../../storage/kv/timed_kv.ts";
+
+function recording() {
+  const calls: [string, boolean][] = [];
+  return {
+    calls,
+    metrics: {
+      ...noopMetrics,
+      kvOperation: (operation: string, seconds: number, ok: boolean) => {
+        assert.ok(seconds >= 0);
+        calls.push([operation, ok]);
+      },
+    },
+  };
+}
+
+Deno.test("timed kv: get, getMany, set, delete, commit and a whole list are each timed once", async () => {
+  const raw = await Deno.openKv(":memory:");
+  const { calls, metrics } = recording();
+  const kv = timedKv(raw, metrics);
+  try {
+    await kv.set(["a"], 1);
+    const committed = await kv.atomic().check({ key: ["b"], versionstamp: null }).set(["b"], 2)
+      .commit();
+    assert.equal(committed.ok, true);
+    assert.equal((await kv.get<number>(["a"])).value, 1);
+    assert.deepEqual((await kv.getMany<number[]>([["a"], ["b"]])).map((e) => e.value), [1, 2]);
+    const listed = [];
+    for await (const entry of kv.list<number>({ prefix: [] })) listed.push(entry.value);
+    assert.deepEqual(listed, [1, 2]);
+    // A loop left early still reports its list once.
+    for await (const _ of kv.list({ prefix: [] })) break;
+    await kv.delete(["a"]);
+    assert.deepEqual(calls, [
+      ["set", true],
+      ["commit", true],
+      ["get", true],
+      ["getMany", true],
+      ["list", true],
+      ["list", true],
+      ["delete", true],
+    ]);
+  } finally {
+    raw.close();
+  }
+});
+
+Deno.test("timed kv: a call that throws is counted as failed and still throws", async () => {
+  const raw = await Deno.openKv(":memory:");
+  const { calls, metrics } = recording();
+  const kv = timedKv(raw, metrics);
+  try {
+    const tooBig = new Uint8Array(70_000);
+    await assert.rejects(() => kv.set(["big"], tooBig), /too large/i);
+    assert.deepEqual(calls, [["set", false]]);
+  } finally {
+    raw.close();
+  }
+});
