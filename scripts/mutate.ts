@@ -16,7 +16,8 @@
  * after its unmutated run: start no mutant after that), --min-kill <percent> (exit 1 when a group kills fewer of its
  * non-equivalent mutants), --report <file.md> (write the table there too), --rotate (only one
  * of the groups, picked by the seed), --no-baseline (skip the unmutated run: the caller has just
- * run the tests green).
+ * run the tests green), --timeout <seconds> (a mutant whose tests run longer is stopped and
+ * counted killed; default 3 × the unmutated run, at least 60 s, or 300 s with --no-baseline).
  */
 import { EQUIVALENT } from "./mutate_equivalent.ts";
 
@@ -99,6 +100,7 @@ export const GROUPS: Record<string, { modules: string[]; tests: string[] }> = {
       "tests/routes/inventory/object_rules_test.ts",
       "tests/routes/inventory/custom_fields_test.ts",
       "tests/routes/inventory/addressing_test.ts",
+      "tests/routes/inventory/token_rules_test.ts",
     ],
   },
   outbound: {
@@ -349,7 +351,16 @@ function table(group: string, tallies: Map<string, Tally>): string {
 
 async function main(args: string[]) {
   const flags = new Set(args.filter((a) => a.startsWith("--")));
-  const VALUED = ["--line", "--max", "--group", "--sample", "--seed", "--budget", "--min-kill"];
+  const VALUED = [
+    "--line",
+    "--max",
+    "--group",
+    "--sample",
+    "--seed",
+    "--budget",
+    "--min-kill",
+    "--timeout",
+  ];
   const value = (name: string) => {
     const i = args.indexOf(name);
     return i >= 0 ? args[i + 1] : undefined;
@@ -459,7 +470,11 @@ async function main(args: string[]) {
       // A mutant that makes the tests hang is killed by the clock (and counts as killed).
       const baselineMs = Date.now() - t0;
       started = Date.now(); // the budget is for mutants: the unmutated run is not counted
-      const timeoutMs = flags.has("--no-baseline") ? 300_000 : Math.max(60_000, 3 * baselineMs);
+      const timeoutMs = value("--timeout")
+        ? Number(value("--timeout")) * 1000
+        : flags.has("--no-baseline")
+        ? 300_000
+        : Math.max(60_000, 3 * baselineMs);
       const tallies = new Map<string, Tally>();
       for (const m of plan.modules) {
         tallies.set(m, {
