@@ -455,6 +455,13 @@ Deno.test("console live: a live stage run needs the page's CSRF token; a missing
     assert.equal(stream.headers.get("content-type"), "text/event-stream");
     assert.match(stream.html, /^event: unavailable\ndata: \{"status":404,/);
     assert.match(stream.html, /This job no longer exists/);
+    // A token that may not read jobs: the stream's own refusal, by its status.
+    const t = await h.token({ permissions: ["service.view_backendendpoint"] });
+    const viewer = h.client();
+    await viewer.signIn(t.value);
+    const refused = await viewer.get("/ui/live/jobs/1");
+    assert.match(refused.html, /^event: unavailable\ndata: \{"status":403,/);
+    assert.match(refused.html, /The job stream could not be opened \(HTTP 403\)\./);
   } finally {
     h.close();
   }
