@@ -88,7 +88,8 @@ export interface TenantRuleRecord {
 }
 
 /** A stored sync policy: run options as their query strings, and `tenant_rules`. */
-export type SyncPolicyRecord = Record<string, string | TenantRuleRecord[]>;
+/** Run options as booleans and strings (what the admin sent, read back as sent), plus tenant_rules. */
+export type SyncPolicyRecord = Record<string, string | boolean | TenantRuleRecord[]>;
 
 export type Conflict = { ok: false; reason: "conflict" | "not_found" };
 export type Saved<T> = { ok: true; record: T } | Conflict;

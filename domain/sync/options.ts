@@ -194,8 +194,16 @@ export function checkPolicy(
       else messages.push(...rules.messages);
     } else {
       const checked = checkOptionValue(key, value);
-      if (checked.ok) out[key] = checked.value;
-      else messages.push(checked.message);
+      // A yes/no option is kept as a JSON boolean (also when sent as "true"/"false"), so a
+      // policy reads back as the JSON it is documented as and a client re-sending what it
+      // read sees no change.
+      if (checked.ok) {
+        out[key] = checked.value === "true"
+          ? true
+          : checked.value === "false"
+          ? false
+          : checked.value;
+      } else messages.push(checked.message);
     }
   }
   if (messages.length) return { ok: false, messages };
@@ -262,7 +270,7 @@ export function optionsFromPolicy(policy: SyncPolicyRecord | null | undefined): 
   let rules: TenantRuleRecord[] | undefined;
   for (const [key, value] of Object.entries(policy ?? {})) {
     if (key === "tenant_rules") rules = Array.isArray(value) ? value : undefined;
-    else if (typeof value === "string") query[key] = value;
+    else if (typeof value === "string" || typeof value === "boolean") query[key] = String(value);
   }
   return { ...optionsFromQuery(query), tenantRules: rules };
 }

@@ -139,6 +139,7 @@ const HypervisorOutput = z.object({
   sync_policy: z.record(
     z.string(),
     z.union([
+      z.boolean(),
       z.string(),
       z.array(z.object({
         match: z.enum(["name", "tag", "cluster"]),

@@ -320,7 +320,8 @@ Deno.test("e2e sync options: an endpoint's sync policy is the default of its run
     });
     const copy = (await world.backend("GET", "/hypervisor/endpoints")).body
       .find((e: any) => e.id === id);
-    assert.deepEqual(copy.sync_policy, { overwrite_names: "false", stage_sdn: "false" });
+    // Read back as JSON booleans, whether sent as false or "false".
+    assert.deepEqual(copy.sync_policy, { overwrite_names: false, stage_sdn: false });
     const first = await world.stream("/full-update/stream");
     assert.deepEqual(errorsOf(first), []);
     assert.deepEqual(await world.inventory("ipam/prefixes/"), [], "sdn left out by the policy");

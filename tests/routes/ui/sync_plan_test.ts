@@ -86,6 +86,8 @@ Deno.test("plugin: a hypervisor endpoint's sync_policy is checked and pushed to 
     });
     assert.equal(ok.status, 200, JSON.stringify(ok.body));
     assert.equal(ok.body.last_push?.ok, true, JSON.stringify(ok.body.last_push));
+    // The plugin reads the policy back as sent: a boolean stays a JSON boolean.
+    assert.equal(ok.body.sync_policy.overwrite_names, false);
     const [backend] = (await h.api("GET", "/api/plugins/service/endpoints/backend/")).body.results;
     const copies = await h.app.request("http://console.test/hypervisor/endpoints", {
       headers: { "x-service-api-key": backend.token },
@@ -94,7 +96,7 @@ Deno.test("plugin: a hypervisor endpoint's sync_policy is checked and pushed to 
       c.name.endsWith(`(inv:${endpoint.id})`)
     );
     assert.deepEqual(copy.sync_policy, {
-      overwrite_names: "false",
+      overwrite_names: false,
       primary_ip_preference: "v4",
       lxc_role: "container",
       tenant_rules: [{ match: "name", pattern: "^web-", tenant: "web" }],
