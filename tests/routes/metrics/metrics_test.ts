@@ -9,6 +9,8 @@ import { serveApp } from "../../e2e/_served_app.ts";
 import { HAS_PROMETHEUS_PARSER, parseExposition, samples, valueOf } from "../../_prometheus.ts";
 import { MAX_FAILURES } from "../../../domain/lockout.ts";
 import { texts } from "../../../routes/metrics/mod.ts";
+import { wholeApp } from "../backend/_whole_app.ts";
+import { endpoint, guest } from "../backend/_verbs.ts";
 
 const KEY = "metrics-test-backend-key-0123456789abcdef";
 const TOKEN = "metrics-test-scrape-token-0123456789abcdef";
@@ -238,4 +240,68 @@ Deno.test({
       await served.close();
     }
   },
+});
+
+Deno.test({
+  name: "metrics: verb outcomes are counted by verb and result (routes/backend/verbs.ts)",
+  ...PARSER,
+  async fn() {
+    await using h = await wholeApp({ socket: true, env: { METRICS_ACCESS: "open" } });
+    const id = await endpoint(h);
+    const g = await guest(h, "qemu", "stopped");
+    const start = () =>
+      h.call(`/hypervisor/qemu/${g.vmid}/start?endpoint_id=${id}`, { method: "POST" });
+    const first = await start();
+    assert.equal((await first.json()).result, "ok");
+    const second = await start();
+    assert.equal((await second.json()).result, "already_running");
+    const missing = await h.call(`/hypervisor/qemu/99999/stop?endpoint_id=${id}`, {
+      method: "POST",
+    });
+    assert.equal(missing.status, 404, await missing.text());
+    const families = await parseExposition((await scrape(h.base)).text);
+    const verbs = (labels: Record<string, string>) =>
+      valueOf(families, "bridgebox_verbs_total", labels);
+    assert.equal(verbs({ verb: "start", outcome: "ok" }), 1);
+    assert.equal(verbs({ verb: "start", outcome: "already_running" }), 1);
+    assert.equal(verbs({ verb: "stop", outcome: "guest_not_found" }), 1);
+    assert.equal(verbs({}), 3);
+  },
+});
+
+Deno.test("metrics: failed backend keys, hypervisor logins and their lockouts by surface", async () => {
+  const served = await serveApp({ METRICS_ACCESS: "open" }, {});
+  try {
+    await registerKey(served.base);
+    for (let i = 0; i < MAX_FAILURES; i++) {
+      const res = await fetch(`${served.base}/health/nothing`, {
+        headers: { "x-service-api-key": `${KEY}-wrong` },
+      });
+      await res.body?.cancel();
+    }
+    for (let i = 0; i < MAX_FAILURES; i++) {
+      const res = await fetch(`${served.base}/api2/json/access/ticket`, {
+        method: "POST",
+        headers: { "content-type": "application/x-www-form-urlencoded" },
+        body: "username=root@pam&password=wrong",
+      });
+      await res.body?.cancel();
+    }
+    const body = (await scrape(served.base)).text;
+    for (const surface of ["backend", "hypervisor"]) {
+      assert.match(
+        body,
+        new RegExp(
+          `^bridgebox_login_failures_total\\{surface="${surface}"\\} ${MAX_FAILURES}$`,
+          "m",
+        ),
+      );
+      assert.match(
+        body,
+        new RegExp(`^bridgebox_login_lockouts_total\\{surface="${surface}"\\} 1$`, "m"),
+      );
+    }
+  } finally {
+    await served.close();
+  }
 });
