@@ -11,7 +11,7 @@
 
 import { EventSourceParserStream } from "eventsource-parser/stream";
 import { fetchFor } from "./hypervisor_probe.ts";
-import { outboundUpgrade } from "./outbound.ts";
+import { outboundSocket } from "./outbound.ts";
 import { openSocketStream } from "./backend_socket.ts";
 import type {
   BackendApi,
@@ -363,7 +363,8 @@ export class BackendClient implements BackendApi {
 
   /**
    * The same stream over WebSocket (`…/stream` → `…/ws` at the endpoint's WebSocket address),
-   * through the guarded transport's upgrade: no other way out (SECURITY.md "Outbound requests").
+   * through the guarded transport's pinned connection: no other way out (SECURITY.md "Outbound
+   * requests").
    */
   #openSocket(
     base: string,
@@ -372,15 +373,15 @@ export class BackendClient implements BackendApi {
   ): Promise<StreamOpen> {
     const url = new URL(`${base.replace(/\/+$/, "")}${path}`);
     url.pathname = url.pathname.replace(/\/stream$/, "/ws");
-    const upgrade = outboundUpgrade(this.#fetch);
-    if (!upgrade) {
+    const connect = outboundSocket(this.#fetch);
+    if (!connect) {
       return Promise.resolve({
         ok: false,
         status: null,
         error: `GET ${url.href}: WebSocket streams need the guarded outbound transport`,
       });
     }
-    return openSocketStream(upgrade, url, this.#target.token, {
+    return openSocketStream(connect, url, this.#target.token, {
       signal: options.signal,
       connectTimeoutMs: options.connectTimeoutMs ?? this.#timeouts.defaultTimeoutMs,
       idleTimeoutMs: options.idleTimeoutMs ?? STREAM_IDLE_TIMEOUT_MS,

@@ -19,6 +19,8 @@
 import http from "node:http";
 import https from "node:https";
 import dns from "node:dns";
+import net from "node:net";
+import tls from "node:tls";
 import type { IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
 import {
@@ -65,6 +67,7 @@ export class OutboundRefused extends Error {
 
 const GUARDED = Symbol("bridgebox.outbound");
 const UPGRADE = Symbol("bridgebox.outbound.upgrade");
+const SOCKET = Symbol("bridgebox.outbound.socket");
 
 /** What a WebSocket upgrade sends besides the handshake headers it adds itself. */
 export interface UpgradeInit {
@@ -81,19 +84,42 @@ export type Upgraded =
 
 /**
  * Opens a WebSocket upgrade to `ws[s]://…` under the same rules as the transport's requests
- * (scheme, no credentials in the URL, the address check and pinning); only the framing is the
- * caller's (clients/backend_socket.ts).
+ * (scheme, no credentials in the URL, the address check and pinning) and hands over the raw
+ * switched socket. The job runner does not use it (it uses `OutboundSocket` with the `ws`
+ * library); it is for checking a handshake's answer itself (tests/e2e/sync_socket_test.ts).
  */
 export type OutboundUpgrade = (url: URL, init: UpgradeInit) => Promise<Upgraded>;
+
+/**
+ * A WebSocket connection checked by the transport's rules, for a WebSocket library that makes
+ * the handshake itself (clients/backend_socket.ts uses `ws`): `createConnection` opens TCP (TLS
+ * for wss, certificate checked unless verifyTls is false, SNI the URL's host name) to the
+ * checked address and nowhere else, whatever host or options the library passes it.
+ */
+export interface PinnedSocket {
+  /** The target as `ws://` or `wss://` (its host name stays the Host header). */
+  url: URL;
+  /** The address the check accepted. */
+  address: string;
+  createConnection: (libraryOptions?: unknown) => Duplex;
+}
+
+export type OutboundSocket = (url: URL, init: { verifyTls: boolean }) => Promise<PinnedSocket>;
 
 export type OutboundFetch = typeof fetch & {
   readonly [GUARDED]: true;
   readonly [UPGRADE]: OutboundUpgrade;
+  readonly [SOCKET]: OutboundSocket;
 };
 
 /** The upgrade of a guarded transport, or null for any other fetch (no unguarded socket). */
 export function outboundUpgrade(fn: unknown): OutboundUpgrade | null {
   return isOutboundFetch(fn) ? fn[UPGRADE] : null;
+}
+
+/** The pinned WebSocket connection of a guarded transport, or null for any other fetch. */
+export function outboundSocket(fn: unknown): OutboundSocket | null {
+  return isOutboundFetch(fn) ? fn[SOCKET] : null;
 }
 
 export function isOutboundFetch(fn: unknown): fn is OutboundFetch {
@@ -362,7 +388,8 @@ export function createOutboundFetch(options: OutboundOptions): OutboundFetch {
     const body = request.body ? new Uint8Array(await request.arrayBuffer()) : undefined;
     return pinnedExchange(agents, url, address, request, body, init);
   };
-  const upgrade: OutboundUpgrade = async (target, init) => {
+  /** The WebSocket target as http(s) and the address it may connect to. */
+  const socketTarget = async (target: URL): Promise<{ url: URL; address: string }> => {
     const scheme = { "ws:": "http:", "wss:": "https:", "http:": "http:", "https:": "https:" }[
       target.protocol
     ];
@@ -380,39 +407,58 @@ export function createOutboundFetch(options: OutboundOptions): OutboundFetch {
       defaultPort(url) === self.port;
     const host = url.hostname.replace(/^\[|\]$/g, "");
     const address = isSelf ? (isIpAddress(host) ? host : "127.0.0.1") : await addressFor(url);
+    return { url, address };
+  };
+  const upgrade: OutboundUpgrade = async (target, init) => {
+    const { url, address } = await socketTarget(target);
     return await nodeUpgrade(url, address, init);
+  };
+  const socket: OutboundSocket = async (target, init) => {
+    const { url, address } = await socketTarget(target);
+    const wsUrl = new URL(url.href.replace(/^http/i, "ws"));
+    return { url: wsUrl, address, createConnection: pinnedConnector(url, address, init.verifyTls) };
   };
   return Object.assign(outbound as typeof fetch, {
     [GUARDED]: true as const,
     [UPGRADE]: upgrade,
+    [SOCKET]: socket,
   });
 }
 
-/** The handshake over node:http(s), connecting only to `address`. */
+/**
+ * Connects to `address` only: the library's own options (host, port, lookup, TLS settings) are
+ * ignored, so nothing it does can re-resolve the name or loosen the certificate check.
+ */
+function pinnedConnector(url: URL, address: string, verifyTls: boolean): () => Duplex {
+  const hostname = url.hostname.replace(/^\[|\]$/g, "");
+  const port = defaultPort(url);
+  if (url.protocol !== "https:") return () => net.connect({ host: address, port });
+  return () =>
+    tls.connect({
+      host: address,
+      port,
+      rejectUnauthorized: verifyTls,
+      ...(isIpAddress(hostname) ? {} : { servername: hostname }),
+    });
+}
+
+/** The handshake over node:http(s), connecting only to `address` (the same pin as `ws` gets). */
 function nodeUpgrade(url: URL, address: string, init: UpgradeInit): Promise<Upgraded> {
   const signal = init.signal ?? null;
   const hostname = url.hostname.replace(/^\[|\]$/g, "");
   const secure = url.protocol === "https:";
   return new Promise<Upgraded>((resolve, reject) => {
     if (signal?.aborted) return reject(signal.reason);
-    const family = address.includes(":") ? 6 : 4;
     const request: https.RequestOptions = {
       method: "GET",
       hostname,
       port: defaultPort(url),
       path: `${url.pathname}${url.search}`,
       headers: { ...init.headers, connection: "Upgrade", upgrade: "websocket" },
-      // One socket per stream, never pooled.
-      agent: false,
-      lookup: ((_host: string, opts: { all?: boolean }, callback: (...a: unknown[]) => void) => {
-        if (opts?.all) callback(null, [{ address, family }]);
-        else callback(null, address, family);
-      }) as unknown as https.RequestOptions["lookup"],
+      // No agent: with a createConnection of its own the request opens one socket, never pooled
+      // (an explicit `agent: false` would make node:http build an agent that ignores it).
+      createConnection: pinnedConnector(url, address, init.verifyTls) as never,
     };
-    if (secure) {
-      request.rejectUnauthorized = init.verifyTls;
-      if (!isIpAddress(hostname)) request.servername = hostname;
-    }
     const onAbort = () => {
       req.destroy();
       reject(signal?.reason ?? new DOMException("aborted", "AbortError"));

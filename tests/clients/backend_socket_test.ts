@@ -4,12 +4,14 @@
  * a scripted backend on a real loopback socket: the `…/stream` path goes to `…/ws` at the
  * WebSocket address, the key only in the first message, refusals read as the SSE route's HTTP
  * statuses (so the job runner renews a key on 401 and backs off on 409), keepalives dropped, a
- * silent stream cut, an abort closing the socket; and the frame reader's protocol checks.
+ * silent stream cut, an abort closing the socket, the connection pinned to the checked address;
+ * and, against a raw scripted peer, what the protocol library must do for us (fragments joined,
+ * pings answered, oversized, binary and masked messages refused).
  */
 import assert from "node:assert/strict";
 import { BackendClient } from "../../clients/backend.ts";
-import { encodeFrame, FrameReader } from "../../clients/backend_socket.ts";
-import { createOutboundFetch } from "../../clients/outbound.ts";
+import { openSocketStream } from "../../clients/backend_socket.ts";
+import { createOutboundFetch, outboundSocket } from "../../clients/outbound.ts";
 import { HAS_OPENSSL, selfSigned } from "../_tls.ts";
 
 interface Seen {
@@ -187,29 +189,183 @@ Deno.test({
   }
 });
 
-/** A server frame (unmasked). */
-function serverFrame(opcode: number, payload: Uint8Array, fin = true): Uint8Array {
-  const out = new Uint8Array(2 + payload.length);
+Deno.test("backend socket client: the connection goes to the address the transport checked, not a new lookup", async () => {
+  const b = scriptedBackend();
+  const lookedUp: string[] = [];
+  try {
+    // The name does not resolve anywhere but in the transport's resolver: a client that
+    // resolved it again itself would fail to connect.
+    const transport = createOutboundFetch({
+      allowLoopbackTargets: true,
+      keepAlive: false,
+      resolve: (host) => {
+        lookedUp.push(host);
+        return Promise.resolve(["127.0.0.1"]);
+      },
+    });
+    const client = new BackendClient(transport, {
+      baseUrl: "http://127.0.0.1:9",
+      token: "good",
+      websocketUrl: `ws://backend.bridgebox-test.invalid:${b.server.addr.port}`,
+    });
+    const opened = await client.openStream("/full-update/stream");
+    assert.equal(opened.ok, true, opened.ok ? "" : opened.error);
+    if (!opened.ok) return;
+    const frames = [];
+    for await (const f of opened.events) frames.push(f.event);
+    assert.deepEqual(frames, ["step", "step", "complete"]);
+    assert.deepEqual(lookedUp, ["backend.bridgebox-test.invalid"]);
+    assert.equal(new URL(b.seen[0].url).pathname, "/full-update/ws");
+  } finally {
+    await b.server.shutdown();
+  }
+});
+
+/** A server frame (unmasked unless a mask is given), payloads under 126 bytes. */
+function serverFrame(
+  opcode: number,
+  payload: Uint8Array,
+  { fin = true, mask }: { fin?: boolean; mask?: Uint8Array } = {},
+): Uint8Array {
+  const out = new Uint8Array(2 + (mask ? 4 : 0) + payload.length);
   out[0] = (fin ? 0x80 : 0) | opcode;
-  out[1] = payload.length;
-  out.set(payload, 2);
+  out[1] = (mask ? 0x80 : 0) | payload.length;
+  if (mask) out.set(mask, 2);
+  out.set(payload.map((byte, i) => mask ? byte ^ mask[i & 3] : byte), mask ? 6 : 2);
   return out;
 }
 
-Deno.test("frame reader: fragments joined, split chunks, ping, and protocol violations refused", () => {
-  const text = (s: string) => new TextEncoder().encode(s);
-  const reader = new FrameReader(1024);
-  const a = serverFrame(1, text('{"event":'), false);
-  const b = serverFrame(0, text('"step"}'));
-  const ping = serverFrame(9, text("p"));
-  const all = new Uint8Array([...a, ...ping, ...b]);
-  // Fed byte by byte: nothing is lost at chunk boundaries.
-  const out = [];
-  for (const byte of all) out.push(...reader.push(new Uint8Array([byte])));
-  assert.deepEqual(out.map((m) => m.kind), ["ping", "text"]);
-  assert.equal((out[1] as { text: string }).text, '{"event":"step"}');
-  assert.throws(() => new FrameReader(1024).push(encodeFrame(1, text("x"))), /masked/);
-  assert.throws(() => new FrameReader(4).push(serverFrame(1, text("too long"))), /too large/);
-  assert.throws(() => new FrameReader(1024).push(serverFrame(2, text("b"))), /binary/);
-  assert.throws(() => new FrameReader(1024).push(serverFrame(0, text("c"))), /continuation/);
+/** The client's frames as opcodes and unmasked payloads (client frames are always masked). */
+function clientFrames(bytes: Uint8Array): { opcode: number; payload: Uint8Array }[] {
+  const frames = [];
+  let at = 0;
+  while (at + 6 <= bytes.length) {
+    const opcode = bytes[at] & 0x0f;
+    let length = bytes[at + 1] & 0x7f;
+    let offset = at + 2;
+    if (length === 126) {
+      length = (bytes[offset] << 8) | bytes[offset + 1];
+      offset += 2;
+    }
+    const mask = bytes.slice(offset, offset + 4);
+    const payload = bytes.slice(offset + 4, offset + 4 + length).map((b, i) => b ^ mask[i & 3]);
+    frames.push({ opcode, payload });
+    at = offset + 4 + length;
+  }
+  return frames;
+}
+
+/**
+ * A raw peer: completes the handshake, answers the first client frame with `script` (each item
+ * one TCP write), then records what the client sends until it hangs up.
+ */
+function rawPeer(script: Uint8Array[]) {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const received = (async () => {
+    const conn = await listener.accept();
+    listener.close();
+    const reader = conn.readable.getReader();
+    const writer = conn.writable.getWriter();
+    let head = "";
+    while (!head.includes("\r\n\r\n")) {
+      const { value, done } = await reader.read();
+      if (done) return new Uint8Array(0);
+      head += new TextDecoder().decode(value);
+    }
+    const key = /sec-websocket-key: *(\S+)/i.exec(head)![1];
+    const digest = await crypto.subtle.digest(
+      "SHA-1",
+      new TextEncoder().encode(`${key}258EAFA5-E914-47DA-95CA-C5AB0DC85B11`),
+    );
+    await writer.write(new TextEncoder().encode(
+      "HTTP/1.1 101 Switching Protocols\r\nupgrade: websocket\r\nconnection: Upgrade\r\n" +
+        `sec-websocket-accept: ${new Uint8Array(digest).toBase64()}\r\n\r\n`,
+    ));
+    const chunks: number[] = [];
+    let scripted = false;
+    while (true) {
+      const { value, done } = await reader.read().catch(() => ({ value: undefined, done: true }));
+      if (done || !value) break;
+      chunks.push(...value);
+      if (!scripted) {
+        scripted = true;
+        for (const part of script) await writer.write(part).catch(() => {});
+      }
+    }
+    try {
+      conn.close();
+    } catch { /* already closed with its streams */ }
+    return new Uint8Array(chunks);
+  })();
+  const connect = outboundSocket(createOutboundFetch({ allowLoopbackTargets: true }))!;
+  const open = (maxMessageBytes?: number) =>
+    openSocketStream(
+      connect,
+      new URL(`ws://127.0.0.1:${(listener.addr as Deno.NetAddr).port}/full-update/ws`),
+      "k",
+      { connectTimeoutMs: 10_000, idleTimeoutMs: 10_000, verifyTls: true, maxMessageBytes },
+    );
+  return { open, received };
+}
+
+const text = (s: string) => new TextEncoder().encode(s);
+
+Deno.test("backend socket client (raw peer): fragments across writes joined, a ping answered with its payload", async () => {
+  const message = serverFrame(1, text('{"event":"complete","data":{"ok":true}}'));
+  const peer = rawPeer([
+    serverFrame(1, text('{"event":"st'), { fin: false }),
+    serverFrame(9, text("are you there")),
+    ...[...serverFrame(0, text('ep","data":{"n":1}}'))].map((byte) => new Uint8Array([byte])),
+    message,
+    serverFrame(8, new Uint8Array([0x03, 0xe8])),
+  ]);
+  const opened = await peer.open();
+  assert.equal(opened.ok, true, opened.ok ? "" : opened.error);
+  if (!opened.ok) return;
+  const frames = [];
+  for await (const f of opened.events) frames.push(f);
+  assert.deepEqual(frames, [
+    { event: "step", data: { n: 1 } },
+    { event: "complete", data: { ok: true } },
+  ]);
+  const sent = clientFrames(await peer.received);
+  assert.deepEqual(JSON.parse(new TextDecoder().decode(sent[0].payload)), { api_key: "k" });
+  const pong = sent.find((f) => f.opcode === 10);
+  assert.equal(new TextDecoder().decode(pong?.payload), "are you there");
+});
+
+/** The close code the client sent, or null. */
+function closeCodeOf(bytes: Uint8Array): number | null {
+  const close = clientFrames(bytes).find((f) => f.opcode === 8);
+  return close && close.payload.length >= 2 ? (close.payload[0] << 8) | close.payload[1] : null;
+}
+
+Deno.test("backend socket client (raw peer): an oversized message ends the stream (1009), loses nothing before it", async () => {
+  const peer = rawPeer([
+    serverFrame(1, text('{"event":"step","data":1}')),
+    serverFrame(1, text(`{"event":"step","data":"${"x".repeat(100)}"}`)),
+  ]);
+  const opened = await peer.open(64);
+  assert.equal(opened.ok, true, opened.ok ? "" : opened.error);
+  if (!opened.ok) return;
+  const frames: unknown[] = [];
+  await assert.rejects(async () => {
+    for await (const f of opened.events) frames.push(f.data);
+  }, /the backend sent Max payload size exceeded/);
+  assert.deepEqual(frames, [1]);
+  assert.equal(closeCodeOf(await peer.received), 1009);
+});
+
+Deno.test("backend socket client (raw peer): a binary message or a masked server frame is refused", async () => {
+  const binary = rawPeer([serverFrame(2, text("bytes"))]);
+  const first = await binary.open();
+  assert.equal(first.ok, false);
+  if (!first.ok) assert.match(first.error, /the backend sent a binary message/);
+  assert.equal(closeCodeOf(await binary.received), 1003);
+
+  const masked = rawPeer([serverFrame(1, text('{"event":"step"}'), { mask: text("abcd") })]);
+  const second = await masked.open();
+  assert.equal(second.ok, false);
+  if (!second.ok) assert.match(second.error, /the backend sent .*MASK/i);
+  assert.equal(closeCodeOf(await masked.received), 1002);
 });
