@@ -130,3 +130,49 @@ Deno.test({
     }
   },
 });
+
+Deno.test({
+  name: "metrics e2e: a stage stream over WebSocket is an open websocket stream while it runs",
+  ignore: !HAS_PROMETHEUS_PARSER,
+  async fn() {
+    const world = await syncWorld("nodes=1,vms=2,cts=1,storages=1", {
+      HYPERVISOR_MOCK_TASK_DELAY_MS: "0",
+    });
+    try {
+      await addInventoryCopy(world);
+      await world.addHypervisorCopy("lab");
+      // The run's first hypervisor call waits until the test has read the gauge.
+      const reached = Promise.withResolvers<void>();
+      const gate = Promise.withResolvers<void>();
+      const transport = world.deps.fetch;
+      let held = false;
+      world.deps.fetch = (async (input: RequestInfo | URL, init?: RequestInit) => {
+        const url = input instanceof Request ? input.url : String(input);
+        if (!held && url.includes("/api2/json/")) {
+          held = true;
+          reached.resolve();
+          await gate.promise;
+        }
+        return transport(input, init);
+      }) as typeof fetch;
+      const socket = new WebSocket(`ws://127.0.0.1:${world.port}/full-update/ws`);
+      const frames: { event: string; data: { ok?: boolean } }[] = [];
+      const closed = new Promise<number>((resolve) => socket.onclose = (e) => resolve(e.code));
+      socket.onopen = () => socket.send(JSON.stringify({ api_key: KEY }));
+      socket.onmessage = (e) => frames.push(JSON.parse(String(e.data)));
+      await reached.promise;
+      const during = await scrape(world.base);
+      assert.equal(valueOf(during, "bridgebox_open_streams", { kind: "websocket" }), 1);
+      gate.resolve();
+      assert.equal(await closed, 1000);
+      world.deps.fetch = transport;
+      assert.equal(frames.at(-1)?.event, "complete");
+      assert.equal(frames.at(-1)?.data.ok, true, JSON.stringify(frames.at(-1)));
+      const after = await scrape(world.base);
+      assert.equal(valueOf(after, "bridgebox_open_streams", { kind: "websocket" }), 0);
+      assert.equal(valueOf(after, "bridgebox_sync_runs_total", { outcome: "ok" }), 1);
+    } finally {
+      await world.close();
+    }
+  },
+});
