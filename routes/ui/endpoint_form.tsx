@@ -22,8 +22,11 @@ const KINDS: Record<Kind, { label: string; model: string }> = {
 interface Field {
   name: string;
   label: string;
-  /** `map`: an object of name → text, edited as `name = value` lines. */
-  type: "text" | "number" | "checkbox" | "select" | "secret" | "secret-area" | "map";
+  /**
+   * `map`: an object of name → text, edited as `name = value` lines. `json`: any JSON value,
+   * edited as JSON text (what does not parse is sent as text, so the API's own error shows).
+   */
+  type: "text" | "number" | "checkbox" | "select" | "secret" | "secret-area" | "map" | "json";
   options?: Array<[string, string]>;
   help?: string;
   /** Read-only field telling whether the secret is stored. */
@@ -66,6 +69,20 @@ const FORMS: Record<Kind, Array<{ legend: string; fields: Field[] }>> = {
           name: "allow_writes",
           label: "Allow writes (start, stop, snapshot, migrate)",
           type: "checkbox",
+        },
+      ],
+    },
+    {
+      // docs/sync.md "An endpoint's policy" and "Roles and tenants".
+      legend: "Sync policy",
+      fields: [
+        {
+          name: "sync_policy",
+          label: "Run options this endpoint's syncs default to (JSON)",
+          type: "json",
+          help: 'e.g. {"qemu_role": "server", "lxc_role": "container", "stage_sdn": false, ' +
+            '"tenant_rules": [{"match": "name", "pattern": "^web-", "tenant": "web"}]}. ' +
+            "Blank: none. A run's own options win (docs/sync.md, Run options).",
         },
       ],
     },
@@ -220,7 +237,9 @@ type Errors = Record<string, string[]>;
 
 const MAP_FIELDS: ReadonlySet<string> = new Set(
   Object.values(FORMS).flatMap((groups) =>
-    groups.flatMap((g) => g.fields.filter((f) => f.type === "map").map((f) => f.name))
+    groups.flatMap((g) =>
+      g.fields.filter((f) => f.type === "map" || f.type === "json").map((f) => f.name)
+    )
   ),
 );
 
@@ -237,6 +256,21 @@ export function mapFromLines(text: string): Record<string, string> | null {
   return Object.keys(out).length ? out : null;
 }
 
+/** A JSON field's text: blank is null, JSON is parsed, anything else is sent as the text. */
+export function jsonFromText(text: string): unknown {
+  if (text.trim() === "") return null;
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
+}
+
+function textFromJson(value: unknown): string {
+  if (value === null || value === undefined) return "";
+  return typeof value === "string" ? value : JSON.stringify(value, null, 2);
+}
+
 function linesFromMap(value: unknown): string {
   if (!value || typeof value !== "object" || Array.isArray(value)) return "";
   return Object.entries(value as Record<string, unknown>).map(([k, v]) => `${k} = ${v}`).join(
@@ -246,7 +280,7 @@ function linesFromMap(value: unknown): string {
 
 function valueOf(record: Json, name: string): unknown {
   const v = record?.[name];
-  // A map is shown as it is (a node may be called "id" or "value").
+  // A map or JSON is shown as it is (a node may be called "id" or "value").
   if (MAP_FIELDS.has(name)) return v;
   if (v && typeof v === "object" && "value" in v) return v.value;
   if (v && typeof v === "object" && "id" in v) return v.id;
@@ -279,6 +313,9 @@ export function bodyFromForm(kind: Kind, form: Record<string, unknown>): Json {
           break;
         case "map":
           body[f.name] = mapFromLines(text);
+          break;
+        case "json":
+          body[f.name] = jsonFromText(text);
           break;
         case "number":
           if (text.trim() === "") {
@@ -351,6 +388,20 @@ function Input(props: { f: Field; value: unknown; record: Json; errors?: string[
               <option key={v} value={v} selected={value === v}>{l}</option>
             ))}
           </select>
+        )
+        : f.type === "json"
+        ? (
+          <textarea
+            id={id}
+            name={f.name}
+            rows={4}
+            autocomplete="off"
+            spellcheck={false}
+            aria-invalid={invalid}
+            aria-describedby={described}
+          >
+            {textFromJson(value)}
+          </textarea>
         )
         : f.type === "map"
         ? (

@@ -552,3 +552,58 @@ Deno.test("console pages: the backend endpoint form sets the WebSocket streaming
     h.close();
   }
 });
+
+Deno.test("console endpoints: a hypervisor endpoint's sync policy (roles, tenant rules) is edited as JSON", async () => {
+  const h = await consoleHarness();
+  try {
+    const created = await h.api("POST", "/api/plugins/service/endpoints/hypervisor/", {
+      name: "lab",
+      domain: "10.0.0.1",
+      password: "pw",
+      sync_policy: { lxc_role: "container" },
+    });
+    const id = created.body.id;
+    const c = h.client();
+    await c.signIn(ROOT);
+    const form = await c.get(`/ui/endpoints/hypervisor/${id}`);
+    assert.match(form.html, /<textarea id="f-sync_policy"[^>]*>[^<]*&quot;lxc_role&quot;/);
+    const policy = {
+      qemu_role: "server",
+      stage_sdn: false,
+      tenant_rules: [{ match: "name", pattern: "^web-", tenant: "web" }],
+    };
+    const saved = await c.submit(
+      `/ui/endpoints/hypervisor/${id}`,
+      `/ui/endpoints/hypervisor/${id}`,
+      {
+        name: "lab",
+        domain: "10.0.0.1",
+        sync_policy: JSON.stringify(policy),
+      },
+    );
+    assert.equal(saved.status, 303, saved.text.slice(0, 300));
+    const record = await h.api("GET", `/api/plugins/service/endpoints/hypervisor/${id}/`);
+    assert.deepEqual(record.body.sync_policy, policy);
+    // Not JSON: the API's error shows at the field, the text is kept, nothing changes.
+    const bad = await c.submit(`/ui/endpoints/hypervisor/${id}`, `/ui/endpoints/hypervisor/${id}`, {
+      name: "lab",
+      domain: "10.0.0.1",
+      sync_policy: "{qemu_role: server",
+    });
+    assert.equal(bad.status, 400, bad.text.slice(0, 300));
+    assert.match(bad.html, /<div class="field invalid">\s*<label for="f-sync_policy"/);
+    assert.match(bad.html, /\{qemu_role: server<\/textarea>/);
+    const after = await h.api("GET", `/api/plugins/service/endpoints/hypervisor/${id}/`);
+    assert.deepEqual(after.body.sync_policy, policy);
+    // Blank clears it.
+    await c.submit(`/ui/endpoints/hypervisor/${id}`, `/ui/endpoints/hypervisor/${id}`, {
+      name: "lab",
+      domain: "10.0.0.1",
+      sync_policy: "",
+    });
+    const cleared = await h.api("GET", `/api/plugins/service/endpoints/hypervisor/${id}/`);
+    assert.equal(cleared.body.sync_policy, null);
+  } finally {
+    h.close();
+  }
+});
