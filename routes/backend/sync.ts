@@ -413,6 +413,7 @@ export function syncRoutes(services: BackendServices, options: SyncRouteOptions 
     const scrubbed = (event: SyncEvent) =>
       emit({ event: event.event, data: redactDeep(event.data, secrets) } as SyncEvent);
     run.onItem((item) => scrubbed({ event: "plan", data: item }));
+    let ended: Record<string, unknown> | undefined;
     return runSync({
       stages,
       endpoints,
@@ -427,12 +428,12 @@ export function syncRoutes(services: BackendServices, options: SyncRouteOptions 
       metrics: services.deps.metrics,
       tracer: services.deps.tracer,
     }).then((complete) => {
-      services.deps.logger.log("info", "sync run ended", {
+      ended = {
         ok: complete.ok,
         cancelled: abort.signal.aborted,
         stages: complete.stages.length,
         result: complete.result,
-      });
+      };
     }).catch((error) => {
       services.deps.logger.log("error", "sync run crashed", {
         error: error instanceof Error ? error.message : String(error),
@@ -459,6 +460,8 @@ export function syncRoutes(services: BackendServices, options: SyncRouteOptions 
           error: error instanceof Error ? error.message : String(error),
         })
       );
+      // Logged once the endpoint is free again, so "ended" means a new run may start.
+      if (ended) services.deps.logger.log("info", "sync run ended", ended);
     });
   }
 
