@@ -31,6 +31,14 @@ Deno.test("terminal: echo hello comes back, resizes reach the PTY, a dropped Web
     await shellOpened;
     assert.equal(ready.session_id, ticket.body.session_id);
     assert.deepEqual(w.ssh.ptys, [{ cols: 100, rows: 30, term: "xterm-256color" }]);
+    // An open terminal is an open stream on GET /metrics (docs/metrics.md).
+    const openTerminals = async () =>
+      Number(
+        /^bridgebox_open_streams\{kind="terminal"\} (\d+)$/m.exec(
+          (await w.h.deps.metrics!.exposition()).body,
+        )?.[1],
+      );
+    assert.equal(await openTerminals(), 1);
     // ssh2 asks "none" first (the methods the server offers), then sends the stored password.
     assert.deepEqual(w.ssh.authAttempts.filter((a) => a.method !== "none"), [
       { method: "password", username: "tester", password: "s3cret-ssh" },
@@ -45,6 +53,7 @@ Deno.test("terminal: echo hello comes back, resizes reach the PTY, a dropped Web
     const shellClosed = w.ssh.nextShellClosed();
     t.ws.close();
     await shellClosed;
+    assert.equal(await openTerminals(), 0);
     const record = await endedRecord(w, ticket.body.session_id);
     assert.equal(record.end_reason, "browser closed");
     assert.equal(record.token_id, token.id);
