@@ -242,4 +242,10 @@ export const EQUIVALENT: Equivalent[] = [
     line: 'if (field === "id") return null;',
     why: "id is no entry of def.fields: the stored-field test below gives null for it as well",
   },
+  {
+    module: "domain/netbox/engine/changelog.ts",
+    what: "?? → ||",
+    line: "const subject = (c.after ?? c.before)!;",
+    why: "after is a stored record (an object) or null, never another falsy value",
+  },
 ];
