@@ -460,6 +460,8 @@ Deno.test("delete: SET_NULL references are cleared, a plain one and a generic (s
       null,
       null,
     ]);
+    // Creates, deletes and the references cleared on the way logged no error.
+    assert.deepEqual(inv.deps.logger.at("error"), []);
   } finally {
     inv.close();
   }
