@@ -384,9 +384,15 @@ export function terminalRoutes(ctx: ConsoleServices): Hono<ConsoleEnv> {
               ? "The node's endpoint has no complete SSH credentials; set them on the endpoint. "
               : ""}
             {!decided.ok ? `${decided.body.detail} ` : ""}
-            Read the node's key with{" "}
-            <a href={`/ui/nodes/${node.id}/host-key-fingerprint`}>host-key-fingerprint</a>{" "}
-            and compare it out of band before pinning it.
+            {
+              // The refusal already says how to pin; the page adds the helper's link, once.
+              !decided.ok && decided.body.reason === "ssh_fingerprint_required" && (
+                <>
+                  The node's helper:{" "}
+                  <a href={`/ui/nodes/${node.id}/host-key-fingerprint`}>host-key-fingerprint</a>.
+                </>
+              )
+            }
           </Notice>
         )}
       </>,

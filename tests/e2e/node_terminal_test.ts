@@ -70,6 +70,11 @@ Deno.test("node terminal: the endpoint's pin vouches only for the endpoint's own
     assert.equal(unpinned.body.reason, "ssh_fingerprint_required");
     assert.match(unpinned.body.detail, /Pin node pve3's host key first/);
     assert.match(unpinned.body.detail, /ssh_node_host_fingerprints/);
+    // The page says it once, with the helper's link (it repeated the advice in other words).
+    const page = await client.get(`/ui/nodes/${other}/terminal`);
+    assert.match(page.text, /Pin node pve3's host key first/);
+    assert.equal(page.text.split("out of band").length - 1, 1, page.text);
+    assert.ok(page.html.includes(`href="/ui/nodes/${other}/host-key-fingerprint"`));
 
     const mismatch = await ticketAt(client, `/ui/nodes/${same}`);
     assert.equal(mismatch.status, 201, JSON.stringify(mismatch.body));
