@@ -101,6 +101,7 @@ export const GROUPS: Record<string, { modules: string[]; tests: string[] }> = {
       "tests/routes/inventory/custom_fields_test.ts",
       "tests/routes/inventory/addressing_test.ts",
       "tests/routes/inventory/token_rules_test.ts",
+      "tests/routes/inventory/changelog_test.ts",
     ],
   },
   outbound: {

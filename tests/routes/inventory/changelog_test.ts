@@ -206,3 +206,33 @@ Deno.test("retention: the newest INVENTORY_CHANGELOG_MAX_ENTRIES are kept, and n
     inv.close();
   }
 });
+
+Deno.test("changelog: the recorded data holds stored fields only, never computed ones or counts", async () => {
+  const inv = await setup();
+  try {
+    const tenant = await inv.call("POST", "/api/tenancy/tenants/", { name: "Acme", slug: "acme" });
+    assert.equal(tenant.status, 201);
+    const ip = await inv.call("POST", "/api/ipam/ip-addresses/", {
+      address: "10.0.0.1/24",
+      tenant: tenant.body.id,
+    });
+    assert.equal(ip.status, 201);
+    const dataOf = async (type: string, id: number) => {
+      const r = await inv.call(
+        "GET",
+        `${CHANGES}?changed_object_type=${type}&changed_object_id=${id}`,
+      );
+      assert.equal(r.body.count, 1, JSON.stringify(r.body));
+      return r.body.results[0].postchange_data as Record<string, unknown>;
+    };
+    const tenantData = await dataOf("tenancy.tenant", tenant.body.id);
+    assert.equal(tenantData.name, "Acme");
+    assert.deepEqual(Object.keys(tenantData).filter((k) => k.endsWith("_count")), []);
+    const ipData = await dataOf("ipam.ipaddress", ip.body.id);
+    assert.equal(ipData.address, "10.0.0.1/24");
+    assert.equal(ipData.tenant, tenant.body.id);
+    assert.equal("family" in ipData, false, "family is computed from the address");
+  } finally {
+    inv.close();
+  }
+});
