@@ -374,7 +374,7 @@ function Input(props: { f: Field; value: unknown; record: Json; errors?: string[
   }
   const isSet = f.hasField ? props.record?.[f.hasField] === true : false;
   return (
-    <div class={`field ${errors ? "invalid" : ""}`}>
+    <div class={`field ${f.type === "json" ? "wide " : ""}${errors ? "invalid" : ""}`}>
       <label for={id}>
         {f.label}
         {f.hasField && props.record && (

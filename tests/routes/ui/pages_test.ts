@@ -591,7 +591,7 @@ Deno.test("console endpoints: a hypervisor endpoint's sync policy (roles, tenant
       sync_policy: "{qemu_role: server",
     });
     assert.equal(bad.status, 400, bad.text.slice(0, 300));
-    assert.match(bad.html, /<div class="field invalid">\s*<label for="f-sync_policy"/);
+    assert.match(bad.html, /<div class="field wide invalid">\s*<label for="f-sync_policy"/);
     assert.match(bad.html, /\{qemu_role: server<\/textarea>/);
     const after = await h.api("GET", `/api/plugins/service/endpoints/hypervisor/${id}/`);
     assert.deepEqual(after.body.sync_policy, policy);
