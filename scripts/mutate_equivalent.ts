@@ -248,4 +248,28 @@ export const EQUIVALENT: Equivalent[] = [
     line: "const subject = (c.after ?? c.before)!;",
     why: "after is a stored record (an object) or null, never another falsy value",
   },
+  {
+    module: "domain/sync/options.ts",
+    what: "true → false",
+    line: "): { ok: true; value: string } | { ok: false; message: string } {",
+    why: "a return type annotation: types vanish at run time",
+  },
+  {
+    module: "domain/sync/reconcile.ts",
+    what: "?? → ||",
+    line: "const results: (R | null)[] = at.map((_, pos) => resolved.get(pos) ?? null);",
+    why: "the resolved values are records (objects) or absent, never another falsy value",
+  },
+  {
+    module: "domain/sync/stages/sdn.ts",
+    what: "?? → ||",
+    line: "const cidr = s.cidr ?? s.subnet;",
+    why: "Proxmox sends an SDN subnet's cidr as a CIDR text or not at all, never empty",
+  },
+  {
+    module: "domain/sync/base.ts",
+    what: "?? → ||",
+    line: "const pveName = clusterNameOf(status ?? [], ctx.endpoint.name).slice(0, 100);",
+    why: "status is the cluster status list or null, never another falsy value",
+  },
 ];
