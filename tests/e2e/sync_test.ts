@@ -207,6 +207,12 @@ Deno.test("e2e sync: a full update fills the inventory object by object, a secon
     const weekly = routines.find((r: any) => r.job_id === "backup-4f1c2a7e");
     assert.equal(weekly.keep_last, 3);
     assert.equal(weekly.keep_weekly, 2);
+    // Its storage is the inventory's record of the upstream job's storage, by name.
+    const upstreamWeekly = jobs.find((j: any) => j.id === "backup-4f1c2a7e");
+    const storageId = typeof weekly.storage === "object" ? weekly.storage?.id : weekly.storage;
+    assert.ok(storageId, `storage of ${JSON.stringify(weekly)}`);
+    const storageRecords = await world.inventory("plugins/service/storage/");
+    assert.equal(storageRecords.find((x: any) => x.id === storageId)?.name, upstreamWeekly.storage);
     const prefixes = await world.inventory("ipam/prefixes/");
     assert.deepEqual(
       prefixes.map((p: any) => p.prefix).sort(),
