@@ -141,6 +141,10 @@ Deno.test("e2e sync: a full update fills the inventory object by object, a secon
         );
         assert.ok(ip, `IP ${staticIp[1]} of ${g.vmid}`);
         assert.equal(vm.primary_ip4?.id, ip.id, `primary IPv4 of ${g.vmid}`);
+        // A container's address carries its hostname as DNS name; a VM's only what its agent says.
+        if (g.type === "lxc" && g.config.hostname) {
+          assert.match(ip.dns_name, new RegExp(`^${g.config.hostname}(\\.|$)`), `${g.vmid}`);
+        }
       }
     }
 
