@@ -389,32 +389,18 @@ function Input(props: { f: Field; value: unknown; record: Json; errors?: string[
             ))}
           </select>
         )
-        : f.type === "json"
+        : f.type === "json" || f.type === "map"
         ? (
           <textarea
             id={id}
             name={f.name}
-            rows={4}
+            rows={f.type === "json" ? 4 : 3}
             autocomplete="off"
             spellcheck={false}
             aria-invalid={invalid}
             aria-describedby={described}
           >
-            {textFromJson(value)}
-          </textarea>
-        )
-        : f.type === "map"
-        ? (
-          <textarea
-            id={id}
-            name={f.name}
-            rows={3}
-            autocomplete="off"
-            spellcheck={false}
-            aria-invalid={invalid}
-            aria-describedby={described}
-          >
-            {linesFromMap(value)}
+            {f.type === "json" ? textFromJson(value) : linesFromMap(value)}
           </textarea>
         )
         : f.type === "secret-area"
