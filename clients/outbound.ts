@@ -66,29 +66,7 @@ export class OutboundRefused extends Error {
 }
 
 const GUARDED = Symbol("bridgebox.outbound");
-const UPGRADE = Symbol("bridgebox.outbound.upgrade");
 const SOCKET = Symbol("bridgebox.outbound.socket");
-
-/** What a WebSocket upgrade sends besides the handshake headers it adds itself. */
-export interface UpgradeInit {
-  headers: Record<string, string>;
-  /** false: accept any certificate (an endpoint saved with verify_ssl false). */
-  verifyTls: boolean;
-  signal?: AbortSignal;
-}
-
-/** The switched connection (101), or the answer the server gave instead. */
-export type Upgraded =
-  | { ok: true; socket: Duplex; head: Uint8Array; headers: Headers }
-  | { ok: false; response: Response };
-
-/**
- * Opens a WebSocket upgrade to `ws[s]://…` under the same rules as the transport's requests
- * (scheme, no credentials in the URL, the address check and pinning) and hands over the raw
- * switched socket. The job runner does not use it (it uses `OutboundSocket` with the `ws`
- * library); it is for checking a handshake's answer itself (tests/e2e/sync_socket_test.ts).
- */
-export type OutboundUpgrade = (url: URL, init: UpgradeInit) => Promise<Upgraded>;
 
 /**
  * A WebSocket connection checked by the transport's rules, for a WebSocket library that makes
@@ -108,14 +86,8 @@ export type OutboundSocket = (url: URL, init: { verifyTls: boolean }) => Promise
 
 export type OutboundFetch = typeof fetch & {
   readonly [GUARDED]: true;
-  readonly [UPGRADE]: OutboundUpgrade;
   readonly [SOCKET]: OutboundSocket;
 };
-
-/** The upgrade of a guarded transport, or null for any other fetch (no unguarded socket). */
-export function outboundUpgrade(fn: unknown): OutboundUpgrade | null {
-  return isOutboundFetch(fn) ? fn[UPGRADE] : null;
-}
 
 /** The pinned WebSocket connection of a guarded transport, or null for any other fetch. */
 export function outboundSocket(fn: unknown): OutboundSocket | null {
@@ -409,10 +381,6 @@ export function createOutboundFetch(options: OutboundOptions): OutboundFetch {
     const address = isSelf ? (isIpAddress(host) ? host : "127.0.0.1") : await addressFor(url);
     return { url, address };
   };
-  const upgrade: OutboundUpgrade = async (target, init) => {
-    const { url, address } = await socketTarget(target);
-    return await nodeUpgrade(url, address, init);
-  };
   const socket: OutboundSocket = async (target, init) => {
     const { url, address } = await socketTarget(target);
     const wsUrl = new URL(url.href.replace(/^http/i, "ws"));
@@ -420,7 +388,6 @@ export function createOutboundFetch(options: OutboundOptions): OutboundFetch {
   };
   return Object.assign(outbound as typeof fetch, {
     [GUARDED]: true as const,
-    [UPGRADE]: upgrade,
     [SOCKET]: socket,
   });
 }
@@ -440,51 +407,6 @@ function pinnedConnector(url: URL, address: string, verifyTls: boolean): () => D
       rejectUnauthorized: verifyTls,
       ...(isIpAddress(hostname) ? {} : { servername: hostname }),
     });
-}
-
-/** The handshake over node:http(s), connecting only to `address` (the same pin as `ws` gets). */
-function nodeUpgrade(url: URL, address: string, init: UpgradeInit): Promise<Upgraded> {
-  const signal = init.signal ?? null;
-  const hostname = url.hostname.replace(/^\[|\]$/g, "");
-  const secure = url.protocol === "https:";
-  return new Promise<Upgraded>((resolve, reject) => {
-    if (signal?.aborted) return reject(signal.reason);
-    const request: https.RequestOptions = {
-      method: "GET",
-      hostname,
-      port: defaultPort(url),
-      path: `${url.pathname}${url.search}`,
-      headers: { ...init.headers, connection: "Upgrade", upgrade: "websocket" },
-      // No agent: with a createConnection of its own the request opens one socket, never pooled
-      // (an explicit `agent: false` would make node:http build an agent that ignores it).
-      createConnection: pinnedConnector(url, address, init.verifyTls) as never,
-    };
-    const onAbort = () => {
-      req.destroy();
-      reject(signal?.reason ?? new DOMException("aborted", "AbortError"));
-    };
-    const req = (secure ? https : http).request(request);
-    signal?.addEventListener("abort", onAbort, { once: true });
-    req.on("upgrade", (res: IncomingMessage, socket: Duplex, head: Uint8Array) => {
-      signal?.removeEventListener("abort", onAbort);
-      const headers = new Headers();
-      for (let i = 0; i + 1 < res.rawHeaders.length; i += 2) {
-        try {
-          headers.append(res.rawHeaders[i], res.rawHeaders[i + 1]);
-        } catch { /* dropped, as fetch would */ }
-      }
-      resolve({ ok: true, socket, head: new Uint8Array(head), headers });
-    });
-    req.on("response", (res: IncomingMessage) => {
-      signal?.removeEventListener("abort", onAbort);
-      resolve({ ok: false, response: toResponse(res, "GET", signal) });
-    });
-    req.on("error", (error: Error) => {
-      signal?.removeEventListener("abort", onAbort);
-      reject(error);
-    });
-    req.end();
-  });
 }
 
 /** Origins the operator configured: the real hypervisor and a schema URL. */

@@ -21,7 +21,7 @@ import { createBackendServices } from "../../routes/backend/mod.ts";
 import { syncRoutes } from "../../routes/backend/sync.ts";
 import { MAX_FAILURES } from "../../domain/lockout.ts";
 import { MAX_PENDING_PER_CLIENT } from "../../routes/backend/sync_socket.ts";
-import { createOutboundFetch, outboundUpgrade } from "../../clients/outbound.ts";
+import WebSocketClient from "ws";
 
 const FAST_TASKS = { HYPERVISOR_MOCK_TASK_DELAY_MS: "0" };
 
@@ -297,21 +297,31 @@ Deno.test("sync socket: at most 8 sockets per client wait for their key (503 bey
   const app = new Hono().route("/", syncRoutes(services, { authTimeoutMs: 60_000 }));
   const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, app.fetch);
   const url = `ws://127.0.0.1:${server.addr.port}/full-update/ws`;
-  const upgrade = outboundUpgrade(createOutboundFetch({ allowLoopbackTargets: true }))!;
-  const handshake = async () => {
-    const answer = await upgrade(new URL(url), {
-      headers: { "sec-websocket-key": "dGhlIHNhbXBsZSBub25jZQ==", "sec-websocket-version": "13" },
-      verifyTls: true,
+  /** One handshake from another client: 101 if the socket opened, else the refusal's status. */
+  const handshake = () =>
+    new Promise<number>((resolve, reject) => {
+      const client = new WebSocketClient(url);
+      client.on("open", () => {
+        client.terminate();
+        resolve(101);
+      });
+      client.on("unexpected-response", (request, response) => {
+        let text = "";
+        response.setEncoding("utf8");
+        response.on("data", (chunk: string) => text += chunk);
+        response.on("end", () => {
+          request.destroy();
+          try {
+            assert.match(JSON.parse(text).detail, /waiting for their authentication message/);
+            assert.equal(response.headers["retry-after"], "5");
+            resolve(response.statusCode ?? 0);
+          } catch (error) {
+            reject(error);
+          }
+        });
+      });
+      client.on("error", reject);
     });
-    if (answer.ok) {
-      answer.socket.destroy();
-      return 101;
-    }
-    const body = await answer.response.json();
-    assert.match(body.detail, /waiting for their authentication message/);
-    assert.equal(answer.response.headers.get("retry-after"), "5");
-    return answer.response.status;
-  };
   /** true once the socket is open, false if the handshake was refused. */
   const accepted = (o: Opened) =>
     new Promise<boolean>((resolve) => {
