@@ -328,9 +328,22 @@ async function runStages(options: RunOptions, tracer: Tracer): Promise<CompleteF
       if (!hv) readers.set(endpoint.id, hv = options.hypervisor(endpoint));
       let last = 0;
       let refused = 0;
-      let conflicted = 0;
-      let editedHere = 0;
       const pending: Promise<unknown>[] = [];
+      /** Reports an object as a `conflict` or `edited` frame, the first MAX_ITEM_FRAMES a stage. */
+      const objectFrames = (event: "conflict" | "edited", into: ConflictFrame[]) => {
+        let sent = 0;
+        return (object: string, detail: string) => {
+          if (++sent > MAX_ITEM_FRAMES) return;
+          const frame: ConflictFrame = {
+            step: stage.type,
+            endpoint_id: endpoint.id,
+            object,
+            detail,
+          };
+          into.push(frame);
+          pending.push(Promise.resolve(options.emit({ event, data: frame })));
+        };
+      };
       const ctx: StageContext = {
         endpoint,
         hv,
@@ -353,28 +366,8 @@ async function runStages(options: RunOptions, tracer: Tracer): Promise<CompleteF
           errors.push(frame);
           pending.push(Promise.resolve(options.emit({ event: "error", data: frame })));
         },
-        itemConflict: (object, detail) => {
-          if (++conflicted > MAX_ITEM_FRAMES) return;
-          const frame: ConflictFrame = {
-            step: stage.type,
-            endpoint_id: endpoint.id,
-            object,
-            detail,
-          };
-          conflicts.push(frame);
-          pending.push(Promise.resolve(options.emit({ event: "conflict", data: frame })));
-        },
-        itemEdited: (object, detail) => {
-          if (++editedHere > MAX_ITEM_FRAMES) return;
-          const frame: ConflictFrame = {
-            step: stage.type,
-            endpoint_id: endpoint.id,
-            object,
-            detail,
-          };
-          edited.push(frame);
-          pending.push(Promise.resolve(options.emit({ event: "edited", data: frame })));
-        },
+        itemConflict: objectFrames("conflict", conflicts),
+        itemEdited: objectFrames("edited", edited),
         progress: (current, of, message) => {
           const t = now();
           if (current !== 0 && current !== of && t - last < every) return;
