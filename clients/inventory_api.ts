@@ -315,38 +315,39 @@ export class InventoryApiClient implements InventoryApi {
     }
   }
 
-  async create(
+  create(
+    path: string,
+    bodies: InventoryBody[],
+    signal?: AbortSignal,
+  ): Promise<InventoryObject[]> {
+    return this.#bulk("POST", "create", path, bodies, signal);
+  }
+
+  update(
+    path: string,
+    bodies: (InventoryBody & { id: number })[],
+    signal?: AbortSignal,
+  ): Promise<InventoryObject[]> {
+    return this.#bulk("PATCH", "update", path, bodies, signal);
+  }
+
+  /** One bulk write; the objects it answered are noted as the run's own writes. */
+  async #bulk(
+    method: "POST" | "PATCH",
+    what: "create" | "update",
     path: string,
     bodies: InventoryBody[],
     signal?: AbortSignal,
   ): Promise<InventoryObject[]> {
     if (!bodies.length) return [];
-    const made = await this.#call(
-      "POST",
-      `bulk create (${bodies.length}) on`,
+    const answer = await this.#call(
+      method,
+      `bulk ${what} (${bodies.length}) on`,
       this.api + path,
       this.#withMessage(bodies),
       signal,
     );
-    const objects = Array.isArray(made) ? made : [made as InventoryObject];
-    this.#noteWritten(path, objects);
-    return objects;
-  }
-
-  async update(
-    path: string,
-    bodies: (InventoryBody & { id: number })[],
-    signal?: AbortSignal,
-  ): Promise<InventoryObject[]> {
-    if (!bodies.length) return [];
-    const done = await this.#call(
-      "PATCH",
-      `bulk update (${bodies.length}) on`,
-      this.api + path,
-      this.#withMessage(bodies),
-      signal,
-    );
-    const objects = Array.isArray(done) ? done : [done as InventoryObject];
+    const objects = Array.isArray(answer) ? answer : [answer as InventoryObject];
     this.#noteWritten(path, objects);
     return objects;
   }
