@@ -65,16 +65,25 @@ Deno.test("keys: concurrent retirements never leave zero active keys", async () 
   for (let i = 0; i < 4; i++) {
     others.push(await (await h.call("/auth/keys", { method: "POST", key: KEY })).json());
   }
-  const ids = [1, ...others.map((k) => k.id)];
+  // Each key retires itself, so no retirement can log out another request before it is
+  // authenticated: the only refusal left is the last-active rule.
+  const holders = [{ id: 1, raw_key: KEY }, ...others];
   const results = await Promise.all(
-    ids.map((id) =>
-      h.call(`/auth/keys/${id}/deactivate`, { method: "POST", key: others[0].raw_key })
+    holders.map(({ id, raw_key }) =>
+      h.call(`/auth/keys/${id}/deactivate`, { method: "POST", key: raw_key })
     ),
   );
   const statuses = results.map((r) => r.status);
   assert.equal(statuses.filter((s) => s === 200).length, 4);
   assert.equal(statuses.filter((s) => s === 409).length, 1);
   await Promise.all(results.map((r) => r.body?.cancel()));
+  // Read back: exactly one key is still active.
+  const survivor = holders[statuses.indexOf(409)];
+  const list = await (await h.call("/auth/keys", { key: survivor.raw_key })).json();
+  assert.deepEqual(
+    list.keys.filter((k: { is_active: boolean }) => k.is_active).map((k: { id: number }) => k.id),
+    [survivor.id],
+  );
 });
 
 Deno.test("keys: unknown ids answer 404 with the exact text; bad ids are 422", async () => {
