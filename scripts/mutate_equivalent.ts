@@ -9,6 +9,8 @@ export interface Equivalent {
   what: string;
   /** A piece of the original line (trimmed) that identifies it. */
   line: string;
+  /** A piece of the mutated line, when the line has the same mutation in several places. */
+  mutant?: string;
   why: string;
 }
 
@@ -247,6 +249,35 @@ export const EQUIVALENT: Equivalent[] = [
     what: "?? → ||",
     line: "const subject = (c.after ?? c.before)!;",
     why: "after is a stored record (an object) or null, never another falsy value",
+  },
+  {
+    module: "domain/netbox/engine/changelog.ts",
+    what: "|| → &&",
+    line:
+      "if (f.compute || f.count || f.resolve || f.hidden || f.writeOnly || f.readOnly) continue;",
+    mutant: "f.resolve && f.hidden",
+    why: "every resolved field (config_context, a cluster's allocated_*, NetBox 4.6's nested " +
+      "lists) is declared readOnly as well, which the same line skips",
+  },
+  {
+    module: "domain/netbox/engine/patch.ts",
+    what: "return null → undefined",
+    line: "if (!current) return null;",
+    why: "every caller of patchStored tests the result for truth or with ??, never against null",
+  },
+  {
+    module: "domain/netbox/engine/render.ts",
+    what: "|| → &&",
+    line: "if (!Array.isArray(ids) || ids.length < 2) return ids;",
+    why: "a taggable record always holds a tags array (prepare.ts sets it on every create and " +
+      "update; patches and tag deletes keep an array), so only the length test ever decides",
+  },
+  {
+    module: "domain/netbox/engine/paging.ts",
+    what: "<= → <",
+    line: 'v !== undefined && (typeof v !== "string" || v.length <= core.store.maxIndexedLength)',
+    why: "a value of exactly the longest indexed length is then found by a scan instead of its " +
+      "index entry: the same records, read slower",
   },
   {
     module: "domain/sync/options.ts",

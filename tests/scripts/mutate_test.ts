@@ -43,3 +43,23 @@ Deno.test("mutate: every group names modules and tests that exist", async () => 
     true,
   );
 });
+
+Deno.test("mutate: an equivalent entry naming its mutant covers that place of the line only", () => {
+  const module = "domain/netbox/engine/changelog.ts";
+  const original =
+    "    if (f.compute || f.count || f.resolve || f.hidden || f.writeOnly || f.readOnly) continue;";
+  const swap = (from: string, to: string) => ({
+    line: 1,
+    what: "|| → &&",
+    text: original.replace(from, to),
+  });
+  assert.equal(
+    isEquivalent(module, original, swap("f.resolve || f.hidden", "f.resolve && f.hidden")),
+    true,
+  );
+  // The same swap elsewhere on the line lets hidden fields into the change data: not equivalent.
+  assert.equal(
+    isEquivalent(module, original, swap("f.hidden || f.writeOnly", "f.hidden && f.writeOnly")),
+    false,
+  );
+});

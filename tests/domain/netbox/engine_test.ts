@@ -334,6 +334,39 @@ Deno.test("long values never make storage keys too large", async () => {
   }
 });
 
+Deno.test("a filter finds values too long for the value index (the store scans for them)", async () => {
+  const kv = await Deno.openKv(":memory:");
+  try {
+    // An indexed field without a length limit: values over the store's maxIndexedLength have
+    // no index entry (storage/kv/models.ts), so an index lookup alone would miss them.
+    const e = new ModelEngine({
+      store: new KvModelStore(kv),
+      logger: new MemoryLogger(),
+      now: Date.now,
+    })
+      .register({
+        app: "t",
+        model: "note",
+        verbose: "note",
+        path: "t/notes/",
+        fields: { text: { type: "string", required: true, index: true } },
+        brief: ["text"],
+        ordering: ["id"],
+      });
+    const long = "x".repeat(450);
+    assert.ok(long.length > new KvModelStore(kv).maxIndexedLength);
+    for (const text of ["short", long, "other"]) assert.ok((await e.insert("t.note", { text })).ok);
+    const texts = async (query: Record<string, string>) =>
+      (await e.list("t.note", new URLSearchParams(query))).records.map((r) => r.text);
+    assert.deepEqual(await texts({ text: long }), [long]);
+    assert.deepEqual(await texts({ text: long, ordering: "-id" }), [long]);
+    assert.deepEqual(await texts({ text: "short" }), ["short"]);
+    assert.deepEqual(await texts({ text__n: long }), ["short", "other"]);
+  } finally {
+    kv.close();
+  }
+});
+
 Deno.test("bulk create and update of 500 VMs: reads batched, never one per object, nothing read back", async () => {
   const { kv, store, e } = await engine();
   try {

@@ -4,6 +4,9 @@
  */
 import assert from "node:assert/strict";
 import { createInventoryCore } from "../../../routes/inventory/mod.ts";
+import { createKvStorage } from "../../../storage/kv/mod.ts";
+import { KvModelStore } from "../../../storage/kv/models.ts";
+import type { ObjectWrite } from "../../../storage/ports.ts";
 import { setup } from "./_setup.ts";
 import { world } from "./_world.ts";
 
@@ -112,6 +115,68 @@ Deno.test("an update racing the delete of its new target never leaves a dangling
     }
     assert.deepEqual(bad, []);
   } finally {
+    inv.close();
+  }
+});
+
+Deno.test("a bulk create whose target is deleted before its commit is undone whole: a 400 leaves nothing", async () => {
+  // The create is held at its commit (the store's beforeCommit hook) after it validated, while
+  // the cluster one of its VMs points at is deleted; then it commits and must take itself back.
+  const kv = await Deno.openKv(":memory:");
+  let reached!: () => void;
+  const held = new Promise<void>((r) => reached = r);
+  let release!: () => void;
+  const released = new Promise<void>((r) => release = r);
+  let holding = false;
+  const models = new KvModelStore(kv, {
+    beforeCommit: async (writes: readonly ObjectWrite[]) => {
+      const createsVms = writes.some((w) =>
+        w.model === "virtualization.virtualmachine" && w.prev === null
+      );
+      if (!holding || !createsVms) return;
+      holding = false;
+      reached();
+      await released;
+    },
+  });
+  const inv = await setup({}, {
+    kv,
+    storage: { ...createKvStorage(kv, { now: Date.now }), models },
+  });
+  try {
+    const w = await world(inv);
+    const kept = await inv.call("GET", `/api/virtualization/clusters/${w.cluster}/`);
+    const doomed = await w.post("/api/virtualization/clusters/", {
+      name: "doomed",
+      type: kept.body.type.id,
+    });
+    holding = true;
+    const creating = inv.call("POST", "/api/virtualization/virtual-machines/", [
+      { name: "stays-out-1", cluster: w.cluster },
+      { name: "stays-out-2", cluster: doomed },
+    ]);
+    await held;
+    const gone = await inv.call("DELETE", `/api/virtualization/clusters/${doomed}/`);
+    assert.equal(gone.status, 204, JSON.stringify(gone.body));
+    release();
+    const created = await creating;
+    assert.deepEqual([created.status, created.body], [400, [{}, {
+      cluster: [`Related object not found using the provided numeric ID: ${doomed}`],
+    }]]);
+    // All or nothing: neither VM of the refused batch is left behind (a retry must not meet
+    // a half-written batch, nor a VM pointing at a deleted cluster).
+    const left = await inv.call("GET", "/api/virtualization/virtual-machines/?name__isw=stays-out");
+    assert.deepEqual([left.body.count, left.body.results], [0, []]);
+    const changes = await inv.call(
+      "GET",
+      "/api/core/object-changes/?changed_object_type=virtualization.virtualmachine&limit=0",
+    );
+    assert.deepEqual(changes.body.results.map((c: { object_repr: string }) => c.object_repr), [
+      "vm2",
+      "vm1",
+    ]);
+  } finally {
+    release();
     inv.close();
   }
 });
