@@ -63,11 +63,19 @@ const RELATED: Record<string, string[]> = {
 export const GROUPS: Record<string, { modules: string[]; tests: string[] }> = {
   sync: {
     modules: ["domain/sync/"],
+    // The field mapping of every stage first (one tiny world, about 10 s); then the owner
+    // policy under concurrent edits, changes upstream, the whole loop, the routes, one run per
+    // endpoint, run options and the plan, roles and tenants.
     tests: [
       "tests/domain/sync/",
+      "tests/e2e/sync_mapping_test.ts",
+      "tests/e2e/sync_edits_test.ts",
       "tests/e2e/sync_upstream_test.ts",
       "tests/e2e/sync_test.ts",
       "tests/routes/backend/sync_test.ts",
+      "tests/e2e/sync_runs_test.ts",
+      "tests/e2e/sync_plan_test.ts",
+      "tests/e2e/sync_roles_tenants_test.ts",
     ],
   },
   jobs: {

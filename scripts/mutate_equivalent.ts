@@ -303,4 +303,41 @@ export const EQUIVALENT: Equivalent[] = [
     line: "const pveName = clusterNameOf(status ?? [], ctx.endpoint.name).slice(0, 100);",
     why: "status is the cluster status list or null, never another falsy value",
   },
+  {
+    module: "domain/sync/stages/task_history.ts",
+    what: "&& → ||",
+    line: '.filter((t) => typeof t.upid === "string" && t.upid);',
+    why: "Proxmox lists every task with its UPID as a text: no task has a truthy UPID of " +
+      "another type",
+  },
+  {
+    module: "domain/sync/stages/task_history.ts",
+    what: "|| → &&",
+    line: 'const running = t.status === undefined || t.status === "running" || !t.endtime;',
+    why: "Proxmox lists a running task without endtime (caught by !t.endtime either way) and a " +
+      "finished one with both endtime and status",
+  },
+  {
+    module: "domain/sync/reconcile.ts",
+    what: "=== → !==",
+    line: 'if (typeof failure?.itemIndex === "number") failure.itemIndex = at[failure.itemIndex];',
+    why: "the inventory client sets itemIndex only with per-item errors of the same length, " +
+      "which take the other branch; an aborted run reports no error frame (it ends cancelled)",
+  },
+  {
+    module: "domain/sync/reconcile.ts",
+    what: "&& → ||",
+    line: "if (k !== null && !out.has(k)) out.set(k, o);",
+    why: "every list indexBy reads is unique on its key in the inventory (the plugin records' " +
+      "unique constraints; prefixes by the global table), so no key repeats and first or last " +
+      "is one object; only a hand-made copy carrying the sync's tag, with global uniqueness " +
+      "off, could repeat a prefix",
+  },
+  {
+    module: "domain/sync/proxmox.ts",
+    what: "> → >=",
+    line: "if (Number.isFinite(total) && total > 0) {",
+    why: "total is 0 only for a container without cores and without maxcpu in " +
+      "/cluster/resources, which Proxmox always sends (cores has a minimum of 1)",
+  },
 ];

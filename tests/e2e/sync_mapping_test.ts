@@ -272,7 +272,7 @@ Deno.test("e2e sync mapping: every hypervisor field arrives where docs/sync.md s
       custom_fields_enabled: true,
     });
     assert.equal(on.status, 200, JSON.stringify(on.body));
-    await fullUpdate(world);
+    const { frames: filled } = await fullUpdate(world);
 
     // ---- Read back: one row per field. ----
     const inv = await readInventory(world);
@@ -518,6 +518,11 @@ Deno.test("e2e sync mapping: every hypervisor field arrives where docs/sync.md s
       ["routine repeat missed", routine?.repeat_missed, true],
       ["routine change detection", valueOf(routine?.pbs_change_detection_mode), "data"],
       ["routine comment", routine?.comment, "Nightly"],
+      [
+        "routine of every guest (all=1): no selection",
+        inv.routines.find((r: any) => r.job_id === "backup-4f1c2a7e")?.selection,
+        [],
+      ],
       // task-history
       ["task type", task?.task_type, "vzdump"],
       ["task vmid", task?.vmid, 100],
@@ -532,6 +537,23 @@ Deno.test("e2e sync mapping: every hypervisor field arrives where docs/sync.md s
       ["task end", Date.parse(task?.endtime), vzdumpTask.endtime * 1000],
       ["task pid", task?.pid, vzdumpTask.pid],
     ]);
+
+    // Progress as the console shows it: each stage ends at its total.
+    const progress = filled.filter((f) => f.event === "step" && f.data.status === "progress")
+      .map((f) => f.data);
+    const stepsWithProgress = [...new Set(progress.map((p) => p.step))];
+    assert.ok(stepsWithProgress.length >= 10, JSON.stringify(stepsWithProgress));
+    for (const step of stepsWithProgress) {
+      const last = progress.filter((p) => p.step === step).at(-1);
+      assert.equal(last.progress.current, last.progress.total, JSON.stringify(last));
+    }
+    // The frame saying what it writes (current 0) comes even right after the read's last one.
+    assert.ok(
+      progress.some((p) =>
+        p.step === "virtual-machines" && p.progress.current === 0 && p.progress.total === 6
+      ),
+      JSON.stringify(progress.filter((p) => p.step === "virtual-machines")),
+    );
 
     // ---- By hand, in the inventory: edits of fields the hypervisor owns (the default). ----
     const appliance = await world.inventoryCall("POST", "dcim/device-roles/", {
@@ -552,6 +574,35 @@ Deno.test("e2e sync mapping: every hypervisor field arrives where docs/sync.md s
     await edit(`virtualization/virtual-disks/${inv.diskOf(100, "scsi0").id}/`, {
       description: "hand-written",
     });
+    // Two VLANs 33 made by hand in the cluster's site: the oldest is referenced, neither changed.
+    const site = idOf(inv.device("pve1")?.site);
+    const handVlans = [];
+    for (const name of ["hand 33 a", "hand 33 b"]) {
+      const r = await world.inventoryCall("POST", "ipam/vlans/", { vid: 33, name, site });
+      assert.equal(r.status, 201, JSON.stringify(r.body));
+      handVlans.push(r.body);
+    }
+    // A node that left the cluster, as the sync would have left it: a device with the sync's tag
+    // and the plugin's node record for it.
+    const synced = (await world.inventory("extras/tags/?slug=bridgebox-synced"))[0];
+    const gone = await world.inventoryCall("POST", "dcim/devices/", {
+      name: "pve9",
+      device_type: idOf(inv.device("pve1")?.device_type),
+      role: idOf(inv.device("pve1")?.role),
+      site,
+      cluster: idOf(inv.device("pve1")?.cluster),
+      status: "active",
+      tags: [synced.id],
+    });
+    assert.equal(gone.status, 201, JSON.stringify(gone.body));
+    const goneNode = await world.inventoryCall("POST", "plugins/service/nodes/", {
+      endpoint: idOf(inv.node("pve1")?.endpoint),
+      cluster: idOf(inv.node("pve1")?.cluster),
+      name: "pve9",
+      online: true,
+      device: gone.body.id,
+    });
+    assert.equal(goneNode.status, 201, JSON.stringify(goneNode.body));
     // An interface an earlier version named by the container's `name=` (eth0).
     const ctNet0 = inv.ifaceOf(105, "net0");
     await edit(`virtualization/interfaces/${ctNet0.id}/`, { name: "eth0" });
@@ -560,7 +611,7 @@ Deno.test("e2e sync mapping: every hypervisor field arrives where docs/sync.md s
     await hv("PUT", "/nodes/pve1/qemu/100/config", {
       memory: "4096",
       tags: "prod",
-      net0: "virtio=BC:24:11:AA:BB:09,bridge=vmbr1,tag=31",
+      net0: "virtio=BC:24:11:AA:BB:09,bridge=vmbr1,tag=33",
       delete: "ipconfig1,scsi1",
     });
     await hv("PUT", "/nodes/pve2/lxc/105/config", {
@@ -614,6 +665,14 @@ Deno.test("e2e sync mapping: every hypervisor field arrives where docs/sync.md s
         ["delete"],
       ],
       ["plan: bond0", planned("dcim/interfaces/", bond?.id), ["delete"]],
+      ["plan: device pve9 gone", planned("dcim/devices/", gone.body.id), ["mark"]],
+      ["plan: node pve9 gone", planned("plugins/service/nodes/", goneNode.body.id), ["mark"]],
+      [
+        "plan: node pve9 online",
+        plan.find((p) => p.id === goneNode.body.id && p.path === "plugins/service/nodes/")
+          ?.changes?.online,
+        { old: true, new: false },
+      ],
     ]);
     const unchanged = await readInventory(world);
     assert.deepEqual(unchanged.vms, before.vms, "a dry run writes nothing");
@@ -673,6 +732,20 @@ Deno.test("e2e sync mapping: every hypervisor field arrives where docs/sync.md s
       ],
       ["ct 105 eth0 renamed net0, not made again", now.ifaceOf(105, "net0")?.id, ctNet0.id],
       ["ct 105 eth0 gone", now.ifaceOf(105, "eth0") ?? null, null],
+      [
+        "vm 100 net0 VLAN: the oldest hand-made 33",
+        now.ifaceOf(100, "net0")?.untagged_vlan?.id,
+        handVlans[0].id,
+      ],
+      [
+        "VLANs 33: the hand-made two, unchanged",
+        (await world.inventory("ipam/vlans/?vid=33")).map((v: any) => [v.id, v.name, slugs(v)]),
+        handVlans.map((v: any) => [v.id, v.name, []]),
+      ],
+      ["device pve9: gone", valueOf(now.device("pve9")?.status), "decommissioning"],
+      ["device pve9 tags", slugs(now.device("pve9")), ["bridgebox-missing", "bridgebox-synced"]],
+      ["node pve9 offline", now.node("pve9")?.online, false],
+      ["device pve1 still active", valueOf(now.device("pve1")?.status), "active"],
     ]);
   } finally {
     await world.close();
