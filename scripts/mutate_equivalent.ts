@@ -340,4 +340,24 @@ export const EQUIVALENT: Equivalent[] = [
     why: "total is 0 only for a container without cores and without maxcpu in " +
       "/cluster/resources, which Proxmox always sends (cores has a minimum of 1)",
   },
+  {
+    module: "domain/sync/stages/backups.ts",
+    what: "?? → ||",
+    line: 'notes: v.notes ?? "",',
+    why: 'a backup\'s notes are a text or absent: an empty text gives "" either way',
+  },
+  {
+    module: "domain/sync/reconcile.ts",
+    what: "|| → &&",
+    line: "if (!ctx.inv.readOne || !ctx.inv.updateGuarded || ctx.options.dryRun) return edited;",
+    why: "a dry run always writes through the PlanningInventory (routes/backend/sync.ts), which " +
+      "offers no readOne in a dry run: the first test returns already",
+  },
+  {
+    module: "domain/sync/owned.ts",
+    what: "- → +",
+    line: "for (const v of [...list].sort((a, b) => a.id - b.id)) {",
+    why: "an always-positive comparator leaves the list as read (the sort is stable), and the " +
+      "inventory lists a site's VLANs of one vid by id (NetBox orders by site, group, vid, pk)",
+  },
 ];

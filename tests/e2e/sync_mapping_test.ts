@@ -747,6 +747,28 @@ Deno.test("e2e sync mapping: every hypervisor field arrives where docs/sync.md s
       ["node pve9 offline", now.node("pve9")?.online, false],
       ["device pve1 still active", valueOf(now.device("pve1")?.status), "active"],
     ]);
+
+    // primary_ip_preference: one family's primary, the other's only for a guest without it.
+    const primaries = async () => {
+      const inv = await readInventory(world);
+      return [100, 104].map((vmid) => {
+        const vm = inv.vm(vmid);
+        return [
+          inv.ip(idOf(vm?.primary_ip4))?.address ?? null,
+          inv.ip(idOf(vm?.primary_ip6))?.address ?? null,
+        ];
+      });
+    };
+    await fullUpdate(world, "?primary_ip_preference=v4");
+    const v4 = await primaries();
+    await fullUpdate(world, "?primary_ip_preference=v6");
+    const v6 = await primaries();
+    expectRows([
+      ["v4: vm 100", v4[0], ["10.77.0.5/24", null]],
+      ["v4: vm 104", v4[1], ["10.0.2.14/16", null]],
+      ["v6: vm 100", v6[0], [null, "2001:db8::5/64"]],
+      ["v6: vm 104 has no IPv6: its IPv4", v6[1], ["10.0.2.14/16", null]],
+    ]);
   } finally {
     await world.close();
   }
