@@ -360,4 +360,41 @@ export const EQUIVALENT: Equivalent[] = [
     why: "an always-positive comparator leaves the list as read (the sort is stable), and the " +
       "inventory lists a site's VLANs of one vid by id (NetBox orders by site, group, vid, pk)",
   },
+  {
+    module: "domain/sync/stages/task_history.ts",
+    what: "?? → ||",
+    line: 'node_name: t.node ?? "",',
+    why: "t.node is always set above (the task's node, else the node whose list it came from)",
+  },
+  {
+    module: "domain/sync/stages/devices.ts",
+    what: "?? → ||",
+    line: "maxmem: n?.maxmem ?? null,",
+    why: "Proxmox sends a node's maxmem as a positive number, or none (an offline node)",
+  },
+  {
+    module: "domain/sync/stages/vm_interfaces.ts",
+    what: "?? → ||",
+    line: "untagged_vlan: nic.vlan ? vlans.get(nic.vlan) ?? null : null,",
+    why: "inventory ids are positive: a VLAN id is never another falsy value",
+  },
+  {
+    module: "domain/sync/proxmox.ts",
+    what: "?? → ||",
+    line: 'const cores = Number(config.cores ?? (type === "qemu" ? 1 : fallback ?? 0));',
+    why: "Proxmox refuses cores below 1 (QEMU and LXC): cores is absent or positive",
+  },
+  {
+    module: "domain/sync/stages/network_interfaces.ts",
+    what: "?? → ||",
+    line: "for (const nic of lists[i] ?? []) {",
+    why: "a node's interface list is an array or null (the read failed), never another falsy value",
+  },
+  {
+    module: "domain/sync/plan.ts",
+    what: "&& → ||",
+    line: "if (!dryRun && readOne && updateGuarded) {",
+    why: "the inventory client offers both or neither; in a dry run the edit re-check returns " +
+      "before using them (reconcile.ts editedSinceRead tests dryRun)",
+  },
 ];

@@ -184,6 +184,16 @@ Deno.test("e2e sync mapping: every hypervisor field arrives where docs/sync.md s
     });
     // Guest 104 runs with its agent on and no static address: the agent's addresses count.
     await hv("PUT", "/nodes/pve1/qemu/104/config", { ipconfig0: "ip=dhcp" });
+    // Guest 102's config lists net1 before net0 (net0 removed and added again): NIC order is
+    // by number all the same, so its primary IPv4 stays net0's.
+    await hv("PUT", "/nodes/pve1/qemu/102/config", { delete: "net0" });
+    await hv("PUT", "/nodes/pve1/qemu/102/config", {
+      net1: "virtio=BC:24:11:AA:BB:21,bridge=vmbr0",
+      ipconfig1: "ip=10.88.1.2/24",
+    });
+    await hv("PUT", "/nodes/pve1/qemu/102/config", {
+      net0: "virtio=BC:24:11:AA:BB:20,bridge=vmbr0",
+    });
     await hv("POST", "/storage", {
       storage: "tank",
       type: "dir",
@@ -392,6 +402,8 @@ Deno.test("e2e sync mapping: every hypervisor field arrives where docs/sync.md s
       ["vm 104 DNS name: the agent's host name", inv.ipsOf(104)[0]?.dns_name, "vm-104"],
       ["vm 104 primary IPv4", primary4(inv.vm(104)), "10.0.2.14/16"],
       ["vm 104 status", valueOf(inv.vm(104)?.status), "active"],
+      ["vm 102 addresses", addressesOf(102), ["10.0.2.12/16", "10.88.1.2/24"]],
+      ["vm 102 primary IPv4: net0's, listed after net1", primary4(inv.vm(102)), "10.0.2.12/16"],
       // devices: description from /nodes and /version, plugin node and cluster facts.
       [
         "device pve1 description",
@@ -411,6 +423,8 @@ Deno.test("e2e sync mapping: every hypervisor field arrives where docs/sync.md s
       ["node pve1 version", inv.node("pve1")?.version, upstream.version],
       ["node pve1 device", idOf(inv.node("pve1")?.device), inv.device("pve1")?.id],
       ["cluster mode", valueOf(inv.clusters[0]?.mode), "cluster"],
+      ["cluster name: the PVE cluster's", inv.clusters[0]?.name, "bridgebox"],
+      ["virtualization cluster name", inv.device("pve1")?.cluster?.name, "bridgebox"],
       ["cluster quorate", inv.clusters[0]?.quorate, true],
       [
         "cluster nodes online/total",
@@ -547,6 +561,13 @@ Deno.test("e2e sync mapping: every hypervisor field arrives where docs/sync.md s
       const last = progress.filter((p) => p.step === step).at(-1);
       assert.equal(last.progress.current, last.progress.total, JSON.stringify(last));
     }
+    assert.ok(
+      progress.some((p) =>
+        p.step === "virtual-machines" && /guest configs/.test(p.message) &&
+        p.progress.current === 6 && p.progress.total === 6
+      ),
+      "the read of the guest configs is reported",
+    );
     // The frame saying what it writes (current 0) comes even right after the read's last one.
     assert.ok(
       progress.some((p) =>
@@ -612,6 +633,8 @@ Deno.test("e2e sync mapping: every hypervisor field arrives where docs/sync.md s
       memory: "4096",
       tags: "prod",
       net0: "virtio=BC:24:11:AA:BB:09,bridge=vmbr1,tag=33",
+      // net1's address moves to net0; net0's goes.
+      ipconfig0: "ip=10.77.1.5/24,gw=10.77.1.1,ip6=2001:db8::5/64",
       delete: "ipconfig1,scsi1",
     });
     await hv("PUT", "/nodes/pve2/lxc/105/config", {
@@ -635,6 +658,7 @@ Deno.test("e2e sync mapping: every hypervisor field arrives where docs/sync.md s
 
     // The dry run's plan: each change an update, each removal a mark or a delete; nothing written.
     const before = await readInventory(world);
+    const movedIp = before.ipsOf(100).find((a: any) => a.address === "10.77.1.5/24");
     const { done: dry } = await fullUpdate(world, "?dry_run=true");
     assert.equal(dry.dry_run, true);
     const plan = dry.plan as any[];
@@ -642,7 +666,11 @@ Deno.test("e2e sync mapping: every hypervisor field arrives where docs/sync.md s
       plan.filter((p) => p.path === path && p.id === id).map((p) => p.action).sort();
     const oldBackup = before.backups.find((b: any) => b.volid === newBackup.volid);
     expectRows([
-      ["plan: vm 100", planned("virtualization/virtual-machines/", vm100?.id), ["update"]],
+      [
+        "plan: vm 100 (its fields, then its primary IP)",
+        [...new Set(planned("virtualization/virtual-machines/", vm100?.id))],
+        ["update"],
+      ],
       [
         "plan: vm 100 memory",
         plan.find((p) => p.id === vm100?.id && p.changes?.memory)?.changes.memory,
@@ -692,7 +720,21 @@ Deno.test("e2e sync mapping: every hypervisor field arrives where docs/sync.md s
       ]],
       ["vm 100 disks: scsi1 gone", now.disksOf(100), ["ide2", "sata1", "scsi0"]],
       ["vm 100 disk: sum of the rest", vm100b?.disk, 8192 + 1048576],
-      ["vm 100 addresses: ipconfig1 gone", addressesNow(100), ["10.77.0.5/24", "2001:db8::5/64"]],
+      ["vm 100 addresses: net0's old one gone", addressesNow(100), [
+        "10.77.1.5/24",
+        "2001:db8::5/64",
+      ]],
+      [
+        "vm 100 10.77.1.5/24: the same address, moved to net0",
+        now.ipsOf(100).filter((a: any) => a.address === "10.77.1.5/24")
+          .map((a: any) => [a.id, a.assigned_object_id]),
+        [[movedIp?.id, now.ifaceOf(100, "net0")?.id]],
+      ],
+      [
+        "vm 100 primary IPv4: net0's new one",
+        now.ip(idOf(vm100b?.primary_ip4))?.address,
+        "10.77.1.5/24",
+      ],
       ["vm 100 net0 MAC: the new one", now.macsOf(100, "net0"), ["BC:24:11:AA:BB:09"]],
       ["vm 100 net0 primary MAC", now.ifaceOf(100, "net0")?.mac_address, "BC:24:11:AA:BB:09"],
       ["the old MAC", allMacs.includes("BC:24:11:AA:BB:01"), false],
@@ -764,7 +806,7 @@ Deno.test("e2e sync mapping: every hypervisor field arrives where docs/sync.md s
     await fullUpdate(world, "?primary_ip_preference=v6");
     const v6 = await primaries();
     expectRows([
-      ["v4: vm 100", v4[0], ["10.77.0.5/24", null]],
+      ["v4: vm 100", v4[0], ["10.77.1.5/24", null]],
       ["v4: vm 104", v4[1], ["10.0.2.14/16", null]],
       ["v6: vm 100", v6[0], [null, "2001:db8::5/64"]],
       ["v6: vm 104 has no IPv6: its IPv4", v6[1], ["10.0.2.14/16", null]],
@@ -793,10 +835,62 @@ Deno.test("e2e sync mapping: conflicts past 20 in a stage are not framed one by 
       done.conflicts.filter((c: any) => c.step === "ip-addresses"),
       guestConflicts,
     );
+    // A dry run meets the same addresses as refused, with NetBox's words for them.
+    const { done: dry } = await fullUpdate(world, `?${optional}&dry_run=true`);
+    const dryGuest = dry.conflicts.filter((c: any) => c.step === "ip-addresses");
+    assert.equal(dryGuest.length, 20);
+    for (const c of dryGuest) {
+      assert.match(
+        c.detail,
+        /^not written: Duplicate IP address found in global table: 10\.0\.2\./,
+      );
+    }
     // Each of the 22 addresses exists once, with the first cluster's guest.
     const hosts = (await world.inventory("ipam/ip-addresses/")).map((ip: any) => String(ip.address))
       .filter((a: string) => a.startsWith("10.0.2."));
     assert.equal(hosts.length, 22);
+  } finally {
+    await world.close();
+  }
+});
+
+Deno.test("e2e sync mapping: a bad sync policy on the backend copy is a 422 naming the option", async () => {
+  const world = await syncWorld("nodes=1,vms=1,cts=0,storages=1", FAST_TASKS);
+  try {
+    const cases: [Record<string, unknown>, RegExp][] = [
+      [{ overwrite_names: "maybe" }, /overwrite_names: true or false/],
+      [{ stage_sdn: "yes" }, /stage_sdn: true or false/],
+      [{ primary_ip_preference: "v5" }, /primary_ip_preference: one of both, v4, v6/],
+      [{ lxc_role: "Not A Slug" }, /lxc_role: the slug of a device role/],
+      [{ tenant_rules: ["web"] }, /tenant_rules\[0\]: a list of/],
+      [{ tenant_rules: [null] }, /tenant_rules\[0\]: a list of/],
+      [{ dry_run: true }, /Unknown run option .{1,2}dry_run/],
+    ];
+    for (const [policy, said] of cases) {
+      const r = await world.backend("POST", "/hypervisor/endpoints", {
+        name: "lab",
+        ip: "127.0.0.1",
+        port: world.port,
+        password: "bridgebox",
+        sync_policy: policy,
+      });
+      assert.equal(r.status, 422, `${JSON.stringify(policy)}: ${JSON.stringify(r.body)}`);
+      assert.match(JSON.stringify(r.body), said, JSON.stringify(policy));
+    }
+    // What is right reads back as the JSON it is.
+    const ok = await world.backend("POST", "/hypervisor/endpoints", {
+      name: "lab",
+      ip: "127.0.0.1",
+      port: world.port,
+      password: "bridgebox",
+      sync_policy: { overwrite_names: "false", stage_sdn: true, primary_ip_preference: "v6" },
+    });
+    assert.equal(ok.status, 201, JSON.stringify(ok.body));
+    assert.deepEqual(ok.body.sync_policy, {
+      overwrite_names: false,
+      stage_sdn: true,
+      primary_ip_preference: "v6",
+    });
   } finally {
     await world.close();
   }
