@@ -17,6 +17,10 @@
  *   npx -y deno@2.9.6 task bench:user:100k    # 100,000 guests (long: not run by CI)
  *
  * BENCH_USER_SEED overrides the seed (e.g. nodes=2,vms=1200,cts=300,storages=2 for a quick look).
+ * BENCH_USER_RUNS=first stops after the first run (the memory slope: run it at 5k, 10k, 20k).
+ * During each run the app's memory is sampled twice a second (`process_heap_used_bytes` from its
+ * /metrics, VmRSS from /proc): each run prints its peak heap and RSS, so the MiB a run needs per
+ * 10,000 guests shows as the difference between two seeds (docs/sync.md, Memory).
  * BENCH_SNAPSHOT=<file> writes a digest of every inventory model after the first run, without
  * ids' timestamps: two runs of different code on one seed must write the same file (the
  * outputs-unchanged check).
@@ -104,13 +108,46 @@ interface Run {
   ok: boolean;
   written: number;
   detail: string;
+  /** Peak V8 heap in use and peak resident memory of the app during the run, in bytes. */
+  heap: number;
+  rss: number;
 }
 
-async function fullUpdate(base: string, key: string): Promise<Run> {
+function currentRss(pid: number): number {
+  const status = Deno.readTextFileSync(`/proc/${pid}/status`);
+  return Number(status.match(/VmRSS:\s+(\d+)/)?.[1] ?? NaN) * 1024;
+}
+
+/** The app's V8 heap in use, from its /metrics (the backend key is a metrics key). */
+async function heapUsed(base: string, key: string): Promise<number> {
+  const res = await fetch(`${base}/metrics`, { headers: { "X-Service-API-Key": key } });
+  const text = await res.text();
+  return Number(text.match(/^process_heap_used_bytes (\S+)$/m)?.[1] ?? NaN);
+}
+
+/** Samples the app's heap and RSS every 500 ms until `done` settles; the peaks. */
+async function peaksDuring(
+  base: string,
+  key: string,
+  pid: number,
+  done: Promise<unknown>,
+): Promise<{ heap: number; rss: number }> {
+  let heap = 0;
+  let rss = 0;
+  let over = false;
+  done.finally(() => over = true).catch(() => {});
+  while (!over) {
+    heap = Math.max(heap, await heapUsed(base, key).catch(() => 0));
+    rss = Math.max(rss, currentRss(pid));
+    await Promise.race([done.catch(() => {}), new Promise((r) => setTimeout(r, 500))]);
+  }
+  return { heap, rss };
+}
+
+async function fullUpdate(base: string, key: string, pid: number): Promise<Run> {
   const t0 = performance.now();
-  const { status, body } = await json(base, "/full-update", {
-    headers: { "X-Service-API-Key": key },
-  });
+  const call = json(base, "/full-update", { headers: { "X-Service-API-Key": key } });
+  const [{ status, body }, peaks] = await Promise.all([call, peaksDuring(base, key, pid, call)]);
   const seconds = (performance.now() - t0) / 1000;
   const result = (body.result ?? {}) as Record<string, number>;
   return {
@@ -118,6 +155,7 @@ async function fullUpdate(base: string, key: string): Promise<Run> {
     ok: status === 200,
     written: (result.created ?? 0) + (result.updated ?? 0) + (result.deleted ?? 0),
     detail: status === 200 ? "" : `HTTP ${status}: ${String(body.detail ?? "").slice(0, 300)}`,
+    ...peaks,
   };
 }
 
@@ -187,6 +225,9 @@ async function snapshot(base: string): Promise<Record<string, { count: number; s
   return out;
 }
 
+/** BENCH_USER_RUNS=first: the figures so far are printed, the re-runs are left out. */
+class FirstOnly extends Error {}
+
 const dir = await Deno.makeTempDir({ prefix: "bridgebox-user-bench-" });
 const env = hostEnv(dir);
 const mock = await startMain({
@@ -242,18 +283,17 @@ try {
   });
   if (hv.status >= 300) throw new Error(`hypervisor endpoint: ${JSON.stringify(hv.body)}`);
 
-  const first = await fullUpdate(app.base, key);
+  const first = await fullUpdate(app.base, key, app.pid);
   const snapshotPath = Deno.env.get("BENCH_SNAPSHOT");
   if (snapshotPath) {
     await Deno.writeTextFile(snapshotPath, JSON.stringify(await snapshot(app.base), null, 1));
   }
-  const unchanged = await fullUpdate(app.base, key);
-  const changed = await changeOnePercent(mock.base);
-  const onePercent = await fullUpdate(app.base, key);
-  const rss = peakRss(app.pid);
-  const health = await rate(app.base, "/health");
-  const perSecond = first.written / first.seconds;
-
+  const MiB = 1024 ** 2;
+  const memoryLine = (label: string, run: Run) =>
+    add(
+      `memory of the ${label}: peak heap / peak RSS`,
+      `${(run.heap / MiB).toFixed(0)} / ${(run.rss / MiB).toFixed(0)} MiB`,
+    );
   const runLine = (label: string, run: Run, goal: number) =>
     add(
       label,
@@ -262,9 +302,29 @@ try {
       run.ok && run.seconds < goal,
     );
   runLine("first full sync", first, size.first);
+  memoryLine("first run", first);
+  if (Deno.env.get("BENCH_USER_RUNS") === "first") {
+    const rss = peakRss(app.pid);
+    add(
+      "peak RSS of the app (mock in its own process)",
+      `${(rss / GiB).toFixed(2)} GiB`,
+      `< ${size.rss} GiB`,
+      rss < size.rss * GiB,
+    );
+    throw new FirstOnly();
+  }
+  const unchanged = await fullUpdate(app.base, key, app.pid);
+  const changed = await changeOnePercent(mock.base);
+  const onePercent = await fullUpdate(app.base, key, app.pid);
+  const rss = peakRss(app.pid);
+  const health = await rate(app.base, "/health");
+  const perSecond = first.written / first.seconds;
+
   runLine("unchanged re-run", unchanged, size.rerun);
   add("writes of the unchanged re-run", String(unchanged.written), "0", unchanged.written === 0);
+  memoryLine("unchanged re-run", unchanged);
   runLine(`re-run after ${changed} guests changed (1%)`, onePercent, size.rerun);
+  memoryLine("1% re-run", onePercent);
   add(
     "writes after 1% changed",
     String(onePercent.written),
@@ -286,6 +346,8 @@ try {
     rss < size.rss * GiB,
   );
   add("GET /health on the app after the runs, one connection", `${health.toFixed(0)} /s`);
+} catch (error) {
+  if (!(error instanceof FirstOnly)) throw error;
 } finally {
   await app.stop();
   await mock.stop();

@@ -166,6 +166,14 @@ export function prometheusMetrics(options: PrometheusOptions = {}): PrometheusMe
       this.set(Deno.memoryUsage().rss);
     },
   });
+  new Gauge({
+    name: "process_heap_used_bytes",
+    help: "V8 heap in use (live objects and garbage not yet collected), in bytes.",
+    registers,
+    collect() {
+      this.set(Deno.memoryUsage().heapUsed);
+    },
+  });
 
   /** Route patterns seen per surface: beyond the cap, new ones are counted as OVERFLOW_ROUTE. */
   const routes = new Map<string, Set<string>>();
