@@ -117,6 +117,17 @@ function withoutLinks<T>(value: T, depth = 0): T {
   return value;
 }
 
+/**
+ * A `last_updated` as one number (microseconds since the epoch) when it is an ISO time with at
+ * most 6 decimals, exact below 2^53; any other text stays as it is.
+ */
+function versionKey(value: string): number | string {
+  const m = /^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d{1,6}))?(Z|[+-]\d\d:\d\d)$/.exec(value);
+  if (!m) return value;
+  const ms = Date.parse(m[1] + m[3]);
+  return Number.isNaN(ms) ? value : ms * 1000 + Number((m[2] ?? "").padEnd(6, "0"));
+}
+
 /** A conditional single-object call: what it sends (If-Match), what it read back. */
 interface Guard {
   ifMatch?: string;
@@ -145,21 +156,28 @@ export class InventoryApiClient implements InventoryApi {
     return this.#apiVersion;
   }
 
-  /** Write bodies with the run's changelog message, when the inventory knows the field. */
-  /** path+id → `last_updated` of this client's latest write (see `ownVersion`). */
-  #written = new Map<string, string>();
+  /**
+   * path → id → `last_updated` of this client's latest write (see `isOwnWrite`), as a number
+   * where it is an ISO time: a run of 100,000 guests writes over half a million objects, and a
+   * pair of numbers is a fraction of a "path+id" key and a timestamp string.
+   */
+  #written = new Map<string, Map<number, number | string>>();
 
   #noteWritten(path: string, objects: unknown[]): void {
+    let ofPath = this.#written.get(path);
+    if (!ofPath) this.#written.set(path, ofPath = new Map());
     for (const o of objects) {
       const { id, last_updated } = (o ?? {}) as { id?: unknown; last_updated?: unknown };
       if (typeof id === "number" && typeof last_updated === "string") {
-        this.#written.set(`${path}${id}`, last_updated);
+        ofPath.set(id, versionKey(last_updated));
       }
     }
   }
 
-  ownVersion(path: string, id: number): string | undefined {
-    return this.#written.get(`${path}${id}`);
+  isOwnWrite(path: string, id: number, lastUpdated: unknown): boolean {
+    const mine = this.#written.get(path)?.get(id);
+    return mine !== undefined && typeof lastUpdated === "string" &&
+      mine === versionKey(lastUpdated);
   }
 
   #withMessage<T extends Record<string, unknown>>(bodies: T[]): T[] {
@@ -279,6 +297,19 @@ export class InventoryApiClient implements InventoryApi {
     signal?: AbortSignal,
   ): Promise<InventoryObject[]> {
     const out: InventoryObject[] = [];
+    for await (const page of this.pages(path, filters, signal)) out.push(...page);
+    return out;
+  }
+
+  /**
+   * The pages of `list`, one at a time: the sync keeps what it needs of a page (an id, a name)
+   * and lets the page go, so a walk over 100,000 objects holds one page (docs/sync.md, Memory).
+   */
+  async *pages(
+    path: string,
+    filters: Record<string, string | string[]>,
+    signal?: AbortSignal,
+  ): AsyncGenerator<InventoryObject[]> {
     for (let after = 0;;) {
       const query = new URLSearchParams();
       for (const [k, v] of Object.entries(filters)) {
@@ -295,7 +326,7 @@ export class InventoryApiClient implements InventoryApi {
         | { results?: InventoryObject[]; next?: string | null }
         | null;
       const results = page?.results ?? [];
-      if (results.length === 0) return out;
+      if (results.length === 0) return;
       let last = after;
       for (const o of results) if (typeof o.id === "number" && o.id > last) last = o.id;
       if (last <= after) {
@@ -307,11 +338,12 @@ export class InventoryApiClient implements InventoryApi {
           "The inventory ignored the id__gt filter: is this a NetBox API?",
         );
       }
-      for (const o of results) out.push(withoutLinks(o));
+      for (const o of results) withoutLinks(o);
+      yield results;
       after = last;
       // A full page may have a successor even when `next` says otherwise (counted a moment
       // earlier); an empty page ends the walk.
-      if (!page?.next && results.length < PAGE_SIZE) return out;
+      if (!page?.next && results.length < PAGE_SIZE) return;
     }
   }
 

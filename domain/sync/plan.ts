@@ -106,8 +106,8 @@ export class PlanningInventory implements InventoryApi {
   readOne?: InventoryApi["readOne"];
   updateGuarded?: InventoryApi["updateGuarded"];
 
-  ownVersion(path: string, id: number): string | undefined {
-    return this.inner.ownVersion?.(path, id);
+  isOwnWrite(path: string, id: number, lastUpdated: unknown): boolean {
+    return this.inner.isOwnWrite?.(path, id, lastUpdated) ?? false;
   }
 
   constructor(

@@ -33,6 +33,15 @@ export interface InventoryApi {
     filters: Record<string, string | string[]>,
     signal?: AbortSignal,
   ): Promise<InventoryObject[]>;
+  /**
+   * The same walk as `list`, page by page, so a caller keeps only what it needs of each page.
+   * Absent (a test fake): `list` is read whole instead.
+   */
+  pages?(
+    path: string,
+    filters: Record<string, string | string[]>,
+    signal?: AbortSignal,
+  ): AsyncIterable<InventoryObject[]>;
   create(path: string, bodies: InventoryBody[], signal?: AbortSignal): Promise<InventoryObject[]>;
   /** Each body carries its `id`; PATCH semantics (only the fields given change). */
   update(
@@ -52,11 +61,11 @@ export interface InventoryApi {
     signal?: AbortSignal,
   ): Promise<{ object: InventoryObject; etag: string | null } | null>;
   /**
-   * The `last_updated` the inventory answered to this client's own latest write of the object
-   * (create or update), undefined when it wrote none: the edit re-check tells the run's own
-   * writes from someone else's.
+   * Whether `lastUpdated` is what the inventory answered to this client's own latest write of
+   * the object (create or update): the edit re-check tells the run's own writes from someone
+   * else's.
    */
-  ownVersion?(path: string, id: number): string | undefined;
+  isOwnWrite?(path: string, id: number, lastUpdated: unknown): boolean;
   /**
    * PATCH one object with `If-Match: <etag>` (no header when null): the object, or "changed"
    * when the inventory refused the precondition (edited since that ETag), or "gone". NetBox 4.6

@@ -436,7 +436,7 @@ async function editedSinceRead(
       else if (
         fresh.last_updated !== u.current.last_updated &&
         // The run's own earlier write (another stage) is no one else's edit.
-        fresh.last_updated !== ctx.inv.ownVersion?.(path, u.current.id)
+        !ctx.inv.isOwnWrite?.(path, u.current.id, fresh.last_updated)
       ) edited.set(u.current.id, fresh);
     }
   }

@@ -72,13 +72,13 @@ export function vmRole(ctx: StageContext, type: "qemu" | "lxc"): Promise<number 
 export type TenantOf = (vmid: number) => number | null | undefined;
 
 /**
- * Applies the endpoint's tenant rules to `guests`. Without rules the tenant is not the sync's
+ * Applies the endpoint's tenant rules to `guests` (slices of them). Without rules the tenant is not the sync's
  * (every answer undefined). A rule whose tenant is missing reports it once; guests it matches
  * keep their tenant (undefined), as does a guest whose name took more than the matching budget.
  */
 export async function tenantAssignment(
   ctx: StageContext,
-  guests: Guest[],
+  guests: Iterable<Guest[]>,
   names: Map<number, string>,
   clusterName: string,
 ): Promise<TenantOf> {
@@ -109,12 +109,13 @@ export async function tenantAssignment(
   const cluster = clusterName.toLowerCase();
   const out = new Map<number, number | null | undefined>();
   let overBudget = 0;
-  for (let i = 0; i < guests.length; i++) {
+  let i = 0;
+  for (const g of slices(guests)) {
     if (i > 0 && i % YIELD_EVERY === 0) {
       await new Promise((resolve) => setTimeout(resolve, 0));
       ctx.signal.throwIfAborted();
     }
-    const g = guests[i];
+    i++;
     const name = names.get(g.vmid) ?? "";
     const tags = guestTags(g.config).map((t) => t.toLowerCase());
     const meter: WorkMeter = { remaining: RULE_WORK_PER_GUEST };
@@ -146,4 +147,8 @@ export async function tenantAssignment(
     out.set(g.vmid, answer);
   }
   return (vmid) => out.get(vmid);
+}
+
+function* slices(guests: Iterable<Guest[]>): Generator<Guest> {
+  for (const slice of guests) yield* slice;
 }

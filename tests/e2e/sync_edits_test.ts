@@ -40,9 +40,13 @@ function hookedFetch() {
   return { hook, fetcher };
 }
 
-/** The sync's next write of the VMs, or the check just before it. */
+/**
+ * The sync's next write of the VMs, or the check just before it (ids and `last_updated` only:
+ * the stage's own read of a slice's VMs by id asks for whole objects).
+ */
 const beforeVmWrite = (method: string, url: URL) =>
-  (method === "GET" && url.pathname === VMS && url.searchParams.has("id")) ||
+  (method === "GET" && url.pathname === VMS && url.searchParams.has("id") &&
+    url.searchParams.get("fields") === "id,last_updated") ||
   (method === "PATCH" && url.pathname.startsWith(VMS));
 
 /** A world with one guest synced once; the guest's memory then changed on the hypervisor. */

@@ -5,14 +5,14 @@
  * primary IPv4/IPv6 (the first of each family, in interface order). Identity: interface +
  * address. Loopback and link-local addresses are skipped.
  */
-import { hvGet, mapLimit, type StageContext } from "../context.ts";
+import { mapLimit, type StageContext } from "../context.ts";
 import { PATHS, syncTags } from "../base.ts";
-import { type Guest, guests, ownedVms, vmAnchors } from "../guests.ts";
+import { type Guest, guests, listByIds, vmAnchors, vmsById } from "../guests.ts";
 import { containerDnsName, dnsName, guestNics, propertyString } from "../proxmox.ts";
 import { changes, deleteOrphans, type Desired, reconcile } from "../reconcile.ts";
 import { createdThisRun } from "./virtual_machines.ts";
 import { primaryIps } from "../options.ts";
-import { assignedTo, childrenOf, refreshTagged, taggedObjects } from "../owned.ts";
+import { assignedTo, childrenOf } from "../owned.ts";
 import { VM_IFACE } from "./vm_interfaces.ts";
 import type { InventoryObject } from "../ports.ts";
 import { adoptOrReport } from "../address_space.ts";
@@ -54,9 +54,16 @@ async function addressesOf(ctx: StageContext, g: Guest): Promise<GuestAddresses>
   }
   const agent = `/nodes/${g.node}/qemu/${g.vmid}/agent`;
   const [answer, host] = await Promise.all([
-    hvGet<{ result?: AgentInterface[] }>(ctx, `${agent}/network-get-interfaces`)
-      .catch(() => null), // no agent running is normal, not a failure
-    hvGet<{ result?: { "host-name"?: string } }>(ctx, `${agent}/get-host-name`)
+    ctx.hv.get<{ result?: AgentInterface[] }>(
+      `${agent}/network-get-interfaces`,
+      undefined,
+      ctx.signal,
+    ).catch(() => null), // no agent running is normal, not a failure
+    ctx.hv.get<{ result?: { "host-name"?: string } }>(
+      `${agent}/get-host-name`,
+      undefined,
+      ctx.signal,
+    )
       .catch(() => null),
   ]);
   for (const a of answer?.result ?? []) {
@@ -77,22 +84,43 @@ function addressKey(address: string): string {
   return address.toLowerCase();
 }
 
+/**
+ * Slice by slice of guests (guests.ts): one slice's interfaces, addresses and VMs are read,
+ * written, and let go. Addresses are counted first (the agent's are known only when asked, so
+ * the first progress frame counts the static ones and the last one all).
+ */
 export async function syncIpAddresses(ctx: StageContext): Promise<void> {
   const tags = await syncTags(ctx);
   const list = await guests(ctx);
   const anchors = await vmAnchors(ctx);
-  const owned = await ownedVms(ctx);
-  const present = list.filter((g) => anchors.has(g.vmid));
+  ctx.progress(0, list.count, `IP addresses of ${list.count} guests`);
+  let total = 0;
+  for (const slice of list.slices()) {
+    ctx.signal.throwIfAborted();
+    total += await syncSlice(ctx, slice, anchors, tags);
+  }
+  ctx.progress(total, total, `${total} IP addresses synced`);
+}
+
+async function syncSlice(
+  ctx: StageContext,
+  slice: Guest[],
+  anchors: Map<number, number>,
+  tags: Awaited<ReturnType<typeof syncTags>>,
+): Promise<number> {
+  const present = slice.filter((g) => anchors.has(g.vmid));
   const parents = new Set(present.map((g) => anchors.get(g.vmid)!));
   const ifaces = childrenOf(
-    await taggedObjects(ctx, PATHS.vmInterfaces),
+    await listByIds(ctx, PATHS.vmInterfaces, "virtual_machine_id", parents, {
+      tag: "bridgebox-synced",
+    }),
     "virtual_machine",
     parents,
   );
   const perGuest = await mapLimit(present, ctx.concurrency, ctx.signal, (g) => addressesOf(ctx, g));
   const ifaceIds = new Set([...ifaces.values()].map((i) => i.id));
   const existing = assignedTo(
-    await taggedObjects(ctx, PATHS.ips),
+    await listByIds(ctx, PATHS.ips, "assigned_object_id", ifaceIds, { tag: "bridgebox-synced" }),
     VM_IFACE,
     ifaceIds,
     (ip) => addressKey(String(ip.address)),
@@ -130,7 +158,6 @@ export async function syncIpAddresses(ctx: StageContext): Promise<void> {
     }
     primaries.set(vm, first);
   });
-  ctx.progress(0, desired.length, `${desired.length} IP addresses`);
   const ips = await reconcile(ctx, {
     path: PATHS.ips,
     existing,
@@ -150,8 +177,9 @@ export async function syncIpAddresses(ctx: StageContext): Promise<void> {
   // Primary IPs on the VMs (before old addresses go: a primary IP cannot be deleted).
   const vmExisting = new Map<string, InventoryObject>();
   const vmDesired: Desired[] = [];
+  const vms = await vmsById(ctx, parents);
   for (const g of present) {
-    const vm = owned.get(g.vmid);
+    const vm = vms.get(anchors.get(g.vmid)!);
     if (!vm) continue;
     const first = primaries.get(vm.id)!;
     vmExisting.set(String(g.vmid), vm);
@@ -171,13 +199,11 @@ export async function syncIpAddresses(ctx: StageContext): Promise<void> {
     const vm = vmExisting.get(d.key)!;
     return !made.has(vm.id) && changes(vm, d.body, undefined) !== null;
   }).length;
-  const saved = await reconcile(ctx, { path: PATHS.vms, existing: vmExisting, desired: vmDesired });
+  await reconcile(ctx, { path: PATHS.vms, existing: vmExisting, desired: vmDesired });
   // VMs are counted by their own stage; here only real changes count, as updates, and a VM
   // this run created is only being completed (its address had to exist first).
   ctx.result.unchanged = before.unchanged;
   ctx.result.updated = before.updated + Math.min(changed, ctx.result.updated - before.updated);
-  for (const [vmid, vm] of saved.objects) owned.set(Number(vmid), vm);
   await deleteOrphans(ctx, PATHS.ips, existing, desired);
-  refreshTagged(ctx, PATHS.ips);
-  ctx.progress(desired.length, desired.length, `${desired.length} IP addresses synced`);
+  return desired.length;
 }

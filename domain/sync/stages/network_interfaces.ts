@@ -9,6 +9,7 @@ import { clusterBase, PATHS, syncTags } from "../base.ts";
 import { createdDevices, nodeIndex } from "./devices.ts";
 import { changes, deleteOrphans, type Desired, reconcile } from "../reconcile.ts";
 import { assignedTo, childrenOf, ensureVlans, refreshTagged, taggedObjects } from "../owned.ts";
+import { listByIds } from "../guests.ts";
 import type { InventoryObject } from "../ports.ts";
 import { createOnlyFields, primaryIps } from "../options.ts";
 import { adoptOrReport } from "../address_space.ts";
@@ -101,7 +102,8 @@ export async function syncNetworkInterfaces(ctx: StageContext): Promise<void> {
   });
   const ids = new Set([...ifaces.objects.values()].map((i) => i.id));
   const ipExisting = assignedTo(
-    await taggedObjects(ctx, PATHS.ips),
+    // The addresses of these interfaces only: every tagged address is mostly guests' ones.
+    await listByIds(ctx, PATHS.ips, "assigned_object_id", ids, { tag: "bridgebox-synced" }),
     DEVICE_IFACE,
     ids,
     (ip) => String(ip.address).toLowerCase(),
@@ -196,6 +198,5 @@ export async function syncNetworkInterfaces(ctx: StageContext): Promise<void> {
   ctx.result.updated = before.updated + Math.min(changed, ctx.result.updated - before.updated);
   await deleteOrphans(ctx, PATHS.ips, ipExisting, ipDesired);
   refreshTagged(ctx, PATHS.deviceInterfaces);
-  refreshTagged(ctx, PATHS.ips);
   ctx.progress(desired.length, desired.length, `${desired.length} node interfaces synced`);
 }

@@ -4,10 +4,10 @@
  * vmid + snapshot name. Only guests whose config names a `parent` have snapshots, so only
  * those are asked. A snapshot gone upstream is marked stale.
  */
-import { hvGet, mapLimit, type StageContext } from "../context.ts";
+import { mapLimit, type StageContext } from "../context.ts";
 import { clusterBase, PATHS } from "../base.ts";
 import { nodeIndex } from "./devices.ts";
-import { guests, vmAnchors } from "../guests.ts";
+import { type Guest, guests, vmAnchors } from "../guests.ts";
 import { type Desired, indexBy, reconcile } from "../reconcile.ts";
 import { epochToIso } from "../proxmox.ts";
 
@@ -24,20 +24,29 @@ export async function syncSnapshots(ctx: StageContext): Promise<void> {
   const { nodes } = await nodeIndex(ctx);
   const list = await guests(ctx);
   const anchors = await vmAnchors(ctx);
-  const withSnapshots = list.filter((g) => typeof g.config.parent === "string");
-  const lists = await mapLimit(
-    withSnapshots,
-    ctx.concurrency,
-    ctx.signal,
-    (g) => hvGet<SnapshotEntry[]>(ctx, `/nodes/${g.node}/${g.type}/${g.vmid}/snapshot`),
-  );
   const existing = indexBy(
     await ctx.inv.list(PATHS.snapshots, { endpoint_id: String(base.pluginEndpoint) }, ctx.signal),
     (s) => `${s.vmid}:${s.name}`,
   );
   const desired: Desired[] = [];
-  withSnapshots.forEach((g, i) => {
-    for (const s of lists[i] ?? []) {
+  // A slice of guests' configs at a time (guests.ts); only snapshot entries are kept.
+  for (const slice of list.slices()) {
+    const withSnapshots = slice.filter((g) => typeof g.config.parent === "string");
+    const lists = await mapLimit(
+      withSnapshots,
+      ctx.concurrency,
+      ctx.signal,
+      (g) =>
+        ctx.hv.get<SnapshotEntry[]>(
+          `/nodes/${g.node}/${g.type}/${g.vmid}/snapshot`,
+          undefined,
+          ctx.signal,
+        ),
+    );
+    withSnapshots.forEach((g, i) => addSnapshots(g, lists[i]));
+  }
+  function addSnapshots(g: Guest, entries: SnapshotEntry[] | null | undefined): void {
+    for (const s of entries ?? []) {
       if (!s.name || s.name === "current") continue;
       desired.push({
         key: `${g.vmid}:${s.name}`,
@@ -58,7 +67,7 @@ export async function syncSnapshots(ctx: StageContext): Promise<void> {
         },
       });
     }
-  });
+  }
   ctx.progress(0, desired.length, `${desired.length} snapshots`);
   await reconcile(ctx, {
     path: PATHS.snapshots,

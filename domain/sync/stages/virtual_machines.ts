@@ -8,7 +8,17 @@
 import { forget, memoShared, type StageContext } from "../context.ts";
 import { clusterBase, ensureBySlug, ensureTags, PATHS, syncTags } from "../base.ts";
 import { nodeIndex } from "./devices.ts";
-import { clusterVms, type Guest, guests, ownedVms, syncStates } from "../guests.ts";
+import {
+  clusterVmNames,
+  type Guest,
+  guests,
+  listByIds,
+  ownedVms,
+  SLICE,
+  type SyncStateIndex,
+  syncStates,
+  vmsById,
+} from "../guests.ts";
 import {
   configDigest,
   guestDisks,
@@ -18,7 +28,7 @@ import {
   propertyString,
   slugify,
 } from "../proxmox.ts";
-import { type Desired, reconcile } from "../reconcile.ts";
+import { type Desired, reconcile, type ReconcileOptions } from "../reconcile.ts";
 import { createOnlyFields } from "../options.ts";
 import { tenantAssignment, vmRole } from "../vm_policy.ts";
 import { type InventoryObject, versionAtLeast } from "../ports.ts";
@@ -39,41 +49,44 @@ export function vmStatus(status: string | undefined): string {
   return "offline";
 }
 
+/** The name a guest asks for: its config's `name`/`hostname`, else `<type>-<vmid>`. */
+export function baseName(g: Guest): string {
+  return (String(g.config.name ?? g.config.hostname ?? g.name ?? "").trim() ||
+    `${g.type}-${g.vmid}`)
+    .slice(0, NAME_MAX);
+}
+
 /**
  * Unique names within one cluster (the inventory's constraint is case-insensitive). `taken`
  * holds the names of VMs that are not these guests (hand-made, or ours but gone upstream).
  * A guest whose VM already carries its name keeps it; the others take theirs in vmid order,
  * with " (2)", " (3)"... when the name is taken. So a fresh sync suffixes by vmid, and a
- * later clash renames the newcomer, never the VM that had the name first.
+ * later clash renames the newcomer, never the VM that had the name first. `list` holds each
+ * guest's `baseName`.
  */
 export function uniqueNames(
-  list: Guest[],
+  list: { vmid: number; base: string }[],
   taken: Iterable<string>,
   current: Map<number, string> = new Map(),
 ): Map<number, string> {
   const used = new Set([...taken].map((n) => n.toLowerCase()));
   const out = new Map<number, string>();
-  const baseOf = (g: Guest) =>
-    (String(g.config.name ?? g.config.hostname ?? g.name ?? "").trim() || `${g.type}-${g.vmid}`)
-      .slice(0, NAME_MAX);
   const sorted = [...list].sort((a, b) => a.vmid - b.vmid);
-  for (const g of sorted) {
-    const base = baseOf(g);
-    if (current.get(g.vmid) === base && !used.has(base.toLowerCase())) {
+  for (const { vmid, base } of sorted) {
+    if (current.get(vmid) === base && !used.has(base.toLowerCase())) {
       used.add(base.toLowerCase());
-      out.set(g.vmid, base);
+      out.set(vmid, base);
     }
   }
-  for (const g of sorted) {
-    if (out.has(g.vmid)) continue;
-    const base = baseOf(g);
+  for (const { vmid, base } of sorted) {
+    if (out.has(vmid)) continue;
     let name = base;
     for (let n = 2; used.has(name.toLowerCase()); n++) {
       const suffix = ` (${n})`;
       name = base.slice(0, NAME_MAX - suffix.length) + suffix;
     }
     used.add(name.toLowerCase());
-    out.set(g.vmid, name);
+    out.set(vmid, name);
   }
   return out;
 }
@@ -126,6 +139,12 @@ function customFieldValues(g: Guest, fill: Set<string>): Record<string, unknown>
   return Object.fromEntries(Object.entries(values).filter(([k]) => fill.has(k)));
 }
 
+/**
+ * Guest by guest in slices of SLICE (guests.ts): what is kept for the whole stage is numbers and
+ * names (each guest's name and tenant, vmid → VM id); the configs, the VM objects and the
+ * sync-state records of one slice are read, reconciled, written and let go (docs/sync.md,
+ * "Memory"). Slices go in vmid order, so a run writes what it wrote before, in the same order.
+ */
 export async function syncVirtualMachines(ctx: StageContext): Promise<void> {
   const base = await clusterBase(ctx);
   const tags = await syncTags(ctx);
@@ -155,8 +174,17 @@ export async function syncVirtualMachines(ctx: StageContext): Promise<void> {
     : null;
   const bootField = versionAtLeast(version, 4, 5);
 
+  // One pass over the guests for what the whole stage needs: their tags and names.
+  const tagSet = new Set<string>();
+  const bases: { vmid: number; base: string }[] = [];
+  for (const slice of list.slices()) {
+    for (const g of slice) {
+      for (const t of guestTags(g.config)) tagSet.add(t);
+      bases.push({ vmid: g.vmid, base: baseName(g) });
+    }
+  }
   // Guest tags become inventory tags (by slug); they are managed on synced VMs.
-  const tagNames = [...new Set(list.flatMap((g) => guestTags(g.config)))];
+  const tagNames = [...tagSet];
   const guestTagIds = await ensureTags(
     ctx,
     tagNames.map((name) => ({ slug: slugify(name), name: name.slice(0, 100) })),
@@ -179,36 +207,33 @@ export async function syncVirtualMachines(ctx: StageContext): Promise<void> {
     : undefined;
 
   // Names of VMs in this cluster that are not these guests (hand-made, or ours but gone).
-  const present = new Set(list.map((g) => g.vmid));
-  const ownIds = new Set([...owned].filter(([vmid]) => present.has(vmid)).map(([, v]) => v.id));
-  const inCluster = await clusterVms(ctx);
+  const present = new Set(list.vmids);
+  const ownIds = new Set([...owned].filter(([vmid]) => present.has(vmid)).map(([, id]) => id));
+  const inCluster = await clusterVmNames(ctx);
   let names: Map<number, string>;
   if (ctx.options.overwrite.names) {
     names = uniqueNames(
-      list,
-      inCluster.filter((v) => !ownIds.has(v.id)).map((v) => String(v.name)),
-      new Map([...owned].map(([vmid, vm]) => [vmid, String(vm.name)])),
+      bases,
+      [...inCluster].filter(([id]) => !ownIds.has(id)).map(([, name]) => name),
+      new Map([...owned].map(([vmid, id]) => [vmid, inCluster.get(id)!])),
     );
   } else {
     // The admin owns names: a synced VM keeps the name it has; only newcomers are named, around
     // every name the cluster holds.
-    const kept = list.filter((g) => owned.has(g.vmid) && present.has(g.vmid));
-    names = uniqueNames(
-      list.filter((g) => !owned.has(g.vmid)),
-      inCluster.map((v) => String(v.name)),
-    );
-    for (const g of kept) names.set(g.vmid, String(owned.get(g.vmid)!.name));
+    names = uniqueNames(bases.filter((b) => !owned.has(b.vmid)), inCluster.values());
+    for (const b of bases) {
+      if (owned.has(b.vmid)) names.set(b.vmid, inCluster.get(owned.get(b.vmid)!)!);
+    }
   }
+  bases.length = 0;
 
-  const tenantOf = await tenantAssignment(ctx, list, names, base.name);
+  const tenantOf = await tenantAssignment(ctx, list.slices(), names, base.name);
 
-  const existing = new Map<string, InventoryObject>();
-  for (const [vmid, vm] of owned) existing.set(String(vmid), vm);
-  const desired: Desired[] = list.map((g) => {
+  const desiredOf = (g: Guest, existing: InventoryObject | undefined): Desired => {
     const disk = guestDisks(g.type, g.config).reduce((sum, d) => sum + d.sizeMb, 0);
     // NetBox keeps `disk` equal to the sum of a VM's virtual disks and refuses any other value
     // (docs/netbox-rules.md): once the VM has disks, the vm-disks stage's writes set it.
-    const hasDisks = Number(existing.get(String(g.vmid))?.virtual_disk_count ?? 0) > 0;
+    const hasDisks = Number(existing?.virtual_disk_count ?? 0) > 0;
     return {
       key: String(g.vmid),
       label: `virtual machine ${names.get(g.vmid)} (vmid ${g.vmid})`,
@@ -236,81 +261,132 @@ export async function syncVirtualMachines(ctx: StageContext): Promise<void> {
         ],
       },
     };
-  });
-  ctx.progress(0, list.length, `writing ${list.length} virtual machines`);
-  // A VM taking a name another VM of the cluster still holds (it is being renamed in this run)
-  // is written after that rename: the inventory checks names one write at a time.
-  const holders = new Map(inCluster.map((v) => [String(v.name).toLowerCase(), v.id]));
-  const waits = (d: Desired) => {
-    const holder = holders.get(String(d.body.name).toLowerCase());
-    return holder !== undefined && holder !== existing.get(d.key)?.id;
   };
-  const firstPass = desired.filter((d) => !waits(d));
-  const secondPass = desired.filter(waits);
-  const vms = await reconcile(ctx, {
-    path: PATHS.vms,
-    existing: new Map(
-      firstPass.filter((d) => existing.has(d.key)).map((d) => [d.key, existing.get(d.key)!]),
-    ),
-    desired: firstPass,
-    managedTags: managed,
-    createOnly,
-    touch,
-  });
-  const wanted = new Set(firstPass.map((d) => d.key));
-  const later = await reconcile(ctx, {
-    path: PATHS.vms,
-    existing: new Map([...existing].filter(([key]) => !wanted.has(key))),
-    desired: secondPass,
-    managedTags: managed,
-    createOnly,
-    touch,
-    orphan: ctx.options.deleteOrphans
-      ? "delete"
-      : () => ({ status: "decommissioning", tags: [tags.synced, tags.missing] }),
-  });
-  for (const [key, vm] of later.objects) vms.objects.set(key, vm);
+  ctx.progress(0, list.count, `writing ${list.count} virtual machines`);
+  // A VM taking a name another VM of the cluster still holds (it is being renamed in this run)
+  // is written after that rename, once every slice is written: the inventory checks names one
+  // write at a time.
+  const holders = new Map<string, number>();
+  for (const [id, name] of inCluster) holders.set(name.toLowerCase(), id);
+  const waits = (g: Guest) => {
+    const holder = holders.get(String(names.get(g.vmid)).toLowerCase());
+    return holder !== undefined && holder !== owned.get(g.vmid);
+  };
   // VMs created by this run: a later stage completing them (the primary IP, which needs the
   // address on the VM's interface first) does not count them again as updated.
   const made = createdThisRun(ctx);
-  for (const [key, vm] of vms.objects) if (!existing.has(key)) made.add(vm.id);
-
   // The sidecar: identity and last-seen facts, one per guest ever synced.
   const now = new Date(ctx.now()).toISOString();
-  const stateDesired: Desired[] = [];
-  for (const g of list) {
-    stateDesired.push({
-      key: String(g.vmid),
-      label: `VM sync-state ${g.type}/${g.vmid}`,
-      body: {
-        endpoint: base.pluginEndpoint,
-        vmid: g.vmid,
-        vm_type: g.type,
-        virtual_machine: vms.objects.get(String(g.vmid))?.id ?? null,
-        node_name: g.node,
-        name: names.get(g.vmid),
-        status: "present",
-        config_digest: await configDigest(g.config),
-      },
-    });
-  }
-  const saved = await reconcile(ctx, {
-    path: PATHS.syncState,
-    existing: states.states,
-    desired: stateDesired,
-    touch: { last_seen: now },
-    orphan: () => ({ status: "missing" }),
-  });
-  // Later stages of this run see what was just written.
-  for (const [key, state] of saved.objects) {
-    states.states.set(key, state);
-    const vm = vms.objects.get(key);
-    if (vm) {
-      states.vms.set(Number(key), vm.id);
-      owned.set(Number(key), vm);
+  const writeStates = async (slice: Guest[], written: Map<string, InventoryObject>) => {
+    const stateDesired: Desired[] = [];
+    for (const g of slice) {
+      stateDesired.push({
+        key: String(g.vmid),
+        label: `VM sync-state ${g.type}/${g.vmid}`,
+        body: {
+          endpoint: base.pluginEndpoint,
+          vmid: g.vmid,
+          vm_type: g.type,
+          virtual_machine: written.get(String(g.vmid))?.id ?? null,
+          node_name: g.node,
+          name: names.get(g.vmid),
+          status: "present",
+          config_digest: await configDigest(g.config),
+        },
+      });
     }
+    const saved = await reconcile(ctx, {
+      path: PATHS.syncState,
+      existing: await statesOf(ctx, states, slice.map((g) => g.vmid)),
+      desired: stateDesired,
+      touch: { last_seen: now },
+    });
+    // Later stages of this run see what was just written.
+    for (const [key, state] of saved.objects) {
+      const vmid = Number(key);
+      states.ids.set(vmid, state.id);
+      const vm = written.get(key);
+      if (vm) {
+        states.vms.set(vmid, vm.id);
+        owned.set(vmid, vm.id);
+      }
+    }
+  };
+  /** Writes `slice` and the VMs of `gone` (vmids), read first; the VMs written, by vmid. */
+  const writeVms = async (
+    slice: Guest[],
+    orphan?: ReconcileOptions["orphan"],
+    gone: number[] = [],
+  ) => {
+    const vmids = [...slice.map((g) => g.vmid), ...gone];
+    const objects = await vmsById(
+      ctx,
+      vmids.map((vmid) => owned.get(vmid)).filter((id) => id !== undefined) as number[],
+    );
+    const existing = new Map<string, InventoryObject>();
+    for (const vmid of vmids) {
+      const vm = objects.get(owned.get(vmid) ?? NaN);
+      if (vm) existing.set(String(vmid), vm);
+    }
+    const vms = await reconcile(ctx, {
+      path: PATHS.vms,
+      existing,
+      desired: slice.map((g) => desiredOf(g, existing.get(String(g.vmid)))),
+      managedTags: managed,
+      createOnly,
+      touch,
+      orphan,
+    });
+    for (const [key, vm] of vms.objects) if (!existing.has(key)) made.add(vm.id);
+    return vms.objects;
+  };
+  const deferred: Guest[] = [];
+  for (const slice of list.slices()) {
+    const ready = slice.filter((g) => !waits(g));
+    for (const g of slice) if (waits(g)) deferred.push(g);
+    if (ready.length) await writeStates(ready, await writeVms(ready));
+  }
+  // Then the guests that waited for a rename, and the VMs whose guest is gone upstream (marked,
+  // or deleted with delete_orphans), a slice at a time.
+  const gone = [...owned].filter(([vmid]) => !present.has(vmid)).map(([vmid]) => vmid);
+  const orphan: ReconcileOptions["orphan"] = ctx.options.deleteOrphans
+    ? "delete"
+    : () => ({ status: "decommissioning", tags: [tags.synced, tags.missing] });
+  for (let i = 0; i === 0 || i < gone.length; i += SLICE) {
+    const slice = i === 0 ? deferred : [];
+    const written = await writeVms(slice, orphan, gone.slice(i, i + SLICE));
+    if (slice.length) await writeStates(slice, written);
+  }
+  // Sync-states of guests gone upstream are marked missing.
+  const goneStates = [...states.ids.keys()].filter((vmid) => !present.has(vmid));
+  for (let i = 0; i < goneStates.length; i += SLICE) {
+    const vmids = goneStates.slice(i, i + SLICE);
+    await reconcile(ctx, {
+      path: PATHS.syncState,
+      existing: await statesOf(ctx, states, vmids),
+      desired: [],
+      orphan: () => ({ status: "missing" }),
+    });
   }
   for (const vmid of [...owned.keys()]) if (!present.has(vmid)) owned.delete(vmid);
   forget(ctx, "cluster-vms");
-  ctx.progress(list.length, list.length, `${list.length} virtual machines synced`);
+  ctx.progress(list.count, list.count, `${list.count} virtual machines synced`);
+}
+
+/** The sync-state records of `vmids` (those this endpoint has), by vmid. */
+async function statesOf(
+  ctx: StageContext,
+  states: SyncStateIndex,
+  vmids: number[],
+): Promise<Map<string, InventoryObject>> {
+  const ids = vmids.map((vmid) => states.ids.get(vmid)).filter((id) => id !== undefined);
+  const byId = new Map(
+    (await listByIds(ctx, PATHS.syncState, "id", ids as number[])).map((s) => [s.id, s]),
+  );
+  const out = new Map<string, InventoryObject>();
+  for (const vmid of vmids) {
+    const state = byId.get(states.ids.get(vmid) ?? NaN);
+    if (state) out.set(String(vmid), state);
+  }
+  return out;
 }

@@ -6,42 +6,54 @@
  */
 import type { StageContext } from "../context.ts";
 import { PATHS, syncTags } from "../base.ts";
-import { guests, vmAnchors } from "../guests.ts";
+import { guests, listByIds, vmAnchors } from "../guests.ts";
 import { guestDisks } from "../proxmox.ts";
 import { type Desired, reconcile } from "../reconcile.ts";
 import { createOnlyFields } from "../options.ts";
-import { childrenOf, refreshTagged, taggedObjects } from "../owned.ts";
+import { childrenOf } from "../owned.ts";
 
+/** Slice by slice of guests (guests.ts): one slice's disks are read, written, and let go. */
 export async function syncVmDisks(ctx: StageContext): Promise<void> {
   const tags = await syncTags(ctx);
   const list = await guests(ctx);
   const anchors = await vmAnchors(ctx);
-  const present = list.filter((g) => anchors.has(g.vmid));
-  const parents = new Set(present.map((g) => anchors.get(g.vmid)!));
-  const existing = childrenOf(await taggedObjects(ctx, PATHS.disks), "virtual_machine", parents);
-  const desired: Desired[] = present.flatMap((g) => {
-    const vm = anchors.get(g.vmid)!;
-    return guestDisks(g.type, g.config).map((d) => ({
-      key: `${vm}:${d.name}`,
-      label: `virtual disk ${d.name} of vmid ${g.vmid}`,
-      body: {
-        virtual_machine: vm,
-        name: d.name,
-        size: d.sizeMb,
-        description: (d.cdrom ? `CD-ROM: ${d.volume || "none"}` : d.volume).slice(0, 200),
-        tags: [tags.synced],
-      },
-    }));
-  });
-  ctx.progress(0, desired.length, `${desired.length} virtual disks`);
-  await reconcile(ctx, {
-    path: PATHS.disks,
-    existing,
-    desired,
-    managedTags: tags.managed,
-    createOnly: createOnlyFields(ctx.options, { description: "descriptions" }),
-    orphan: "delete",
-  });
-  refreshTagged(ctx, PATHS.disks);
-  ctx.progress(desired.length, desired.length, `${desired.length} virtual disks synced`);
+  let total = 0;
+  for (const slice of list.slices()) {
+    for (const g of slice) if (anchors.has(g.vmid)) total += guestDisks(g.type, g.config).length;
+  }
+  ctx.progress(0, total, `${total} virtual disks`);
+  for (const slice of list.slices()) {
+    const present = slice.filter((g) => anchors.has(g.vmid));
+    const parents = new Set(present.map((g) => anchors.get(g.vmid)!));
+    const existing = childrenOf(
+      await listByIds(ctx, PATHS.disks, "virtual_machine_id", parents, {
+        tag: "bridgebox-synced",
+      }),
+      "virtual_machine",
+      parents,
+    );
+    const desired: Desired[] = present.flatMap((g) => {
+      const vm = anchors.get(g.vmid)!;
+      return guestDisks(g.type, g.config).map((d) => ({
+        key: `${vm}:${d.name}`,
+        label: `virtual disk ${d.name} of vmid ${g.vmid}`,
+        body: {
+          virtual_machine: vm,
+          name: d.name,
+          size: d.sizeMb,
+          description: (d.cdrom ? `CD-ROM: ${d.volume || "none"}` : d.volume).slice(0, 200),
+          tags: [tags.synced],
+        },
+      }));
+    });
+    await reconcile(ctx, {
+      path: PATHS.disks,
+      existing,
+      desired,
+      managedTags: tags.managed,
+      createOnly: createOnlyFields(ctx.options, { description: "descriptions" }),
+      orphan: "delete",
+    });
+  }
+  ctx.progress(total, total, `${total} virtual disks synced`);
 }

@@ -5,29 +5,58 @@
  */
 import type { StageContext } from "../context.ts";
 import { clusterBase, PATHS, syncTags } from "../base.ts";
-import { guests, vmAnchors } from "../guests.ts";
+import { type Guest, guests, listByIds, vmAnchors } from "../guests.ts";
 import { guestNics } from "../proxmox.ts";
 import { createOnlyFields } from "../options.ts";
 import { deleteOrphans, type Desired, reconcile, refId } from "../reconcile.ts";
-import { assignedTo, childrenOf, ensureVlans, refreshTagged, taggedObjects } from "../owned.ts";
+import { assignedTo, childrenOf, ensureVlans } from "../owned.ts";
 
 export const VM_IFACE = "virtualization.vminterface";
 
+/**
+ * Slice by slice of guests (guests.ts): one slice's interfaces and MAC addresses are read,
+ * written, and let go; only the VLANs (by vid) are known for the whole stage.
+ */
 export async function syncVmInterfaces(ctx: StageContext): Promise<void> {
   const base = await clusterBase(ctx);
   const tags = await syncTags(ctx);
   const list = await guests(ctx);
   const anchors = await vmAnchors(ctx);
-  const present = list.filter((g) => anchors.has(g.vmid));
-  const parents = new Set(present.map((g) => anchors.get(g.vmid)!));
-  const nics = present.map((g) => ({ g, nics: guestNics(g.type, g.config) }));
   const vids = new Map<number, string>();
-  for (const { nics: n } of nics) for (const nic of n) if (nic.vlan) vids.set(nic.vlan, "");
+  let total = 0;
+  for (const slice of list.slices()) {
+    for (const g of slice) {
+      if (!anchors.has(g.vmid)) continue;
+      const nics = guestNics(g.type, g.config);
+      total += nics.length;
+      for (const nic of nics) if (nic.vlan) vids.set(nic.vlan, "");
+    }
+  }
   for (const vid of vids.keys()) vids.set(vid, `VLAN ${vid}`);
   const vlans = await ensureVlans(ctx, base.site, vids);
+  const createOnly = createOnlyFields(ctx.options, { description: "descriptions" });
+  ctx.progress(0, total, `${total} VM interfaces`);
+  for (const slice of list.slices()) {
+    await syncSlice(ctx, slice, anchors, vlans, tags, createOnly);
+  }
+  ctx.progress(total, total, `${total} VM interfaces synced`);
+}
 
+async function syncSlice(
+  ctx: StageContext,
+  slice: Guest[],
+  anchors: Map<number, number>,
+  vlans: Map<number, number>,
+  tags: Awaited<ReturnType<typeof syncTags>>,
+  createOnly: ReadonlySet<string>,
+): Promise<void> {
+  const present = slice.filter((g) => anchors.has(g.vmid));
+  const parents = new Set(present.map((g) => anchors.get(g.vmid)!));
+  const nics = present.map((g) => ({ g, nics: guestNics(g.type, g.config) }));
   const existing = childrenOf(
-    await taggedObjects(ctx, PATHS.vmInterfaces),
+    await listByIds(ctx, PATHS.vmInterfaces, "virtual_machine_id", parents, {
+      tag: "bridgebox-synced",
+    }),
     "virtual_machine",
     parents,
   );
@@ -60,20 +89,19 @@ export async function syncVmInterfaces(ctx: StageContext): Promise<void> {
       },
     }));
   });
-  ctx.progress(0, desired.length, `${desired.length} VM interfaces`);
   const ifaces = await reconcile(ctx, {
     path: PATHS.vmInterfaces,
     existing,
     desired,
     managedTags: tags.managed,
-    createOnly: createOnlyFields(ctx.options, { description: "descriptions" }),
+    createOnly,
     orphan: "delete",
   });
 
   // MAC addresses, one per interface, made the interface's primary MAC.
   const ifaceIds = new Set([...ifaces.objects.values()].map((i) => i.id));
   const macs = assignedTo(
-    await taggedObjects(ctx, PATHS.macs),
+    await listByIds(ctx, PATHS.macs, "assigned_object_id", ifaceIds, { tag: "bridgebox-synced" }),
     VM_IFACE,
     ifaceIds,
     (m) => String(m.mac_address).toUpperCase(),
@@ -128,7 +156,4 @@ export async function syncVmInterfaces(ctx: StageContext): Promise<void> {
     ctx.result.unchanged = before.unchanged;
   }
   await deleteOrphans(ctx, PATHS.macs, macs, macDesired);
-  refreshTagged(ctx, PATHS.vmInterfaces);
-  refreshTagged(ctx, PATHS.macs);
-  ctx.progress(desired.length, desired.length, `${desired.length} VM interfaces synced`);
 }

@@ -7,7 +7,7 @@ import {
   naturalOrder,
   sizeInMb,
 } from "../../../domain/sync/proxmox.ts";
-import { uniqueNames } from "../../../domain/sync/stages/virtual_machines.ts";
+import { baseName, uniqueNames } from "../../../domain/sync/stages/virtual_machines.ts";
 import { changes } from "../../../domain/sync/reconcile.ts";
 
 Deno.test("proxmox: sizes in MiB, CD-ROMs as size-0 disks, in natural order", () => {
@@ -66,9 +66,7 @@ Deno.test("proxmox: NICs with MAC, VLAN tag and static addresses", () => {
 Deno.test("names: same-name guests get (2), (3) by vmid; a VM keeps the name it already has", () => {
   const g = (vmid: number, name: string) => ({
     vmid,
-    node: "n",
-    type: "qemu" as const,
-    config: { name },
+    base: baseName({ vmid, node: "n", type: "qemu" as const, config: { name } }),
   });
   assert.deepEqual(
     [...uniqueNames([g(103, "a"), g(101, "a"), g(102, "A")], []).entries()].sort(),

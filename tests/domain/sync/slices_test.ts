@@ -1,0 +1,159 @@
+/**
+ * The guest stages work in slices of guests (domain/sync/guests.ts, docs/sync.md "Memory"): an
+ * estate larger than a slice syncs as one would, and no stage reads a whole model of the
+ * inventory to find one slice's objects. Over in-memory fakes of the two ports (no sockets).
+ */
+import assert from "node:assert/strict";
+import { FakeHypervisor, FakeInventory, smallCluster } from "./_fakes.ts";
+import { runSync, STAGES } from "../../../domain/sync/runner.ts";
+import type { SyncEndpoint } from "../../../domain/sync/ports.ts";
+import { SLICE } from "../../../domain/sync/guests.ts";
+
+const LAB: SyncEndpoint = {
+  id: 1,
+  name: "lab (inv:7)",
+  ip: "10.0.0.1",
+  port: 8006,
+  use_https: true,
+  verify_ssl: false,
+  username: "root@pam",
+};
+const GUEST_STAGES = STAGES.filter((s) =>
+  ["devices", "virtual-machines", "vm-disks", "vm-interfaces", "ip-addresses"].includes(s.type)
+);
+const VMS = "virtualization/virtual-machines/";
+/** More guests than two slices hold: three slices, the last a short one. */
+const GUESTS = 2 * SLICE + 201;
+
+/** Guests 1..GUESTS on two nodes, each with a disk, a NIC and a static address. */
+function bigCluster(names: Record<number, string> = {}, gone = new Set<number>()) {
+  const data = smallCluster();
+  const resources = [];
+  for (let vmid = 1; vmid <= GUESTS; vmid++) {
+    if (gone.has(vmid)) continue;
+    const node = vmid % 2 ? "n1" : "n2";
+    const name = names[vmid] ?? `vm-${vmid}`;
+    resources.push({ vmid, name, node, type: "qemu", status: "running" });
+    const mac = `BC:24:11:00:${(vmid >> 8).toString(16).padStart(2, "0")}:${
+      (vmid & 255).toString(16).padStart(2, "0")
+    }`.toUpperCase();
+    data[`/nodes/${node}/qemu/${vmid}/config`] = {
+      name,
+      memory: 1024,
+      cores: 1,
+      scsi0: `local:vm-${vmid}-disk-0,size=8G`,
+      net0: `virtio=${mac},bridge=vmbr0`,
+      ipconfig0: `ip=10.${vmid >> 8}.${vmid & 255}.1/16`,
+    };
+  }
+  data["/cluster/resources"] = resources;
+  return data;
+}
+
+/** Moves `vmid` to the other node (its config goes with it, as a migration does). */
+function migrate(data: Record<string, unknown>, vmid: number) {
+  const resources = data["/cluster/resources"] as { vmid: number; node: string }[];
+  const guest = resources.find((r) => r.vmid === vmid)!;
+  const to = guest.node === "n1" ? "n2" : "n1";
+  data[`/nodes/${to}/qemu/${vmid}/config`] = data[`/nodes/${guest.node}/qemu/${vmid}/config`];
+  delete data[`/nodes/${guest.node}/qemu/${vmid}/config`];
+  guest.node = to;
+}
+
+/** The inventory fake, recording the filters of each list call. */
+class RecordingInventory extends FakeInventory {
+  readonly lists: { path: string; filters: Record<string, string | string[]> }[] = [];
+  override list(path: string, filters: Record<string, string | string[]>) {
+    this.lists.push({ path, filters });
+    return super.list(path, filters);
+  }
+}
+
+async function run(inv: FakeInventory, hv: FakeHypervisor) {
+  const complete = await runSync({
+    stages: GUEST_STAGES,
+    endpoints: [LAB],
+    hypervisor: () => hv,
+    inventory: inv,
+    emit: () => {},
+    signal: new AbortController().signal,
+    now: () => Date.UTC(2026, 0, 1),
+  });
+  assert.equal(complete.ok, true, JSON.stringify(complete.errors));
+  return complete;
+}
+
+Deno.test("slices: an estate of three slices syncs whole; each stage reads one slice's objects by id, at most 100 ids a request", async () => {
+  const inv = new RecordingInventory();
+  inv.table("plugins/service/endpoints/hypervisor/").set(7, { id: 7, name: "lab" });
+  // Guests 1 and GUESTS share a name: the suffix goes by vmid across slices.
+  await run(inv, new FakeHypervisor(bigCluster({ 1: "web", [GUESTS]: "web" })));
+
+  const vms = inv.all(VMS);
+  assert.equal(vms.length, GUESTS);
+  const states = inv.all("plugins/service/vm-sync-state/");
+  const vmOf = new Map(states.map((s) => [Number(s.vmid), Number(s.virtual_machine)]));
+  const byId = new Map(vms.map((v) => [v.id, v]));
+  assert.equal(byId.get(vmOf.get(1)!)!.name, "web");
+  assert.equal(byId.get(vmOf.get(GUESTS)!)!.name, "web (2)");
+  assert.equal(inv.all("virtualization/virtual-disks/").length, GUESTS);
+  assert.equal(inv.all("virtualization/interfaces/").length, GUESTS);
+  assert.equal(inv.all("dcim/mac-addresses/").length, GUESTS);
+  const ips = inv.all("ipam/ip-addresses/");
+  assert.equal(ips.length, GUESTS);
+  // Every VM got its primary address, the last slice's too.
+  assert.ok(vms.every((v) => typeof v.primary_ip4 === "number"), "primary IPv4 on every VM");
+
+  // A guest's children are read by parent, a slice's VMs and sync-states by id: never a whole
+  // model by the ownership tag alone.
+  const narrowed: Record<string, string> = {
+    "virtualization/virtual-disks/": "virtual_machine_id",
+    "virtualization/interfaces/": "virtual_machine_id",
+    "dcim/mac-addresses/": "assigned_object_id",
+    "ipam/ip-addresses/": "assigned_object_id",
+  };
+  for (const { path, filters } of inv.lists) {
+    const by = narrowed[path];
+    if (by) assert.ok(Array.isArray(filters[by]), `${path} read without ${by}`);
+    for (const [key, value] of Object.entries(filters)) {
+      if (Array.isArray(value)) assert.ok(value.length <= 100, `${path} ${key}: ${value.length}`);
+    }
+  }
+  const vmReads = inv.lists.filter((l) => l.path === VMS && l.filters.id);
+  assert.ok(vmReads.length >= 3, "the VMs of each slice are read by id");
+});
+
+Deno.test("slices: a migrated guest keeps its VM and disks; a gone one is marked; a name freed in a later slice is taken after its rename", async () => {
+  const inv = new FakeInventory();
+  inv.table("plugins/service/endpoints/hypervisor/").set(7, { id: 7, name: "lab" });
+  const last = GUESTS;
+  await run(inv, new FakeHypervisor(bigCluster({ 1: "alpha", [last]: "beta" })));
+  const states = () => inv.all("plugins/service/vm-sync-state/");
+  const vmOf = (vmid: number) => Number(states().find((s) => s.vmid === vmid)!.virtual_machine);
+  const diskOf = (vmid: number) =>
+    inv.all("virtualization/virtual-disks/").find((d) => d.virtual_machine === vmOf(vmid))!.id;
+  const [firstVm, lastVm, goneVm] = [vmOf(1), vmOf(last), vmOf(SLICE + 1)];
+  const lastDisk = diskOf(last);
+
+  // Guest 1 takes the name guest `last` (third slice) gives up in the same run; guest `last`
+  // moved to the other node; guest SLICE+1 is gone.
+  const data = bigCluster({ 1: "beta", [last]: "gamma" }, new Set([SLICE + 1]));
+  migrate(data, last);
+  const before = inv.writes.length;
+  const complete = await run(inv, new FakeHypervisor(data));
+  const writes = inv.writes.slice(before);
+
+  assert.equal(complete.result.deleted, 0, JSON.stringify(writes.filter((w) => w[0] === "D")));
+  assert.equal(vmOf(last), lastVm, "the migrated guest keeps its VM");
+  assert.equal(diskOf(last), lastDisk, "and its disk");
+  const vm = (id: number) => inv.table(VMS).get(id)!;
+  assert.equal(vm(lastVm).name, "gamma");
+  assert.equal(vm(firstVm).name, "beta");
+  // The rename that frees "beta" is written before the VM that takes it.
+  const renamed = writes.indexOf(`PATCH ${VMS}${lastVm}`);
+  const took = writes.lastIndexOf(`PATCH ${VMS}${firstVm}`);
+  assert.ok(renamed >= 0 && took > renamed, writes.filter((w) => w.includes(VMS)).join("\n"));
+  assert.equal(vm(goneVm).status, "decommissioning");
+  assert.equal(states().find((s) => s.vmid === SLICE + 1)!.status, "missing");
+  assert.equal(inv.all(VMS).length, GUESTS, "nothing created or deleted");
+});
