@@ -17,6 +17,10 @@
  *   npx -y deno@2.9.6 task bench:user:100k    # 100,000 guests (long: not run by CI)
  *
  * BENCH_USER_SEED overrides the seed (e.g. nodes=2,vms=1200,cts=300,storages=2 for a quick look).
+ * BENCH_CPU_PROF=<dir> runs the app with `--cpu-prof` (a .cpuprofile in <dir> once it stops);
+ * `deno run -A bench/cpuprofile_top.ts <file>` lists the functions that took the most time.
+ * After each run the bench prints where the time went, read from the app's /metrics: each
+ * stage's seconds, and the Deno KV calls (count and seconds by operation) the run made.
  * BENCH_USER_RUNS=first stops after the first run (the memory slope: run it at 5k, 10k, 20k).
  * During each run the app's memory is sampled twice a second (`process_heap_used_bytes` from its
  * /metrics, VmRSS from /proc): each run prints its peak heap and RSS, so the MiB a run needs per
@@ -111,6 +115,43 @@ interface Run {
   /** Peak V8 heap in use and peak resident memory of the app during the run, in bytes. */
   heap: number;
   rss: number;
+}
+
+/** The app's sync-stage and KV-call figures from /metrics (sums and counts by label). */
+async function metricsOf(base: string, key: string): Promise<Map<string, number>> {
+  const res = await fetch(`${base}/metrics`, { headers: { "X-Service-API-Key": key } });
+  const text = await res.text();
+  const out = new Map<string, number>();
+  const line =
+    /^bridgebox_(sync_stage|kv_operation)_duration_seconds_(sum|count)\{(?:stage|operation)="([^"]+)"\} (\S+)$/;
+  for (const l of text.split("\n")) {
+    const m = l.match(line);
+    if (m) out.set(`${m[1]} ${m[3]} ${m[2]}`, Number(m[4]));
+  }
+  return out;
+}
+
+/** Where one run's time went: stages by seconds, KV calls by operation (count, seconds). */
+function breakdown(label: string, before: Map<string, number>, after: Map<string, number>) {
+  const delta = (k: string) => (after.get(k) ?? 0) - (before.get(k) ?? 0);
+  const names = (kind: string) => [
+    ...new Set(
+      [...after.keys()].filter((k) => k.startsWith(kind + " ")).map((k) => k.split(" ")[1]),
+    ),
+  ];
+  const stages = names("sync_stage")
+    .map((s) => [s, delta(`sync_stage ${s} sum`)] as const)
+    .filter(([, t]) => t > 0.05)
+    .sort((a, b) => b[1] - a[1]);
+  const kv = names("kv_operation")
+    .map((o) => [o, delta(`kv_operation ${o} count`), delta(`kv_operation ${o} sum`)] as const)
+    .filter(([, n]) => n > 0);
+  console.log(`  ${label}: stages ${stages.map(([s, t]) => `${s} ${t.toFixed(1)} s`).join(", ")}`);
+  console.log(
+    `  ${" ".repeat(label.length)}  KV calls ${
+      kv.map(([o, n, t]) => `${o} ${n} (${t.toFixed(1)} s)`).join(", ")
+    }`,
+  );
 }
 
 function currentRss(pid: number): number {
@@ -237,13 +278,17 @@ const mock = await startMain({
   HYPERVISOR_MOCK_SEED: SEED,
   HYPERVISOR_MOCK_TASK_DELAY_MS: "0",
 });
-const app = await startMain({
-  ...env,
-  SERVICE_KV_PATH: `${dir}/bridgebox.kv`,
-  // The hypervisor copy points at the mock on 127.0.0.1 (another port of this machine).
-  SERVICE_ALLOW_LOOPBACK_TARGETS: "true",
-  INVENTORY_BOOTSTRAP_TOKEN: TOKEN,
-});
+const cpuProfileDir = Deno.env.get("BENCH_CPU_PROF");
+const app = await startMain(
+  {
+    ...env,
+    SERVICE_KV_PATH: `${dir}/bridgebox.kv`,
+    // The hypervisor copy points at the mock on 127.0.0.1 (another port of this machine).
+    SERVICE_ALLOW_LOOPBACK_TARGETS: "true",
+    INVENTORY_BOOTSTRAP_TOKEN: TOKEN,
+  },
+  cpuProfileDir ? ["--cpu-prof", `--cpu-prof-dir=${cpuProfileDir}`] : [],
+);
 try {
   console.log(`user-path sync bench, seed ${SEED}; app pid ${app.pid}, mock pid ${mock.pid}`);
   const ceiling = await kvFileCeiling(dir);
@@ -283,7 +328,9 @@ try {
   });
   if (hv.status >= 300) throw new Error(`hypervisor endpoint: ${JSON.stringify(hv.body)}`);
 
+  const m0 = await metricsOf(app.base, key);
   const first = await fullUpdate(app.base, key, app.pid);
+  breakdown(`first run ${first.seconds.toFixed(1)} s`, m0, await metricsOf(app.base, key));
   const snapshotPath = Deno.env.get("BENCH_SNAPSHOT");
   if (snapshotPath) {
     await Deno.writeTextFile(snapshotPath, JSON.stringify(await snapshot(app.base), null, 1));
@@ -313,9 +360,13 @@ try {
     );
     throw new FirstOnly();
   }
+  const m2 = await metricsOf(app.base, key);
   const unchanged = await fullUpdate(app.base, key, app.pid);
+  breakdown(`unchanged ${unchanged.seconds.toFixed(1)} s`, m2, await metricsOf(app.base, key));
   const changed = await changeOnePercent(mock.base);
+  const m4 = await metricsOf(app.base, key);
   const onePercent = await fullUpdate(app.base, key, app.pid);
+  breakdown(`1% changed ${onePercent.seconds.toFixed(1)} s`, m4, await metricsOf(app.base, key));
   const rss = peakRss(app.pid);
   const health = await rate(app.base, "/health");
   const perSecond = first.written / first.seconds;

@@ -50,9 +50,16 @@ export function startTaskV8Flags(): string[] {
   return main.split(/\s+/).filter((arg) => arg.startsWith("--v8-flags="));
 }
 
-export async function startMain(env: Record<string, string>): Promise<Child> {
+/**
+ * `runArgs` go to `deno run` before main.ts: the user-path bench's `--cpu-prof` (written when the
+ * child stops on SIGTERM).
+ */
+export async function startMain(
+  env: Record<string, string>,
+  runArgs: readonly string[] = [],
+): Promise<Child> {
   const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", ...startTaskV8Flags()]
+    args: ["run", ...startTaskV8Flags(), ...runArgs]
       .concat(["--allow-net", "--allow-env", "--allow-read", "--allow-write", "--allow-sys"])
       .concat(["main.ts"]),
     cwd: ROOT_PATH,

@@ -113,13 +113,27 @@ async function prefetchRefs(
       }
     }
   }
-  await Promise.all([...wanted].map(async ([model, ids]) => {
-    const known = cachedRecords(cache, model);
-    const missing = [...ids].filter((id) => !known.has(id));
-    if (missing.length === 0) return;
-    const found = await core.store.getVersioned(model, missing);
-    missing.forEach((id, i) => known.set(id, found[i]?.record ?? null));
-  }));
+  const fetch = (wanted: Map<string, Set<number>>) =>
+    Promise.all([...wanted].map(async ([model, ids]) => {
+      const known = cachedRecords(cache, model);
+      const missing = [...ids].filter((id) => !known.has(id));
+      if (missing.length === 0) return [];
+      const found = await core.store.getVersioned(model, missing);
+      missing.forEach((id, i) => known.set(id, found[i]?.record ?? null));
+      return found.flatMap((f) => f ? [{ model, record: f.record }] : []);
+    }));
+  const referred = (await fetch(wanted)).flat();
+  // One hop further: the object a referred record is attached to (an IP's or MAC's interface),
+  // which the rules of a primary IP or primary MAC read for every item (ctx.read).
+  wanted.clear();
+  for (const { model, record } of referred) {
+    for (const f of Object.values(core.registry.definition(model).fields)) {
+      if (f.type === "gfk" && typeof record[f.typeField!] === "string") {
+        want(record[f.typeField!] as string, record[f.idField!]);
+      }
+    }
+  }
+  if (wanted.size > 0) await fetch(wanted);
 }
 
 /**

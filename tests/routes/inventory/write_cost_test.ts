@@ -1,0 +1,125 @@
+/**
+ * What one bulk write costs the store, counted in Deno KV calls (issue 25: the sync writes
+ * interfaces, their MACs, the primary MACs and the VMs' primary IPs in bulk, 500 at a time).
+ * A hook that looks something up per object makes a bulk write of N objects N round trips
+ * longer; these tests hold the batch's reads to a number that does not grow with N.
+ */
+import assert from "node:assert/strict";
+import { setup } from "./_setup.ts";
+import { world } from "./_world.ts";
+
+const N = 60;
+
+/** A KV handle counting the reads made through it (get, getMany, list), by kind. */
+function countingKv(kv: Deno.Kv) {
+  const counts = { get: 0, getMany: 0, list: 0 };
+  const counted = new Proxy(kv, {
+    get(target, prop) {
+      const value = Reflect.get(target, prop, target);
+      if (typeof value !== "function") return value;
+      if (prop === "get" || prop === "getMany" || prop === "list") {
+        return (...args: unknown[]) => {
+          counts[prop]++;
+          return (value as (...a: unknown[]) => unknown).apply(target, args);
+        };
+      }
+      return value.bind(target);
+    },
+  });
+  return { counted, counts };
+}
+
+Deno.test("bulk writes of MACs, primary MACs and primary IPs read the store a number of times that does not grow with the batch", async () => {
+  const { counted, counts } = countingKv(await Deno.openKv(":memory:"));
+  const inv = await setup({}, { kv: counted });
+  try {
+    const w = await world(inv);
+    const vms = await inv.call(
+      "POST",
+      "/api/virtualization/virtual-machines/",
+      Array.from({ length: N }, (_, i) => ({ name: `bulk-${i}`, cluster: w.cluster })),
+    );
+    assert.equal(vms.status, 201, JSON.stringify(vms.body));
+    const ifaces = await inv.call(
+      "POST",
+      "/api/virtualization/interfaces/",
+      vms.body.map((vm: { id: number }) => ({ virtual_machine: vm.id, name: "net0" })),
+    );
+    assert.equal(ifaces.status, 201, JSON.stringify(ifaces.body));
+    const ifaceIds: number[] = ifaces.body.map((i: { id: number }) => i.id);
+    const hex = (i: number) => i.toString(16).padStart(2, "0").toUpperCase();
+
+    const measure = async (method: string, path: string, body: unknown[]) => {
+      const before = { ...counts };
+      const r = await inv.call(method, path, body);
+      assert.ok(r.status < 300, `${method} ${path}: ${r.status} ${JSON.stringify(r.body)}`);
+      return {
+        body: r.body,
+        reads: {
+          get: counts.get - before.get,
+          getMany: counts.getMany - before.getMany,
+          list: counts.list - before.list,
+        },
+      };
+    };
+
+    // MACs: a new MAC is no interface's primary MAC, so nothing looks for interfaces showing it.
+    const macs = await measure(
+      "POST",
+      "/api/dcim/mac-addresses/",
+      ifaceIds.map((id, i) => ({
+        mac_address: `52:54:00:00:01:${hex(i)}`,
+        assigned_object_type: "virtualization.vminterface",
+        assigned_object_id: id,
+      })),
+    );
+    assert.equal(macs.body.length, N);
+    assert.ok(macs.reads.list <= 5, `MAC create: ${JSON.stringify(macs.reads)}`);
+    assert.ok(macs.reads.get <= 20, `MAC create: ${JSON.stringify(macs.reads)}`);
+
+    // Primary MACs: the MACs the batch names are read once, together, not per rule.
+    const primary = await measure(
+      "PATCH",
+      "/api/virtualization/interfaces/",
+      ifaceIds.map((id, i) => ({ id, primary_mac_address: macs.body[i].id })),
+    );
+    assert.deepEqual(
+      primary.body.map((i: { mac_address: string }) => i.mac_address),
+      ifaceIds.map((_, i) => `52:54:00:00:01:${hex(i)}`),
+    );
+    assert.ok(primary.reads.get <= 20, `primary MAC: ${JSON.stringify(primary.reads)}`);
+    assert.ok(primary.reads.list <= 5, `primary MAC: ${JSON.stringify(primary.reads)}`);
+
+    // Primary IPs: each address and its interface come from the batch's reads.
+    const ips = await inv.call(
+      "POST",
+      "/api/ipam/ip-addresses/",
+      ifaceIds.map((id, i) => ({
+        address: `10.9.${Math.floor(i / 200)}.${(i % 200) + 1}/24`,
+        assigned_object_type: "virtualization.vminterface",
+        assigned_object_id: id,
+      })),
+    );
+    assert.equal(ips.status, 201, JSON.stringify(ips.body));
+    const primaryIp = await measure(
+      "PATCH",
+      "/api/virtualization/virtual-machines/",
+      vms.body.map((vm: { id: number }, i: number) => ({ id: vm.id, primary_ip4: ips.body[i].id })),
+    );
+    assert.deepEqual(
+      primaryIp.body.map((vm: { primary_ip4: { id: number } }) => vm.primary_ip4.id),
+      ips.body.map((ip: { id: number }) => ip.id),
+    );
+    assert.ok(primaryIp.reads.get <= 20, `primary IP: ${JSON.stringify(primaryIp.reads)}`);
+
+    // And the MACs still follow an edit: the interface shows the new value.
+    const edited = await inv.call("PATCH", `/api/dcim/mac-addresses/${macs.body[0].id}/`, {
+      mac_address: "52:54:00:00:02:00",
+    });
+    assert.equal(edited.status, 200);
+    const shown = await inv.call("GET", `/api/virtualization/interfaces/${ifaceIds[0]}/`);
+    assert.equal(shown.body.mac_address, "52:54:00:00:02:00");
+  } finally {
+    inv.close();
+  }
+});
