@@ -10,6 +10,7 @@
 // deno-lint-ignore-file no-explicit-any
 import assert from "node:assert/strict";
 import { addInventoryCopy, type SseFrame, syncWorld } from "./_sync_harness.ts";
+import { GUEST_TAG_DESCRIPTION } from "../../domain/sync/stages/virtual_machines.ts";
 
 const FAST_TASKS = { HYPERVISOR_MOCK_TASK_DELAY_MS: "0" };
 type World = Awaited<ReturnType<typeof syncWorld>>;
@@ -316,6 +317,7 @@ Deno.test("e2e sync mapping: every hypervisor field arrives where docs/sync.md s
     const primary4 = (v: any) => inv.ip(idOf(v?.primary_ip4))?.address ?? null;
     const primary6 = (v: any) => inv.ip(idOf(v?.primary_ip6))?.address ?? null;
     const addressesOf = (vmid: number) => inv.ipsOf(vmid).map((a: any) => a.address).sort();
+    const [dbTag] = await world.inventory("extras/tags/?slug=db");
     expectRows([
       // virtual-machines: names (cut to 64, a clash takes " (2)" inside 64), sizes, status, tags.
       ["vm 100 name: the first 64 characters", vm100?.name, LONG_NAME.slice(0, 64)],
@@ -338,6 +340,7 @@ Deno.test("e2e sync mapping: every hypervisor field arrives where docs/sync.md s
       ["vm 100 role", vm100?.role?.slug, "virtual-machine"],
       ["ct 105 role", ct105?.role?.slug, "container"],
       ["ct 105 tags", slugs(ct105), ["bridgebox-synced", "db"]],
+      ["tag db: the sync's, says its description", dbTag?.description, GUEST_TAG_DESCRIPTION],
       ["vm 100 disk: sum of its disks", vm100?.disk, 8192 + 512 + 1048576],
       ["ct 105 disk: rootfs + mount point", ct105?.disk, 4096 + 2048],
       // custom fields (setting on)
@@ -588,9 +591,15 @@ Deno.test("e2e sync mapping: every hypervisor field arrives where docs/sync.md s
       const r = await world.inventoryCall("PATCH", path, body);
       assert.equal(r.status, 200, `${path}: ${JSON.stringify(r.body)}`);
     };
+    const handTag = await world.inventoryCall("POST", "extras/tags/", {
+      name: "hand-set",
+      slug: "hand-set",
+    });
+    assert.equal(handTag.status, 201, JSON.stringify(handTag.body));
     await edit(`virtualization/virtual-machines/${vm100.id}/`, {
       name: "renamed-by-hand",
       role: appliance.body.id,
+      tags: [...vm100.tags.map((t: any) => t.id), handTag.body.id],
     });
     await edit(`virtualization/virtual-disks/${inv.diskOf(100, "scsi0").id}/`, {
       description: "hand-written",
@@ -637,7 +646,9 @@ Deno.test("e2e sync mapping: every hypervisor field arrives where docs/sync.md s
       ipconfig0: "ip=10.77.1.5/24,gw=10.77.1.1,ip6=2001:db8::5/64",
       delete: "ipconfig1,scsi1",
     });
+    // The last guest with the tag db drops it too.
     await hv("PUT", "/nodes/pve2/lxc/105/config", {
+      delete: "tags",
       net0:
         "name=eth0,bridge=vmbr0,hwaddr=BC:24:11:AA:BB:03,ip=10.77.2.6/24,ip6=fd00::5/64,type=veth",
     });
@@ -714,10 +725,12 @@ Deno.test("e2e sync mapping: every hypervisor field arrives where docs/sync.md s
     const status = (list: any[], pick: (o: any) => boolean) => valueOf(list.find(pick)?.status);
     expectRows([
       ["vm 100 memory", vm100b?.memory, 4096],
-      ["vm 100 tags: a guest tag removed upstream goes", slugs(vm100b), [
+      ["vm 100 tags: a guest tag removed upstream goes, a hand-set one stays", slugs(vm100b), [
         "bridgebox-synced",
+        "hand-set",
         "prod",
       ]],
+      ["ct 105 tags: its last guest tag went too", slugs(ct105b), ["bridgebox-synced"]],
       ["vm 100 disks: scsi1 gone", now.disksOf(100), ["ide2", "sata1", "scsi0"]],
       ["vm 100 disk: sum of the rest", vm100b?.disk, 8192 + 1048576],
       ["vm 100 addresses: net0's old one gone", addressesNow(100), [

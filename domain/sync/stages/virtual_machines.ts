@@ -35,6 +35,23 @@ import { type InventoryObject, versionAtLeast } from "../ports.ts";
 
 const NAME_MAX = 64;
 
+/**
+ * The description of the tags the sync makes for guest tags: how a later run knows one again
+ * when no guest carries it any more, so the last VM that had it loses it too (docs/sync.md,
+ * "What happens when the hypervisor changes"). A tag of the same slug made by hand is used as
+ * it is and never taken off by the sync.
+ */
+export const GUEST_TAG_DESCRIPTION = "A Proxmox VE guest tag, kept in step by the Bridgebox sync.";
+
+/** Ids of the guest tags the sync made (by their description), whether a guest has them or not. */
+function guestTagsMade(ctx: StageContext): Promise<number[]> {
+  return memoShared(ctx, "guest-tags-made", async () =>
+    // Filtered here, not by a `description` query: an inventory ignoring that filter would
+    // make every tag look like the sync's.
+    (await ctx.inv.list(PATHS.tags, {}, ctx.signal))
+      .filter((t) => t.description === GUEST_TAG_DESCRIPTION).map((t) => t.id));
+}
+
 /** Ids of the VMs this run created (per endpoint). */
 export function createdThisRun(ctx: StageContext): Set<number> {
   let made = ctx.cache.get("vms-created") as Set<number> | undefined;
@@ -187,12 +204,17 @@ export async function syncVirtualMachines(ctx: StageContext): Promise<void> {
   const tagNames = [...tagSet];
   const guestTagIds = await ensureTags(
     ctx,
-    tagNames.map((name) => ({ slug: slugify(name), name: name.slice(0, 100) })),
+    tagNames.map((name) => ({
+      slug: slugify(name),
+      name: name.slice(0, 100),
+      description: GUEST_TAG_DESCRIPTION,
+    })),
   );
   // Guest tags are managed (added and removed) only while the hypervisor owns tags; otherwise
-  // they are written when a VM is created and the admin keeps them from then on.
+  // they are written when a VM is created and the admin keeps them from then on. Managed: the
+  // guest tags of this run and those the sync made earlier that no guest carries any more.
   const managed = ctx.options.overwrite.tags
-    ? new Set([...tags.managed, ...guestTagIds.values()])
+    ? new Set([...tags.managed, ...guestTagIds.values(), ...await guestTagsMade(ctx)])
     : tags.managed;
   const createOnly = createOnlyFields(ctx.options, {
     name: "names",
