@@ -326,7 +326,11 @@ export class BackendClient implements BackendApi {
     arm();
     const source = response.body;
     const events = async function* () {
-      // Every chunk (frames and keepalive comments alike) proves the stream alive.
+      // Every chunk (frames and keepalive comments alike) proves the stream alive. The pipe
+      // follows the abort too: a fetch over a socket errors its body on abort, but the app's own
+      // port is answered in-process (clients/outbound.ts) with a body nothing else cancels, so a
+      // caller that stops (a job that lost its run lease, the idle timer) would otherwise wait
+      // for the backend's next frame. Cancelling it here also tells the backend to stop the run.
       const watched = source.pipeThrough(
         new TransformStream<Uint8Array, Uint8Array>({
           transform(chunk, controller) {
@@ -334,6 +338,7 @@ export class BackendClient implements BackendApi {
             controller.enqueue(chunk);
           },
         }),
+        { signal: abort.signal },
       );
       const parsed = watched.pipeThrough(new TextDecoderStream()).pipeThrough(
         new EventSourceParserStream(),

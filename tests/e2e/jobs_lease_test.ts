@@ -7,6 +7,7 @@
 import assert from "node:assert/strict";
 import { jobsWorld, P, statusOf } from "./_jobs_world.ts";
 import type { JobsWorld } from "./_jobs_world.ts";
+import { KvJobStore } from "../../storage/kv/jobs.ts";
 
 /** A handler that holds the backend's full update until `open()`; `reached` when it arrives. */
 function fullUpdateGate() {
@@ -226,3 +227,96 @@ for (
     }
   });
 }
+
+/** Resolves with the fields of the first log line `message` in the world's logger. */
+function loggedFields(w: JobsWorld, message: string): Promise<Record<string, unknown>> {
+  const done = Promise.withResolvers<Record<string, unknown>>();
+  const logger = w.deps.logger;
+  const real = logger.log.bind(logger);
+  logger.log = (level, text, fields) => {
+    real(level, text, fields);
+    if (text === message) done.resolve({ ...fields });
+  };
+  return done.promise;
+}
+
+Deno.test("jobs lease: a run whose lease another process takes mid-stage stops at once and writes nothing more", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "jobs-lease-kv-" });
+  // The backend's first device write (the nodes stage) is held: the stage is mid-way, with
+  // writes done before it and every later stage (guests, disks, addresses…) still to come.
+  const held = Promise.withResolvers<void>();
+  const reached = Promise.withResolvers<void>();
+  let holding = true;
+  let releasedAt = -1;
+  const writes: string[] = [];
+  const handler = async (request: Request, next: () => Promise<Response>) => {
+    const { pathname } = new URL(request.url);
+    if (request.method !== "GET") writes.push(`${request.method} ${pathname}`);
+    if (holding && request.method === "POST" && pathname === "/api/dcim/devices/") {
+      holding = false;
+      reached.resolve();
+      await held.promise;
+    }
+    return next();
+  };
+  // A 100 ms lease: this process renews it every 33 ms while the run lasts.
+  const env = { SERVICE_ALLOW_LOOPBACK_TARGETS: "true", SERVICE_JOB_LEASE_MS: "100" };
+  const a = await jobsWorld(env, { kv: await Deno.openKv(`${dir}/kv`) }, handler);
+  // Another process on the same KV file, whose clock reads A's lease as long expired (as after
+  // a pause of A longer than its lease): it takes the run lease for a job of its own.
+  const otherKv = await Deno.openKv(`${dir}/kv`);
+  const other = new KvJobStore(otherKv, () => Date.now() + 3_600_000);
+  try {
+    await a.wire();
+    const backendEnded = loggedFields(a, "sync run ended");
+    const started = await a.call("POST", P + "sync/", { sync_types: ["all"] });
+    assert.equal(started.status, 201, JSON.stringify(started.body));
+    const id = started.body.job_id;
+    await reached.promise;
+    const lost = afterCalls(a, "renewLease", 1, (ok) => ok === false);
+    assert.deepEqual(await other.takeLease(id + 1_000, "process-b", 60_000), { ok: true });
+    await lost;
+    // With the backend still held mid-stage, A's run ends on the lost lease: the stream it was
+    // reading is cut, not read on until the backend's next frame. (Should a regression leave it
+    // waiting, the failure comes after 150 more refused renewals, not a hang.)
+    const refusedMore = afterCalls(a, "renewLease", 150, (ok) => ok === false).then(() => {
+      throw new Error(`job ${id} still runs 150 renewals after losing its lease`);
+    });
+    refusedMore.catch(() => {});
+    await Promise.race([a.sse(`${P}jobs/${id}/stream`), refusedMore]);
+    const job = await a.job(id);
+    assert.equal(statusOf(job), "errored");
+    assert.equal(job.error, "Stopped: this process lost the run lease (it expired and was taken)");
+    // The run wrote no stage record after the one it was in (nodes never completed).
+    assert.deepEqual(
+      (job.data as { sync_type: string }[]).map((r) => r.sync_type).filter((t) =>
+        t !== "clusters" && t !== "nodes"
+      ),
+      [],
+    );
+    const lastLines = (job.log_entries as { message: string }[]).slice(-2).map((l) => l.message);
+    assert.deepEqual(lastLines, [
+      "Stopped: this process lost the run lease (it expired and was taken)",
+      "Finished errored: Stopped: this process lost the run lease (it expired and was taken)",
+    ]);
+    // The backend was told: once the held write is let go, its run ends cancelled and writes
+    // nothing more to the inventory.
+    releasedAt = writes.length;
+    held.resolve();
+    const ended = await backendEnded;
+    assert.equal(ended.cancelled, true, JSON.stringify(ended));
+    assert.deepEqual(writes.slice(releasedAt), [], "no write after the lease was lost");
+    const vms = await a.call("GET", "/api/virtualization/virtual-machines/?limit=1");
+    assert.equal(vms.body.count, 0, "the guests stage never ran");
+    // The lease stays with the process that took it; the old owner gave back nothing of it.
+    const lease = await other.lease();
+    assert.equal(lease?.owner, "process-b");
+    assert.equal(lease?.job_id, id + 1_000);
+    assert.deepEqual((await a.job(id)).log_entries, job.log_entries, "no log line after");
+  } finally {
+    held.resolve();
+    otherKv.close();
+    await a.close();
+    await Deno.remove(dir, { recursive: true }).catch(() => {});
+  }
+});
