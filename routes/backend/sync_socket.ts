@@ -127,8 +127,17 @@ export function serveSocketStream(s: SocketStream): void {
     close(refusalCode(status), String(body.detail ?? `HTTP ${status}`).split(":")[0]);
   };
 
-  const authTimer = setTimeout(() => {
+  // Counted from the upgrade. Should it run out before the socket is open (a loaded server
+  // may take that long to finish the handshake), the refusal waits for the open: a close sent
+  // while connecting reaches the client as a bare abnormal closure, without the 4408 and the
+  // frame that says what to send.
+  let timedOutConnecting = false;
+  const timeOut = () => {
     if (state !== "auth") return;
+    if (socket.readyState === WebSocket.CONNECTING) {
+      timedOutConnecting = true;
+      return;
+    }
     send({
       event: "error",
       data: {
@@ -139,10 +148,14 @@ export function serveSocketStream(s: SocketStream): void {
       },
     });
     close(SOCKET_CLOSE.authTimeout, "no authentication message in time");
-  }, s.authTimeoutMs);
+  };
+  const authTimer = setTimeout(timeOut, s.authTimeoutMs);
 
   socket.onopen = () => {
-    if (s.keyInUrl === null) return;
+    if (s.keyInUrl === null) {
+      if (timedOutConnecting) timeOut();
+      return;
+    }
     refuse(400, {
       detail: `Query parameter "${s.keyInUrl}" looks like a credential and is refused: the ` +
         "API key goes in the first message, never in the URL (URLs end up in logs).",
