@@ -397,4 +397,68 @@ export const EQUIVALENT: Equivalent[] = [
     why: "the inventory client offers both or neither; in a dry run the edit re-check returns " +
       "before using them (reconcile.ts editedSinceRead tests dryRun)",
   },
+  {
+    module: "domain/sync/reconcile.ts",
+    what: "&& → ||",
+    line: 'if ("value" in value && "label" in value && Object.keys(value).length === 2) {',
+    why: "only a two-key object without value/label reads differently, and the sync compares " +
+      "such objects only inside raw_config, whose facts its own fields carry and compare",
+  },
+  {
+    module: "domain/sync/stages/backups.ts",
+    what: "?? → ||",
+    line: "virtual_machine: v.vmid !== undefined ? anchors.get(v.vmid) ?? null : null,",
+    why: "inventory ids are positive: a VM id is never another falsy value",
+  },
+  {
+    module: "domain/sync/stages/replications.ts",
+    what: "?? → ||",
+    line: 'jobnum: j.jobnum ?? Number(j.id.split("-")[1]),',
+    why: "a job number 0 is the 0 after the dash of its id (`100-0`) either way",
+  },
+  {
+    module: "domain/sync/stages/task_history.ts",
+    what: "?? → ||",
+    line: "pid: t.pid ?? null,",
+    why: "a UPID's process id is never 0",
+  },
+  {
+    module: "domain/sync/plan.ts",
+    what: "?? → ||",
+    line: "this.#made.get(path)?.values() ?? []",
+    why: "an iterator or undefined: never another falsy value",
+  },
+  {
+    module: "domain/sync/guests.ts",
+    what: "=== → !==",
+    line: "if (done % 250 === 0 || done === resources.length) {",
+    why: "which config reads report progress: the runner sends at most one progress frame per " +
+      "250 ms either way, and the last read (done = total) is reported in both",
+  },
+  {
+    module: "domain/sync/stages/virtual_machines.ts",
+    what: "|| → &&",
+    line: "return Number(g.template) === 1 || Number(g.config.template) === 1;",
+    why: "Proxmox's /cluster/resources reads its template flag from the same config: both say 1 " +
+      "or neither",
+  },
+  {
+    module: "domain/sync/stages/virtual_machines.ts",
+    what: "< → <=",
+    line: "for (let i = 0; i === 0 || i < gone.length; i += SLICE) {",
+    why: "the one extra slice starts at the end of the list: it is empty and writes nothing",
+  },
+  {
+    module: "domain/sync/reconcile.ts",
+    what: "< → <=",
+    line: "for (let i = 0; i < watched.length; i += RECHECK_IDS) {",
+    why: "the one extra re-check reads with an empty id list and marks nothing edited (a " +
+      "wasted read when the updates fill whole batches of 100, nothing written differs)",
+  },
+  {
+    module: "domain/sync/owned.ts",
+    what: "remove line",
+    line: "await syncTags(ctx);",
+    why: "both callers (sdn, network-interfaces) have made sure of the sync's tags first",
+  },
 ];

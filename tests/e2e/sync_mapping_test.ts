@@ -194,6 +194,7 @@ Deno.test("e2e sync mapping: every hypervisor field arrives where docs/sync.md s
     });
     await hv("PUT", "/nodes/pve1/qemu/102/config", {
       net0: "virtio=BC:24:11:AA:BB:20,bridge=vmbr0",
+      agent: "0",
     });
     await hv("POST", "/storage", {
       storage: "tank",
@@ -223,6 +224,13 @@ Deno.test("e2e sync mapping: every hypervisor field arrives where docs/sync.md s
       rate: "12",
       comment: "to pve1",
       disable: "1",
+    });
+    // A job with nothing but what Proxmox requires: its defaults.
+    await hv("POST", "/cluster/backup", {
+      id: "backup-bbbb0002",
+      schedule: "daily",
+      storage: "local",
+      all: "1",
     });
     await hv("POST", "/cluster/backup", {
       id: "backup-aaaa0001",
@@ -349,6 +357,8 @@ Deno.test("e2e sync mapping: every hypervisor field arrives where docs/sync.md s
       ["vm 100 cf start at boot", cf(vm100).hypervisor_start_at_boot, true],
       ["vm 101 cf start at boot", cf(vm101).hypervisor_start_at_boot, false],
       ["vm 100 cf agent (enabled=1)", cf(vm100).hypervisor_qemu_agent, true],
+      ["vm 104 cf agent (1)", cf(inv.vm(104)).hypervisor_qemu_agent, true],
+      ["vm 102 cf agent (0)", cf(inv.vm(102)).hypervisor_qemu_agent, false],
       ["ct 105 cf agent", cf(ct105).hypervisor_qemu_agent, false],
       ["ct 105 cf unprivileged", cf(ct105).hypervisor_unprivileged, true],
       ["vm 100 cf unprivileged", cf(vm100).hypervisor_unprivileged, false],
@@ -536,6 +546,18 @@ Deno.test("e2e sync mapping: every hypervisor field arrives where docs/sync.md s
       ["routine change detection", valueOf(routine?.pbs_change_detection_mode), "data"],
       ["routine comment", routine?.comment, "Nightly"],
       [
+        "minimal routine: enabled, no node, no retention, default mode",
+        ((r: any) => [
+          r?.enabled,
+          r?.node ?? null,
+          r?.keep_last,
+          r?.keep_all,
+          r?.repeat_missed,
+          valueOf(r?.pbs_change_detection_mode),
+        ])(inv.routines.find((r: any) => r.job_id === "backup-bbbb0002")),
+        [true, null, null, null, false, "default"],
+      ],
+      [
         "routine of every guest (all=1): no selection",
         inv.routines.find((r: any) => r.job_id === "backup-4f1c2a7e")?.selection,
         [],
@@ -633,6 +655,15 @@ Deno.test("e2e sync mapping: every hypervisor field arrives where docs/sync.md s
       device: gone.body.id,
     });
     assert.equal(goneNode.status, 201, JSON.stringify(goneNode.body));
+    // An address in a VRF: not in the global table, so no holder of the same address there.
+    const vrf = await world.inventoryCall("POST", "ipam/vrfs/", { name: "tenant-a" });
+    assert.equal(vrf.status, 201, JSON.stringify(vrf.body));
+    const inVrf = await world.inventoryCall("POST", "ipam/ip-addresses/", {
+      address: "10.77.5.5/24",
+      vrf: vrf.body.id,
+      status: "reserved",
+    });
+    assert.equal(inVrf.status, 201, JSON.stringify(inVrf.body));
     // An interface an earlier version named by the container's `name=` (eth0).
     const ctNet0 = inv.ifaceOf(105, "net0");
     await edit(`virtualization/interfaces/${ctNet0.id}/`, { name: "eth0" });
@@ -652,6 +683,7 @@ Deno.test("e2e sync mapping: every hypervisor field arrives where docs/sync.md s
       net0:
         "name=eth0,bridge=vmbr0,hwaddr=BC:24:11:AA:BB:03,ip=10.77.2.6/24,ip6=fd00::5/64,type=veth",
     });
+    await hv("PUT", "/nodes/pve2/qemu/103/config", { ipconfig0: "ip=10.77.5.5/24" });
     await hv("DELETE", "/nodes/pve2/qemu/101");
     await hv("DELETE", "/storage/tank");
     const volume = `/nodes/pve1/storage/local/content/${encodeURIComponent(newBackup.volid)}`;
@@ -704,6 +736,12 @@ Deno.test("e2e sync mapping: every hypervisor field arrives where docs/sync.md s
         ["delete"],
       ],
       ["plan: bond0", planned("dcim/interfaces/", bond?.id), ["delete"]],
+      [
+        "plan: vm 103's new address (the VRF's copy holds nothing in the global table)",
+        plan.filter((p) => p.path === "ipam/ip-addresses/" && p.object.endsWith("10.77.5.5/24"))
+          .map((p) => p.action),
+        ["create"],
+      ],
       ["plan: device pve9 gone", planned("dcim/devices/", gone.body.id), ["mark"]],
       ["plan: node pve9 gone", planned("plugins/service/nodes/", goneNode.body.id), ["mark"]],
       [
@@ -778,6 +816,14 @@ Deno.test("e2e sync mapping: every hypervisor field arrives where docs/sync.md s
       ["prefix 10.30.0.0/24", valueOf(now.prefix("10.30.0.0/24")?.status), "active"],
       ["pve1 bond0 gone", now.devIface("pve1", "bond0") ?? null, null],
       ["task kept (history)", now.tasks.some((t: any) => t.upid === vzdumpTask.upid), true],
+      ["vm 103 addresses: created in the global table", addressesNow(103), ["10.77.5.5/24"]],
+      [
+        "the VRF's 10.77.5.5/24: left as it was",
+        ((r: any) => [idOf(r?.vrf), r?.assigned_object_id ?? null, valueOf(r?.status)])(
+          (await world.inventoryCall("GET", `ipam/ip-addresses/${inVrf.body.id}/`)).body,
+        ),
+        [vrf.body.id, null, "reserved"],
+      ],
       ["vm 100 name: put back", vm100b?.name, LONG_NAME.slice(0, 64)],
       ["vm 100 role: put back", vm100b?.role?.slug, "virtual-machine"],
       [
@@ -816,13 +862,27 @@ Deno.test("e2e sync mapping: every hypervisor field arrives where docs/sync.md s
     };
     await fullUpdate(world, "?primary_ip_preference=v4");
     const v4 = await primaries();
-    await fullUpdate(world, "?primary_ip_preference=v6");
+    // The endpoint's policy says v6; a run's query wins over it.
+    const [copy] = (await world.backend("GET", "/hypervisor/endpoints")).body;
+    const policy = await world.backend("PUT", `/hypervisor/endpoints/${copy.id}`, {
+      name: copy.name,
+      ip: "127.0.0.1",
+      port: world.port,
+      use_https: false,
+      username: "root@pam",
+      sync_policy: { primary_ip_preference: "v6" },
+    });
+    assert.equal(policy.status, 200, JSON.stringify(policy.body));
+    await fullUpdate(world);
     const v6 = await primaries();
+    await fullUpdate(world, "?primary_ip_preference=both");
+    const both = await primaries();
     expectRows([
       ["v4: vm 100", v4[0], ["10.77.1.5/24", null]],
       ["v4: vm 104", v4[1], ["10.0.2.14/16", null]],
       ["v6: vm 100", v6[0], [null, "2001:db8::5/64"]],
       ["v6: vm 104 has no IPv6: its IPv4", v6[1], ["10.0.2.14/16", null]],
+      ["both (the query over the policy): vm 100", both[0], ["10.77.1.5/24", "2001:db8::5/64"]],
     ]);
   } finally {
     await world.close();
@@ -836,8 +896,7 @@ Deno.test("e2e sync mapping: conflicts past 20 in a stage are not framed one by 
     await addInventoryCopy(world);
     await world.addHypervisorCopy("east");
     const west = await world.addHypervisorCopy("west");
-    const optional = "stage_task_history=false&stage_vm_backups=false&stage_vm_snapshots=false" +
-      "&stage_sdn=false";
+    const optional = "stage_task_history=false&stage_vm_backups=false&stage_vm_snapshots=false";
     const { frames, done } = await fullUpdate(world, `?${optional}`);
     const guestConflicts = frames.filter((f) =>
       f.event === "conflict" && f.data.step === "ip-addresses"
@@ -848,6 +907,15 @@ Deno.test("e2e sync mapping: conflicts past 20 in a stage are not framed one by 
       done.conflicts.filter((c: any) => c.step === "ip-addresses"),
       guestConflicts,
     );
+    // The seeded SDN subnets: east's prefixes, reported for west, never taken over.
+    const sdn = frames.filter((f) => f.event === "conflict" && f.data.step === "sdn");
+    assert.deepEqual(
+      sdn.map((f) => f.data.object.split(" ")[1]).sort(),
+      ["10.10.0.0/24", "10.20.0.0/24", "192.168.100.0/24"],
+    );
+    const prefixes = await world.inventory("ipam/prefixes/");
+    assert.equal(prefixes.length, 3);
+    assert.equal(new Set(prefixes.map((p: any) => p.scope_id)).size, 1);
     // A dry run meets the same addresses as refused, with NetBox's words for them.
     const { done: dry } = await fullUpdate(world, `?${optional}&dry_run=true`);
     const dryGuest = dry.conflicts.filter((c: any) => c.step === "ip-addresses");
