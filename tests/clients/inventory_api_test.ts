@@ -154,3 +154,37 @@ Deno.test("inventory: an id-ordered page after an id counts what is left under t
     );
   });
 });
+
+Deno.test("inventory client: pages come one at a time and make the list; its own writes are told from someone else's by last_updated", async () => {
+  await withInventory(async (port, call) => {
+    const sites: { id: number }[] = [];
+    for (let first = 0; first < 2500; first += 500) {
+      sites.push(
+        ...await call(
+          "POST",
+          "dcim/sites/",
+          Array.from({ length: 500 }, (_, i) => ({ name: `s${first + i}`, slug: `s${first + i}` })),
+        ),
+      );
+    }
+    const client = clientFor(port, fetch);
+    const sizes: number[] = [];
+    const ids: number[] = [];
+    for await (const page of client.pages("dcim/sites/", {})) {
+      sizes.push(page.length);
+      ids.push(...page.map((s) => s.id));
+    }
+    assert.deepEqual(sizes, [1000, 1000, 500]);
+    assert.deepEqual(ids, sites.map((s) => s.id));
+    assert.deepEqual((await client.list("dcim/sites/", {})).map((s) => s.id), ids);
+
+    const [mine] = await client.update("dcim/sites/", [{ id: ids[0], description: "sync" }]);
+    assert.equal(client.isOwnWrite("dcim/sites/", ids[0], mine.last_updated), true);
+    assert.equal(client.isOwnWrite("dcim/sites/", ids[1], mine.last_updated), false, "other id");
+    assert.equal(client.isOwnWrite("dcim/regions/", ids[0], mine.last_updated), false);
+    // Someone else writes the site afterwards: its new version is not the client's.
+    const theirs = await call("PATCH", `dcim/sites/${ids[0]}/`, { description: "admin" });
+    assert.notEqual(theirs.last_updated, mine.last_updated);
+    assert.equal(client.isOwnWrite("dcim/sites/", ids[0], theirs.last_updated), false);
+  });
+});

@@ -7,7 +7,7 @@
 import { mapLimit, type StageContext } from "../context.ts";
 import { clusterBase, PATHS } from "../base.ts";
 import { nodeIndex } from "./devices.ts";
-import { type Guest, guests, vmAnchors } from "../guests.ts";
+import { eachPage, guests, listByIds, SLICE, vmAnchors } from "../guests.ts";
 import { type Desired, indexBy, reconcile } from "../reconcile.ts";
 import { epochToIso } from "../proxmox.ts";
 
@@ -19,17 +19,29 @@ interface SnapshotEntry {
   vmstate?: number;
 }
 
+/**
+ * Slice by slice of guests (guests.ts): one slice's snapshot lists and records are read,
+ * written, and let go; the records of guests gone upstream are marked after every slice. What
+ * the stage keeps throughout is the vmids that have records.
+ */
 export async function syncSnapshots(ctx: StageContext): Promise<void> {
   const base = await clusterBase(ctx);
   const { nodes } = await nodeIndex(ctx);
   const list = await guests(ctx);
   const anchors = await vmAnchors(ctx);
-  const existing = indexBy(
-    await ctx.inv.list(PATHS.snapshots, { endpoint_id: String(base.pluginEndpoint) }, ctx.signal),
-    (s) => `${s.vmid}:${s.name}`,
-  );
-  const desired: Desired[] = [];
-  // A slice of guests' configs at a time (guests.ts); only snapshot entries are kept.
+  const endpoint = { endpoint_id: String(base.pluginEndpoint) };
+  const recorded = new Set<number>();
+  await eachPage(ctx, PATHS.snapshots, endpoint, (page) => {
+    for (const s of page) recorded.add(Number(s.vmid));
+  });
+  /** The records of `vmids` (those that have any), by vmid + name (the first by id wins). */
+  const recordsOf = async (vmids: number[]) =>
+    indexBy(
+      await listByIds(ctx, PATHS.snapshots, "vmid", vmids.filter((v) => recorded.has(v)), endpoint),
+      (s) => `${s.vmid}:${s.name}`,
+    );
+  ctx.progress(0, list.count, `snapshots of ${list.count} guests`);
+  let total = 0;
   for (const slice of list.slices()) {
     const withSnapshots = slice.filter((g) => typeof g.config.parent === "string");
     const lists = await mapLimit(
@@ -43,37 +55,48 @@ export async function syncSnapshots(ctx: StageContext): Promise<void> {
           ctx.signal,
         ),
     );
-    withSnapshots.forEach((g, i) => addSnapshots(g, lists[i]));
+    const desired: Desired[] = [];
+    withSnapshots.forEach((g, i) => {
+      for (const s of lists[i] ?? []) {
+        if (!s.name || s.name === "current") continue;
+        desired.push({
+          key: `${g.vmid}:${s.name}`,
+          label: `snapshot ${s.name} of vmid ${g.vmid}`,
+          body: {
+            endpoint: base.pluginEndpoint,
+            virtual_machine: anchors.get(g.vmid) ?? null,
+            node: nodes.get(g.node)?.id ?? null,
+            vmid: g.vmid,
+            vm_type: g.type,
+            name: s.name,
+            description: s.description ?? "",
+            parent: s.parent ?? null,
+            snaptime: epochToIso(s.snaptime),
+            vmstate: s.vmstate === 1,
+            status: "active",
+            raw_config: s,
+          },
+        });
+      }
+    });
+    total += desired.length;
+    await reconcile(ctx, {
+      path: PATHS.snapshots,
+      existing: await recordsOf(slice.map((g) => g.vmid)),
+      desired,
+      orphan: () => ({ status: "stale" }),
+    });
   }
-  function addSnapshots(g: Guest, entries: SnapshotEntry[] | null | undefined): void {
-    for (const s of entries ?? []) {
-      if (!s.name || s.name === "current") continue;
-      desired.push({
-        key: `${g.vmid}:${s.name}`,
-        label: `snapshot ${s.name} of vmid ${g.vmid}`,
-        body: {
-          endpoint: base.pluginEndpoint,
-          virtual_machine: anchors.get(g.vmid) ?? null,
-          node: nodes.get(g.node)?.id ?? null,
-          vmid: g.vmid,
-          vm_type: g.type,
-          name: s.name,
-          description: s.description ?? "",
-          parent: s.parent ?? null,
-          snaptime: epochToIso(s.snaptime),
-          vmstate: s.vmstate === 1,
-          status: "active",
-          raw_config: s,
-        },
-      });
-    }
+  // Snapshots of guests gone upstream are marked stale.
+  const present = new Set(list.vmids);
+  const gone = [...recorded].filter((vmid) => !present.has(vmid)).sort((a, b) => a - b);
+  for (let i = 0; i < gone.length; i += SLICE) {
+    await reconcile(ctx, {
+      path: PATHS.snapshots,
+      existing: await recordsOf(gone.slice(i, i + SLICE)),
+      desired: [],
+      orphan: () => ({ status: "stale" }),
+    });
   }
-  ctx.progress(0, desired.length, `${desired.length} snapshots`);
-  await reconcile(ctx, {
-    path: PATHS.snapshots,
-    existing,
-    desired,
-    orphan: () => ({ status: "stale" }),
-  });
-  ctx.progress(desired.length, desired.length, `${desired.length} snapshots synced`);
+  ctx.progress(total, total, `${total} snapshots synced`);
 }

@@ -19,11 +19,15 @@ const LAB: SyncEndpoint = {
   username: "root@pam",
 };
 const GUEST_STAGES = STAGES.filter((s) =>
-  ["devices", "virtual-machines", "vm-disks", "vm-interfaces", "ip-addresses"].includes(s.type)
+  ["devices", "virtual-machines", "vm-disks", "vm-snapshots", "vm-interfaces", "ip-addresses"]
+    .includes(s.type)
 );
 const VMS = "virtualization/virtual-machines/";
 /** More guests than two slices hold: three slices, the last a short one. */
 const GUESTS = 2 * SLICE + 201;
+
+/** Every seventh guest has a snapshot, and the one the second run loses. */
+const hasSnapshot = (vmid: number) => vmid % 7 === 0 || vmid === SLICE + 1;
 
 /** Guests 1..GUESTS on two nodes, each with a disk, a NIC and a static address. */
 function bigCluster(names: Record<number, string> = {}, gone = new Set<number>()) {
@@ -44,7 +48,14 @@ function bigCluster(names: Record<number, string> = {}, gone = new Set<number>()
       scsi0: `local:vm-${vmid}-disk-0,size=8G`,
       net0: `virtio=${mac},bridge=vmbr0`,
       ipconfig0: `ip=10.${vmid >> 8}.${vmid & 255}.1/16`,
+      ...(hasSnapshot(vmid) ? { parent: "s1" } : {}),
     };
+    if (hasSnapshot(vmid)) {
+      data[`/nodes/${node}/qemu/${vmid}/snapshot`] = [
+        { name: "s1", snaptime: 1_700_000_000 },
+        { name: "current", parent: "s1" },
+      ];
+    }
   }
   data["/cluster/resources"] = resources;
   return data;
@@ -57,6 +68,11 @@ function migrate(data: Record<string, unknown>, vmid: number) {
   const to = guest.node === "n1" ? "n2" : "n1";
   data[`/nodes/${to}/qemu/${vmid}/config`] = data[`/nodes/${guest.node}/qemu/${vmid}/config`];
   delete data[`/nodes/${guest.node}/qemu/${vmid}/config`];
+  const snapshots = `/nodes/${guest.node}/qemu/${vmid}/snapshot`;
+  if (snapshots in data) {
+    data[`/nodes/${to}/qemu/${vmid}/snapshot`] = data[snapshots];
+    delete data[snapshots];
+  }
   guest.node = to;
 }
 
@@ -156,4 +172,15 @@ Deno.test("slices: a migrated guest keeps its VM and disks; a gone one is marked
   assert.equal(vm(goneVm).status, "decommissioning");
   assert.equal(states().find((s) => s.vmid === SLICE + 1)!.status, "missing");
   assert.equal(inv.all(VMS).length, GUESTS, "nothing created or deleted");
+  const snapshots = inv.all("plugins/service/snapshots/");
+  const snapshotOf = (vmid: number) => snapshots.find((s) => s.vmid === vmid)!;
+  assert.equal(
+    snapshots.length,
+    Array.from({ length: GUESTS }, (_, i) => i + 1).filter(hasSnapshot).length,
+  );
+  assert.equal(snapshotOf(SLICE + 1).status, "stale", "the gone guest's snapshot is stale");
+  assert.ok(
+    snapshots.every((s) => s.vmid === SLICE + 1 || s.status === "active"),
+    "every other snapshot stays active",
+  );
 });
