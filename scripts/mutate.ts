@@ -111,6 +111,8 @@ export const GROUPS: Record<string, { modules: string[]; tests: string[] }> = {
       "tests/routes/inventory/token_rules_test.ts",
       "tests/routes/inventory/changelog_test.ts",
       "tests/routes/inventory/concurrent_writes_test.ts",
+      "tests/routes/inventory/netbox46_writes_test.ts",
+      "tests/security/patterns_test.ts",
     ],
   },
   outbound: {

@@ -265,12 +265,47 @@ export const EQUIVALENT: Equivalent[] = [
     line: "if (!current) return null;",
     why: "every caller of patchStored tests the result for truth or with ??, never against null",
   },
+
+  {
+    module: "domain/netbox/engine/paging.ts",
+    what: "> → >=",
+    line:
+      '(typeof typed === "string" && (typed.length > core.store.maxIndexedLength || typed === ""))',
+    why: "a value of exactly the longest indexed length then takes the general path instead of " +
+      "its index entry: the same records, read slower",
+  },
+  {
+    module: "domain/netbox/engine/paging.ts",
+    what: "?? → ||",
+    line: 'if (order.length === 0) order = parse(def.ordering ?? ["id"]);',
+    why:
+      "a model's ordering is a list (truthy, even when empty) or absent, never another falsy value",
+  },
+  {
+    module: "domain/netbox/engine/lookups.ts",
+    what: "=== → !==",
+    line: 'if (typeof a === "number" && typeof b === "number") return a - b;',
+    why: "naturalCompare is only called by the gt/gte/lt/lte lookups with a record value that is " +
+      "not a number and the query's text: neither test is ever true, both forms fall through",
+  },
   {
     module: "domain/netbox/engine/render.ts",
-    what: "|| → &&",
-    line: "if (!Array.isArray(ids) || ids.length < 2) return ids;",
-    why: "a taggable record always holds a tags array (prepare.ts sets it on every create and " +
-      "update; patches and tag deletes keep an array), so only the length test ever decides",
+    what: "&& → ||",
+    line: 'if (typeof record.name === "string" && record.name) return record.name;',
+    why: "every model whose name may be blank or absent has a display of its own (def.display " +
+      "returns first), so a record reaching this line has a non-empty text name or none",
+  },
+  {
+    module: "domain/netbox/engine/render.ts",
+    what: "?? → ||",
+    line: "} else out[name] = { value: v, label: labels.get(v) ?? String(v) };",
+    why: "every choice list names each value with a non-empty label",
+  },
+  {
+    module: "domain/netbox/engine/references.ts",
+    what: "true → false",
+    line: "): Promise<{ ok: true; value: unknown } | { ok: false; error: string }> {",
+    why: "a return type annotation: types vanish at run time",
   },
   {
     module: "domain/netbox/engine/paging.ts",

@@ -162,14 +162,17 @@ Deno.test("fast pages read only the page; they agree with the general path", asy
           `cluster_id=${cl.value.id}&name__ic=-&ordering=-name`,
         ],
         [`status=active&ordering=-id`, `status=active&name__ic=-&ordering=-id`],
+        [`status=active&ordering=name`, `status=active&name__ic=-&ordering=name`],
         ["", "name__ic=-"],
         ["ordering=-name", "name__ic=-&ordering=-name"],
       ]
     ) {
       for (const offset of [0, 37, 190]) {
         store.loaded = 0;
+        store.scans = [];
         const a = await e.list(model, new URLSearchParams(`${fast}&limit=25&offset=${offset}`));
         assert.ok(store.loaded <= 25, `${fast}: loaded ${store.loaded}`);
+        assert.deepEqual(store.scans, [], `${fast}: a fast page scans nothing`);
         const b = await e.list(model, new URLSearchParams(`${slow}&limit=25&offset=${offset}`));
         assert.equal(a.count, b.count, fast);
         assert.deepEqual(
@@ -362,6 +365,45 @@ Deno.test("a filter finds values too long for the value index (the store scans f
     assert.deepEqual(await texts({ text: long, ordering: "-id" }), [long]);
     assert.deepEqual(await texts({ text: "short" }), ["short"]);
     assert.deepEqual(await texts({ text__n: long }), ["short", "other"]);
+  } finally {
+    kv.close();
+  }
+});
+
+Deno.test("an object of exactly the storable size is stored; one byte more is refused", async () => {
+  const kv = await Deno.openKv(":memory:");
+  try {
+    const store = new KvModelStore(kv);
+    const e = new ModelEngine({ store, logger: new MemoryLogger(), now: () => 1_700_000_000_000 })
+      .register({
+        app: "t",
+        model: "blob",
+        verbose: "blob",
+        path: "t/blobs/",
+        fields: { text: { type: "string", required: true } },
+        brief: ["text"],
+        ordering: ["id"],
+      });
+    const small = await e.insert("t.blob", { text: "x" });
+    assert.ok(small.ok);
+    // The text that makes the next record exactly maxRecordBytes as the store measures it.
+    const sized = (n: number) =>
+      store.recordSize({ ...small.value, id: small.value.id + 1, text: "x".repeat(n) });
+    let n = store.maxRecordBytes - sized(0);
+    while (sized(n) > store.maxRecordBytes) n--;
+    assert.equal(sized(n), store.maxRecordBytes);
+    const fits = await e.insert("t.blob", { text: "x".repeat(n) });
+    assert.ok(fits.ok, JSON.stringify(fits).slice(0, 200));
+    const over = await e.insert("t.blob", { text: "x".repeat(n + 1) });
+    assert.deepEqual(over, {
+      ok: false,
+      reason: "invalid",
+      errors: {
+        non_field_errors: [
+          `The object is too large to store (limit ${store.maxRecordBytes} bytes).`,
+        ],
+      },
+    });
   } finally {
     kv.close();
   }

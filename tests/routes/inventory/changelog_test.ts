@@ -29,6 +29,12 @@ Deno.test("create, update and delete of one object: three entries with NetBox's 
     const createRequest = created.headers.get("X-Request-ID");
     assert.match(createRequest!, /^[0-9a-f-]{36}$/);
     const url = `/api/virtualization/virtual-machines/${vm}/`;
+    // A null message is refused as DRF's CharField refuses it, and the object is left as it was.
+    const nullMessage = await inv.call("PATCH", url, { comments: "lost", changelog_message: null });
+    assert.deepEqual([nullMessage.status, nullMessage.body], [400, {
+      changelog_message: ["This field may not be null."],
+    }]);
+    assert.equal((await inv.call("GET", url)).body.comments, "");
     await inv.call("PATCH", url, { comments: "edited", changelog_message: "admin fix" });
     const query = `?changed_object_type=virtualization.virtualmachine&changed_object_id=${vm}`;
     const beforeDelete = await inv.call("GET", CHANGES + query);

@@ -180,3 +180,58 @@ Deno.test("a bulk create whose target is deleted before its commit is undone who
     inv.close();
   }
 });
+
+Deno.test("a delete whose cascade lost an object to another delete meanwhile still completes", async () => {
+  // Deleting a region takes its child region (CASCADE) and clears its sites' region
+  // (SET_NULL). The child is deleted by another request while the first one is held at the
+  // site's detach (the store's beforeCommit hook): the first must skip it, not fail.
+  const kv = await Deno.openKv(":memory:");
+  let reached!: () => void;
+  const held = new Promise<void>((r) => reached = r);
+  let release!: () => void;
+  const released = new Promise<void>((r) => release = r);
+  let holding = false;
+  const models = new KvModelStore(kv, {
+    beforeCommit: async (writes: readonly ObjectWrite[]) => {
+      const detachesSite = writes.some((w) => w.model === "dcim.site" && w.prev && w.next);
+      if (!holding || !detachesSite) return;
+      holding = false;
+      reached();
+      await released;
+    },
+  });
+  const inv = await setup({}, {
+    kv,
+    storage: { ...createKvStorage(kv, { now: Date.now }), models },
+  });
+  try {
+    const post = async (path: string, body: unknown) => {
+      const r = await inv.call("POST", path, body);
+      assert.equal(r.status, 201, `${path}: ${JSON.stringify(r.body)}`);
+      return r.body.id as number;
+    };
+    const region = await post("/api/dcim/regions/", { name: "Europe", slug: "europe" });
+    const child = await post("/api/dcim/regions/", {
+      name: "North",
+      slug: "north",
+      parent: region,
+    });
+    const site = await post("/api/dcim/sites/", { name: "AMS1", slug: "ams1", region });
+    holding = true;
+    const deleting = inv.call("DELETE", `/api/dcim/regions/${region}/`);
+    await held;
+    const childGone = await inv.call("DELETE", `/api/dcim/regions/${child}/`);
+    assert.equal(childGone.status, 204, JSON.stringify(childGone.body));
+    release();
+    const deleted = await deleting;
+    assert.equal(deleted.status, 204, JSON.stringify(deleted.body));
+    const regions = await inv.call("GET", "/api/dcim/regions/");
+    assert.deepEqual([regions.body.count, regions.body.results], [0, []]);
+    const after = await inv.call("GET", `/api/dcim/sites/${site}/`);
+    assert.equal(after.body.region, null);
+    assert.deepEqual(inv.deps.logger.at("error"), []);
+  } finally {
+    release();
+    inv.close();
+  }
+});

@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { createInventoryCore } from "../../../routes/inventory/mod.ts";
 import { type Inv, setup, TOKEN } from "./_setup.ts";
 
 /** Creates the shared parents every model below needs; returns their ids. */
@@ -308,6 +309,43 @@ Deno.test("records carry NetBox's common fields and nested brief objects", async
     const ip = await inv.call("POST", "/api/ipam/ip-addresses/", { address: "2001:db8::1/64" });
     assert.deepEqual(ip.body.family, { value: 6, label: "IPv6" });
     assert.equal(ip.headers.get("api-version"), "4.6");
+  } finally {
+    inv.close();
+  }
+});
+
+Deno.test("a record stored before its tags, m2m and choice fields existed renders them empty", async () => {
+  const inv = await setup();
+  try {
+    const p = await parents(inv);
+    const iface = await inv.call("POST", "/api/virtualization/interfaces/", {
+      virtual_machine: p.vm,
+      name: "net0",
+    });
+    assert.equal(iface.status, 201, JSON.stringify(iface.body));
+    // As an earlier release left it (or an upgrade that added the fields): neither key stored.
+    const engine = createInventoryCore(inv.deps).engine;
+    await engine.patchStored("virtualization.vminterface", iface.body.id, {
+      tags: undefined,
+      tagged_vlans: undefined,
+      mode: undefined,
+    });
+    const stored = await engine.get("virtualization.vminterface", iface.body.id);
+    assert.deepEqual([stored?.tags, stored?.tagged_vlans], [undefined, undefined]);
+    const url = `/api/virtualization/interfaces/${iface.body.id}/`;
+    const one = await inv.call("GET", url);
+    assert.equal(one.status, 200, JSON.stringify(one.body));
+    assert.deepEqual([one.body.tags, one.body.tagged_vlans], [[], []]);
+    assert.ok("mode" in one.body);
+    assert.equal(one.body.mode, null); // a nullable choice with no value
+    const list = await inv.call("GET", `/api/virtualization/interfaces/?id=${iface.body.id}`);
+    assert.deepEqual(list.body.results.map((r: { tags: unknown }) => r.tags), [[]]);
+    // Tags written later come back in NetBox's order (weight, then name), two as well as many.
+    for (const slug of ["zeta", "alpha"]) {
+      await inv.call("POST", "/api/extras/tags/", { name: slug, slug });
+    }
+    const tagged = await inv.call("PATCH", url, { tags: [{ slug: "zeta" }, { slug: "alpha" }] });
+    assert.deepEqual(tagged.body.tags.map((t: { slug: string }) => t.slug), ["alpha", "zeta"]);
   } finally {
     inv.close();
   }

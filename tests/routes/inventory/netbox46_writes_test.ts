@@ -289,10 +289,28 @@ Deno.test("weak ETags on single-object answers; If-Match on PUT, PATCH and DELET
     assert.equal(bulk.status, 200, await bulk.clone().text());
     assert.equal(bulk.headers.get("ETag"), null);
     assert.equal((await inv.call("GET", url)).body.comments, "bulk");
+    // Its interfaces go with it (CASCADE), one of them with the VM's own id: the guard is the
+    // VM's ETag, never a dependent's.
+    inv.tick();
+    const ifaceIds: number[] = [];
+    while ((ifaceIds.at(-1) ?? 0) < created.body.id) {
+      const iface = await inv.call("POST", "/api/virtualization/interfaces/", {
+        virtual_machine: created.body.id,
+        name: `eth${ifaceIds.length}`,
+      });
+      assert.equal(iface.status, 201, JSON.stringify(iface.body));
+      ifaceIds.push(iface.body.id);
+    }
+    assert.ok(ifaceIds.includes(created.body.id), `${ifaceIds} / ${created.body.id}`);
     assert.equal((await guarded("DELETE", third!)).status, 412);
     const current = (await inv.call("GET", url)).headers.get("ETag")!;
     assert.equal((await guarded("DELETE", current)).status, 204);
     assert.equal((await inv.call("GET", url)).status, 404);
+    const left = await inv.call(
+      "GET",
+      `/api/virtualization/interfaces/?id=${ifaceIds.join("&id=")}`,
+    );
+    assert.equal(left.body.count, 0);
   } finally {
     inv.close();
   }

@@ -110,6 +110,13 @@ Deno.test("filters: exact, fk, <fk>_id, natural keys, lookups, tags, id__in", as
     const badChoice = await inv.call("GET", "/api/virtualization/virtual-machines/?status=bogus");
     assert.equal(badChoice.status, 400);
     assert.ok(badChoice.body.status[0].includes("bogus"));
+    // The excluding and list lookups check their choices too (NetBox's MultipleChoiceFilter).
+    for (const param of ["status__n", "status__in"]) {
+      const bad = await inv.call("GET", `/api/virtualization/virtual-machines/?${param}=bogus`);
+      assert.deepEqual([bad.status, bad.body], [400, {
+        [param]: ["Select a valid choice. bogus is not one of the available choices."],
+      }]);
+    }
     const badNum = await inv.call("GET", "/api/virtualization/virtual-machines/?memory__gt=lots");
     assert.deepEqual(badNum.body, { memory__gt: ["Enter a number."] });
     const unknownCluster = await inv.call(
