@@ -884,6 +884,30 @@ Deno.test("e2e sync mapping: every hypervisor field arrives where docs/sync.md s
       ["v6: vm 104 has no IPv6: its IPv4", v6[1], ["10.0.2.14/16", null]],
       ["both (the query over the policy): vm 100", both[0], ["10.77.1.5/24", "2001:db8::5/64"]],
     ]);
+
+    // A policy naming a role VMs cannot have (the nodes' role): one error naming it; the VMs
+    // keep theirs and nothing is written for them (no empty update, no planned change).
+    const badRole = await world.backend("PUT", `/hypervisor/endpoints/${copy.id}`, {
+      name: copy.name,
+      ip: "127.0.0.1",
+      port: world.port,
+      use_https: false,
+      username: "root@pam",
+      sync_policy: { qemu_role: "hypervisor" },
+    });
+    assert.equal(badRole.status, 200, JSON.stringify(badRole.body));
+    for (const query of ["?dry_run=true", ""]) {
+      const frames = await world.stream(`/virtualization/virtual-machines/create/stream${query}`);
+      const done = completeOf(frames);
+      assert.deepEqual(done.errors.map((e: any) => e.object), ["device role hypervisor"]);
+      const vmStage = done.stages.find((st: any) => st.step === "virtual-machines").result;
+      assert.equal(vmStage.updated, 0, `${query}: ${JSON.stringify(vmStage)}`);
+      assert.deepEqual(
+        (done.plan ?? []).filter((p: any) => p.path === "virtualization/virtual-machines/"),
+        [],
+      );
+    }
+    assert.equal((await readInventory(world)).vm(100)?.role?.slug, "virtual-machine");
   } finally {
     await world.close();
   }
