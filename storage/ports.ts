@@ -185,6 +185,11 @@ export interface ModelStore {
   count(model: string): Promise<number>;
   /** Ids having `value` in the index of `field`, ascending. */
   idsByIndex(model: string, field: string, value: IndexValue, limit?: number): Promise<number[]>;
+  /**
+   * idsByIndex for several values of one field (a filter naming 100 parents), in their order:
+   * values close together are read as one range of the index rather than one list each.
+   */
+  idsByIndexMany(model: string, field: string, values: readonly IndexValue[]): Promise<number[][]>;
   idByUnique(
     model: string,
     constraint: string,

@@ -37,6 +37,11 @@ async function orNothing<T>(read: () => Promise<T>, nothing: T): Promise<T> {
   }
 }
 
+/** idsByIndexMany reads one range of the index for this many values or more… */
+const RANGE_MIN_VALUES = 4;
+/** …when the range holds at most this many values per value asked (ids made one after another). */
+const RANGE_SPREAD = 4;
+
 /** Cached reads kept per model before the cache starts afresh (memory bound). */
 const MAX_CACHED_RECORDS = 20_000;
 const MAX_CACHED_LISTS = 1_000;
@@ -187,6 +192,8 @@ export class KvModelStore implements ModelStore {
   readonly maxIndexedLength = MAX_INDEXED_LENGTH;
   readonly maxRecordBytes = MAX_RECORD_BYTES;
   readonly #caches = new Map<string, ModelCache>();
+  /** Generation reads in flight per model: callers in the same moment share one read. */
+  readonly #generations = new Map<string, Promise<bigint>>();
   readonly #maxCachedRecords: number;
   readonly #maxCachedRecordsTotal: number;
 
@@ -312,14 +319,31 @@ export class KvModelStore implements ModelStore {
 
   /** The cache of `model` at its current generation (read first: see the class comment). */
   async #cacheOf(model: string): Promise<ModelCache> {
-    const entry = await this.kv.get<Deno.KvU64>(keys.inventoryGeneration(model));
-    const generation = entry.value?.value ?? 0n;
+    const generation = await this.#generation(model);
     const cached = this.#caches.get(model);
     if (cached && cached.generation === generation) return cached;
     const fresh: ModelCache = { generation, records: new Map(), lists: new Map(), listIds: 0 };
     // A reader that saw an older generation than the cache holds keeps its reads to itself.
     if (!cached || cached.generation < generation) this.#caches.set(model, fresh);
     return fresh;
+  }
+
+  /**
+   * The model's generation. Calls made in the same moment (one synchronous run, before any other
+   * I/O completes) share one read: a filter naming 100 parents made 100 reads of this one key. A
+   * call made later reads afresh, so it never shares a read issued before a commit it has seen
+   * complete (its own, or another process's that a client then asks this one about).
+   */
+  #generation(model: string): Promise<bigint> {
+    const pending = this.#generations.get(model);
+    if (pending) return pending;
+    const read = this.kv.get<Deno.KvU64>(keys.inventoryGeneration(model))
+      .then((entry) => entry.value?.value ?? 0n);
+    this.#generations.set(model, read);
+    queueMicrotask(() => {
+      if (this.#generations.get(model) === read) this.#generations.delete(model);
+    });
+    return read;
   }
 
   /** What the read cache holds now, over all models (memory is bounded by these). */
@@ -425,6 +449,51 @@ export class KvModelStore implements ModelStore {
       ["ids", field, typeof value, value, limit ?? null],
       () => this.#idsByIndex(model, field, value, limit),
     );
+  }
+
+  async idsByIndexMany(
+    model: string,
+    field: string,
+    values: readonly IndexValue[],
+  ): Promise<number[][]> {
+    const cache = await this.#cacheOf(model);
+    const keyOf = (v: IndexValue) =>
+      JSON.stringify(
+        ["ids", field, typeof v, v, null],
+        (_k, x) => typeof x === "bigint" ? `${x}n` : x,
+      );
+    const found = new Map<IndexValue, readonly number[]>();
+    for (const v of values) {
+      const hit = cache.lists.get(keyOf(v));
+      if (hit) found.set(v, hit);
+    }
+    const missing = [...new Set(values.filter((v) => !found.has(v)))];
+    const ints = missing.every((v) => typeof v === "number" && Number.isSafeInteger(v));
+    const lo = ints && missing.length ? Math.min(...(missing as number[])) : 0;
+    const hi = ints && missing.length ? Math.max(...(missing as number[])) : 0;
+    // A dense run of ids (a slice of guests made one after another): one range of the index.
+    // Sparse values would read the keys of everything between them: those go one by one.
+    if (
+      ints && missing.length >= RANGE_MIN_VALUES && hi - lo + 1 <= RANGE_SPREAD * missing.length
+    ) {
+      const wanted = new Map(missing.map((v) => [v, [] as number[]]));
+      const prefix = keys.inventoryIndexPrefix(model, field, lo).slice(0, -1);
+      const iter = this.kv.list({ start: [...prefix, lo], end: [...prefix, hi + 1] }, {
+        batchSize: 1000,
+      });
+      for await (const entry of iter) {
+        const ids = wanted.get(entry.key[entry.key.length - 2] as IndexValue);
+        ids?.push(entry.key[entry.key.length - 1] as number);
+      }
+      for (const [v, ids] of wanted) {
+        found.set(v, ids);
+        this.#keepList(cache, keyOf(v), [...ids]);
+      }
+    } else {
+      const lists = await Promise.all(missing.map((v) => this.idsByIndex(model, field, v)));
+      missing.forEach((v, i) => found.set(v, lists[i]));
+    }
+    return values.map((v) => [...found.get(v)!]);
   }
 
   async #idsByIndex(

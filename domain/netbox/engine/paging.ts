@@ -203,11 +203,14 @@ async function candidates(
       continue;
     }
     if (cond.kind === "rel" && cond.lookup === "exact" && !cond.ids.includes(null)) {
-      const sets = await Promise.all(
-        (cond.ids as number[]).map(async (id) =>
-          new Set(id < 0 ? [] : await core.store.idsByIndex(model, cond.field, id))
-        ),
+      // Every value in one call: a filter naming 100 parents reads them together.
+      const lists = await core.store.idsByIndexMany(
+        model,
+        cond.field,
+        (cond.ids as number[]).filter((id) => id >= 0),
       );
+      let at = 0;
+      const sets = (cond.ids as number[]).map((id) => new Set(id < 0 ? [] : lists[at++]));
       if (cond.all) { for (const s of sets) intersect(s); }
       else intersect(new Set(sets.flatMap((s) => [...s])));
       continue;
@@ -222,9 +225,7 @@ async function candidates(
           v !== undefined && (typeof v !== "string" || v.length <= core.store.maxIndexedLength)
         )
       ) {
-        const sets = await Promise.all(
-          typed.map((v) => core.store.idsByIndex(model, cond.field, v!)),
-        );
+        const sets = await core.store.idsByIndexMany(model, cond.field, typed as IndexValue[]);
         intersect(new Set(sets.flat()));
         continue;
       }

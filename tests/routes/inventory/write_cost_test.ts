@@ -123,3 +123,58 @@ Deno.test("bulk writes of MACs, primary MACs and primary IPs read the store a nu
     inv.close();
   }
 });
+
+Deno.test("a list filtered by many parents reads their index entries together and answers exactly those parents' objects", async () => {
+  const { counted, counts } = countingKv(await Deno.openKv(":memory:"));
+  const inv = await setup({}, { kv: counted });
+  try {
+    const w = await world(inv);
+    const vms = await inv.call(
+      "POST",
+      "/api/virtualization/virtual-machines/",
+      Array.from({ length: N }, (_, i) => ({ name: `many-${i}`, cluster: w.cluster })),
+    );
+    assert.equal(vms.status, 201, JSON.stringify(vms.body));
+    const vmIds: number[] = vms.body.map((vm: { id: number }) => vm.id);
+    const made = await inv.call(
+      "POST",
+      "/api/virtualization/interfaces/",
+      vmIds.flatMap((
+        vm,
+      ) => [{ virtual_machine: vm, name: "net0" }, { virtual_machine: vm, name: "net1" }]),
+    );
+    assert.equal(made.status, 201, JSON.stringify(made.body));
+    const ifacesOf = new Map<number, number[]>();
+    for (const i of made.body as { id: number; virtual_machine: { id: number } }[]) {
+      ifacesOf.set(i.virtual_machine.id, [...(ifacesOf.get(i.virtual_machine.id) ?? []), i.id]);
+    }
+    const ask = async (chosen: number[]) => {
+      const before = { ...counts };
+      const query = chosen.map((id) => `virtual_machine_id=${id}`).join("&");
+      const r = await inv.call("GET", `/api/virtualization/interfaces/?${query}&limit=1000`);
+      assert.equal(r.status, 200, JSON.stringify(r.body));
+      const got = r.body.results.map((i: { id: number }) => i.id).sort((a: number, b: number) =>
+        a - b
+      );
+      const want = chosen.flatMap((vm) => ifacesOf.get(vm) ?? []).sort((a, b) => a - b);
+      assert.deepEqual(got, want);
+      assert.equal(r.body.count, want.length);
+      return { list: counts.list - before.list, get: counts.get - before.get };
+    };
+    // Every other VM of the run: one range read, the VMs in between left out of the answer.
+    const everyOther = await ask(vmIds.filter((_, i) => i % 2 === 0));
+    assert.ok(everyOther.list <= 3, `every other VM: ${JSON.stringify(everyOther)}`);
+    assert.ok(everyOther.get <= 15, `every other VM: ${JSON.stringify(everyOther)}`);
+    // Values far apart (none read before) are read one by one: a range would read everything
+    // between them.
+    const spread = await ask([1, 13, 25, 37, 49, N - 1].map((i) => vmIds[i]));
+    assert.equal(spread.list, 6, `spread VMs: ${JSON.stringify(spread)}`);
+    // Their six lists, made together, share one read of the model's generation key.
+    assert.ok(
+      spread.get <= everyOther.get + 1,
+      `spread ${JSON.stringify(spread)} vs every other ${JSON.stringify(everyOther)}`,
+    );
+  } finally {
+    inv.close();
+  }
+});
