@@ -496,4 +496,35 @@ export const EQUIVALENT: Equivalent[] = [
     line: "await syncTags(ctx);",
     why: "both callers (sdn, network-interfaces) have made sure of the sync's tags first",
   },
+  {
+    module: "domain/sync/reconcile.ts",
+    what: "+ 1 → - 1",
+    line: "const size = JSON.stringify(items[i]).length + 1;",
+    why: "a chunk's byte budget (512 KiB) is half the inventory's 1 MiB cap: counting two bytes " +
+      "less per item moves where a chunk ends, not what is written",
+  },
+  {
+    module: "domain/sync/reconcile.ts",
+    what: "&& → ||",
+    line: 'if (error && typeof error === "object") {',
+    why: "the ports throw Error objects only: an error is always a truthy object",
+  },
+  {
+    module: "domain/sync/plan.ts",
+    what: "?? → ||",
+    line: "vrf: o.vrf ?? null",
+    why: "a VRF is an object or an id (positive) or absent, never another falsy value",
+  },
+  {
+    module: "domain/sync/stages/storage.ts",
+    what: "?? → ||",
+    line: "path: cfg.path ?? null,",
+    why: "Proxmox sends a storage's path as a non-empty text or not at all",
+  },
+  {
+    module: "domain/sync/proxmox.ts",
+    what: "?? → ||",
+    line: "props.hwaddr ?? props.macaddr ?? null",
+    why: "a MAC in a property string is a non-empty text or absent",
+  },
 ];

@@ -183,6 +183,10 @@ Deno.test("e2e sync mapping: every hypervisor field arrives where docs/sync.md s
       net0:
         "name=eth0,bridge=vmbr0,hwaddr=BC:24:11:AA:BB:03,ip=10.77.2.5/24,ip6=fd00::5/64,type=veth",
     });
+    // Guest 103 without cores (Proxmox's default: 1 per socket) on two sockets.
+    await hv("PUT", "/nodes/pve2/qemu/103/config", { delete: "cores", sockets: "2" });
+    // A node VLAN interface on VLAN 1, the lowest there is.
+    await hv("POST", "/nodes/pve1/network", { iface: "vmbr1.1", type: "vlan" });
     // Guest 104 runs with its agent on and no static address: the agent's addresses count.
     await hv("PUT", "/nodes/pve1/qemu/104/config", { ipconfig0: "ip=dhcp" });
     // Guest 102's config lists net1 before net0 (net0 removed and added again): NIC order is
@@ -337,6 +341,7 @@ Deno.test("e2e sync mapping: every hypervisor field arrives where docs/sync.md s
       ["vm 100 vcpus: cores × sockets", vm100?.vcpus, 4],
       ["vm 101 vcpus: the vcpus setting", vm101?.vcpus, 3],
       ["ct 105 vcpus: cores", ct105?.vcpus, 3],
+      ["vm 103 vcpus: no cores, two sockets", inv.vm(103)?.vcpus, 2],
       ["vm 100 status: running", valueOf(vm100?.status), "active"],
       ["vm 101 status: stopped", valueOf(vm101?.status), "offline"],
       ["vm 100 tags: synced + guest tags", slugs(vm100), ["bridgebox-synced", "db", "prod"]],
@@ -457,6 +462,8 @@ Deno.test("e2e sync mapping: every hypervisor field arrives where docs/sync.md s
       ["pve1 eno1 type", valueOf(inv.devIface("pve1", "eno1")?.type), "other"],
       ["pve1 vmbr1.10 type", valueOf(inv.devIface("pve1", "vmbr1.10")?.type), "virtual"],
       ["pve1 vmbr1.10 VLAN", inv.devIface("pve1", "vmbr1.10")?.untagged_vlan?.vid, 10],
+      ["pve1 vmbr1.1 VLAN", inv.devIface("pve1", "vmbr1.1")?.untagged_vlan?.vid, 1],
+      ["pve1 vmbr1.1 mode", valueOf(inv.devIface("pve1", "vmbr1.1")?.mode), "access"],
       // sdn: tagged vnets are VLANs, subnets prefixes (a repeated subnet: its first vnet).
       ["VLAN 30 name: its vnet", inv.vlan(30)?.name, "vnet30"],
       ["prefix 10.30.0.0/24 VLAN", inv.prefix("10.30.0.0/24")?.vlan?.vid, 30],
