@@ -6,7 +6,8 @@
  *   backend's stage streams (for servers without the job API). The sync page's run options ride
  *   along as the same form fields (`options_form`, `overwrite_*`, `delete_orphans`,
  *   `primary_ip_preference`, `stage_*`) and reach every stream as the query parameters a plugin
- *   job sends (docs/sync.md, "Run options").
+ *   job sends (docs/sync.md, "Run options"). Chosen endpoints without a backend copy are a 409
+ *   naming them, before anything runs; `Accept: application/json` only checks (docs/console.md).
  * A closed page closes the stream, which cancels the relayed request.
  */
 import { Hono } from "hono";
@@ -109,7 +110,7 @@ export function liveRoutes(ctx: ConsoleServices): Hono<ConsoleEnv> {
     }, c.req.raw.signal);
   });
 
-  app.get("/ui/live/stages", (c) => {
+  app.get("/ui/live/stages", async (c) => {
     const api = c.get("api");
     const session = c.get("session");
     const sent = c.req.query("_csrf") ?? "";
@@ -120,26 +121,77 @@ export function liveRoutes(ctx: ConsoleServices): Hono<ConsoleEnv> {
     const wanted = new Set(c.req.queries("sync_types") ?? []);
     const all = wanted.size === 0 || wanted.has("all");
     const stages = all ? [] : STAGES.filter((s) => wanted.has(s.type));
-    const pluginIds = (c.req.queries("endpoint_ids") ?? []).map(Number).filter(Number.isInteger);
     const auth = c.get("auth");
+    // The console's own check first (console.js asks with `Accept: application/json` before it
+    // opens the stream, since an EventSource cannot read a refusal's body): the answer says
+    // what the run would cover, and starts nothing.
+    const checkOnly = !(c.req.header("accept") ?? "").includes("text/event-stream") &&
+      (c.req.header("accept") ?? "").includes("application/json");
+    if (!can(auth, "core.add_job")) {
+      const refusal = "Starting a sync needs core.add_job.";
+      if (checkOnly) return c.json({ detail: refusal }, 403);
+      return sse((send) => {
+        send("complete", { ok: false, message: refusal });
+        return Promise.resolve();
+      }, c.req.raw.signal);
+    }
+    const rawIds = c.req.queries("endpoint_ids") ?? [];
+    const pluginIds = [...new Set(rawIds.map(Number))];
+    if (pluginIds.some((id) => !Number.isSafeInteger(id) || id < 1)) {
+      return c.json({
+        detail: `endpoint_ids must be hypervisor endpoint ids (positive integers), not ` +
+          `${
+            JSON.stringify(
+              rawIds.filter((r) => !(Number(r) >= 1 && Number.isSafeInteger(Number(r)))).slice(
+                0,
+                5,
+              ),
+            )
+          }.`,
+      }, 400);
+    }
     // The same reading of the form as a durable job's (routes/ui/sync.tsx formOptions).
-    const options = formOptions(c.req.query());
+    const query = new URLSearchParams(formOptions(c.req.query()));
+    if (pluginIds.length > 0) {
+      // Chosen endpoints run on their backend copies only. One without a copy (never pushed, or
+      // its push failed) is refused by name: running every endpoint instead, or the others
+      // without saying so, is not what was asked (docs/console.md, "Live parts").
+      const copies = await api.backend("GET", "/hypervisor/endpoints");
+      if (copies.status !== 200 || !Array.isArray(copies.body)) {
+        return c.json({
+          detail: "The backend's hypervisor endpoint copies could not be read, so the run " +
+            `cannot be scoped to the chosen endpoints: ${copies.reason ?? detailOf(copies)}`,
+        }, 502);
+      }
+      const list = copies.body as Json[];
+      const copyOf = (p: number) => list.find((e) => String(e.name ?? "").endsWith(`(inv:${p})`));
+      const missing = pluginIds.filter((p) => !copyOf(p));
+      if (missing.length > 0) {
+        // Named for the first few (one read each); the rest by id.
+        const names = await Promise.all(missing.map(async (p, i) => {
+          if (i >= 5) return `id ${p}`;
+          const record = await api.get(`/api/plugins/service/endpoints/hypervisor/${p}/`);
+          return record.status === 200 ? `"${record.body.name}" (id ${p})` : `id ${p}`;
+        }));
+        return c.json({
+          detail: `The chosen hypervisor endpoints have no backend copy: ${names.join(", ")}. ` +
+            "Push them first (save each endpoint, or start a durable sync job, which pushes " +
+            "them), then run again.",
+          reason: "no_backend_copy",
+          endpoint_ids: missing,
+        }, 409);
+      }
+      query.set("hypervisor_endpoint_ids", pluginIds.map((p) => copyOf(p)!.id).join(","));
+    }
+    const scope = query.size > 0 ? `?${query}` : "";
+    const paths = all ? ["/full-update/stream"] : stages.map((s) => `${s.path}/stream`);
+    if (checkOnly) {
+      return c.json({
+        detail: "Ready to run.",
+        streams: paths.map((path) => path + scope),
+      });
+    }
     return sse(async (send, signal) => {
-      if (!can(auth, "core.add_job")) {
-        send("complete", { ok: false, message: "Starting a sync needs core.add_job." });
-        return;
-      }
-      const query = new URLSearchParams(options);
-      if (pluginIds.length > 0) {
-        const copies = await api.backend("GET", "/hypervisor/endpoints");
-        const list: Json[] = Array.isArray(copies.body) ? copies.body : [];
-        const ids = list.filter((e) =>
-          pluginIds.some((p) => String(e.name ?? "").endsWith(`(inv:${p})`))
-        ).map((e) => e.id);
-        if (ids.length > 0) query.set("hypervisor_endpoint_ids", ids.join(","));
-      }
-      const scope = query.size > 0 ? `?${query}` : "";
-      const paths = all ? ["/full-update/stream"] : stages.map((s) => `${s.path}/stream`);
       let ok = true;
       const errors: Json[] = [];
       for (const path of paths) {

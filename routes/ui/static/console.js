@@ -251,10 +251,30 @@ document.addEventListener("DOMContentLoaded", () => {
       table.tBodies[0].replaceChildren();
       section.querySelector("[data-log]").textContent = "";
       for (const b of live.querySelectorAll("button")) b.disabled = true;
-      follow("/ui/live/stages?" + params, table, section.querySelector("[data-log]"), () => {
+      const log = section.querySelector("[data-log]");
+      const done = () => {
         for (const b of live.querySelectorAll("button")) b.disabled = false;
-      });
+      };
       section.scrollIntoView();
+      // Asked first as JSON: a refusal (no backend copy of a chosen endpoint, no permission)
+      // comes back as a 4xx whose detail an EventSource could not read. Nothing runs yet.
+      fetch("/ui/live/stages?" + params, { headers: { accept: "application/json" } })
+        .then(async (response) => {
+          if (response.ok) return follow("/ui/live/stages?" + params, table, log, done);
+          let detail = `HTTP ${response.status}`;
+          try {
+            detail = detailText((await response.json()).detail) || detail;
+          } catch {
+            // keep the status
+          }
+          log.textContent += `✘ ${detail}\n`;
+          document.body.dataset.syncDone = "refused";
+          done();
+        })
+        .catch((error) => {
+          log.textContent += `✘ ${error}\n`;
+          done();
+        });
     });
   }
 });
