@@ -47,6 +47,14 @@ export interface AddressSpaceOptions {
   managedTags: ReadonlySet<number>;
   /** The ownership tag: an object carrying it belongs to some endpoint's sync. */
   syncedTag: number;
+  /**
+   * A holder the stage has yet to reach (an address of a guest in a later slice, which may
+   * give it up): true leaves `desired` unwritten and unreported, for the stage to try again
+   * once it has reached every holder.
+   */
+  postpone?: (desired: Desired, holder: InventoryObject) => boolean;
+  /** Ids of objects the stage no longer wants elsewhere (kept for this): taken as free. */
+  released?: ReadonlySet<number>;
 }
 
 /** The `resolveRefused` of reconcile for addresses and prefixes. */
@@ -66,7 +74,7 @@ export function adoptOrReport(ctx: StageContext, options: AddressSpaceOptions) {
       [...options.existing].filter(([key]) => !options.wanted.has(key)).map(([k, o]) => [o.id, k]),
     );
     const free = holders.find((o) =>
-      ownOrphans.has(o.id) ||
+      ownOrphans.has(o.id) || options.released?.has(o.id) ||
       (options.field === "address"
         ? o.assigned_object_id === null || o.assigned_object_id === undefined
         : !hasTag(o, options.syncedTag))
@@ -81,6 +89,7 @@ export function adoptOrReport(ctx: StageContext, options: AddressSpaceOptions) {
       return written ?? free;
     }
     const holder = holders[0];
+    if (holder && options.postpone?.(desired, holder)) return "conflict";
     ctx.itemConflict(
       desired.label,
       `not written: ${refusal} (NetBox's unique IP space, ENFORCE_GLOBAL_UNIQUE); ` +

@@ -9,7 +9,7 @@ import { mapLimit, type StageContext } from "../context.ts";
 import { PATHS, syncTags } from "../base.ts";
 import { type Guest, guests, listByIds, vmAnchors, vmsById } from "../guests.ts";
 import { containerDnsName, dnsName, guestNics, propertyString } from "../proxmox.ts";
-import { changes, deleteOrphans, type Desired, reconcile } from "../reconcile.ts";
+import { changes, deleteOrphans, type Desired, reconcile, refId } from "../reconcile.ts";
 import { createdThisRun } from "./virtual_machines.ts";
 import { primaryIps } from "../options.ts";
 import { assignedTo, childrenOf } from "../owned.ts";
@@ -94,20 +94,45 @@ export async function syncIpAddresses(ctx: StageContext): Promise<void> {
   const list = await guests(ctx);
   const anchors = await vmAnchors(ctx);
   ctx.progress(0, list.count, `IP addresses of ${list.count} guests`);
+  // VMs of the guests later slices hold: an address one of them holds may move to a guest of
+  // an earlier slice in this run, once that later slice gives it up (NetBox's unique IP space).
+  const pending = new Set<number>();
+  for (const vmid of list.vmids) if (anchors.has(vmid)) pending.add(anchors.get(vmid)!);
+  const moves: Moves = { claimed: new Set(), released: new Map() };
   let total = 0;
+  const later: Guest[] = [];
   for (const slice of list.slices()) {
     ctx.signal.throwIfAborted();
-    total += await syncSlice(ctx, slice, anchors, tags);
+    for (const g of slice) pending.delete(anchors.get(g.vmid)!);
+    const done = await syncSlice(ctx, slice, anchors, tags, pending, moves);
+    total += done.count;
+    later.push(...done.postponed);
+  }
+  if (later.length) {
+    // Their addresses were counted; what this pass writes counts, what it finds unchanged not.
+    const unchanged = ctx.result.unchanged;
+    await syncSlice(ctx, later, anchors, tags, null, moves);
+    ctx.result.unchanged = unchanged;
+    // Released for a move that did not happen (the guest wants it no more): gone, as orphans go.
+    const left = new Map([...moves.released].map(([id, o]) => [String(id), o]));
+    await deleteOrphans(ctx, PATHS.ips, left, []);
   }
   ctx.progress(total, total, `${total} IP addresses synced`);
 }
 
+/**
+ * One slice: its interfaces' addresses, the VMs' primary IPs, the addresses gone. An address
+ * held by a VM of `pending` is postponed with its guest (whose primary IPs wait too): the
+ * guests returned are synced again after every slice (`pending` null: nothing postponed).
+ */
 async function syncSlice(
   ctx: StageContext,
   slice: Guest[],
   anchors: Map<number, number>,
   tags: Awaited<ReturnType<typeof syncTags>>,
-): Promise<number> {
+  pending: ReadonlySet<number> | null,
+  moves: Moves,
+): Promise<{ count: number; postponed: Guest[] }> {
   const present = slice.filter((g) => anchors.has(g.vmid));
   const parents = new Set(present.map((g) => anchors.get(g.vmid)!));
   const ifaces = childrenOf(
@@ -126,6 +151,8 @@ async function syncSlice(
     (ip) => addressKey(String(ip.address)),
   );
   const desired: Desired[] = [];
+  const guestOf = new Map<string, Guest>();
+  const postponed = new Set<Guest>();
   const seen = new Set<string>();
   const primaries = new Map<number, { v4: string | null; v6: string | null }>();
   present.forEach((g, i) => {
@@ -139,6 +166,7 @@ async function syncSlice(
         const key = `${iface.id}:${addressKey(address)}`;
         if (seen.has(key)) continue;
         seen.add(key);
+        guestOf.set(key, g);
         desired.push({
           key,
           label: `IP address ${address} of vmid ${g.vmid}`,
@@ -171,6 +199,17 @@ async function syncSlice(
       wanted: new Set(desired.map((d) => d.key)),
       managedTags: tags.managed,
       syncedTag: tags.synced,
+      released: pending === null ? new Set(moves.released.keys()) : undefined,
+      postpone: pending === null ? undefined : (d, holder) => {
+        const vm = refId(
+          (holder.assigned_object as { virtual_machine?: unknown } | null)
+            ?.virtual_machine,
+        );
+        if (vm === null || !pending.has(vm) || !hasTag(holder, tags.synced)) return false;
+        postponed.add(guestOf.get(d.key)!);
+        moves.claimed.add(hostOf(String(d.body.address)));
+        return true;
+      },
     }),
   });
 
@@ -180,7 +219,7 @@ async function syncSlice(
   const vms = await vmsById(ctx, parents);
   for (const g of present) {
     const vm = vms.get(anchors.get(g.vmid)!);
-    if (!vm) continue;
+    if (!vm || postponed.has(g)) continue;
     const first = primaries.get(vm.id)!;
     vmExisting.set(String(g.vmid), vm);
     vmDesired.push({
@@ -204,6 +243,28 @@ async function syncSlice(
   // this run created is only being completed (its address had to exist first).
   ctx.result.unchanged = before.unchanged;
   ctx.result.updated = before.updated + Math.min(changed, ctx.result.updated - before.updated);
+  // An address a guest of an earlier slice claimed is kept to be moved there, not deleted.
+  const wanted = new Set(desired.map((d) => d.key));
+  for (const [key, ip] of existing) {
+    if (wanted.has(key) || !moves.claimed.has(hostOf(String(ip.address)))) continue;
+    existing.delete(key);
+    moves.released.set(ip.id, ip);
+  }
+  for (const ip of ips.objects.values()) moves.released.delete(ip.id);
   await deleteOrphans(ctx, PATHS.ips, existing, desired);
-  return desired.length;
+  return { count: desired.length, postponed: [...postponed] };
+}
+
+/** Addresses moving from a later slice to an earlier one (NetBox's unique IP space). */
+interface Moves {
+  /** Hosts of the addresses postponed for a holder in a later slice. */
+  claimed: Set<string>;
+  /** Addresses a later slice gave up that a postponed guest claimed, by id: moved, not deleted. */
+  released: Map<number, InventoryObject>;
+}
+
+const hostOf = (address: string) => address.split("/")[0].toLowerCase();
+
+function hasTag(o: InventoryObject, tag: number): boolean {
+  return Array.isArray(o.tags) && o.tags.some((t) => refId(t) === tag);
 }

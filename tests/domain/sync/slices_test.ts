@@ -30,7 +30,11 @@ const GUESTS = 2 * SLICE + 201;
 const hasSnapshot = (vmid: number) => vmid % 7 === 0 || vmid === SLICE + 1;
 
 /** Guests 1..GUESTS on two nodes, each with a disk, a NIC and a static address. */
-function bigCluster(names: Record<number, string> = {}, gone = new Set<number>()) {
+function bigCluster(
+  names: Record<number, string> = {},
+  gone = new Set<number>(),
+  addresses: Record<number, string> = {},
+) {
   const data = smallCluster();
   const resources = [];
   for (let vmid = 1; vmid <= GUESTS; vmid++) {
@@ -47,7 +51,7 @@ function bigCluster(names: Record<number, string> = {}, gone = new Set<number>()
       cores: 1,
       scsi0: `local:vm-${vmid}-disk-0,size=8G`,
       net0: `virtio=${mac},bridge=vmbr0`,
-      ipconfig0: `ip=10.${vmid >> 8}.${vmid & 255}.1/16`,
+      ipconfig0: `ip=${addresses[vmid] ?? `10.${vmid >> 8}.${vmid & 255}.1/16`}`,
       ...(hasSnapshot(vmid) ? { parent: "s1" } : {}),
     };
     if (hasSnapshot(vmid)) {
@@ -186,4 +190,63 @@ Deno.test("slices: a migrated guest keeps its VM and disks; a gone one is marked
     snapshots.every((s) => s.vmid === SLICE + 1 || s.status === "active"),
     "every other snapshot stays active",
   );
+});
+
+/**
+ * NetBox's unique IP space on the fake: a create of an address another object holds is refused
+ * item by item, a lookup by host finds it, and an address renders its interface's VM.
+ */
+class UniqueAddressInventory extends FakeInventory {
+  constructor() {
+    super();
+    this.refuse = (path, body) => {
+      if (path !== IPS || typeof body.address !== "string") return null;
+      const host = body.address.split("/")[0];
+      const holder = this.all(IPS).find((o) =>
+        String(o.address).split("/")[0] === host && o.id !== body.id
+      );
+      return holder ? { address: [`Duplicate IP address found in global table: ${host}`] } : null;
+    };
+  }
+  override list(path: string, filters: Record<string, string | string[]>) {
+    if (path !== IPS) return super.list(path, filters);
+    const { address, ...rest } = filters;
+    return super.list(path, rest).then((rows) =>
+      rows.filter((o) => address === undefined || String(o.address).split("/")[0] === address)
+        .map((o) => {
+          const iface = this.table("virtualization/interfaces/").get(Number(o.assigned_object_id));
+          return { ...o, assigned_object: iface && { virtual_machine: iface.virtual_machine } };
+        })
+    );
+  }
+}
+const IPS = "ipam/ip-addresses/";
+
+Deno.test("slices: an address moving to a guest of an earlier slice moves in the same run (the same object), with its primary IP", async () => {
+  const inv = new UniqueAddressInventory();
+  inv.table("plugins/service/endpoints/hypervisor/").set(7, { id: 7, name: "lab" });
+  await run(inv, new FakeHypervisor(bigCluster()));
+  const states = inv.all("plugins/service/vm-sync-state/");
+  const vmOf = (vmid: number) => Number(states.find((s) => s.vmid === vmid)!.virtual_machine);
+  const held = inv.all(IPS).find((ip) => ip.address === `10.${GUESTS >> 8}.${GUESTS & 255}.1/16`)!;
+
+  // Guest 1 (first slice) takes the address guest GUESTS (third slice) gives up.
+  const complete = await run(
+    inv,
+    new FakeHypervisor(
+      bigCluster({}, new Set(), { 1: held.address as string, [GUESTS]: "10.250.0.1/16" }),
+    ),
+  );
+  assert.equal(complete.conflicts, undefined, JSON.stringify(complete.conflicts));
+  const ips = inv.all(IPS);
+  assert.equal(ips.length, GUESTS);
+  const now = ips.find((ip) => ip.address === held.address)!;
+  const ifaceOf = (vmid: number) =>
+    inv.all("virtualization/interfaces/").find((i) => i.virtual_machine === vmOf(vmid))!.id;
+  assert.equal(now.id, held.id, "the same object, moved");
+  assert.equal(now.assigned_object_id, ifaceOf(1), "the address is guest 1's");
+  assert.equal(inv.table(VMS).get(vmOf(1))!.primary_ip4, now.id, "and its primary IPv4");
+  const moved = ips.find((ip) => ip.address === "10.250.0.1/16")!;
+  assert.equal(moved.assigned_object_id, ifaceOf(GUESTS));
+  assert.equal(inv.table(VMS).get(vmOf(GUESTS))!.primary_ip4, moved.id);
 });
