@@ -86,6 +86,10 @@ Deno.test({
       // Every KV call of those requests was timed.
       assert.ok(valueOf(families, "bridgebox_kv_operation_duration_seconds_count") > 0);
       assert.equal(valueOf(families, "bridgebox_open_streams", { kind: "sse" }), 0);
+      // The V8 heap in use (the sync's memory, docs/sync.md "Memory"): more than nothing, less
+      // than the whole process.
+      const heap = valueOf(families, "process_heap_used_bytes");
+      assert.ok(heap > 1024 ** 2 && heap < valueOf(families, "process_resident_memory_bytes"));
     } finally {
       await served.close();
     }
