@@ -488,6 +488,18 @@ Deno.test("jobs e2e: two processes sharing one KV file admit one sync between th
   const env = { SERVICE_ALLOW_LOOPBACK_TARGETS: "true" };
   const a = await jobsWorld(env, { kv: await Deno.openKv(`${dir}/kv`) });
   const b = await jobsWorld(env, { kv: await Deno.openKv(`${dir}/kv`) });
+  // The admitted job may not run (nor end, freeing its slot) before every request is answered:
+  // a request slowed by the file's lock on a loaded machine would otherwise find the slot free
+  // again and be admitted as a second sync. Each process's run waits at its lease.
+  const answered = Promise.withResolvers<void>();
+  for (const w of [a, b]) {
+    const jobs = w.deps.storage.jobs;
+    const takeLease = jobs.takeLease.bind(jobs);
+    jobs.takeLease = async (...args) => {
+      await answered.promise;
+      return await takeLease(...args);
+    };
+  }
   try {
     await a.wire();
     const answers = await Promise.all([
@@ -496,6 +508,7 @@ Deno.test("jobs e2e: two processes sharing one KV file admit one sync between th
       a.call("POST", P + "sync/", { sync_types: ["all"] }),
       b.call("POST", P + "sync/", { sync_types: ["all"] }),
     ]);
+    answered.resolve();
     // One admitted; the others refused (409), or asked to retry (503) when SQLite reported the
     // file busy: two handles on one local file contend for its lock. Never two runs.
     const statuses = answers.map((r) => r.status);
@@ -514,6 +527,7 @@ Deno.test("jobs e2e: two processes sharing one KV file admit one sync between th
     const calls = [...stageCalls(a.seen), ...stageCalls(b.seen)];
     assert.equal(calls.filter((c) => c === "GET /full-update/stream").length, 1);
   } finally {
+    answered.resolve();
     await a.close();
     await b.close();
     await Deno.remove(dir, { recursive: true }).catch(() => {});
