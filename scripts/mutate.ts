@@ -83,9 +83,12 @@ export const GROUPS: Record<string, { modules: string[]; tests: string[] }> = {
     tests: [
       "tests/domain/jobs/",
       "tests/storage/jobs_store_test.ts",
+      "tests/routes/plugin/job_wiring_test.ts",
+      "tests/routes/plugin/sync_request_test.ts",
       "tests/routes/ui/jobs_test.ts",
-      "tests/e2e/jobs_lease_test.ts",
+      "tests/security/job_bounds_test.ts",
       "tests/e2e/jobs_test.ts",
+      "tests/e2e/jobs_lease_test.ts",
     ],
   },
   verbs: {

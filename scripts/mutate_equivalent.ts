@@ -111,6 +111,37 @@ export const EQUIVALENT: Equivalent[] = [
     why: "the count reap returns is read by no caller (the worker's check ignores it)",
   },
   {
+    module: "domain/jobs/request.ts",
+    what: "&& → ||",
+    line: "} else if (b.interval_unit !== undefined && b.interval_unit !== null) {",
+    why: "an absent or null unit defaults to minutes just above, which passes the unit check " +
+      "this branch runs: entering it for them changes nothing",
+  },
+  {
+    module: "domain/jobs/runner.ts",
+    what: "?? → ||",
+    line: "if (signal.aborted) throw signal.reason ?? error;",
+    why: "an aborted signal's reason is our Error or the platform's AbortError, never falsy",
+  },
+  {
+    module: "domain/jobs/service.ts",
+    what: "?? → ||",
+    line: "const name = request.job_name ??",
+    why: "parseSyncRequest gives a trimmed, non-empty job name or null, never another falsy value",
+  },
+  {
+    module: "domain/jobs/service.ts",
+    what: "?? → ||",
+    line: 'const base = Date.parse(String(current?.scheduled ?? current?.started ?? "")) ||',
+    why: "a job's scheduled time is an ISO text or null, never another falsy value",
+  },
+  {
+    module: "domain/jobs/service.ts",
+    what: "return null → undefined",
+    line: "return null;",
+    why: "#requesterRefusal's callers test its answer for truth only",
+  },
+  {
     module: "clients/outbound.ts",
     what: "true → false",
     line: 'signal?.addEventListener("abort", onAbort, { once: true });',
