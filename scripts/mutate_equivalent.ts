@@ -333,6 +333,27 @@ export const EQUIVALENT: Equivalent[] = [
     why: "every choice list names each value with a non-empty label",
   },
   {
+    module: "domain/netbox/engine/render.ts",
+    what: "&& → ||",
+    line: "def.customFields !== false && plan.steps.includes(CUSTOM_FIELDS_STEP)",
+    why: "only whether the custom field definitions are read: a plan without the custom_fields " +
+      "step never looks at them, so the rows are the same (one read more)",
+  },
+  {
+    module: "domain/netbox/engine/lookups.ts",
+    what: "- → +",
+    line: 'if (typeof a === "boolean" && typeof b === "boolean") return Number(a) - Number(b);',
+    why: "naturalCompare's second argument is always the query's text (see the number branch " +
+      "above), so this boolean branch never runs",
+  },
+  {
+    module: "domain/netbox/engine/write.ts",
+    what: "false → true",
+    line: "const reread = options.hooks !== false && def.afterSave !== undefined;",
+    why: "only whether a create reads its records back: without hooks nothing changed them since " +
+      "the commit, so the answer is the same records (one read more or less)",
+  },
+  {
     module: "domain/netbox/engine/references.ts",
     what: "true → false",
     line: "): Promise<{ ok: true; value: unknown } | { ok: false; error: string }> {",

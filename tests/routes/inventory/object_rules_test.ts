@@ -19,6 +19,15 @@ Deno.test("nested references: an unknown attribute is a 400, never a silent matc
     assert.deepEqual(r.body, {
       cluster: ['Related object not found using the provided attributes: {"bogus":"x"}'],
     });
+    // "<field>_id" names a relation only when <field> is one: on a text field it is unknown too
+    // (the filter engine would ignore it and match the only cluster there is).
+    const notRelation = await inv.call("POST", "/api/virtualization/virtual-machines/", {
+      name: "vm9",
+      cluster: { name_id: 1 },
+    });
+    assert.deepEqual([notRelation.status, notRelation.body], [400, {
+      cluster: ['Related object not found using the provided attributes: {"name_id":1}'],
+    }]);
     // Known attributes (fields, `<fk>_id`, nested dicts) still resolve.
     const ok = await inv.call("POST", "/api/virtualization/virtual-machines/", {
       name: "vm9",

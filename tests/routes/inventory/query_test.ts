@@ -136,6 +136,48 @@ Deno.test("filters: exact, fk, <fk>_id, natural keys, lookups, tags, id__in", as
   }
 });
 
+Deno.test("tree filters: platform_id and platform match the platform and every one below it", async () => {
+  const inv = await setup();
+  try {
+    const post = async (path: string, body: unknown) => {
+      const r = await inv.call("POST", path, body);
+      assert.equal(r.status, 201, `${path}: ${JSON.stringify(r.body)}`);
+      return r.body.id as number;
+    };
+    const linux = await post("/api/dcim/platforms/", { name: "Linux", slug: "linux" });
+    const debian = await post("/api/dcim/platforms/", {
+      name: "Debian",
+      slug: "debian",
+      parent: linux,
+    });
+    const bookworm = await post("/api/dcim/platforms/", {
+      name: "Bookworm",
+      slug: "bookworm",
+      parent: debian,
+    });
+    const type = await post("/api/virtualization/cluster-types/", { name: "PVE", slug: "pve" });
+    const cluster = await post("/api/virtualization/clusters/", { name: "c", type });
+    for (const [name, platform] of [["top", linux], ["mid", debian], ["leaf", bookworm]]) {
+      await post("/api/virtualization/virtual-machines/", { name, cluster, platform });
+    }
+    await post("/api/virtualization/virtual-machines/", { name: "none", cluster });
+    const vms = async (query: string) => {
+      const r = await inv.call(
+        "GET",
+        `/api/virtualization/virtual-machines/?${query}&ordering=name`,
+      );
+      assert.equal(r.status, 200, JSON.stringify(r.body));
+      return names(r.body);
+    };
+    assert.deepEqual(await vms(`platform_id=${linux}`), ["leaf", "mid", "top"]);
+    assert.deepEqual(await vms("platform=linux"), ["leaf", "mid", "top"]);
+    assert.deepEqual(await vms(`platform_id=${debian}`), ["leaf", "mid"]);
+    assert.deepEqual(await vms(`platform_id__n=${debian}`), ["none", "top"]);
+  } finally {
+    inv.close();
+  }
+});
+
 Deno.test("q search, ordering, brief, fields, omit", async () => {
   const inv = await setup();
   try {
@@ -177,6 +219,12 @@ Deno.test("q search, ordering, brief, fields, omit", async () => {
     assert.deepEqual(Object.keys(briefTrue.body.results[0]).length, 5);
     const fields = await inv.call("GET", `${base}?fields=id,name,cluster&limit=1`);
     assert.deepEqual(Object.keys(fields.body.results[0]), ["id", "name", "cluster"]);
+    // An empty fields= (or omit=) asks for nothing in particular: the full record.
+    const full = await inv.call("GET", `${base}?limit=1`);
+    for (const empty of ["fields=", "omit=", "fields=,"]) {
+      const r = await inv.call("GET", `${base}?${empty}&limit=1`);
+      assert.deepEqual(Object.keys(r.body.results[0]), Object.keys(full.body.results[0]), empty);
+    }
     const omit = await inv.call("GET", `${base}?omit=comments,custom_fields,tags&limit=1`);
     assert.ok(!("comments" in omit.body.results[0]) && !("tags" in omit.body.results[0]));
     assert.ok("name" in omit.body.results[0]);
