@@ -354,6 +354,12 @@ export const EQUIVALENT: Equivalent[] = [
       "the commit, so the answer is the same records (one read more or less)",
   },
   {
+    module: "domain/netbox/engine/prepare.ts",
+    what: "?? → ||",
+    line: "for (const id of input.add ?? []) if (!out.includes(id)) out.push(id);",
+    why: "add_tags is parsed to a list of ids or left out, never another falsy value",
+  },
+  {
     module: "domain/netbox/engine/references.ts",
     what: "true → false",
     line: "): Promise<{ ok: true; value: unknown } | { ok: false; error: string }> {",
