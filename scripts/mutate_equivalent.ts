@@ -585,4 +585,25 @@ export const EQUIVALENT: Equivalent[] = [
     line: "props.hwaddr ?? props.macaddr ?? null",
     why: "a MAC in a property string is a non-empty text or absent",
   },
+  {
+    module: "domain/sync/runner.ts",
+    what: "|| → &&",
+    line: "if (cancelled || signal.aborted) {",
+    why: "reached only by an abort after a stage's last inventory call (every call throws on " +
+      "abort): the stage's work is done and is reported done; the next stage's check ends the " +
+      "run cancelled (after the last stage nothing was left undone)",
+  },
+  {
+    module: "domain/sync/plan.ts",
+    what: "remove line",
+    line: "if (key === null) return {};",
+    why: "every body the sync writes to addresses and prefixes has the value as text and no " +
+      "VRF: its key is never null",
+  },
+  {
+    module: "domain/sync/proxmox.ts",
+    what: "> → >=",
+    line: "if (Number.isFinite(mem) && mem > 0) return Math.round(mem);",
+    why: "Proxmox refuses a memory below 16 MiB: a config's memory is never 0",
+  },
 ];

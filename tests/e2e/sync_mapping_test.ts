@@ -1007,3 +1007,25 @@ Deno.test("e2e sync mapping: a bad sync policy on the backend copy is a 422 nami
     await world.close();
   }
 });
+
+Deno.test("e2e sync mapping: a reference object the inventory refuses (its name taken by another slug) is an error with the inventory's words", async () => {
+  const world = await syncWorld("nodes=1,vms=1,cts=0,storages=1", FAST_TASKS);
+  try {
+    await addInventoryCopy(world);
+    await world.addHypervisorCopy("lab");
+    // The sync looks for the device role `hypervisor` by slug; this one has its name only.
+    const taken = await world.inventoryCall("POST", "dcim/device-roles/", {
+      name: "Hypervisor",
+      slug: "hv-made-by-hand",
+      color: "ff0000",
+    });
+    assert.equal(taken.status, 201, JSON.stringify(taken.body));
+    const frames = await world.stream("/dcim/devices/create/stream");
+    const errors = frames.filter((f) => f.event === "error").map((f) => f.data);
+    assert.equal(errors.length, 1, JSON.stringify(errors));
+    assert.equal(errors[0].error, "Inventory request failed", JSON.stringify(errors[0]));
+    assert.match(errors[0].detail, /already exists/, JSON.stringify(errors[0]));
+  } finally {
+    await world.close();
+  }
+});
