@@ -330,6 +330,7 @@ Deno.test("e2e sync mapping: every hypervisor field arrives where docs/sync.md s
     const primary6 = (v: any) => inv.ip(idOf(v?.primary_ip6))?.address ?? null;
     const addressesOf = (vmid: number) => inv.ipsOf(vmid).map((a: any) => a.address).sort();
     const [dbTag] = await world.inventory("extras/tags/?slug=db");
+    const [hvRole] = await world.inventory("dcim/device-roles/?slug=hypervisor");
     expectRows([
       // virtual-machines: names (cut to 64, a clash takes " (2)" inside 64), sizes, status, tags.
       ["vm 100 name: the first 64 characters", vm100?.name, LONG_NAME.slice(0, 64)],
@@ -352,6 +353,9 @@ Deno.test("e2e sync mapping: every hypervisor field arrives where docs/sync.md s
       ["vm 101 device: its node", idOf(vm101?.device), inv.device("pve2")?.id],
       ["vm 100 role", vm100?.role?.slug, "virtual-machine"],
       ["ct 105 role", ct105?.role?.slug, "container"],
+      ["vm 100 type (NetBox 4.6)", vm100?.virtual_machine_type?.slug, "qemu-virtual-machine"],
+      ["ct 105 type (NetBox 4.6)", ct105?.virtual_machine_type?.slug, "lxc-container"],
+      ["the nodes' role: no VM role", hvRole?.vm_role, false],
       ["ct 105 tags", slugs(ct105), ["bridgebox-synced", "db"]],
       ["tag db: the sync's, says its description", dbTag?.description, GUEST_TAG_DESCRIPTION],
       ["vm 100 disk: sum of its disks", vm100?.disk, 8192 + 512 + 1048576],
