@@ -228,6 +228,7 @@ Deno.test("e2e sync mapping: every hypervisor field arrives where docs/sync.md s
       rate: "12",
       comment: "to pve1",
       disable: "1",
+      remove_job: "local",
     });
     // A job with nothing but what Proxmox requires: its defaults.
     await hv("POST", "/cluster/backup", {
@@ -532,6 +533,12 @@ Deno.test("e2e sync mapping: every hypervisor field arrives where docs/sync.md s
       ["replication rate", repl?.rate, 12],
       ["replication disabled", repl?.disable, true],
       ["replication comment", repl?.comment, "to pve1"],
+      ["replication being removed", valueOf(repl?.remove_job), "local"],
+      [
+        "replication 100-0 (seeded) not",
+        valueOf(inv.replications.find((r: any) => r.replication_id === "100-0")?.remove_job),
+        null,
+      ],
       // backup-routines
       ["routine enabled", routine?.enabled, false],
       ["routine schedule", routine?.schedule, "mon 02:30"],
