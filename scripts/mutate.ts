@@ -88,7 +88,6 @@ export const GROUPS: Record<string, { modules: string[]; tests: string[] }> = {
       "tests/routes/ui/jobs_test.ts",
       "tests/security/job_bounds_test.ts",
       "tests/e2e/jobs_test.ts",
-      "tests/e2e/jobs_lease_test.ts",
     ],
   },
   verbs: {
