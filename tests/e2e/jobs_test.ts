@@ -550,6 +550,16 @@ Deno.test("jobs e2e: finished jobs beyond the retention are pruned, oldest first
       if (i === 1) assert.deepEqual(await kept(), ids);
     }
     assert.deepEqual(await kept(), ids.slice(1));
+    // Each kept job's log says how its stage ended, with the backend's counts.
+    const last = await w.call("GET", `/api/core/jobs/${ids[3]}/`);
+    const lines = last.body.log.map((e: { message: string }) => e.message);
+    assert.ok(
+      lines.some((m: string) =>
+        /^storage for .+: completed \(\d+ created, \d+ updated, \d+ unchanged, \d+ deleted, 0 failed\)$/
+          .test(m)
+      ),
+      JSON.stringify(lines),
+    );
     assert.equal((await w.call("GET", `/api/core/jobs/${ids[0]}/`)).status, 404);
   } finally {
     await w.close();
