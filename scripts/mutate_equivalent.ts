@@ -124,6 +124,12 @@ export const EQUIVALENT: Equivalent[] = [
     why: "an aborted signal's reason is our Error or the platform's AbortError, never falsy",
   },
   {
+    module: "domain/jobs/runner.ts",
+    what: "?? → ||",
+    line: ": (timing.now() - (started.get(step) ?? timing.now())) / 1000;",
+    why: "a stage's start is a clock reading in epoch milliseconds (never 0) or absent",
+  },
+  {
     module: "domain/jobs/service.ts",
     what: "?? → ||",
     line: "const name = request.job_name ??",

@@ -240,6 +240,8 @@ Deno.test("runner: a backend that never gets healthy errors after the backoff, w
   );
   assert.deepEqual(w.calls, [], "no stage was called");
   assert.deepEqual(w.slept, [11, 13, 17], "a growing pause between checks");
+  // The job's log ends with the same reason, as an error line.
+  assert.deepEqual(w.log.at(-1), { level: "error", message: out.error });
 
   const late = world(() => ok(stageFrames(["devices"])), { health: [false, false, true] });
   assert.equal((await late.run(["devices"])).status, "completed");
