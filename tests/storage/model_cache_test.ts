@@ -136,7 +136,7 @@ Deno.test("model cache: pages of 1,000 past the cache's 20,000 records all come 
   // cache dropped: every page crossing the 20,000-record bound used to lose its cached part.
   const kv = await Deno.openKv(":memory:");
   try {
-    const store = new KvModelStore(kv);
+    const store = new KvModelStore(kv, { maxCachedRecords: 20_000 });
     const total = 25_000;
     const writes = Array.from(
       { length: total },
