@@ -57,7 +57,19 @@ async function* replay(frames: Frame[], breakAfter?: number): AsyncIterable<Fram
 
 type Answerer = (path: string, call: number) => StageStream;
 
-function world(answer: Answerer, options: { health?: boolean[]; renewOk?: boolean } = {}) {
+interface WorldOptions {
+  health?: boolean[];
+  renewOk?: boolean;
+  /** The plugin's hypervisor endpoints (default: one, "pve", copy 5). */
+  endpoints?: { id: number; name: string }[];
+}
+
+function world(answer: Answerer, options: WorldOptions = {}) {
+  const endpoints = (options.endpoints ?? [{ id: 1, name: "pve" }]).map((e) => ({
+    ...e,
+    enabled: true,
+    copyName: `${e.name} (inv:${e.id})`,
+  }));
   const calls: string[] = [];
   /** Every stream path with its query. */
   const paths: string[] = [];
@@ -86,7 +98,7 @@ function world(answer: Answerer, options: { health?: boolean[]; renewOk?: boolea
         ok: true,
         status: 200,
         error: null,
-        copies: [{ id: 5, name: "pve (inv:1)" }],
+        copies: endpoints.map((e) => ({ id: e.id === 1 ? 5 : 4 + e.id, name: e.copyName })),
       }),
   });
   const plugin: PluginSide = {
@@ -97,8 +109,7 @@ function world(answer: Answerer, options: { health?: boolean[]; renewOk?: boolea
         options.renewOk === false ? { error: "backend refused the key" } : link("new-key"),
       );
     },
-    endpoints: () =>
-      Promise.resolve([{ id: 1, name: "pve", enabled: true, copyName: "pve (inv:1)" }]),
+    endpoints: () => Promise.resolve(endpoints),
     pushAll: () =>
       Promise.resolve([{ what: 'hypervisor endpoint "pve"', ok: true, error: null, status: 200 }]),
     recordLastSync: () => Promise.resolve(),
@@ -270,4 +281,97 @@ Deno.test("runner: a job's run options ride on every backend stream as query par
     "/dcim/devices/create/stream?hypervisor_endpoint_ids=5&overwrite_names=false&stage_sdn=false",
     "/virtualization/virtual-machines/virtual-disks/create/stream?hypervisor_endpoint_ids=5&overwrite_names=false&stage_sdn=false",
   ]);
+});
+
+Deno.test("runner: a stream that ends without its complete frame is read again, whatever else it sent", async () => {
+  const w = world((path, n) =>
+    n === 1
+      ? ok([
+        { event: "step", data: { step: "devices", status: "started" } },
+        { event: "keepalive", data: {} },
+      ])
+      : ok(stageFrames([typeOf(path)]))
+  );
+  const out = await w.run(["devices"]);
+  assert.equal(out.status, "completed", out.error);
+  assert.equal(w.calls.length, 2, "read again");
+  assert.deepEqual(w.records.map((r) => r.sync_type), ["devices"]);
+  assert.ok(
+    w.log.some((l) =>
+      l.level === "warning" &&
+      l.message === 'devices for "pve": the stream ended before its complete frame; retry 1 of 2'
+    ),
+    JSON.stringify(w.log),
+  );
+});
+
+Deno.test("runner: a complete frame with ok:false for a failure outside any stage is final, in the backend's words", async () => {
+  const w = world(() =>
+    ok([{
+      event: "complete",
+      data: {
+        ok: false,
+        errors: [{ step: "sync", error: "Hypervisor login failed", detail: "HTTP 401 from pve" }],
+      },
+    }])
+  );
+  const out = await w.run(["devices"]);
+  assert.equal(out.status, "errored");
+  assert.equal(w.calls.length, 1, "not retried");
+  assert.equal(
+    out.error,
+    'devices for "pve": GET http://backend.test/dcim/devices/create/stream?hypervisor_endpoint_ids=5' +
+      " → complete ok:false: Hypervisor login failed — HTTP 401 from pve",
+  );
+});
+
+Deno.test("runner: a run the backend cancelled (it was shutting down) is read again", async () => {
+  const w = world((path, n) =>
+    n === 1
+      ? ok([
+        { event: "step", data: { step: "devices", status: "started" } },
+        {
+          event: "complete",
+          data: { ok: false, errors: [{ step: "devices", error: "cancelled" }] },
+        },
+      ])
+      : ok(stageFrames([typeOf(path)]))
+  );
+  const out = await w.run(["devices"]);
+  assert.equal(out.status, "completed", out.error);
+  assert.equal(w.calls.length, 2);
+  assert.ok(
+    w.log.some((l) =>
+      /the backend cancelled the run \(shutting down\?\); retry 1 of 2$/.test(l.message)
+    ),
+    JSON.stringify(w.log),
+  );
+});
+
+Deno.test("runner: endpoints run one after another: a failed one lets the next go on, an errored one stops the run", async () => {
+  const two = [{ id: 1, name: "pve" }, { id: 2, name: "pve-b" }];
+  // Copy 5 is "pve", copy 6 "pve-b".
+  const both = world((path) => ok(stageFrames([typeOf(path)])), { endpoints: two });
+  const fine = await both.run(["devices"]);
+  assert.equal(fine.status, "completed");
+  assert.deepEqual(fine.endpoints, [{ id: 1, ok: true }, { id: 2, ok: true }]);
+  assert.deepEqual(both.paths, [
+    "/dcim/devices/create/stream?hypervisor_endpoint_ids=5",
+    "/dcim/devices/create/stream?hypervisor_endpoint_ids=6",
+  ]);
+
+  let calls = 0;
+  const failedFirst = world(
+    () => ok(stageFrames(["devices"], ++calls === 1 ? { devices: "HTTP 500" } : {})),
+    { endpoints: two },
+  );
+  const failed = await failedFirst.run(["devices"]);
+  assert.equal(failed.status, "failed");
+  assert.deepEqual(failed.endpoints, [{ id: 1, ok: false }, { id: 2, ok: true }]);
+
+  const erroredFirst = world(() => status(400, "bad scope"), { endpoints: two });
+  const errored = await erroredFirst.run(["devices"]);
+  assert.equal(errored.status, "errored");
+  assert.deepEqual(errored.endpoints, [{ id: 1, ok: false }]);
+  assert.equal(erroredFirst.calls.length, 1, "the second endpoint never started");
 });

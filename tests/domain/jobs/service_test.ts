@@ -1,0 +1,577 @@
+// deno-lint-ignore-file no-explicit-any
+/**
+ * The job service in process (tests/domain/jobs/_service_world.ts): what a job record says from
+ * queue to end, interval series on a clock the test moves, scheduled and waiting jobs, cancel,
+ * the run lease, recovery of a dead owner's job, retention, endpoints as parts. Queue messages
+ * are delivered by the test (`service.handle(id)`), never by waiting.
+ */
+import assert from "node:assert/strict";
+import {
+  endpoint,
+  MINUTE,
+  serviceWorld,
+  stageFrames,
+  statusOf,
+  streamOf,
+  T0,
+  typesOf,
+} from "./_service_world.ts";
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
+Deno.test("job service: a one-endpoint job's record and log, line by line, from queue to end", async () => {
+  const w = await serviceWorld();
+  try {
+    const id = await w.admit({ sync_types: ["devices", "storage"] });
+    const queued = await w.job(id);
+    assert.equal(statusOf(queued), "pending");
+    assert.equal(queued.name, "Sync devices, storage");
+    assert.deepEqual(queued.user, { display: "token 1 (ops)", token_id: 1, description: "ops" });
+    assert.deepEqual(w.store.queuedFor(id), [0], "queued to run now");
+
+    w.clock.t += 1_000;
+    await w.service.handle(id);
+    const job = await w.job(id);
+    assert.equal(statusOf(job), "completed", job.error);
+    assert.equal(job.error, "");
+    assert.equal(job.started, iso(T0 + 1_000));
+    assert.equal(job.completed, iso(T0 + 1_000));
+    // One stream per stage (not all 13: no full update), in table order, scoped to the copy.
+    assert.deepEqual(w.streams, [
+      "101 /dcim/devices/create/stream",
+      "101 /virtualization/virtual-machines/storage/create/stream",
+    ]);
+    assert.deepEqual(await w.messages(id), [
+      "Queued by token 1 (ops): devices, storage.",
+      "Started (sync) by process p1.",
+      "Preflight: backend http://backend.test is ready",
+      'Preflight: pushed hypervisor endpoint "pve"',
+      'devices for "pve": started',
+      'devices for "pve": completed (1 created, 0 updated, 0 unchanged, 0 deleted, 0 failed)',
+      'storage for "pve": started',
+      'storage for "pve": completed (1 created, 0 updated, 0 unchanged, 0 deleted, 0 failed)',
+      "Completed.",
+    ]);
+    assert.deepEqual(job.log_entries[0], {
+      timestamp: iso(T0),
+      level: "info",
+      message: "Queued by token 1 (ops): devices, storage.",
+    });
+    assert.deepEqual(
+      job.data.map((r: any) => [r.sync_type, r.endpoint_id, r.stream_path, r.runtime_seconds]),
+      [
+        ["devices", 1, "/dcim/devices/create/stream", 0.005],
+        ["storage", 1, "/virtualization/virtual-machines/storage/create/stream", 0.005],
+      ],
+    );
+    // One endpoint runs in the job's own run: no parts for other processes to take.
+    assert.deepEqual(await w.store.parts(), []);
+    assert.deepEqual(w.lastSync.get(1), [
+      { at: iso(T0 + 1_000), ok: true, job_id: id, status: "completed" },
+    ]);
+    // Everything the run held is given back: the lease, the slot, the live progress.
+    assert.equal(await w.store.lease(), null);
+    assert.equal(await w.store.slotHolder("sync"), null);
+    assert.equal(await w.store.progress(id), null);
+    // A second delivery of the same message does nothing to a finished job.
+    await w.service.handle(id);
+    assert.equal(w.streams.length, 2);
+    assert.equal((await w.messages(id)).length, 9);
+  } finally {
+    w.close();
+  }
+});
+
+Deno.test("job service: an interval job queues its next run one interval after this one was due; it runs when the clock gets there", async () => {
+  const w = await serviceWorld();
+  try {
+    const first = await w.admit({ interval_minutes: 60, job_name: "hourly" });
+    assert.equal((await w.job(first)).interval, 60);
+    assert.match((await w.messages(first))[0], /: devices, every 60 min\.$/);
+    w.clock.t += 2 * MINUTE; // the run starts two minutes late
+    await w.service.handle(first);
+    assert.equal(statusOf(await w.job(first)), "completed");
+
+    const scheduled = await w.engine.find("core.job", { status: ["scheduled"] });
+    assert.equal(scheduled.length, 1, "one next run");
+    const next = scheduled[0] as any;
+    assert.equal(next.name, "hourly");
+    assert.equal(next.interval, 60);
+    assert.deepEqual(next.user, (await w.job(first)).user);
+    // An immediate job has no due time: the next is one interval after it started.
+    assert.equal(next.scheduled, iso(T0 + 62 * MINUTE));
+    assert.deepEqual(await w.messages(next.id), [
+      `Scheduled for ${iso(T0 + 62 * MINUTE)} (every 60 min, after job ${first}).`,
+    ]);
+    // Its queue message is due then (the series would stop without it).
+    assert.deepEqual(w.store.queuedFor(next.id), [60 * MINUTE]);
+
+    // A message delivered early (the queue may) puts it back for the time that is left.
+    w.clock.t += 30 * MINUTE;
+    await w.service.handle(next.id);
+    assert.equal(statusOf(await w.job(next.id)), "scheduled");
+    assert.deepEqual(w.store.queuedFor(next.id), [60 * MINUTE, 30 * MINUTE]);
+    assert.equal(w.streams.length, 1, "not run early");
+
+    // Due: it runs, and queues the one after, one interval after this one was due (not after
+    // it ran: 5 minutes late here).
+    w.clock.t = T0 + 67 * MINUTE;
+    await w.service.handle(next.id);
+    const ran = await w.job(next.id);
+    assert.equal(statusOf(ran), "completed", ran.error);
+    assert.equal(ran.started, iso(T0 + 67 * MINUTE));
+    const third = (await w.engine.find("core.job", { status: ["scheduled"] }))[0] as any;
+    assert.equal(third.scheduled, iso(T0 + 122 * MINUTE));
+    assert.deepEqual(w.store.queuedFor(third.id), [55 * MINUTE]);
+
+    // A series that fell more than an interval behind (the process was down) is not due in the
+    // past: the next run is one interval from now.
+    w.clock.t = T0 + 500 * MINUTE;
+    await w.service.handle(third.id);
+    const fourth = (await w.engine.find("core.job", { status: ["scheduled"] }))[0] as any;
+    assert.equal(fourth.scheduled, iso(T0 + 560 * MINUTE));
+    assert.deepEqual(w.store.queuedFor(fourth.id), [60 * MINUTE]);
+    // Each run's spec is the series': the same stages and interval.
+    assert.deepEqual(await w.store.spec(fourth.id), await w.store.spec(first));
+  } finally {
+    w.close();
+  }
+});
+
+Deno.test("job service: a scheduled job waits in the queue, holds no slot, and deleting it cancels it", async () => {
+  const w = await serviceWorld();
+  try {
+    const later = await w.admit({ schedule_at: T0 + 60 * MINUTE });
+    const job = await w.job(later);
+    assert.equal(statusOf(job), "scheduled");
+    assert.equal(job.scheduled, iso(T0 + 60 * MINUTE));
+    assert.equal(job.started, null);
+    assert.deepEqual(await w.messages(later), [
+      `Scheduled for ${iso(T0 + 60 * MINUTE)} by token 1 (ops): devices.`,
+    ]);
+    assert.deepEqual(w.store.queuedFor(later), [60 * MINUTE]);
+    assert.equal(await w.store.slotHolder("sync"), null, "a scheduled job holds no slot");
+    const now = await w.admit({ sync_types: ["storage"] });
+    assert.equal(await w.store.slotHolder("sync"), now);
+
+    // Within a second of its time the job is due (queue delays are not exact).
+    w.clock.t = T0 + 60 * MINUTE - 1_000;
+    assert.equal(await w.service.cancel(later), "deleted");
+    assert.equal(await w.job(later), null);
+    assert.equal(await w.store.spec(later), null);
+    // Its message, when it comes, finds nothing to run.
+    await w.service.handle(later);
+    assert.deepEqual(w.streams, []);
+    assert.equal(await w.service.cancel(later), "missing");
+    // Cancelling the waiting immediate job frees the slot for another.
+    assert.equal(await w.service.cancel(now), "deleted");
+    assert.equal(await w.store.slotHolder("sync"), null);
+    const again = await w.submit();
+    assert.equal(again.ok, true);
+  } finally {
+    w.close();
+  }
+});
+
+Deno.test("job service: a job due within a second runs when its message comes", async () => {
+  const w = await serviceWorld();
+  try {
+    const id = await w.admit({ schedule_at: T0 + 10 * MINUTE });
+    w.clock.t = T0 + 10 * MINUTE - 999;
+    await w.service.handle(id);
+    assert.equal(statusOf(await w.job(id)), "completed");
+    assert.deepEqual(w.store.queuedFor(id), [10 * MINUTE]);
+  } finally {
+    w.close();
+  }
+});
+
+Deno.test("job service: admission: one immediate sync at a time, a repair blocks syncs, one repair at a time", async () => {
+  const w = await serviceWorld();
+  try {
+    const sync = await w.admit();
+    assert.deepEqual(await w.submit(), { ok: false, reason: "busy", holder: sync });
+    // The refused request leaves nothing behind.
+    assert.equal((await w.engine.find("core.job", {})).length, 1);
+    const repair = await w.admit({ sync_types: [] }, "repair");
+    const repairJob = await w.job(repair);
+    assert.equal(repairJob.name, "Repair: reconcile custom fields and full sync");
+    assert.deepEqual(await w.submit({}, "repair"), { ok: false, reason: "busy", holder: repair });
+    await w.service.handle(sync);
+    // The sync is done, the repair still waits: a sync is refused, naming the repair.
+    assert.deepEqual(await w.submit(), { ok: false, reason: "busy", holder: repair });
+    await w.service.handle(repair);
+    const repaired = await w.job(repair);
+    assert.equal(statusOf(repaired), "completed", repaired.error);
+    const lines = await w.messages(repair);
+    assert.ok(lines.includes("Started (repair) by process p1."), JSON.stringify(lines));
+    assert.ok(
+      lines.includes("Custom fields reconciled: 2 created, 0 updated, 0 unchanged."),
+      JSON.stringify(lines),
+    );
+    assert.equal((await w.submit()).ok, true);
+  } finally {
+    w.close();
+  }
+});
+
+Deno.test("job service: a running job cannot be deleted; it keeps its slot until it ends", async () => {
+  const gate = Promise.withResolvers<void>();
+  const reached = Promise.withResolvers<void>();
+  const w = await serviceWorld({
+    answer: async (path) => {
+      reached.resolve();
+      await gate.promise;
+      return streamOf(stageFrames(typesOf(path)));
+    },
+  });
+  try {
+    const id = await w.admit();
+    const run = w.service.handle(id);
+    await reached.promise;
+    assert.equal(statusOf(await w.job(id)), "running");
+    assert.equal(await w.service.cancel(id), "running");
+    assert.equal(statusOf(await w.job(id)), "running");
+    assert.deepEqual(await w.submit(), { ok: false, reason: "busy", holder: id });
+    assert.equal((await w.store.lease())?.job_id, id);
+    gate.resolve();
+    await run;
+    assert.equal(statusOf(await w.job(id)), "completed");
+  } finally {
+    gate.resolve();
+    w.close();
+  }
+});
+
+Deno.test("job service: a due job that finds the lease taken waits, says so once, and runs once the lease is free", async () => {
+  const w = await serviceWorld();
+  try {
+    const id = await w.admit({ schedule_at: T0 + MINUTE });
+    w.clock.t = T0 + MINUTE;
+    // Another process runs job 999 with a lease good for 10 more seconds.
+    assert.deepEqual(await w.store.takeLease(999, "other", 10_000), { ok: true });
+    await w.service.handle(id);
+    assert.equal(statusOf(await w.job(id)), "pending");
+    // It looks again when that lease would expire (at most every 15 s).
+    assert.deepEqual(w.store.queuedFor(id), [MINUTE, 10_000]);
+    w.clock.t += 1_000;
+    await w.service.handle(id);
+    assert.deepEqual(
+      (await w.messages(id)).filter((m) => m.startsWith("Waiting")),
+      ["Waiting for job 999 to finish (runs never overlap)."],
+      "said once",
+    );
+    assert.deepEqual(w.store.queuedFor(id).slice(2), [9_000]);
+    assert.deepEqual(w.streams, []);
+
+    // A lease far ahead: it looks again after 15 s, not only when that lease ends.
+    await w.store.takeLease(999, "other", 3_600_000);
+    await w.service.handle(id);
+    assert.deepEqual(w.store.queuedFor(id).slice(3), [15_000]);
+
+    // The holder finishes (its lease is released): the waiting job runs at its next look.
+    await w.store.releaseLease(999, "other");
+    await w.service.handle(id);
+    assert.equal(statusOf(await w.job(id)), "completed");
+  } finally {
+    w.close();
+  }
+});
+
+Deno.test("job service: when a run ends, the jobs waiting for the lease are woken at once, oldest first", async () => {
+  const gate = Promise.withResolvers<void>();
+  const reached = Promise.withResolvers<void>();
+  const w = await serviceWorld({
+    answer: async (path) => {
+      reached.resolve();
+      await gate.promise;
+      return streamOf(stageFrames(typesOf(path)));
+    },
+  });
+  try {
+    const a = await w.admit({ schedule_at: T0 + MINUTE });
+    const b = await w.admit({ schedule_at: T0 + MINUTE });
+    const c = await w.admit({ schedule_at: T0 + MINUTE });
+    w.clock.t = T0 + MINUTE;
+    const run = w.service.handle(a);
+    await reached.promise;
+    await w.service.handle(c);
+    await w.service.handle(b);
+    assert.deepEqual([statusOf(await w.job(b)), statusOf(await w.job(c))], ["pending", "pending"]);
+    w.store.queued.length = 0;
+    gate.resolve();
+    await run;
+    assert.deepEqual(w.store.queued, [{ job_id: b, delay_ms: 0 }, { job_id: c, delay_ms: 0 }]);
+  } finally {
+    gate.resolve();
+    w.close();
+  }
+});
+
+Deno.test("job service: a job whose process died is errored once its lease expired, with the time, and waiting jobs are woken", async () => {
+  const w = await serviceWorld();
+  try {
+    const dead = await w.admit();
+    // The process that ran it stopped mid-run: the job says running, its lease runs out at T0+5s.
+    await w.engine.patchStored("core.job", dead, { status: "running", started: iso(T0) });
+    await w.store.takeLease(dead, "gone", 5_000);
+    const waiting = await w.admit({ schedule_at: T0 + 1_000 });
+    w.clock.t = T0 + 1_000;
+    await w.service.handle(waiting);
+    assert.equal(statusOf(await w.job(waiting)), "pending");
+
+    // While the lease holds, neither the periodic check nor a redelivery touches it.
+    assert.equal(await w.service.reap(), 0);
+    await w.service.handle(dead);
+    assert.equal(statusOf(await w.job(dead)), "running");
+
+    w.clock.t = T0 + 5_000; // the lease expires at this very millisecond
+    w.store.queued.length = 0;
+    assert.equal(await w.service.reap(), 1);
+    const job = await w.job(dead);
+    assert.equal(statusOf(job), "errored");
+    const reason = `The process running this job stopped before it finished (its run lease ` +
+      `expired at ${iso(T0 + 5_000)}); the stages it did are recorded, start a new sync to finish.`;
+    assert.equal(job.error, reason);
+    assert.equal(job.completed, iso(T0 + 5_000));
+    assert.equal((await w.messages(dead)).at(-1), `Finished errored: ${reason}`);
+    assert.equal(job.log_entries.at(-1).level, "error");
+    assert.equal(await w.store.slotHolder("sync"), null, "its slot is free");
+    assert.deepEqual(w.store.queued, [{ job_id: waiting, delay_ms: 0 }], "the waiting job woken");
+    assert.equal(
+      w.logger.lines.filter((l) => l.message === "sync job recovered after its owner stopped")
+        .length,
+      1,
+    );
+    // Settled once: a second look finds nothing left running.
+    assert.equal(await w.service.reap(), 0);
+  } finally {
+    w.close();
+  }
+});
+
+Deno.test("job service: a running job with no lease at all is errored when its message comes again", async () => {
+  const w = await serviceWorld();
+  try {
+    const dead = await w.admit();
+    await w.engine.patchStored("core.job", dead, { status: "running", started: iso(T0) });
+    await w.service.handle(dead);
+    const job = await w.job(dead);
+    assert.equal(statusOf(job), "errored");
+    assert.match(job.error, /stopped before it finished \(it holds no run lease\)/);
+    assert.deepEqual(w.streams, [], "not run again");
+  } finally {
+    w.close();
+  }
+});
+
+Deno.test("job service: a job whose request is missing ends errored, saying so", async () => {
+  const w = await serviceWorld();
+  try {
+    const id = await w.admit();
+    await w.store.deleteSpec(id);
+    await w.service.handle(id);
+    const job = await w.job(id);
+    assert.equal(statusOf(job), "errored");
+    assert.equal(job.error, "The job's request is missing.");
+    assert.deepEqual(w.streams, []);
+  } finally {
+    w.close();
+  }
+});
+
+Deno.test("job service: retention keeps the newest finished jobs of each kind; repairs are counted apart", async () => {
+  const w = await serviceWorld({ retention: 2 });
+  try {
+    const syncs: number[] = [];
+    let repair = 0;
+    for (let i = 0; i < 4; i++) {
+      const id = await w.admit();
+      await w.service.handle(id);
+      syncs.push(id);
+      if (i === 0) {
+        repair = await w.admit({}, "repair");
+        await w.service.handle(repair);
+      }
+    }
+    const kept = (await w.engine.find("core.job", {})).map((j) => j.id).sort((a, b) => a - b);
+    const [s1, _s2, s3, s4] = syncs;
+    // The two newest syncs, and the one repair (older than both, but the only one of its kind).
+    assert.deepEqual(kept, [repair, s3, s4]);
+    assert.equal(await w.store.spec(s1), null, "a pruned job's request goes too");
+    assert.deepEqual(await w.store.finished("sync"), [s3, s4]);
+  } finally {
+    w.close();
+  }
+});
+
+Deno.test("job service: a token expired at the moment its job is due is refused; the series ends", async () => {
+  const w = await serviceWorld();
+  try {
+    const id = await w.admit({ interval_minutes: 5, schedule_at: T0 + MINUTE });
+    await w.engine.patchStored("users.token", w.tokenId, { expires: iso(T0 + MINUTE) });
+    w.clock.t = T0 + MINUTE;
+    await w.service.handle(id);
+    const job = await w.job(id);
+    assert.equal(statusOf(job), "failed");
+    assert.equal(
+      job.error,
+      `The token ${w.tokenId}, which asked for this job, has expired: not run, and not scheduled again.`,
+    );
+    assert.deepEqual(w.streams, []);
+    assert.deepEqual(await w.engine.find("core.job", { status: ["scheduled"] }), []);
+  } finally {
+    w.close();
+  }
+});
+
+Deno.test("job service: two endpoints: each a part the job's process runs in turn; an endpoint's failure fails the job and every last_sync", async () => {
+  const w = await serviceWorld({
+    endpoints: [endpoint(1, "pve-a"), endpoint(2, "pve-b")],
+    answer: (path, copy) =>
+      streamOf(stageFrames(typesOf(path), copy === 102 ? { devices: "HTTP 500 from pve-b" } : {})),
+  });
+  try {
+    const id = await w.admit();
+    w.clock.t += 1_000;
+    await w.service.handle(id);
+    const job = await w.job(id);
+    assert.equal(statusOf(job), "failed");
+    assert.match(job.error, /^devices for "pve-b" failed: Hypervisor request failed — HTTP 500/);
+    const lines = await w.messages(id);
+    assert.ok(
+      lines.includes(
+        "2 endpoints: each one is a part that any process sharing this store may take.",
+      ),
+    );
+    assert.ok(lines.includes("Endpoint 1: taken by process p1."), JSON.stringify(lines));
+    assert.ok(lines.includes("Endpoint 2: taken by process p1."), JSON.stringify(lines));
+    assert.deepEqual(w.streams, [
+      "101 /dcim/devices/create/stream",
+      "102 /dcim/devices/create/stream",
+    ]);
+    assert.deepEqual(job.data.map((r: any) => r.endpoint_id), [1, 2]);
+    // The job failed: no endpoint shows a good last sync, the one that went well included.
+    assert.deepEqual(
+      [w.lastSync.get(1), w.lastSync.get(2)],
+      [
+        [{ at: iso(T0 + 1_000), ok: false, job_id: id, status: "failed" }],
+        [{ at: iso(T0 + 1_000), ok: false, job_id: id, status: "failed" }],
+      ],
+    );
+    assert.deepEqual(await w.store.parts(), [], "the parts are cleared at the end");
+  } finally {
+    w.close();
+  }
+});
+
+Deno.test("job service: an errored endpoint stops the parts nobody started; they get no last_sync", async () => {
+  const w = await serviceWorld({
+    endpoints: [endpoint(1, "pve-a"), endpoint(2, "pve-b"), endpoint(3, "pve-c")],
+    answer: (path, copy) =>
+      copy === 101
+        ? { ok: false, reason: "refused", status: 400, error: "HTTP 400: bad scope" }
+        : streamOf(stageFrames(typesOf(path))),
+  });
+  try {
+    const id = await w.admit();
+    await w.service.handle(id);
+    const job = await w.job(id);
+    assert.equal(statusOf(job), "errored");
+    assert.match(job.error, /^devices for "pve-a": GET http:\/\/backend\.test.* → HTTP 400/);
+    assert.deepEqual(w.streams, ["101 /dcim/devices/create/stream"], "the others never started");
+    assert.deepEqual([...w.lastSync.keys()], [1]);
+  } finally {
+    w.close();
+  }
+});
+
+Deno.test("job service: another process takes a part of a running job; the job records both", async () => {
+  const gate = Promise.withResolvers<void>();
+  const reached = Promise.withResolvers<void>();
+  const a = await serviceWorld({
+    endpoints: [endpoint(1, "pve-a"), endpoint(2, "pve-b")],
+    answer: async (path, copy) => {
+      if (copy === 101) {
+        reached.resolve();
+        await gate.promise;
+      }
+      return streamOf(stageFrames(typesOf(path)));
+    },
+  });
+  const b = await serviceWorld({ sharing: a, owner: "p2" });
+  try {
+    const id = await a.admit();
+    const run = a.service.handle(id);
+    await reached.promise; // process a runs endpoint 1 and waits there
+    await b.service.pollParts();
+    await b.service.idle();
+    gate.resolve();
+    await run;
+    const job = await a.job(id);
+    assert.equal(statusOf(job), "completed", job.error);
+    const lines = await a.messages(id);
+    assert.ok(lines.includes("Endpoint 1: taken by process p1."), JSON.stringify(lines));
+    assert.ok(lines.includes("Endpoint 2: taken by process p2."), JSON.stringify(lines));
+    assert.deepEqual(job.data.map((r: any) => r.endpoint_id).sort(), [1, 2]);
+    assert.deepEqual(a.streams.sort(), [
+      "101 /dcim/devices/create/stream",
+      "102 /dcim/devices/create/stream",
+    ]);
+    assert.deepEqual(
+      [a.lastSync.get(1)?.[0].ok, a.lastSync.get(2)?.[0].ok],
+      [true, true],
+    );
+    // Nothing left to take once the job is done.
+    await b.service.pollParts();
+    await b.service.idle();
+    assert.equal(a.streams.length, 2);
+  } finally {
+    gate.resolve();
+    b.close();
+    a.close();
+  }
+});
+
+Deno.test("job service: no secret reaches the job's log, error or data, in any spelling", async () => {
+  const secret = "s3cr3t-backend-key/+=";
+  const w = await serviceWorld({
+    secrets: [secret],
+    answer: () => ({
+      ok: false,
+      reason: "refused",
+      status: 403,
+      error: `HTTP 403: key ${secret} (${encodeURIComponent(secret)}) refused`,
+    }),
+  });
+  try {
+    const id = await w.admit();
+    await w.service.handle(id);
+    const job = await w.job(id);
+    assert.equal(statusOf(job), "errored");
+    assert.match(job.error, /key \[redacted\] \(\[redacted\]\) refused/);
+    const text = JSON.stringify(job);
+    assert.ok(!text.includes(secret) && !text.includes(encodeURIComponent(secret)), text);
+  } finally {
+    w.close();
+  }
+});
+
+Deno.test("job service: a crash inside a run ends the job errored and frees the lease and the slot", async () => {
+  const w = await serviceWorld({
+    answer: () => {
+      throw new Error("backend link exploded");
+    },
+  });
+  try {
+    const id = await w.admit();
+    await w.service.handle(id);
+    const job = await w.job(id);
+    assert.equal(statusOf(job), "errored");
+    assert.equal(job.error, "Internal error: backend link exploded");
+    assert.equal(await w.store.lease(), null);
+    assert.equal((await w.submit()).ok, true, "the slot is free again");
+  } finally {
+    w.close();
+  }
+});
