@@ -612,4 +612,12 @@ export const EQUIVALENT: Equivalent[] = [
     line: "if (Number.isFinite(mem) && mem > 0) return Math.round(mem);",
     why: "Proxmox refuses a memory below 16 MiB: a config's memory is never 0",
   },
+  {
+    module: "domain/sync/guests.ts",
+    what: "- → +",
+    line: "const all = [...new Set(ids)].sort((a, b) => a - b);",
+    why: "the order of ids across listByIds batches: each id is still asked for once, in " +
+      "batches of at most IDS_PER_REQUEST, and every caller indexes the answer by id or sorts " +
+      "it by id first (owned.ts childrenOf/assignedTo, reconcile.ts indexBy)",
+  },
 ];

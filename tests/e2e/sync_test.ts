@@ -87,6 +87,26 @@ Deno.test("e2e sync: a full update fills the inventory object by object, a secon
     assert.equal(done.ok, true, JSON.stringify(done));
     assert.ok(done.result.created > 50, JSON.stringify(done.result));
 
+    // The inventory had none of the reference objects (nothing reconciled them first): the run
+    // made them as docs/jobs.md "Bootstrap status and reconcile" lists them. The nodes' role is no VM role (it
+    // would be offered for VMs); the guests' roles are (NetBox lets VMs take only those).
+    const roles = await world.inventory("dcim/device-roles/");
+    const role = (slug: string) => roles.find((r: any) => r.slug === slug);
+    assert.deepEqual(
+      ["hypervisor", "virtual-machine", "container"].map((slug) => [
+        slug,
+        role(slug)?.vm_role,
+        role(slug)?.tags.map((t: any) => t.slug),
+      ]),
+      [
+        ["hypervisor", false, ["bridgebox-synced"]],
+        ["virtual-machine", true, ["bridgebox-synced"]],
+        ["container", true, ["bridgebox-synced"]],
+      ],
+    );
+    const [nodeType] = await world.inventory("dcim/device-types/?slug=proxmox-ve-node");
+    assert.equal(nodeType?.manufacturer?.slug, "proxmox");
+
     // Guests: one VM each, found through the sidecar, with the mock's facts.
     const guests = await guestsOf(world);
     const byVmid = await vmsByVmid(world);

@@ -181,3 +181,131 @@ Deno.test("runner: an abort stops before the next write and completes as cancell
   assert.equal(events.filter((e) => e.event === "complete").length, 1);
   assert.equal(inv.all("virtualization/virtual-machines/").length, 0);
 });
+
+/**
+ * Guest 101 running with its agent on and no static address: the agent's address counts, and
+ * the host name it reports becomes the address's DNS name when NetBox's dns_name rule takes it
+ * (a guest's owner sets that name inside the guest: anything may come back).
+ */
+async function agentAddress(hostName: string) {
+  const data = smallCluster();
+  Object.assign(data["/nodes/n1/qemu/101/config"] as Record<string, unknown>, { agent: "1" });
+  const agent = "/nodes/n1/qemu/101/agent";
+  data[`${agent}/network-get-interfaces`] = {
+    result: [{
+      name: "eth0",
+      "hardware-address": "bc:24:11:00:65:00",
+      "ip-addresses": [{ "ip-address-type": "ipv4", "ip-address": "10.9.0.7", prefix: 24 }],
+    }],
+  };
+  data[`${agent}/get-host-name`] = { result: { "host-name": hostName } };
+  const inv = new FakeInventory();
+  seedPluginEndpoint(inv);
+  const stages = STAGES.filter((s) =>
+    ["devices", "virtual-machines", "vm-interfaces", "ip-addresses"].includes(s.type)
+  );
+  const { complete } = await run(inv, new FakeHypervisor(data), { stages });
+  assert.equal(complete.ok, true, JSON.stringify(complete.errors));
+  const ips = inv.all("ipam/ip-addresses/").filter((a) => a.address === "10.9.0.7/24");
+  assert.equal(ips.length, 1, "the agent's address is written either way");
+  return ips[0].dns_name ?? null;
+}
+
+Deno.test("stages: a guest agent's host name is the address's DNS name only when NetBox takes it as one", async () => {
+  assert.equal(await agentAddress(" Web01.Corp.example "), "web01.corp.example");
+  assert.equal(await agentAddress("_sip._tcp.corp"), "_sip._tcp.corp");
+  // A Windows guest's agent reports a display name; NetBox refuses spaces and most punctuation.
+  assert.equal(await agentAddress("Build Server (old)"), null);
+  assert.equal(await agentAddress("web01..corp"), null);
+  assert.equal(await agentAddress(`${"a".repeat(63)}.`.repeat(5)), null, "over 255 characters");
+  assert.equal(await agentAddress(""), null);
+});
+
+/**
+ * Another run (another endpoint, another backend process) creates each reference object between
+ * this run's look and its write: the inventory refuses this run's create, as NetBox does a
+ * unique name or slug. For a bulk create (tags, VLANs) the other run made only the first.
+ */
+class RacingInventory extends FakeInventory {
+  readonly raced: string[] = [];
+  override create(path: string, bodies: Record<string, unknown>[]) {
+    const first = bodies[0];
+    // Once per object; a bulk path once (the run's retry of the rest is not raced again).
+    const key = BULK_PATHS.includes(path) ? path : `${path}${first?.slug ?? first?.name}`;
+    if (!RACED_PATHS.includes(path) || this.raced.includes(key)) return super.create(path, bodies);
+    this.raced.push(key);
+    return super.create(path, [first]).then(() => {
+      throw Object.assign(new Error(`bulk write on ${path}: HTTP 400`), {
+        operation: "bulk write on",
+        url: `http://inventory.test/api/${path}`,
+        status: 400,
+        refused: true,
+        itemErrors: [{ slug: ["already exists"] }],
+        itemIndex: 0,
+      });
+    });
+  }
+}
+const BULK_PATHS = ["extras/tags/", "ipam/vlans/"];
+const RACED_PATHS = [
+  "extras/tags/",
+  "dcim/manufacturers/",
+  "dcim/device-types/",
+  "dcim/device-roles/",
+  "virtualization/cluster-types/",
+  "dcim/sites/",
+  "plugins/service/endpoints/hypervisor/",
+  "ipam/vlans/",
+];
+
+Deno.test("stages: reference objects another run makes at the same moment are taken, made once, and not counted as this run's", async () => {
+  const inv = new RacingInventory();
+  const stages = STAGES.filter((s) =>
+    ["devices", "virtual-machines", "vm-interfaces"].includes(s.type)
+  );
+  // A copy made on the backend (no "(inv:<pk>)"): its plugin endpoint record is found by name.
+  const { complete, events } = await run(inv, new FakeHypervisor(smallCluster()), {
+    endpoints: [{ ...LAB, name: "lab" }],
+    stages,
+  });
+  assert.deepEqual(events.filter((e) => e.event === "error").map((e) => e.data), []);
+  assert.equal(complete.ok, true);
+  const count = (path: string, key: string) => {
+    const values = inv.all(path).map((o) => String(o[key]));
+    return Object.fromEntries(
+      [...new Set(values)].map((v) => [v, values.filter((x) => x === v).length]),
+    );
+  };
+  assert.deepEqual(count("extras/tags/", "slug"), {
+    "bridgebox-synced": 1,
+    "bridgebox-missing": 1,
+    "bridgebox-template": 1,
+    prod: 1,
+    web: 1,
+  });
+  assert.deepEqual(count("dcim/device-roles/", "slug"), {
+    hypervisor: 1,
+    "virtual-machine": 1,
+    container: 1,
+  });
+  assert.deepEqual(count("dcim/manufacturers/", "slug"), { proxmox: 1 });
+  assert.deepEqual(count("dcim/device-types/", "slug"), { "proxmox-ve-node": 1 });
+  assert.deepEqual(count("virtualization/cluster-types/", "slug"), { "proxmox-ve": 1 });
+  assert.deepEqual(count("dcim/sites/", "slug"), { lab: 1 });
+  assert.deepEqual(count("plugins/service/endpoints/hypervisor/", "name"), { lab: 1 });
+  assert.deepEqual(count("ipam/vlans/", "vid"), { "10": 1 });
+  // Everything hangs on the objects that exist: the other run's.
+  const [endpoint] = inv.all("plugins/service/endpoints/hypervisor/");
+  assert.ok(inv.all("plugins/service/vm-sync-state/").every((s) => s.endpoint === endpoint.id));
+  const [role] = inv.all("dcim/device-roles/").filter((r) => r.slug === "virtual-machine");
+  const vms = inv.all("virtualization/virtual-machines/");
+  assert.ok(vms.filter((v) => v.name !== "ct").every((v) => v.role === role.id));
+  const [vlan] = inv.all("ipam/vlans/");
+  const net0 = inv.all("virtualization/interfaces/").find((i) =>
+    i.untagged_vlan !== undefined && i.untagged_vlan !== null
+  );
+  assert.equal(net0?.untagged_vlan, vlan.id);
+  // What the other run made is not this run's: created counts only this run's own writes.
+  const made = inv.writes.filter((w) => w.startsWith("POST")).length - inv.raced.length;
+  assert.equal(complete.result.created, made);
+});
