@@ -175,10 +175,18 @@ export interface AuthInfo {
 }
 
 /** A custom filter: returns a predicate over stored records, or the matching ids. */
-export type CustomFilter = (
-  values: string[],
-  engine: EngineApi,
-) => Promise<{ ids: Set<number> } | { predicate: (record: StoredObject) => boolean }>;
+export type CustomFilter =
+  & ((
+    values: string[],
+    engine: EngineApi,
+  ) => Promise<{ ids: Set<number> } | { predicate: (record: StoredObject) => boolean }>)
+  & {
+    /**
+     * A filter naming other objects (NetBox's ModelMultipleChoiceFilter): an empty value in a
+     * list's URL reaches it (to be refused) instead of being dropped.
+     */
+    keepsEmpty?: boolean;
+  };
 
 export interface ModelDef {
   /** NetBox app label: "dcim", "virtualization", "service" for the plugin... */
@@ -220,6 +228,13 @@ export interface ModelDef {
   customFields?: boolean;
   /** Extra filters by query name (`?<name>=`), e.g. plugin-specific ones. */
   filters?: Record<string, CustomFilter>;
+  /**
+   * Filters across references, as NetBox's TreeNodeMultipleChoiceFilter over a path: the name
+   * (`region`, with `region_id` by id and `__n`) to the FK path from this model
+   * (["site", "region"]). A record matches when the node at the path's end is one named or
+   * below one (docs/api-behaviour.md, "Inventory: filters").
+   */
+  through?: Record<string, readonly string[]>;
   /** Cross-field validation on the complete draft; errors keyed by field. */
   validate?: (
     draft: StoredObject,

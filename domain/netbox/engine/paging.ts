@@ -55,7 +55,7 @@ export async function listPage(
     ? Math.min(Number(offsetRaw), Number.MAX_SAFE_INTEGER)
     : 0;
   const ordering = orderingOf(def, params.get("ordering"));
-  const conditions = await parseConditions(core, def, params, cache);
+  const conditions = await parseConditions(core, def, params, cache, { query: true });
   const q = params.get("q");
   if (q !== null && q.trim() !== "") conditions.push(await searchCondition(core, def, q.trim()));
 
@@ -220,9 +220,11 @@ async function candidates(
     ) {
       const list = cond.lookup === "in" ? splitList(cond.values) : cond.values;
       const typed = list.map((v) => typedFilterValue(cond.def, v));
+      // Empty and over-long strings have no index entry (index_state.ts): those are scanned.
       if (
         typed.every((v) =>
-          v !== undefined && (typeof v !== "string" || v.length <= core.store.maxIndexedLength)
+          v !== undefined &&
+          (typeof v !== "string" || (v.length <= core.store.maxIndexedLength && v !== ""))
         )
       ) {
         const sets = await core.store.idsByIndexMany(model, cond.field, typed as IndexValue[]);

@@ -91,11 +91,32 @@ export function splitList(values: string[]): string[] {
   return values.flatMap((v) => v.split(",")).map((v) => v.trim()).filter((v) => v !== "");
 }
 
+/**
+ * Where the filter values come from. `query`: a list's URL, read as NetBox's filter forms read
+ * it (docs/api-behaviour.md, "Inventory: filters"): an empty value is dropped, a filter left
+ * with none filters nothing, text values lose surrounding blanks. Without it (the engine's own
+ * look-ups: nested references, hooks) every value counts as given: `{"serial": ""}` asks for
+ * an empty serial.
+ */
+export interface FilterSource {
+  query?: boolean;
+}
+
+/** Django's IntegerField: digits, a sign, blanks around, and a `.0` tail ("3.0" is 3). */
+const WHOLE_NUMBER = /^\s*[-+]?\d+(\.0*)?\s*$/;
+const WHOLE_NUMBER_MESSAGE = "Enter a whole number.";
+
+/** Django's ModelMultipleChoiceField on an id that is no number (an empty one included). */
+export function notAValidValue(value: string): string {
+  return `\u201c${value}\u201d is not a valid value.`;
+}
+
 export async function parseConditions(
   core: EngineCore,
   def: ModelDef,
   params: URLSearchParams,
   cache: RequestCache,
+  source: FilterSource = {},
 ): Promise<Condition[]> {
   const conditions: Condition[] = [];
   const errors: FieldErrors = {};
@@ -108,9 +129,11 @@ export async function parseConditions(
     list.push(v);
     grouped.set(k, list);
   }
-  for (const [param, values] of grouped) {
+  for (const [param, given] of grouped) {
     const custom = def.filters?.[param];
     if (custom) {
+      const values = source.query && !custom.keepsEmpty ? given.filter((v) => v !== "") : given;
+      if (values.length === 0) continue;
       const result = await custom(values, core.api);
       conditions.push(
         "ids" in result
@@ -128,6 +151,14 @@ export async function parseConditions(
     }
     // "allowed_tenants__id" is the same as "allowed_tenants_id".
     if (name.endsWith("__id")) name = name.slice(0, -4) + "_id";
+    let values = given;
+    if (lookup === "isnull" || lookup === "empty") {
+      // A BooleanFilter: it reads the last value given, and one that is no boolean (an empty
+      // one too) filters nothing.
+      const last = given[given.length - 1];
+      if (parseBool(last) === undefined) continue;
+      values = [last];
+    }
     const isPattern = lookup === "regex" || lookup === "iregex";
     if (isPattern) {
       patternValues += values.length;
@@ -142,7 +173,7 @@ export async function parseConditions(
       }
     }
     try {
-      const cond = await condition(core, def, name, lookup, values, param, cache);
+      const cond = await condition(core, def, name, lookup, values, param, cache, source);
       if (
         cond && isPattern && (cond.kind === "id" || cond.kind === "field" || cond.kind === "cf")
       ) {
@@ -158,26 +189,43 @@ export async function parseConditions(
   return conditions;
 }
 
+/**
+ * A query's values as NetBox's multi-value filters read them: empty ones dropped (an `__in`
+ * list of nothing but commas is empty too). Null when nothing is left: no filter at all.
+ */
+function givenValues(lookup: string, values: string[], source: FilterSource): string[] | null {
+  if (!source.query || lookup === "isnull" || lookup === "empty") return values;
+  const kept = values.filter((v) => v !== "");
+  if (kept.length === 0 || (lookup === "in" && splitList(kept).length === 0)) return null;
+  return kept;
+}
+
 async function condition(
   core: EngineCore,
   def: ModelDef,
   name: string,
   lookup: string,
-  values: string[],
+  given: string[],
   param: string,
   cache: RequestCache,
+  source: FilterSource,
 ): Promise<Condition | null> {
   if (name === "id") {
+    const values = givenValues(lookup, given, source);
+    if (values === null) return null;
     for (const v of lookup === "in" ? splitList(values) : values) {
-      if (lookup !== "isnull" && lookup !== "empty" && !/^\d+$/.test(v.trim())) {
-        throw new QueryError({ [param]: ["Enter a number."] });
+      if (lookup !== "isnull" && lookup !== "empty" && !WHOLE_NUMBER.test(v)) {
+        throw new QueryError({ [param]: [WHOLE_NUMBER_MESSAGE] });
       }
     }
     return { kind: "id", lookup, values, param };
   }
   if (name.startsWith("cf_") && def.customFields !== false) {
+    const values = givenValues(lookup, given, source);
+    if (values === null) return null;
     return { kind: "cf", name: name.slice(3), lookup, values, param };
   }
+  const values = given;
   if (def.tags !== false && (name === "tag" || name === "tag_id")) {
     return relCondition(
       core,
@@ -191,6 +239,12 @@ async function condition(
       cache,
     );
   }
+  const via = def.through?.[name] ??
+    (name.endsWith("_id") ? def.through?.[name.slice(0, -3)] : undefined);
+  if (via) {
+    const byId = def.through?.[name] === undefined;
+    return await throughCondition(core, def, via, lookup, values, param, byId, cache);
+  }
   const fieldDef = def.fields[name];
   if (
     fieldDef && !fieldDef.writeOnly && (!fieldDef.hidden || fieldDef.filter === true) &&
@@ -199,10 +253,15 @@ async function condition(
     if (fieldDef.type === "fk" || fieldDef.type === "m2m") {
       return await relCondition(core, name, fieldDef, lookup, values, param, false, false, cache);
     }
+    // A choice filter keeps an empty value, to refuse it as NetBox's MultipleChoiceFilter does.
+    const kept = fieldDef.type === "choice" ? values : givenValues(lookup, values, source);
+    if (kept === null) return null;
+    // Django's CharField strips what it is given (" web " finds "web"; " " finds "").
+    const typed = source.query && fieldDef.type === "string" ? kept.map((v) => v.trim()) : kept;
     if (lookup !== "isnull" && lookup !== "empty") {
-      checkFilterValues(fieldDef, lookup, values, param);
+      checkFilterValues(fieldDef, lookup, typed, param);
     }
-    return { kind: "field", field: name, def: fieldDef, lookup, values, param };
+    return { kind: "field", field: name, def: fieldDef, lookup, values: typed, param };
   }
   if (name.endsWith("_id")) {
     const base = name.slice(0, -3);
@@ -223,6 +282,10 @@ function checkFilterValues(def: FieldDef, lookup: string, values: string[], para
       ["ic", "nic", "isw", "nisw", "iew", "niew", "ie", "nie", "regex", "iregex"].includes(lookup)
     ) return;
     for (const v of list) {
+      // NetBox's integer filters are Django IntegerFields; decimals and floats take any number.
+      if (def.type === "int" && !WHOLE_NUMBER.test(v)) {
+        throw new QueryError({ [param]: [WHOLE_NUMBER_MESSAGE] });
+      }
       if (!Number.isFinite(Number(v)) || v.trim() === "") {
         throw new QueryError({ [param]: ["Enter a number."] });
       }
@@ -273,7 +336,9 @@ async function relCondition(
       continue;
     }
     if (byId) {
-      if (!/^\d+$/.test(v.trim()) || Number(v) > Number.MAX_SAFE_INTEGER) {
+      // An empty id is refused too: NetBox's model filters never drop a value.
+      if (!/^\d+$/.test(v.trim())) throw new QueryError({ [param]: [notAValidValue(v)] });
+      if (Number(v) > Number.MAX_SAFE_INTEGER) {
         throw new QueryError({
           [param]: [`Select a valid choice. ${v} is not one of the available choices.`],
         });
@@ -281,8 +346,8 @@ async function relCondition(
       ids.push(Number(v));
       continue;
     }
-    const found = await resolveNatural(core, def.model!, v, cache);
-    if (found.length === 0 && !conjoined) {
+    const found = v === "" ? [] : await resolveNatural(core, def.model!, v, cache);
+    if (found.length === 0 && (!conjoined || v === "")) {
       throw new QueryError({
         [param]: [`Select a valid choice. ${v} is not one of the available choices.`],
       });
@@ -304,6 +369,64 @@ async function relCondition(
   const mode = lookup === "n" ? "n" : "exact";
   const matched = def.tree ? await withDescendants(core, def.model!, ids) : ids;
   return { kind: "rel", field, def, lookup: mode, ids: matched, all: conjoined && lookup !== "n" };
+}
+
+/**
+ * A filter across references (ModelDef.through): the nodes named, with every node below
+ * them, then back along the path to the records that reach one. NetBox's tree filters take
+ * no lookup but `__n`: others filter nothing, as unknown filters do.
+ */
+async function throughCondition(
+  core: EngineCore,
+  def: ModelDef,
+  path: readonly string[],
+  lookup: string,
+  values: string[],
+  param: string,
+  byId: boolean,
+  cache: RequestCache,
+): Promise<Condition | null> {
+  if (lookup !== "exact" && lookup !== "n") return null;
+  const hops: Array<{ model: string; field: string }> = [];
+  let at = def;
+  for (const field of path) {
+    hops.push({ model: core.registry.nameOf(at), field });
+    at = core.registry.definition(at.fields[field].model!);
+  }
+  const end = hops[hops.length - 1];
+  const endDef = core.registry.definition(end.model).fields[end.field];
+  const named = await relCondition(
+    core,
+    end.field,
+    { ...endDef, tree: true },
+    "exact",
+    values,
+    param,
+    byId,
+    false,
+    cache,
+  ) as Extract<Condition, { kind: "rel" }>;
+  let ids = named.ids;
+  for (const hop of hops.reverse()) {
+    const found = new Set<number>();
+    const nodes = ids.filter((id): id is number => typeof id === "number" && id > 0);
+    for (const list of await core.store.idsByIndexMany(hop.model, hop.field, nodes)) {
+      for (const id of list) found.add(id);
+    }
+    // `null` asks for no node at the end: a record whose reference anywhere along the path
+    // is empty (the SQL join's null) matches.
+    const none = ids.includes(null);
+    if (none) {
+      for (const r of await core.store.scan(hop.model)) {
+        if (r[hop.field] === null || r[hop.field] === undefined) found.add(r.id);
+      }
+    }
+    ids = none ? [...found, null] : [...found];
+  }
+  const matched = new Set(ids.filter((id): id is number => id !== null));
+  return lookup === "n"
+    ? { kind: "predicate", test: (r) => !matched.has(r.id) }
+    : { kind: "ids", ids: matched };
 }
 
 /**
@@ -362,28 +485,62 @@ async function resolveNatural(
   return [...out];
 }
 
-/** Can `attr` select objects of `def` in a nested reference ({"name": ...}, {"type_id": 1})? */
-export function isLookupAttr(def: ModelDef, attr: string): boolean {
-  if (def.filters?.[attr]) return true;
+/**
+ * Lookups a nested reference may use ({"vid__gte": 10}). NetBox resolves a reference's
+ * attributes with Django's ORM, not its filters: the ORM knows these (with the same meaning
+ * here), not the filters' own (`__ic`, `__n`, `__ie`...).
+ */
+const ATTR_LOOKUPS = new Set(["gt", "gte", "lt", "lte", "isnull", "regex", "iregex", "empty"]);
+
+/** The Django field class NetBox's model has for a field of this type (in the ORM's texts). */
+const DJANGO_FIELDS: Partial<Record<FieldDef["type"], string>> = {
+  string: "CharField",
+  choice: "CharField",
+  int: "IntegerField",
+  float: "DecimalField",
+  bool: "BooleanField",
+  datetime: "DateTimeField",
+  date: "DateField",
+  json: "JSONField",
+  list: "ArrayField",
+};
+
+/**
+ * Why `attr` cannot select objects of `def` in a nested reference ({"name": ...},
+ * {"type_id": 1}), in the ORM's words as NetBox answers them; null when it can. Only the
+ * model's own fields, `id` and `<fk>_id` name something: NetBox's filter names (`tag`,
+ * `tag_id`, `cf_<name>`, `q`, custom filters such as `site_id` on a cluster) do not.
+ */
+export function nestedAttrProblem(def: ModelDef, attr: string): string | null {
   let name = attr;
+  let lookup: string | null = null;
   const parts = attr.split("__");
-  if (parts.length > 1 && LOOKUPS.has(parts[parts.length - 1])) {
-    parts.pop();
+  if (parts.length > 1 && parts[parts.length - 1] !== "id") {
+    lookup = parts.pop()!;
     name = parts.join("__");
   }
   if (name.endsWith("__id")) name = name.slice(0, -4) + "_id";
-  if (name === "id") return true;
-  if (name.startsWith("cf_") && def.customFields !== false) return true;
-  if (def.tags !== false && (name === "tag" || name === "tag_id")) return true;
   const usable = (f: FieldDef | undefined) =>
     f !== undefined && !f.writeOnly && !f.hidden && !f.compute && f.type !== "gfk" &&
     f.filter !== false;
-  if (usable(def.fields[name])) return true;
-  if (name.endsWith("_id")) {
-    const rel = def.fields[name.slice(0, -3)];
-    return usable(rel) && (rel!.type === "fk" || rel!.type === "m2m");
+  const own = def.fields[name];
+  const rel = name.endsWith("_id") ? def.fields[name.slice(0, -3)] : undefined;
+  const known = name === "id" || usable(own) ||
+    (usable(rel) && (rel!.type === "fk" || rel!.type === "m2m"));
+  if (!known) {
+    const choices = [
+      "id",
+      ...Object.entries(def.fields).filter(([, f]) => usable(f)).map(([k]) => k),
+    ].sort();
+    return `Cannot resolve keyword '${name}' into field. Choices are: ${choices.join(", ")}`;
   }
-  return false;
+  if (lookup === null || ATTR_LOOKUPS.has(lookup)) return null;
+  const field = name === "id" ? null : own ?? rel!;
+  if (field && (field.type === "fk" || field.type === "m2m")) {
+    return `Related Field got invalid lookup: ${lookup}`;
+  }
+  const cls = field ? DJANGO_FIELDS[field.type] ?? "Field" : "BigAutoField";
+  return `Unsupported lookup '${lookup}' for ${cls} or join on the field not permitted.`;
 }
 
 /** A filter value as the field's value index holds it (undefined: not a valid value). */

@@ -8,7 +8,7 @@ import { MESSAGES, parseRef, type RefInput } from "../fields.ts";
 import type { FieldDef, ModelDef } from "../types.ts";
 import { cachedRecords, type EngineCore, type RequestCache } from "./core.ts";
 import { find } from "./paging.ts";
-import { isLookupAttr } from "./query.ts";
+import { LOOKUPS, nestedAttrProblem } from "./query.ts";
 import { TAG_MODEL } from "./registry.ts";
 
 export type Resolved = { ok: true; id: number } | { ok: false; error: string };
@@ -37,10 +37,11 @@ export async function resolveRef(
   }
   const filters: Record<string, string[]> = {};
   const target = core.registry.definition(model);
-  for (const [k, v] of Object.entries(ref.attrs)) {
+  for (const [k, v] of Object.entries(joined(target, ref.attrs))) {
     // Attributes must name something the model can be looked up by: an unknown one would be
     // ignored by the filter engine and match every object (NetBox refuses the query).
-    if (!isLookupAttr(target, k)) return { ok: false, error: MESSAGES.attrs(ref.attrs) };
+    const problem = nestedAttrProblem(target, k);
+    if (problem !== null) return { ok: false, error: problem };
     if (v !== null && typeof v === "object") {
       // Nested attribute dicts ({"cluster": {"name": "c1"}}) resolve to the related id first.
       const f = target.fields[k];
@@ -66,6 +67,27 @@ export async function resolveRef(
   if (found.length > 1) return { ok: false, error: MESSAGES.multiple(ref.attrs) };
   cachedRecords(cache, model).set(found[0].id, found[0]);
   return { ok: true, id: found[0].id };
+}
+
+/**
+ * `{"type__slug": "pve"}` as `{"type": {"slug": "pve"}}`: the ORM's join across an FK, the
+ * form NetBox itself flattens a nested dict into. Lookups (`type__n`) and `<fk>__id` stay.
+ */
+function joined(def: ModelDef, attrs: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(attrs)) {
+    const at = k.indexOf("__");
+    const head = at > 0 ? k.slice(0, at) : k;
+    const rest = k.slice(at + 2);
+    const inner = out[head];
+    if (
+      at > 0 && def.fields[head]?.type === "fk" && rest !== "id" && !LOOKUPS.has(rest) &&
+      (inner === undefined || (typeof inner === "object" && inner !== null))
+    ) {
+      out[head] = { ...(inner as Record<string, unknown> | undefined), [rest]: v };
+    } else out[k] = v;
+  }
+  return out;
 }
 
 /** An FK value (id, nested, or null) or an m2m list, resolved to ids. */

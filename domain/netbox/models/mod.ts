@@ -7,12 +7,13 @@ import { DCIM_EXTRA_MODELS } from "./dcim_extra.ts";
 import { IPAM_EXTRA_MODELS } from "./ipam_extra.ts";
 import { ORG_EXTRA_MODELS } from "./org_extra.ts";
 import { netbox46Shapes } from "./netbox46.ts";
+import { treeFilters } from "./tree_filters.ts";
 
-export const INVENTORY_MODELS: ModelDef[] = netbox46Shapes([
+export const INVENTORY_MODELS: ModelDef[] = treeFilters(netbox46Shapes([
   ...CORE_MODELS,
   ...DCIM_EXTRA_MODELS,
   ...IPAM_EXTRA_MODELS,
   ...ORG_EXTRA_MODELS,
   ...CONTACT_MODELS,
   OBJECT_CHANGE,
-]);
+]));

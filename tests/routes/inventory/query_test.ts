@@ -104,9 +104,11 @@ Deno.test("filters: exact, fk, <fk>_id, natural keys, lookups, tags, id__in", as
     for (const bare of ["regex=(", "iregex=[", "n=web-01", "isnull=true", "in=1,2"]) {
       assert.equal((await q(bare)).count, 5, bare);
     }
+    // An id that is no number: Django's ModelMultipleChoiceField's text.
     const bad = await inv.call("GET", "/api/virtualization/virtual-machines/?cluster_id=abc");
-    assert.equal(bad.status, 400);
-    assert.ok(Array.isArray(bad.body.cluster_id));
+    assert.deepEqual([bad.status, bad.body], [400, {
+      cluster_id: ["\u201cabc\u201d is not a valid value."],
+    }]);
     const badChoice = await inv.call("GET", "/api/virtualization/virtual-machines/?status=bogus");
     assert.equal(badChoice.status, 400);
     assert.ok(badChoice.body.status[0].includes("bogus"));
@@ -117,8 +119,18 @@ Deno.test("filters: exact, fk, <fk>_id, natural keys, lookups, tags, id__in", as
         [param]: ["Select a valid choice. bogus is not one of the available choices."],
       }]);
     }
+    // memory is an integer field (Django's IntegerField text); vcpus a decimal one.
     const badNum = await inv.call("GET", "/api/virtualization/virtual-machines/?memory__gt=lots");
-    assert.deepEqual(badNum.body, { memory__gt: ["Enter a number."] });
+    assert.deepEqual(badNum.body, { memory__gt: ["Enter a whole number."] });
+    const badDecimal = await inv.call("GET", "/api/virtualization/virtual-machines/?vcpus=lots");
+    assert.deepEqual(badDecimal.body, { vcpus: ["Enter a number."] });
+    assert.deepEqual(
+      (await inv.call("GET", "/api/virtualization/virtual-machines/?memory=1.5")).body,
+      {
+        memory: ["Enter a whole number."],
+      },
+    );
+    assert.deepEqual(names(await q("memory=2048.0")), ["web-01"]);
     const unknownCluster = await inv.call(
       "GET",
       "/api/virtualization/virtual-machines/?cluster=nope",
@@ -434,6 +446,214 @@ Deno.test("paging: walking every page of any filtered, ordered list gives each m
         );
         assert.deepEqual([past.body.count, past.body.results], [expected.length, []], query);
       }
+    }
+  } finally {
+    inv.close();
+  }
+});
+
+Deno.test("empty filter values: dropped as NetBox's filter forms drop them; model filters refuse them", async () => {
+  const inv = await setup();
+  try {
+    const { c1 } = await seed(inv);
+    const cf = await inv.call("POST", "/api/extras/custom-fields/", {
+      name: "owner_team",
+      object_types: ["virtualization.virtualmachine"],
+      type: "text",
+    });
+    assert.equal(cf.status, 201, JSON.stringify(cf.body));
+    const all = await inv.call("GET", "/api/virtualization/virtual-machines/?limit=0");
+    const byName = new Map<string, number>(
+      all.body.results.map((r: { name: string; id: number }) => [r.name, r.id]),
+    );
+    const vm = (name: string) => `/api/virtualization/virtual-machines/${byName.get(name)}/`;
+    for (const [name, serial] of [["web-01", "SN-1"], ["db-01", "SN-2"]]) {
+      const r = await inv.call("PATCH", vm(name), {
+        serial,
+        custom_fields: { owner_team: name === "web-01" ? "" : "dba" },
+      });
+      assert.equal(r.status, 200, JSON.stringify(r.body));
+    }
+    const q = async (query: string) => {
+      const r = await inv.call(
+        "GET",
+        `/api/virtualization/virtual-machines/?${query}${query ? "&" : ""}ordering=name`,
+      );
+      assert.equal(r.status, 200, `${query}: ${JSON.stringify(r.body)}`);
+      return names(r.body);
+    };
+    const everyVm = ["cache", "db-01", "web-01", "web-02", "Web-10"];
+    assert.deepEqual(await q(""), everyVm);
+    // An empty value filters nothing: the filter is left out, on a text field (indexed or
+    // not), a number, the id, a custom field and a custom filter alike, with any lookup.
+    for (
+      const query of [
+        "serial=",
+        "description=",
+        "name__ic=",
+        "name__n=",
+        "description__ie=",
+        "name__in=,",
+        "vcpus=",
+        "memory__gte=",
+        "id=",
+        "id__n=",
+        "cf_owner_team=",
+        "has_primary_ip=",
+        "description__empty=",
+        "tenant_id__isnull=",
+        "serial=&description=&name__isw=",
+      ]
+    ) {
+      assert.deepEqual(await q(query), everyVm, query);
+    }
+    // Beside a value, an empty one is dropped and the value filters.
+    assert.deepEqual(await q("name=&name=web-01"), ["web-01"]);
+    assert.deepEqual(await q("serial=SN-2&serial="), ["db-01"]);
+    assert.deepEqual(await q("cf_owner_team=&cf_owner_team=dba"), ["db-01"]);
+    assert.deepEqual(await q(`id=&id=${byName.get("cache")}`), ["cache"]);
+    // Text values lose surrounding blanks (Django's CharField): a blank one asks for "".
+    assert.deepEqual(await q("name=%20web-01%20"), ["web-01"]);
+    assert.deepEqual(await q("serial=%20"), ["cache", "web-02", "Web-10"]);
+    // `__empty` and `__isnull` read their last value; one that is no boolean filters nothing.
+    assert.deepEqual(await q("description__empty=false"), ["Web-10"]);
+    assert.deepEqual(await q("description__empty=false&description__empty="), everyVm);
+    assert.deepEqual(await q("description__empty=&description__empty=false"), ["Web-10"]);
+    assert.deepEqual(await q("tenant_id__isnull=maybe"), everyVm);
+    // Filters over other objects never drop a value: an empty one is refused, with Django's
+    // texts (an id: not a valid value; a slug or a tag: not a choice), even beside a good one.
+    const refused = async (query: string) => {
+      const r = await inv.call("GET", `/api/virtualization/virtual-machines/?${query}`);
+      return [r.status, r.body];
+    };
+    const noChoice = "Select a valid choice.  is not one of the available choices.";
+    assert.deepEqual(await refused("cluster_id="), [400, {
+      cluster_id: ["\u201c\u201d is not a valid value."],
+    }]);
+    assert.deepEqual(await refused(`cluster_id=&cluster_id=${c1.id}`), [400, {
+      cluster_id: ["\u201c\u201d is not a valid value."],
+    }]);
+    assert.deepEqual(await refused("cluster="), [400, { cluster: [noChoice] }]);
+    assert.deepEqual(await refused("tag="), [400, { tag: [noChoice] }]);
+    assert.deepEqual(await refused("tag_id="), [400, {
+      tag_id: ["\u201c\u201d is not a valid value."],
+    }]);
+    // A choice is never empty either (NetBox's MultipleChoiceFilter keeps the value).
+    assert.deepEqual(await refused("status="), [400, { status: [noChoice] }]);
+  } finally {
+    inv.close();
+  }
+});
+
+Deno.test("tree filters: a region, site group, location or tenant group matches every node below it, on sites, devices, VMs, clusters", async () => {
+  const inv = await setup();
+  try {
+    const post = async (path: string, body: unknown) => {
+      const r = await inv.call("POST", `/api/${path}`, body);
+      assert.equal(r.status, 201, `${path}: ${JSON.stringify(r.body)}`);
+      return r.body.id as number;
+    };
+    const region = (name: string, parent: number | null) =>
+      post("dcim/regions/", { name, slug: name.toLowerCase(), parent });
+    const eu = await region("EU", null);
+    const de = await region("DE", eu);
+    const ber = await region("BER", de);
+    const us = await region("US", null);
+    const g1 = await post("dcim/site-groups/", { name: "G1", slug: "g1" });
+    const g2 = await post("dcim/site-groups/", { name: "G2", slug: "g2", parent: g1 });
+    const tg = await post("tenancy/tenant-groups/", { name: "TG", slug: "tg" });
+    const tg2 = await post("tenancy/tenant-groups/", { name: "TG2", slug: "tg2", parent: tg });
+    const tenant = await post("tenancy/tenants/", { name: "T1", slug: "t1", group: tg2 });
+    const site = (name: string, r: number | null, group: number | null = null) =>
+      post("dcim/sites/", { name, slug: name, region: r, group });
+    const sEu = await site("s-eu", eu);
+    const sDe = await site("s-de", de);
+    const sBer = await site("s-ber", ber, g2);
+    const sUs = await site("s-us", us);
+    await site("s-none", null);
+    const l1 = await post("dcim/locations/", { name: "L1", slug: "l1", site: sBer });
+    const l1a = await post("dcim/locations/", { name: "L1a", slug: "l1a", site: sBer, parent: l1 });
+    const mf = await post("dcim/manufacturers/", { name: "M", slug: "m" });
+    const dt = await post("dcim/device-types/", { manufacturer: mf, model: "X", slug: "x" });
+    const role = await post("dcim/device-roles/", { name: "R", slug: "r", vm_role: true });
+    const device = (name: string, s: number, extra: Record<string, unknown> = {}) =>
+      post("dcim/devices/", { name, site: s, device_type: dt, role, ...extra });
+    await device("d-ber", sBer, { location: l1a, tenant });
+    await device("d-de", sDe);
+    await device("d-us", sUs);
+    const type = await post("virtualization/cluster-types/", { name: "PVE", slug: "pve" });
+    const cluster = (name: string, scope_type: string | null, scope_id: number | null) =>
+      post("virtualization/clusters/", { name, type, scope_type, scope_id });
+    await cluster("c-de", "dcim.region", de);
+    await cluster("c-ber", "dcim.site", sBer);
+    await cluster("c-loc", "dcim.location", l1);
+    await cluster("c-us", "dcim.site", sUs);
+    const free = await cluster("c-none", null, null);
+    await post("virtualization/virtual-machines/", { name: "vm-ber", site: sBer, cluster: null });
+    await post("virtualization/virtual-machines/", { name: "vm-eu", site: sEu });
+    await post("virtualization/virtual-machines/", { name: "vm-none", cluster: free });
+
+    const list = async (path: string, query: string) => {
+      const r = await inv.call("GET", `/api/${path}?${query}&ordering=name&limit=0`);
+      assert.equal(r.status, 200, `${path}?${query}: ${JSON.stringify(r.body)}`);
+      return names(r.body);
+    };
+    // A site's own region and group.
+    assert.deepEqual(await list("dcim/sites/", `region_id=${eu}`), ["s-ber", "s-de", "s-eu"]);
+    assert.deepEqual(await list("dcim/sites/", "region=de"), ["s-ber", "s-de"]);
+    assert.deepEqual(await list("dcim/sites/", `region_id=${ber}`), ["s-ber"]);
+    assert.deepEqual(await list("dcim/sites/", `region_id__n=${eu}`), ["s-none", "s-us"]);
+    assert.deepEqual(await list("dcim/sites/", `group_id=${g1}`), ["s-ber"]);
+    // Across the site: devices, VMs, locations.
+    assert.deepEqual(await list("dcim/devices/", `region_id=${eu}`), ["d-ber", "d-de"]);
+    assert.deepEqual(await list("dcim/devices/", "region=eu&region=us"), ["d-ber", "d-de", "d-us"]);
+    assert.deepEqual(await list("dcim/devices/", `region_id__n=${de}`), ["d-us"]);
+    assert.deepEqual(await list("dcim/devices/", "site_group=g1"), ["d-ber"]);
+    assert.deepEqual(await list("dcim/devices/", `location_id=${l1}`), ["d-ber"]);
+    assert.deepEqual(await list("dcim/devices/", "location=l1"), ["d-ber"]);
+    assert.deepEqual(await list("dcim/devices/", `tenant_group_id=${tg}`), ["d-ber"]);
+    assert.deepEqual(await list("virtualization/virtual-machines/", `region_id=${de}`), [
+      "vm-ber",
+    ]);
+    assert.deepEqual(await list("virtualization/virtual-machines/", `region_id=${eu}`), [
+      "vm-ber",
+      "vm-eu",
+    ]);
+    // `null`: no region at the end of the path, a VM without a site included.
+    assert.deepEqual(await list("virtualization/virtual-machines/", "region_id=null"), [
+      "vm-none",
+    ]);
+    assert.deepEqual(await list("dcim/sites/", "region_id=null"), ["s-none"]);
+    assert.deepEqual(await list("dcim/locations/", `region_id=${de}`), ["L1", "L1a"]);
+    // Within a tree: the nodes below one.
+    assert.deepEqual(await list("dcim/regions/", `ancestor_id=${eu}`), ["BER", "DE"]);
+    assert.deepEqual(await list("dcim/regions/", "ancestor=de"), ["BER"]);
+    assert.deepEqual(await list("dcim/locations/", `ancestor_id=${l1}`), ["L1a"]);
+    assert.deepEqual(await list("tenancy/tenants/", `group_id=${tg}`), ["T1"]);
+    // Through a scope: a cluster scoped to a site is in the site's region, one scoped to a
+    // location in its site's.
+    assert.deepEqual(await list("virtualization/clusters/", `region_id=${eu}`), [
+      "c-ber",
+      "c-de",
+      "c-loc",
+    ]);
+    assert.deepEqual(await list("virtualization/clusters/", "region=ber"), ["c-ber", "c-loc"]);
+    assert.deepEqual(await list("virtualization/clusters/", `site_group_id=${g1}`), [
+      "c-ber",
+      "c-loc",
+    ]);
+    assert.deepEqual(await list("virtualization/clusters/", `location_id=${l1}`), ["c-loc"]);
+    assert.deepEqual(await list("virtualization/clusters/", `location_id=${l1a}`), []);
+    // A node that does not exist, or an empty value, is refused as NetBox refuses it.
+    for (const path of ["dcim/sites/", "dcim/devices/", "virtualization/clusters/"]) {
+      const missing = await inv.call("GET", `/api/${path}?region_id=9999`);
+      assert.deepEqual([missing.status, missing.body], [400, {
+        region_id: ["Select a valid choice. 9999 is not one of the available choices."],
+      }], path);
+      const empty = await inv.call("GET", `/api/${path}?region=`);
+      assert.deepEqual([empty.status, empty.body], [400, {
+        region: ["Select a valid choice.  is not one of the available choices."],
+      }], path);
     }
   } finally {
     inv.close();
