@@ -109,6 +109,14 @@ function listParams(def: ModelDef): Schema[] {
   for (const name of Object.keys(def.filters ?? {})) {
     params.push({ name, in: "query", schema: { type: "array", items: { type: "string" } } });
   }
+  for (const name of Object.keys(def.through ?? {})) {
+    params.push({
+      name: `${name}_id`,
+      in: "query",
+      schema: { type: "array", items: { type: "integer" } },
+    });
+    params.push({ name, in: "query", schema: { type: "array", items: { type: "string" } } });
+  }
   return params;
 }
 

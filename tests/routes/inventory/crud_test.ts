@@ -460,6 +460,12 @@ Deno.test("docs assets are served offline; OPTIONS and HEAD answer", async () =>
       "List virtual machine objects",
     );
     assert.equal(schema.body.paths["/api/dcim/sites/{id}/"].patch.summary, "Update a site");
+    // Filters across references are documented with the others.
+    const deviceFilters = schema.body.paths["/api/dcim/devices/"].get.parameters
+      .map((p: { name: string }) => p.name);
+    for (const name of ["region", "region_id", "site_group_id", "tenant_group", "location_id"]) {
+      assert.ok(deviceFilters.includes(name), name);
+    }
   } finally {
     inv.close();
   }
