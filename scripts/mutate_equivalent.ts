@@ -620,4 +620,42 @@ export const EQUIVALENT: Equivalent[] = [
       "batches of at most IDS_PER_REQUEST, and every caller indexes the answer by id or sorts " +
       "it by id first (owned.ts childrenOf/assignedTo, reconcile.ts indexBy)",
   },
+  {
+    module: "domain/sync/options.ts",
+    what: "?? → ||",
+    line: "for (const [k, v] of Object.entries(p.overwrite ?? {})) {",
+    why: "the fallback of an absent object: an object is never falsy",
+  },
+  {
+    module: "domain/sync/options.ts",
+    what: "?? → ||",
+    line: "for (const [k, v] of Object.entries(p.stages ?? {})) {",
+    why: "the fallback of an absent object: an object is never falsy",
+  },
+  {
+    module: "domain/sync/options.ts",
+    what: "?? → ||",
+    line: "for (const [key, value] of Object.entries(policy ?? {})) {",
+    why: "the fallback of an absent policy: a policy object is never falsy",
+  },
+  {
+    module: "domain/sync/stages/backup_routines.ts",
+    what: "?? → ||",
+    line: 'storage: typeof j.storage === "string" ? storages.get(j.storage)?.id ?? null : null,',
+    why: "an inventory id is a positive integer, never 0",
+  },
+  {
+    module: "domain/sync/stages/devices.ts",
+    what: "?? → ||",
+    line: "(statusByName.get(n)?.online ??",
+    why: "a node that /cluster/status reports offline (online 0) is offline in /nodes as well " +
+      "(both come from the cluster's membership): the fallback answers the same",
+  },
+  {
+    module: "domain/sync/stages/sdn.ts",
+    what: "=== → !==",
+    line: '(typeof p.scope === "object" && (p.scope as { id?: number } | null)?.id === base.site)',
+    why: "the nested scope is a fallback for a prefix rendered without scope_id; NetBox 4.2+ " +
+      "and this inventory render scope_id on every prefix, which the line before checks",
+  },
 ];

@@ -78,7 +78,10 @@ Deno.test("e2e sync edits: an edit between the read and the bulk write is re-rea
     // the admin's in this run) and sets vCPUs (the hypervisor's).
     hook.when = beforeVmWrite;
     hook.before = () => admin(world, vm.id, { name: "web-by-hand", vcpus: 7 });
-    const done = completeOf(await world.stream("/full-update/stream?overwrite_names=false"));
+    // `plan=true`: the run's record of what it wrote comes with its complete frame.
+    const done = completeOf(
+      await world.stream("/full-update/stream?overwrite_names=false&plan=true"),
+    );
     assert.equal(done.ok, true, JSON.stringify(done));
     assert.equal(hook.when, null, `the hook ran: ${hook.sent.join("\n")}`);
 
@@ -96,6 +99,22 @@ Deno.test("e2e sync edits: an edit between the read and the bulk write is re-rea
     assert.match(report.detail, /edited in the inventory while the sync ran \(name, vcpus\)/);
     assert.match(report.detail, /wrote memory, vcpus; kept the edit of name/);
     assert.match(done.message, /1 edited during the run \(see edited\)/);
+    // The record has the guarded write, its old values those of the object as re-read.
+    const written = done.plan.filter((i: { path: string; id: number }) =>
+      i.path === "virtualization/virtual-machines/" && i.id === vm.id
+    );
+    assert.deepEqual(
+      written.map((
+        i: { action: string; changes: Record<string, { old: unknown; new: unknown }> },
+      ) => [
+        i.action,
+        Object.keys(i.changes).sort(),
+        Number(i.changes.vcpus?.old),
+        Number(i.changes.vcpus?.new),
+        i.changes.memory?.new,
+      ]),
+      [["update", ["memory", "vcpus"], 7, Number(vm.vcpus), 3072]],
+    );
   } finally {
     await world.close();
   }

@@ -63,3 +63,20 @@ Deno.test("mutate: an equivalent entry naming its mutant covers that place of th
     false,
   );
 });
+
+Deno.test("mutate: a mutant of a signature's return type line is equivalent (types vanish); a body line is not", () => {
+  const flip = { line: 1, what: "false → true", text: "" };
+  for (
+    const line of [
+      "): { ok: true; value: string } | { ok: false; message: string } {",
+      "): Promise<{ ok: true; plan: DeletionPlan } | Refusal> {",
+    ]
+  ) assert.equal(isEquivalent("domain/sync/options.ts", `  ${line}`, flip), true, line);
+  for (
+    const line of [
+      "  ): { ok: boolean } => ({ ok: false }) {",
+      "  return { ok: false, message: text };",
+      "  if (flag === false) {",
+    ]
+  ) assert.equal(isEquivalent("domain/sync/options.ts", line, flip), false, line);
+});
