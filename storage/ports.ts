@@ -138,8 +138,11 @@ export interface StoredObject {
 
 /** A scalar that can be part of an index or unique key. */
 export type IndexValue = string | number | boolean | bigint;
-/** [field, value]: one value-index entry of an object. */
-export type IndexEntry = readonly [field: string, value: IndexValue];
+/**
+ * [field, value]: one value-index entry of an object. `counted: false` keeps no per-value
+ * counter for it (the engine counts such a value's entries by listing them).
+ */
+export type IndexEntry = readonly [field: string, value: IndexValue, counted?: false];
 /** [constraint name, values]: one unique-constraint entry of an object. */
 export type UniqueEntry = readonly [constraint: string, values: readonly IndexValue[]];
 

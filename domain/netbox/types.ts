@@ -89,6 +89,13 @@ export interface FieldDef {
   of?: "int" | "string";
   /** Keep a KV value index so `?field=value` never scans (FK and m2m are always indexed). */
   index?: boolean;
+  /**
+   * Indexed values each held by one object or a few (a serial, an address, a primary IP, which
+   * NetBox keeps one-to-one): the index keeps no ordered twin and no per-value counter for the
+   * field; a list filtered by one value is sorted in memory and counted by its index entries
+   * (engine/index_state.ts, IndexShape). Only what a write costs changes, never an answer.
+   */
+  fewPerValue?: boolean;
   /** Exposed as a filter (default true for stored scalar fields; false disables). */
   filter?: boolean;
   /** OpenAPI description. */

@@ -760,10 +760,10 @@ export class KvModelStore implements ModelStore {
       const nextIndexes = new Map((next?.indexes ?? []).map((e) => [indexId(e), e]));
       const prevUniques = new Map((prev?.uniques ?? []).map((e) => [uniqueId(e), e]));
       const nextUniques = new Map((next?.uniques ?? []).map((e) => [uniqueId(e), e]));
-      for (const [k, [field, value]] of prevIndexes) {
+      for (const [k, [field, value, counted]] of prevIndexes) {
         if (nextIndexes.has(k)) continue;
         op.delete(keys.inventoryIndex(model, field, value, id));
-        bump(model, k, field, value, -1);
+        if (counted !== false) bump(model, k, field, value, -1);
       }
       if (!prev && next) {
         // A new object: nothing to compare its ordered entries with.
@@ -787,10 +787,10 @@ export class KvModelStore implements ModelStore {
       }
       if (next) {
         op.set(objectKey, next.record);
-        for (const [k, [field, value]] of nextIndexes) {
+        for (const [k, [field, value, counted]] of nextIndexes) {
           if (prevIndexes.has(k)) continue;
           op.set(keys.inventoryIndex(model, field, value, id), null);
-          bump(model, k, field, value, 1);
+          if (counted !== false) bump(model, k, field, value, 1);
         }
         for (const [k, [constraint, values]] of nextUniques) {
           if (prevUniques.has(k)) continue;
@@ -836,6 +836,7 @@ export class KvModelStore implements ModelStore {
     const indexChange = (e: IndexEntry, entry: string) => {
       mutations++;
       kb += keyBytes(keys.inventoryIndex(model, e[0], e[1], id));
+      if (e[2] === false) return;
       counters.set(
         `${model}\u0000${entry}`,
         keyBytes(keys.inventoryIndexCount(model, e[0], e[1])) + 16,

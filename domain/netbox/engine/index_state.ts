@@ -22,11 +22,12 @@ export interface IndexState {
 
 export function stateOf(store: ModelStore, def: ModelDef, record: StoredObject): IndexState {
   const indexes: IndexEntry[] = [];
+  const shape = indexShape(def);
   const add = (field: string, v: unknown) => {
     if (v === null || v === undefined) return;
     if (typeof v === "string" && (v.length > store.maxIndexedLength || v === "")) return;
     if (typeof v === "string" || typeof v === "number" || typeof v === "boolean") {
-      indexes.push([field, v]);
+      indexes.push(shape.uncounted.has(field) ? [field, v, false] : [field, v]);
     }
   };
   for (const [name, f] of Object.entries(def.fields)) {
@@ -59,10 +60,54 @@ export function stateOf(store: ModelStore, def: ModelDef, record: StoredObject):
     const key = store.sortKey(record[order.field]);
     ordered.push(["*", 0, key]);
     for (const [field, value] of indexes) {
-      if (field !== order.field) ordered.push([field, value, key]);
+      if (field !== order.field && !shape.fewPerValue.has(field)) ordered.push([field, value, key]);
     }
   }
   return { indexes, uniques, ordered };
+}
+
+/**
+ * Index fields whose values each hold one object or the few children of one parent: a field
+ * unique on its own (a tag's name), one marked `fewPerValue` (a serial, an IP's address, a
+ * primary IP), a generic FK (`assigned_object`: one interface's IPs) and the id field of one
+ * (`assigned_object_id`, the change log's `changed_object_id`). They get no
+ * ordered twin (a list filtered by one is sorted in memory: a few records), and those holding
+ * plain values no per-value counter (counting the value's few index entries reads as little as
+ * the counter would). A generic FK keeps its counter: related counts (`count_ipaddresses`) read
+ * it for a whole page at once (docs/sync.md, "Writes: mutations per object").
+ */
+export interface IndexShape {
+  fewPerValue: ReadonlySet<string>;
+  uncounted: ReadonlySet<string>;
+}
+
+const shapes = new WeakMap<ModelDef, IndexShape>();
+
+export function indexShape(def: ModelDef): IndexShape {
+  let shape = shapes.get(def);
+  if (shape) return shape;
+  const fewPerValue = new Set<string>();
+  const uncounted = new Set<string>();
+  for (const u of def.unique ?? []) {
+    if (u.fields.length === 1 && !u.when) {
+      fewPerValue.add(u.fields[0]);
+      uncounted.add(u.fields[0]);
+    }
+  }
+  for (const [name, f] of Object.entries(def.fields)) {
+    if (f.fewPerValue) {
+      fewPerValue.add(name);
+      if (f.type !== "gfk") uncounted.add(name);
+    }
+    if (f.type !== "gfk") continue;
+    if (!f.weak) fewPerValue.add(name);
+    if (f.idField && def.fields[f.idField] && !def.fields[f.idField].compute) {
+      fewPerValue.add(f.idField);
+      uncounted.add(f.idField);
+    }
+  }
+  shapes.set(def, shape = { fewPerValue, uncounted });
+  return shape;
 }
 
 /** The stored field of the model's default ordering that the ordered index follows. */

@@ -6,7 +6,7 @@
 import type { IndexValue, StoredObject } from "../../../storage/ports.ts";
 import type { ModelDef } from "../types.ts";
 import { type EngineCore, newCache } from "./core.ts";
-import { orderField } from "./index_state.ts";
+import { indexShape, orderField } from "./index_state.ts";
 import { isPatternCondition, predicate } from "./lookups.ts";
 import { type Condition, parseConditions, splitList, typedFilterValue } from "./query.ts";
 import { searchCondition } from "./search.ts";
@@ -291,8 +291,10 @@ async function fastPage(
   if (!byId && !byOrder) return null;
   if (field === order?.field) return null;
   if (field === "*" && byId) return null;
+  // No ordered twin for a value holding a few objects: those are sorted in memory.
+  if (byOrder && indexShape(def).fewPerValue.has(field)) return null;
   const [count, ids] = await Promise.all([
-    field === "*" ? core.store.count(model) : core.store.countByIndex(model, field, value),
+    indexCount(core, def, field, value),
     core.store.pageByIndex(model, field, value, {
       offset,
       limit,
@@ -301,6 +303,25 @@ async function fastPage(
     }),
   ]);
   return { count, records: await core.store.getMany(model, ids), limit, offset };
+}
+
+/**
+ * How many objects the index holds under (field, value), or all of the model's for "*": the
+ * value's counter, or for a field kept without counters (index_state.ts, IndexShape) its few
+ * index entries listed.
+ */
+export async function indexCount(
+  core: EngineCore,
+  def: ModelDef,
+  field: string,
+  value: IndexValue,
+): Promise<number> {
+  const model = core.registry.nameOf(def);
+  if (field === "*") return await core.store.count(model);
+  if (!indexShape(def).uncounted.has(field)) {
+    return await core.store.countByIndex(model, field, value);
+  }
+  return (await core.store.idsByIndex(model, field, value)).length;
 }
 
 /**
@@ -359,7 +380,7 @@ async function keysetPage(
   const after = Number(bound.values[0].trim()) - (bound.lookup === "gte" ? 1 : 0);
   const { field, value } = target;
   const [total, before, ids] = await Promise.all([
-    field === "*" ? core.store.count(model) : core.store.countByIndex(model, field, value),
+    indexCount(core, def, field, value),
     core.store.countUpTo(model, field, value, after),
     core.store.idsAfter(model, field, value, after, offset + limit),
   ]);
