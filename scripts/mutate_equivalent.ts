@@ -658,4 +658,99 @@ export const EQUIVALENT: Equivalent[] = [
     why: "the nested scope is a fallback for a prefix rendered without scope_id; NetBox 4.2+ " +
       "and this inventory render scope_id on every prefix, which the line before checks",
   },
+  {
+    module: "domain/jobs/runner.ts",
+    what: "?? → ||",
+    line: 'const s = typeof value === "string" ? value : JSON.stringify(value) ?? "";',
+    why: "JSON.stringify gives a non-empty text or undefined, never another falsy value",
+  },
+  {
+    module: "domain/jobs/runner.ts",
+    what: "?? → ||",
+    line: 'const parts = [String(frame.error ?? "error")];',
+    why: "the backend's error frames always name the error (domain/sync/runner.ts), never with " +
+      "an empty text",
+  },
+  {
+    module: "domain/jobs/runner.ts",
+    what: "|| → &&",
+    line: "if (!copies.ok || !copies.copies) {",
+    why: "the backend link sets copies exactly when the answer is ok " +
+      "(routes/plugin/job_wiring.ts)",
+  },
+  {
+    module: "domain/jobs/runner.ts",
+    what: "remove line",
+    line: "if (problem === null) continue;",
+    why: "a call ends well only after its complete frame, and the backend frames every stage it " +
+      "is asked for, even one a run option leaves out (domain/sync/runner.ts): nothing is left",
+  },
+  {
+    module: "domain/jobs/runner.ts",
+    what: "return null → undefined",
+    line: "return null;",
+    mutant: "return undefined as never;",
+    why: "the same: a call that ends well has no stage left, so its answer is only compared " +
+      "with null before the empty remainder ends the step",
+  },
+  {
+    module: "domain/jobs/runner.ts",
+    what: "?? → ||",
+    line: "await this.renew(problem.status ?? null);",
+    why: "an HTTP status is never 0",
+  },
+  {
+    module: "domain/jobs/runner.ts",
+    what: "?? → ||",
+    line: "const n = (attempts.get(current.type) ?? 0) + 1;",
+    why: "a stored attempt count is at least 1",
+  },
+  {
+    module: "domain/jobs/runner.ts",
+    what: "?? → ||",
+    line: "const data = (frame.data ?? {}) as Record<string, unknown>;",
+    why: "a frame's data is an object or absent (the links parse JSON objects)",
+  },
+  {
+    module: "domain/jobs/runner.ts",
+    what: "?? → ||",
+    line: 'const step = String(data.step ?? "");',
+    why: "a step is a stage name or absent; an empty, 0 or false step matches no stage either way",
+  },
+  {
+    module: "domain/jobs/runner.ts",
+    what: "?? → ||",
+    line: "const errors = stageErrors.get(step) ?? [];",
+    why: "the map holds arrays (truthy) or nothing",
+  },
+  {
+    module: "domain/jobs/runner.ts",
+    what: "?? → ||",
+    line: "const list = stageErrors.get(step) ?? [];",
+    why: "the map holds arrays (truthy) or nothing",
+  },
+  {
+    module: "domain/jobs/runner.ts",
+    what: "?? → ||",
+    line: 'const cause = errors[0] ?? "the backend counted failures";',
+    why: "an error line is describeErrorFrame's text, never empty",
+  },
+  {
+    module: "domain/jobs/runner.ts",
+    what: "?? → ||",
+    line: "requiredFailure ??= {",
+    why: "a failure is an object (truthy) or null",
+  },
+  {
+    module: "domain/jobs/runner.ts",
+    what: "< → <=",
+    line: "if (list.length < 5) list.push(line);",
+    why: "only the first error line of a stage is read (its cause): the cap bounds memory only",
+  },
+  {
+    module: "domain/jobs/runner.ts",
+    what: "?? → ||",
+    line: "for (const id of spec.endpoint_ids ?? []) {",
+    why: "endpoint ids are a list or null",
+  },
 ];

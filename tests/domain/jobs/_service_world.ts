@@ -20,6 +20,8 @@ import type {
 } from "../../../domain/jobs/ports.ts";
 import { JOB_STAGES, SYNC_TYPES } from "../../../domain/jobs/stages.ts";
 import { MemoryLogger } from "../../../infra/logger.ts";
+import { noopMetrics } from "../../../infra/metrics.ts";
+import type { SpanAttributes, Tracer } from "../../../infra/tracing.ts";
 import { KvModelStore } from "../../../storage/kv/models.ts";
 import { KvJobStore } from "../../../storage/kv/jobs.ts";
 
@@ -99,6 +101,17 @@ export interface WorldOptions {
   secrets?: string[];
   /** Another process on the same KV, engine and clock (its own job store and owner). */
   sharing?: ServiceWorld;
+  /** The clock (epoch ms) the service reads; shared ones move together. */
+  clock?: { t: number };
+  /** Live progress frames are kept at most this often (default: every one). */
+  progressEveryMs?: number;
+}
+
+/** A span the service opened: its name, its attributes (as set last), its failure. */
+export interface SeenSpan {
+  name: string;
+  attributes: SpanAttributes;
+  failed: string | null;
 }
 
 export interface ServiceWorld {
@@ -113,6 +126,11 @@ export interface ServiceWorld {
   lastSync: Map<number, { at: string; ok: boolean; job_id: number; status: string }[]>;
   tokenId: number;
   endpoints: JobEndpoint[];
+  /** Finished jobs as counted for the metrics: kind, status, seconds. */
+  finished: [string, string, number][];
+  /** The metrics' reader of the scheduled/pending/running counts. */
+  counts(): Promise<Record<string, number>>;
+  spans: SeenSpan[];
   submit(
     request?: Partial<SyncRequest>,
     kind?: "sync" | "repair",
@@ -133,7 +151,7 @@ export function endpoint(id: number, name: string, enabled = true): JobEndpoint 
 
 export async function serviceWorld(options: WorldOptions = {}): Promise<ServiceWorld> {
   const shared = options.sharing;
-  const clock = shared?.clock ?? { t: T0 };
+  const clock = shared?.clock ?? options.clock ?? { t: T0 };
   const now = () => clock.t;
   const kv = shared?.kv ?? await Deno.openKv(":memory:");
   const logger = new MemoryLogger();
@@ -181,6 +199,20 @@ export async function serviceWorld(options: WorldOptions = {}): Promise<ServiceW
     },
     secrets: () => Promise.resolve(options.secrets ?? []),
   };
+  const finished: [string, string, number][] = [];
+  let countsReader: () => Promise<Record<string, number>> = () => Promise.resolve({});
+  const spans: SeenSpan[] = [];
+  const tracer: Tracer = {
+    span: (name, attributes, work) => {
+      const seen: SeenSpan = { name, attributes: { ...attributes }, failed: null };
+      spans.push(seen);
+      return work({
+        set: (more) => Object.assign(seen.attributes, more),
+        fail: (message) => void (seen.failed = message),
+      });
+    },
+    start: () => ({ set: () => {}, fail: () => {}, end: () => {} }),
+  };
   const service = new JobService({
     engine,
     store,
@@ -190,7 +222,13 @@ export async function serviceWorld(options: WorldOptions = {}): Promise<ServiceW
     owner: options.owner ?? "p1",
     leaseMs: options.leaseMs,
     retention: options.retention,
-    progressEveryMs: 0,
+    progressEveryMs: options.progressEveryMs ?? 0,
+    metrics: {
+      ...noopMetrics,
+      jobFinished: (kind, status, seconds) => void finished.push([kind, status, seconds]),
+      jobCounts: (read) => void (countsReader = read),
+    },
+    tracer,
     timing: {
       healthBackoffMs: [1, 1, 1],
       retryBackoffMs: [1, 1],
@@ -237,6 +275,9 @@ export async function serviceWorld(options: WorldOptions = {}): Promise<ServiceW
     lastSync,
     tokenId,
     endpoints,
+    finished,
+    counts: () => countsReader(),
+    spans,
     submit,
     async admit(request, kind) {
       const admitted = await submit(request, kind);

@@ -61,13 +61,21 @@ interface WorldOptions {
   health?: boolean[];
   renewOk?: boolean;
   /** The plugin's hypervisor endpoints (default: one, "pve", copy 5). */
-  endpoints?: { id: number; name: string }[];
+  endpoints?: { id: number; name: string; enabled?: boolean }[];
+  /** Endpoints whose backend copy is missing (their push failed). */
+  withoutCopy?: number[];
+  /** Why the plugin has no backend link (no backend endpoint record), if so. */
+  noBackend?: string;
+  /** The run's signal (default: never aborted). */
+  signal?: AbortSignal;
+  /** The run's clock (default: the wall clock). */
+  now?: () => number;
 }
 
 function world(answer: Answerer, options: WorldOptions = {}) {
   const endpoints = (options.endpoints ?? [{ id: 1, name: "pve" }]).map((e) => ({
     ...e,
-    enabled: true,
+    enabled: e.enabled ?? true,
     copyName: `${e.name} (inv:${e.id})`,
   }));
   const calls: string[] = [];
@@ -98,11 +106,13 @@ function world(answer: Answerer, options: WorldOptions = {}) {
         ok: true,
         status: 200,
         error: null,
-        copies: endpoints.map((e) => ({ id: e.id === 1 ? 5 : 4 + e.id, name: e.copyName })),
+        copies: endpoints.filter((e) => !options.withoutCopy?.includes(e.id))
+          .map((e) => ({ id: e.id === 1 ? 5 : 4 + e.id, name: e.copyName })),
       }),
   });
   const plugin: PluginSide = {
-    backend: () => Promise.resolve(link("old-key")),
+    backend: () =>
+      Promise.resolve(options.noBackend ? { error: options.noBackend } : link("old-key")),
     renewBackendKey: () => {
       renewals++;
       return Promise.resolve(
@@ -116,6 +126,8 @@ function world(answer: Answerer, options: WorldOptions = {}) {
     secrets: () => Promise.resolve([]),
   };
   const slept: number[] = [];
+  /** The live frames the runner passed on, in order. */
+  const progress: Record<string, unknown>[] = [];
   const run = (types: string[] = [...SYNC_TYPES], extra: Partial<JobSpec> = {}) => {
     const spec: JobSpec = {
       kind: "sync",
@@ -132,14 +144,14 @@ function world(answer: Answerer, options: WorldOptions = {}) {
       journal: {
         log: (level, message) => Promise.resolve(void log.push({ level, message })),
         record: (r) => Promise.resolve(void records.push(r)),
-        progress: () => Promise.resolve(),
+        progress: (frame) => Promise.resolve(void progress.push(frame)),
       },
-      signal: new AbortController().signal,
+      signal: options.signal ?? new AbortController().signal,
       timing: {
         healthBackoffMs: [11, 13, 17],
         retryBackoffMs: [5, 7],
         sleep: (ms: number) => Promise.resolve(void slept.push(ms)),
-        now: Date.now,
+        now: options.now ?? Date.now,
       },
     });
   };
@@ -153,6 +165,7 @@ function world(answer: Answerer, options: WorldOptions = {}) {
     /** The pauses the runner took, in ms, in order. */
     slept,
     healthCalls: () => healthCalls,
+    progress,
   };
 }
 
@@ -191,7 +204,12 @@ Deno.test("runner: 401 renews the key once and retries with it; a second 401 err
   const out = await again.run(["devices"]);
   assert.equal(out.status, "errored");
   assert.equal(again.renewals(), 1, "renewed once, not in a loop");
-  assert.match(out.error, /401/);
+  assert.equal(out.error, "The backend rejected the renewed key too (HTTP 401).");
+  // The endpoint's log says why it stopped, as an error line.
+  assert.ok(
+    again.log.some((l) => l.level === "error" && l.message === out.error),
+    JSON.stringify(again.log),
+  );
 });
 
 Deno.test("runner: a broken full-update resumes with the stages not yet done, one stream each", async () => {
@@ -238,6 +256,14 @@ Deno.test("runner: an optional stage whose call keeps failing is skipped and the
   assert.equal(w.calls.filter((c) => c.includes("task-history")).length, 3, "two retries");
   assert.deepEqual(w.slept, [5, 7], "each retry waits its own backoff, in order");
   assert.equal(w.records.find((r) => r.sync_type === "task-history")!.result_summary.skipped, true);
+  // The log says it was skipped, with the request and the answer.
+  assert.deepEqual(w.log.at(-1), {
+    level: "warning",
+    message:
+      'Skipped task-history for "pve": GET http://backend.test/virtualization/virtual-machines/task-history/create/stream' +
+      "?hypervisor_endpoint_ids=5 → GET http://backend.test/x: HTTP 502: bad gateway " +
+      '(body: {"detail":"bad gateway"})',
+  });
 });
 
 Deno.test("runner: a backend that never gets healthy errors after the backoff, with the evidence", async () => {
@@ -269,6 +295,17 @@ Deno.test("runner: a 4xx is final (no retry)", async () => {
     out.error,
     /HTTP 400: No inventory endpoint found\. \(body: \{"detail":"No inventory endpoint found\."\}\)/,
   );
+  // The run's log ends with the same evidence, as an error line.
+  assert.deepEqual(w.log.at(-1), { level: "error", message: out.error });
+});
+
+Deno.test("runner: a stream that breaks after its last stage but before its complete frame is done", async () => {
+  const frames = stageFrames(["devices"]);
+  const w = world(() => ({ ok: true, status: 200, events: replay(frames, frames.length - 1) }));
+  const out = await w.run(["devices"]);
+  assert.equal(out.status, "completed", out.error);
+  assert.equal(w.calls.length, 1, "nothing left to read again");
+  assert.deepEqual(w.records.map((r) => r.sync_type), ["devices"]);
 });
 
 Deno.test("runner: a job's run options ride on every backend stream as query parameters", async () => {
@@ -374,4 +411,217 @@ Deno.test("runner: endpoints run one after another: a failed one lets the next g
   assert.equal(errored.status, "errored");
   assert.deepEqual(errored.endpoints, [{ id: 1, ok: false }]);
   assert.equal(erroredFirst.calls.length, 1, "the second endpoint never started");
+});
+
+Deno.test("runner: an endpoint without a backend copy errors, and its log says which and why", async () => {
+  const w = world(() => ok(stageFrames(["devices"])), {
+    endpoints: [{ id: 1, name: "pve" }, { id: 7, name: "lost" }],
+    withoutCopy: [7],
+  });
+  const out = await w.run(["devices"]);
+  const why = 'endpoint 7 ("lost") has no copy on the backend (its push failed; see the ' +
+    "preflight lines)";
+  assert.deepEqual([out.status, out.error], ["errored", why]);
+  assert.deepEqual(out.endpoints, [{ id: 1, ok: true }, { id: 7, ok: false }]);
+  assert.deepEqual(w.log.filter((l) => l.level === "error"), [{ level: "error", message: why }]);
+});
+
+Deno.test("runner: a completed stage without a result counts zeros (never a crash)", async () => {
+  const w = world(() =>
+    ok([
+      { event: "step", data: { step: "devices", status: "started" } },
+      { event: "step", data: { step: "devices", status: "completed", result: null } },
+      { event: "complete", data: { ok: true } },
+    ])
+  );
+  const out = await w.run(["devices"]);
+  assert.equal(out.status, "completed", out.error);
+  assert.deepEqual(w.records[0].result_summary, {
+    created: 0,
+    updated: 0,
+    unchanged: 0,
+    deleted: 0,
+    failed: 0,
+  });
+});
+
+Deno.test("runner: an error frame's detail is kept whole up to 600 characters, cut with an ellipsis past that", async () => {
+  for (const [length, kept] of [[600, "d".repeat(600)], [601, `${"d".repeat(600)}…`]] as const) {
+    const w = world(() => ok(stageFrames(["devices"], { devices: "d".repeat(length) })));
+    const out = await w.run(["devices"]);
+    assert.equal(out.status, "failed");
+    assert.ok(out.error.includes(` — ${kept} — upstream status 500 (read from`), out.error);
+  }
+});
+
+Deno.test("runner: a job for chosen endpoints runs those; one deleted or disabled since is an error naming it", async () => {
+  const endpoints = [
+    { id: 1, name: "pve" },
+    { id: 2, name: "pve-b" },
+    { id: 3, name: "off", enabled: false },
+  ];
+  const chosen = world((path) => ok(stageFrames([typeOf(path)])), { endpoints });
+  const out = await chosen.run(["devices"], { endpoint_ids: [2] });
+  assert.equal(out.status, "completed", out.error);
+  assert.deepEqual(out.endpoints, [{ id: 2, ok: true }]);
+  assert.deepEqual(chosen.paths, ["/dcim/devices/create/stream?hypervisor_endpoint_ids=6"]);
+
+  // None chosen: every enabled one, the disabled one left out.
+  const every = world((path) => ok(stageFrames([typeOf(path)])), { endpoints });
+  assert.deepEqual((await every.run(["devices"])).endpoints, [{ id: 1, ok: true }, {
+    id: 2,
+    ok: true,
+  }]);
+
+  for (
+    const [ids, error] of [
+      [[2, 9], "Hypervisor endpoint 9 no longer exists."],
+      [[3], 'Hypervisor endpoint 3 ("off") is disabled.'],
+    ] as const
+  ) {
+    const w = world((path) => ok(stageFrames([typeOf(path)])), { endpoints });
+    const refused = await w.run(["devices"], { endpoint_ids: [...ids] });
+    assert.deepEqual([refused.status, refused.error], ["errored", error]);
+    assert.deepEqual(w.calls, [], "nothing ran");
+    assert.deepEqual(w.log.at(-1), { level: "error", message: error });
+  }
+});
+
+Deno.test("runner: with no enabled endpoint the job completes with a warning, and runs nothing", async () => {
+  const w = world(() => ok(stageFrames(["devices"])), {
+    endpoints: [{ id: 1, name: "pve", enabled: false }],
+  });
+  const out = await w.run(["devices"]);
+  assert.deepEqual([out.status, out.error, out.endpoints], ["completed", "", []]);
+  assert.deepEqual(w.log.at(-1), {
+    level: "warning",
+    message: "No enabled hypervisor endpoint: nothing to sync.",
+  });
+  assert.deepEqual(w.calls, []);
+});
+
+Deno.test("runner: live frames carry the endpoint; error frames are passed on as errors", async () => {
+  const w = world(() => ok(stageFrames(["devices"], { devices: "HTTP 500" })));
+  await w.run(["devices"]);
+  assert.deepEqual(w.progress.map((f) => [f.event ?? "step", f.status, f.endpoint_id]), [
+    ["step", "started", 1],
+    ["error", "failed", 1],
+    ["step", "completed", 1],
+  ]);
+});
+
+Deno.test("runner: a stage without elapsed_ms is timed from its start frame to its end frame", async () => {
+  let t = 1_000_000;
+  async function* frames(): AsyncIterable<Frame> {
+    yield { event: "step", data: { step: "devices", status: "started" } };
+    t += 2_500;
+    yield { event: "step", data: { step: "devices", status: "completed", result } };
+    yield { event: "complete", data: { ok: true } };
+  }
+  const w = world(() => ({ ok: true, status: 200, events: frames() }), { now: () => t });
+  assert.equal((await w.run(["devices"])).status, "completed");
+  assert.equal(w.records[0].runtime_seconds, 2.5);
+});
+
+Deno.test("runner: a stage the backend counts failures for fails the job even without an error frame, and says so", async () => {
+  const w = world(() =>
+    ok([
+      { event: "step", data: { step: "devices", status: "started" } },
+      {
+        event: "step",
+        data: { step: "devices", status: "completed", result: { ...result, failed: 2 } },
+      },
+      { event: "step", data: { step: "sync", status: "completed", result } },
+      { event: "complete", data: { ok: false, errors: [] } },
+    ])
+  );
+  const out = await w.run(["devices"]);
+  assert.equal(out.status, "failed");
+  assert.match(out.error, /^devices for "pve" failed: the backend counted failures \(read from /);
+  assert.deepEqual(w.log.filter((l) => l.level === "error"), [{
+    level: "error",
+    message: 'devices for "pve" failed (1 created, 0 updated, 0 unchanged, 0 deleted, 2 failed): ' +
+      "the backend counted failures",
+  }]);
+  // A step that is no stage of the call (the run's own "sync" step) is not recorded.
+  assert.deepEqual(w.records.map((r) => r.sync_type), ["devices"]);
+});
+
+Deno.test("runner: a full update whose complete frame names a failure of no stage, after some stages, is final", async () => {
+  const w = world(() =>
+    ok([
+      { event: "step", data: { step: "devices", status: "started" } },
+      { event: "step", data: { step: "devices", status: "completed", result } },
+      {
+        event: "complete",
+        data: { ok: false, errors: [{ step: "sync", error: "Inventory write failed" }] },
+      },
+    ])
+  );
+  const out = await w.run();
+  assert.equal(out.status, "errored");
+  assert.equal(w.calls.length, 1, "not retried");
+  assert.match(
+    out.error,
+    /^storage for "pve": GET http:\/\/backend\.test\/full-update\/stream\?hypervisor_endpoint_ids=5 → complete ok:false: Inventory write failed$/,
+  );
+});
+
+Deno.test("runner: a full update that ends after a required stage failed fails with that stage's cause", async () => {
+  const w = world(() =>
+    ok([
+      { event: "step", data: { step: "devices", status: "started" } },
+      { event: "error", data: { step: "devices", error: "Inventory refused a device" } },
+      {
+        event: "step",
+        data: { step: "devices", status: "completed", result: { ...result, failed: 1 } },
+      },
+      {
+        event: "complete",
+        data: { ok: false, errors: [{ step: "devices", error: "Inventory refused a device" }] },
+      },
+    ])
+  );
+  const out = await w.run();
+  assert.equal(out.status, "failed");
+  assert.match(out.error, /^devices for "pve" failed: Inventory refused a device \(read from /);
+});
+
+Deno.test("runner: a run stopped mid-stream ends errored with the reason, without retrying", async () => {
+  const stop = new AbortController();
+  async function* frames(): AsyncIterable<Frame> {
+    yield { event: "step", data: { step: "devices", status: "started" } };
+    stop.abort(new Error("this process lost the run lease"));
+    throw new Error("the stream was closed");
+  }
+  const w = world(() => ({ ok: true, status: 200, events: frames() }), { signal: stop.signal });
+  const out = await w.run(["devices"]);
+  assert.deepEqual([out.status, out.error], [
+    "errored",
+    "Stopped: this process lost the run lease",
+  ]);
+  assert.equal(w.calls.length, 1);
+  assert.ok(!w.log.some((l) => /retry/.test(l.message)), JSON.stringify(w.log));
+});
+
+Deno.test("runner: without a backend link the run errors at preflight with the reason, and calls nothing", async () => {
+  const w = world(() => ok(stageFrames(["devices"])), {
+    noBackend: "no backend endpoint is configured",
+  });
+  const out = await w.run(["devices"]);
+  assert.deepEqual([out.status, out.error], [
+    "errored",
+    "Preflight: no backend endpoint is configured",
+  ]);
+  assert.deepEqual([w.calls, w.healthCalls()], [[], 0]);
+});
+
+Deno.test("runner: a key renewal the plugin cannot make errors with its reason", async () => {
+  const w = world(() => status(401, "Invalid API key"), { renewOk: false });
+  const out = await w.run(["devices"]);
+  assert.deepEqual([out.status, out.error], [
+    "errored",
+    "Renewing the backend key failed: backend refused the key",
+  ]);
+  assert.equal(w.calls.length, 1);
 });

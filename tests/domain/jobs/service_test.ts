@@ -6,6 +6,8 @@
  * are delivered by the test (`service.handle(id)`), never by waiting.
  */
 import assert from "node:assert/strict";
+import { MAX_WAITING_JOBS_PER_TOKEN } from "../../../domain/jobs/service.ts";
+import { SYNC_TYPES } from "../../../domain/jobs/stages.ts";
 import {
   endpoint,
   MINUTE,
@@ -20,7 +22,15 @@ import {
 const iso = (ms: number) => new Date(ms).toISOString();
 
 Deno.test("job service: a one-endpoint job's record and log, line by line, from queue to end", async () => {
-  const w = await serviceWorld();
+  const clock = { t: T0 };
+  // Each stage stream takes 3 s on the test's clock.
+  const w = await serviceWorld({
+    clock,
+    answer: (path) => {
+      clock.t += 3_000;
+      return streamOf(stageFrames(typesOf(path)));
+    },
+  });
   try {
     const id = await w.admit({ sync_types: ["devices", "storage"] });
     const queued = await w.job(id);
@@ -28,6 +38,7 @@ Deno.test("job service: a one-endpoint job's record and log, line by line, from 
     assert.equal(queued.name, "Sync devices, storage");
     assert.deepEqual(queued.user, { display: "token 1 (ops)", token_id: 1, description: "ops" });
     assert.deepEqual(w.store.queuedFor(id), [0], "queued to run now");
+    assert.deepEqual(await w.counts(), { pending: 1 });
 
     w.clock.t += 1_000;
     await w.service.handle(id);
@@ -35,7 +46,19 @@ Deno.test("job service: a one-endpoint job's record and log, line by line, from 
     assert.equal(statusOf(job), "completed", job.error);
     assert.equal(job.error, "");
     assert.equal(job.started, iso(T0 + 1_000));
-    assert.equal(job.completed, iso(T0 + 1_000));
+    assert.equal(job.completed, iso(T0 + 7_000));
+    // Counted once, with how long it ran; traced in one span named for its kind.
+    assert.deepEqual(w.finished, [["sync", "completed", 6]]);
+    assert.deepEqual(w.spans, [{
+      name: "job.sync",
+      attributes: {
+        "bridgebox.job.id": id,
+        "bridgebox.job.kind": "sync",
+        "bridgebox.job.sync_types": "devices,storage",
+        "bridgebox.job.status": "completed",
+      },
+      failed: null,
+    }]);
     // One stream per stage (not all 13: no full update), in table order, scoped to the copy.
     assert.deepEqual(w.streams, [
       "101 /dcim/devices/create/stream",
@@ -67,12 +90,13 @@ Deno.test("job service: a one-endpoint job's record and log, line by line, from 
     // One endpoint runs in the job's own run: no parts for other processes to take.
     assert.deepEqual(await w.store.parts(), []);
     assert.deepEqual(w.lastSync.get(1), [
-      { at: iso(T0 + 1_000), ok: true, job_id: id, status: "completed" },
+      { at: iso(T0 + 7_000), ok: true, job_id: id, status: "completed" },
     ]);
     // Everything the run held is given back: the lease, the slot, the live progress.
     assert.equal(await w.store.lease(), null);
     assert.equal(await w.store.slotHolder("sync"), null);
     assert.equal(await w.store.progress(id), null);
+    assert.deepEqual(await w.counts(), {});
     // A second delivery of the same message does nothing to a finished job.
     await w.service.handle(id);
     assert.equal(w.streams.length, 2);
@@ -124,15 +148,23 @@ Deno.test("job service: an interval job queues its next run one interval after t
     assert.equal(third.scheduled, iso(T0 + 122 * MINUTE));
     assert.deepEqual(w.store.queuedFor(third.id), [55 * MINUTE]);
 
-    // A series that fell more than an interval behind (the process was down) is not due in the
-    // past: the next run is one interval from now.
-    w.clock.t = T0 + 500 * MINUTE;
+    // Finished exactly one interval after its due time: the next is not due at once, it is
+    // one interval from now.
+    w.clock.t = T0 + 182 * MINUTE;
     await w.service.handle(third.id);
     const fourth = (await w.engine.find("core.job", { status: ["scheduled"] }))[0] as any;
-    assert.equal(fourth.scheduled, iso(T0 + 560 * MINUTE));
+    assert.equal(fourth.scheduled, iso(T0 + 242 * MINUTE));
     assert.deepEqual(w.store.queuedFor(fourth.id), [60 * MINUTE]);
+
+    // A series that fell more than an interval behind (the process was down) is not due in the
+    // past either.
+    w.clock.t = T0 + 500 * MINUTE;
+    await w.service.handle(fourth.id);
+    const fifth = (await w.engine.find("core.job", { status: ["scheduled"] }))[0] as any;
+    assert.equal(fifth.scheduled, iso(T0 + 560 * MINUTE));
+    assert.deepEqual(w.store.queuedFor(fifth.id), [60 * MINUTE]);
     // Each run's spec is the series': the same stages and interval.
-    assert.deepEqual(await w.store.spec(fourth.id), await w.store.spec(first));
+    assert.deepEqual(await w.store.spec(fifth.id), await w.store.spec(first));
   } finally {
     w.close();
   }
@@ -177,7 +209,8 @@ Deno.test("job service: a job due within a second runs when its message comes", 
   const w = await serviceWorld();
   try {
     const id = await w.admit({ schedule_at: T0 + 10 * MINUTE });
-    w.clock.t = T0 + 10 * MINUTE - 999;
+    assert.deepEqual(await w.counts(), { scheduled: 1 });
+    w.clock.t = T0 + 10 * MINUTE - 1_000;
     await w.service.handle(id);
     assert.equal(statusOf(await w.job(id)), "completed");
     assert.deepEqual(w.store.queuedFor(id), [10 * MINUTE]);
@@ -343,6 +376,8 @@ Deno.test("job service: a job whose process died is errored once its lease expir
         .length,
       1,
     );
+    // Counted with the time it ran by its stored start (this process never ran it).
+    assert.deepEqual(w.finished, [["sync", "errored", 5]]);
     // Settled once: a second look finds nothing left running.
     assert.equal(await w.service.reap(), 0);
   } finally {
@@ -460,6 +495,8 @@ Deno.test("job service: two endpoints: each a part the job's process runs in tur
       ],
     );
     assert.deepEqual(await w.store.parts(), [], "the parts are cleared at the end");
+    assert.equal(w.spans[0].attributes["bridgebox.job.status"], "failed");
+    assert.equal(w.spans[0].failed, job.error);
   } finally {
     w.close();
   }
@@ -571,6 +608,444 @@ Deno.test("job service: a crash inside a run ends the job errored and frees the 
     assert.equal(job.error, "Internal error: backend link exploded");
     assert.equal(await w.store.lease(), null);
     assert.equal((await w.submit()).ok, true, "the slot is free again");
+  } finally {
+    w.close();
+  }
+});
+
+Deno.test("job service: a process never reaps its own run; a second message while it runs does nothing; idle() waits for the run", async () => {
+  const gate = Promise.withResolvers<void>();
+  const reached = Promise.withResolvers<void>();
+  const w = await serviceWorld({
+    leaseMs: 30_000,
+    answer: async (path) => {
+      reached.resolve();
+      await gate.promise;
+      return streamOf(stageFrames(typesOf(path)));
+    },
+  });
+  try {
+    const id = await w.admit();
+    const run = w.service.handle(id);
+    await reached.promise;
+    // Its lease ran out on the clock (no renewal has come yet): still this process's run.
+    w.clock.t += 60_000;
+    assert.equal(await w.service.reap(), 0);
+    await w.service.handle(id);
+    assert.equal(statusOf(await w.job(id)), "running");
+    assert.equal(w.streams.length, 1, "not started twice");
+    gate.resolve();
+    await w.service.idle();
+    assert.equal(statusOf(await w.job(id)), "completed", "idle() returned after the run");
+    await run;
+  } finally {
+    gate.resolve();
+    w.close();
+  }
+});
+
+/** Holds a run's stage stream until `until` resolves, then honours an abort of the run. */
+function heldUntil(until: Promise<void>) {
+  return async (path: string, _copy: number, signal: AbortSignal) => {
+    await Promise.race([
+      until,
+      new Promise<void>((resolve) => signal.addEventListener("abort", () => resolve())),
+    ]);
+    signal.throwIfAborted();
+    return streamOf(stageFrames(typesOf(path)));
+  };
+}
+
+Deno.test("job service: a run renews its lease as it goes", async () => {
+  // The lease is renewed every 20 ms (a third of 60 ms); the stream waits for two renewals.
+  const renewedTwice = Promise.withResolvers<void>();
+  const w = await serviceWorld({ leaseMs: 60, answer: heldUntil(renewedTwice.promise) });
+  const renew = w.store.renewLease.bind(w.store);
+  let renewals = 0;
+  w.store.renewLease = async (...args) => {
+    const ok = await renew(...args);
+    if (ok && ++renewals === 2) renewedTwice.resolve();
+    return ok;
+  };
+  try {
+    const id = await w.admit();
+    await w.service.handle(id);
+    const job = await w.job(id);
+    assert.equal(statusOf(job), "completed", job.error);
+    assert.equal(await w.store.lease(), null, "released at the end");
+  } finally {
+    renewedTwice.resolve();
+    w.close();
+  }
+});
+
+Deno.test("job service: a run whose lease another process took stops, and leaves that lease alone", async () => {
+  // The stream waits until the run is stopped.
+  const w = await serviceWorld({ leaseMs: 60, answer: heldUntil(new Promise(() => {})) });
+  const renew = w.store.renewLease.bind(w.store);
+  let first = true;
+  w.store.renewLease = async (...args) => {
+    if (first) {
+      // The lease lapsed (this process stalled) and another process took it.
+      first = false;
+      w.clock.t += 1_000;
+      assert.deepEqual(await w.store.takeLease(4242, "other", 600_000), { ok: true });
+    }
+    return await renew(...args);
+  };
+  try {
+    const id = await w.admit();
+    await w.service.handle(id);
+    const job = await w.job(id);
+    assert.equal(statusOf(job), "errored");
+    assert.equal(job.error, "Stopped: this process lost the run lease (it expired and was taken)");
+    assert.deepEqual(await w.store.lease(), {
+      job_id: 4242,
+      owner: "other",
+      expires_at: T0 + 1_000 + 600_000,
+    });
+  } finally {
+    w.close();
+  }
+});
+
+Deno.test("job service: another process takes one part at a time, and only of a job whose run is alive and known", async () => {
+  const gate = Promise.withResolvers<void>();
+  const reached = Promise.withResolvers<void>();
+  const a = await serviceWorld({
+    endpoints: [endpoint(1, "pve-a"), endpoint(2, "pve-b"), endpoint(3, "pve-c")],
+    answer: async (path, copy) => {
+      if (copy === 101) {
+        reached.resolve();
+        await gate.promise;
+      }
+      return streamOf(stageFrames(typesOf(path)));
+    },
+  });
+  const b = await serviceWorld({ sharing: a, owner: "p2" });
+  try {
+    const id = await a.admit();
+    const run = a.service.handle(id);
+    await reached.promise;
+    // Two looks at once take one part between them.
+    await Promise.all([b.service.pollParts(), b.service.pollParts()]);
+    await b.service.idle();
+    const states = async () =>
+      (await a.store.parts(id)).map((p) => `${p.endpoint_id}:${p.state}:${p.owner}`);
+    assert.deepEqual(await states(), ["1:claimed:p1", "2:done:p2", "3:open:null"]);
+    // Its next look takes the next part.
+    await b.service.pollParts();
+    await b.service.idle();
+    assert.deepEqual(await states(), ["1:claimed:p1", "2:done:p2", "3:done:p2"]);
+    gate.resolve();
+    await run;
+    assert.equal(statusOf(await a.job(id)), "completed");
+
+    // Parts of a job whose run lease is gone (its process stopped) are not taken ...
+    await a.store.saveSpec(900, (await a.store.spec(id))!);
+    await a.store.openParts(900, [1]);
+    await b.service.pollParts();
+    // ... nor of a job whose request is missing, even with a live lease.
+    await a.store.openParts(901, [2]);
+    await a.store.takeLease(901, "p9", 60_000);
+    await b.service.pollParts();
+    await b.service.idle();
+    assert.deepEqual(
+      (await a.store.parts()).map((p) => `${p.job_id}/${p.endpoint_id}:${p.state}`),
+      ["900/1:open", "901/2:open"],
+    );
+    assert.equal(a.streams.length, 3, "nothing more ran");
+  } finally {
+    gate.resolve();
+    b.close();
+    a.close();
+  }
+});
+
+Deno.test("job service: one token may hold MAX_WAITING_JOBS_PER_TOKEN scheduled or waiting jobs; the next is refused and leaves nothing", async () => {
+  const w = await serviceWorld();
+  try {
+    for (let i = 0; i < MAX_WAITING_JOBS_PER_TOKEN; i++) {
+      await w.admit({ schedule_at: T0 + (i + 1) * MINUTE });
+    }
+    assert.deepEqual(await w.submit({ schedule_at: T0 + 99 * MINUTE }), {
+      ok: false,
+      reason: "cap",
+      limit: MAX_WAITING_JOBS_PER_TOKEN,
+    });
+    assert.equal((await w.engine.find("core.job", {})).length, MAX_WAITING_JOBS_PER_TOKEN);
+    assert.equal(await w.service.waitingJobsOf(w.tokenId), MAX_WAITING_JOBS_PER_TOKEN);
+    // Another token's jobs are its own.
+    const other = await w.engine.insert("users.token", {
+      version: 1,
+      is_superuser: true,
+      write_enabled: true,
+    });
+    assert.ok(other.ok);
+    const theirs = await w.service.submit({
+      sync_types: ["devices"],
+      endpoint_ids: null,
+      job_name: null,
+      schedule_at: T0 + MINUTE,
+      interval_minutes: null,
+    }, { token_id: other.value.id, description: "" });
+    assert.equal(theirs.ok, true);
+    assert.equal(await w.service.waitingJobsOf(other.value.id), 1);
+    assert.equal(
+      (theirs as { job: any }).job.user.display,
+      `token ${other.value.id}`,
+      "no description: the id alone",
+    );
+  } finally {
+    w.close();
+  }
+});
+
+for (
+  const [what, change, reason] of [
+    ["was deleted", null, "was deleted"],
+    ["is disabled", { enabled: false }, "is disabled"],
+    [
+      "became read-only",
+      { write_enabled: false },
+      "may no longer add jobs (it needs core.add_job and write access)",
+    ],
+    [
+      "lost core.add_job",
+      { is_superuser: false, permissions: ["core.view_job"] },
+      "may no longer add jobs (it needs core.add_job and write access)",
+    ],
+  ] as const
+) {
+  Deno.test(`job service: a job whose token ${what} before it ran fails, saying so, and its series ends`, async () => {
+    const w = await serviceWorld();
+    try {
+      const id = await w.admit({ interval_minutes: 30 });
+      if (change === null) await w.engine.remove("users.token", w.tokenId);
+      else await w.engine.patchStored("users.token", w.tokenId, change);
+      await w.service.handle(id);
+      const job = await w.job(id);
+      assert.equal(statusOf(job), "failed");
+      assert.equal(
+        job.error,
+        `The token ${w.tokenId}, which asked for this job, ${reason}: not run, and not scheduled again.`,
+      );
+      assert.deepEqual(w.streams, []);
+      assert.deepEqual(await w.engine.find("core.job", { status: ["scheduled"] }), []);
+    } finally {
+      w.close();
+    }
+  });
+}
+
+Deno.test("job service: a token with core.add_job (not a superuser) runs its jobs; a job no token asked for runs too", async () => {
+  const w = await serviceWorld();
+  try {
+    await w.engine.patchStored("users.token", w.tokenId, {
+      is_superuser: false,
+      permissions: ["core.add_job"],
+      expires: iso(T0 + 1),
+    });
+    const id = await w.admit();
+    await w.service.handle(id);
+    assert.equal(statusOf(await w.job(id)), "completed");
+    // A job from before tokens were recorded: no token on its request nor on its record.
+    const old = await w.admit();
+    const spec = (await w.store.spec(old))!;
+    delete spec.token_id;
+    await w.store.saveSpec(old, spec);
+    await w.engine.patchStored("core.job", old, { user: null });
+    await w.engine.remove("users.token", w.tokenId);
+    await w.service.handle(old);
+    assert.equal(statusOf(await w.job(old)), "completed");
+  } finally {
+    w.close();
+  }
+});
+
+Deno.test("job service: a recurring job whose token is revoked while it runs completes, and its series ends with a warning", async () => {
+  const clock = { t: T0 };
+  const w: Awaited<ReturnType<typeof serviceWorld>> = await serviceWorld({
+    clock,
+    answer: async (path) => {
+      await w.engine.patchStored("users.token", w.tokenId, { enabled: false });
+      return streamOf(stageFrames(typesOf(path)));
+    },
+  });
+  try {
+    const id = await w.admit({ interval_minutes: 15 });
+    await w.service.handle(id);
+    const job = await w.job(id);
+    assert.equal(statusOf(job), "completed", job.error);
+    assert.deepEqual(job.log_entries.at(-1), {
+      timestamp: iso(T0),
+      level: "warning",
+      message: `The token ${w.tokenId}, which asked for this job, is disabled: the series is not ` +
+        "scheduled again.",
+    });
+    assert.deepEqual(await w.engine.find("core.job", { status: ["scheduled"] }), []);
+  } finally {
+    w.close();
+  }
+});
+
+Deno.test("job service: a request that fails half-way leaves nothing behind: no record, no request, no slot", async () => {
+  const w = await serviceWorld();
+  const enqueue = w.store.enqueue.bind(w.store);
+  try {
+    w.store.enqueue = () => Promise.reject(new Error("queue unavailable"));
+    await assert.rejects(w.submit(), /queue unavailable/);
+    assert.deepEqual(await w.engine.find("core.job", {}), []);
+    const specs = await Array.fromAsync(w.kv.list({ prefix: ["plugin_jobs", "spec"] }));
+    assert.deepEqual(specs, []);
+    assert.equal(await w.store.slotHolder("sync"), null);
+    w.store.enqueue = enqueue;
+    assert.equal((await w.submit()).ok, true);
+  } finally {
+    w.close();
+  }
+});
+
+Deno.test("job service: creating a job is retried while the store is busy, never on another error", async () => {
+  const w = await serviceWorld();
+  const insert = w.engine.insert.bind(w.engine);
+  let calls = 0;
+  try {
+    w.engine.insert = (model, input) => {
+      calls++;
+      return calls <= 2 ? Promise.reject(new Error("database is locked")) : insert(model, input);
+    };
+    assert.equal((await w.submit()).ok, true);
+    assert.equal(calls, 3);
+
+    calls = 0;
+    w.engine.insert = () => {
+      calls++;
+      return Promise.reject(new Error("database is locked"));
+    };
+    await assert.rejects(w.submit({ schedule_at: T0 + MINUTE }), /database is locked/);
+    assert.equal(calls, 8, "eight tries, then the error");
+
+    calls = 0;
+    w.engine.insert = (model, input) => {
+      calls++;
+      return insert(model, input);
+    };
+    // A name the inventory refuses (over 200 characters) is no contention: tried once.
+    await assert.rejects(w.submit({ job_name: "n".repeat(300) }), /could not create job/);
+    assert.equal(calls, 1);
+  } finally {
+    w.close();
+  }
+});
+
+Deno.test("job service: a slot left naming a job that is gone or finished blocks nothing", async () => {
+  const w = await serviceWorld();
+  try {
+    await w.store.claimSlot("sync", 777, ["sync"], () => Promise.resolve(false));
+    const first = await w.admit();
+    await w.service.handle(first);
+    // The slot is claimed again for a finished job, as a crash before its release would leave it.
+    await w.store.claimSlot("sync", first, ["sync"], () => Promise.resolve(false));
+    assert.equal((await w.submit()).ok, true);
+  } finally {
+    w.close();
+  }
+});
+
+Deno.test("job service: a job's stage records keep every stage; past 24 kB the oldest lose their error text first", async () => {
+  const names = Array.from({ length: 4 }, (_, i) => endpoint(i + 1, `pve-${i + 1}`));
+  const w = await serviceWorld({
+    endpoints: names,
+    // Every optional stage fails with a long cause: skipped, with its error on the record.
+    answer: (path) =>
+      streamOf(stageFrames(typesOf(path), {
+        "task-history": "x".repeat(2_000),
+        "vm-backups": "y".repeat(2_000),
+        "vm-snapshots": "z".repeat(2_000),
+        sdn: "s".repeat(2_000),
+      })),
+  });
+  try {
+    const id = await w.admit({ sync_types: [...SYNC_TYPES] });
+    await w.service.handle(id);
+    const job = await w.job(id);
+    assert.equal(statusOf(job), "completed", job.error);
+    assert.equal(job.data.length, 13 * 4, "every stage of every endpoint");
+    assert.ok(w.engine.recordSize(job.data) <= 24_000, `${w.engine.recordSize(job.data)} bytes`);
+    // 16 stages were skipped, each with a 300-character cause: more than fits (a text beyond
+    // Latin-1 counts twice). The newest keep their cause, the oldest lost theirs, trimmed from
+    // the oldest on.
+    const skipped = job.data.filter((r: any) => r.result_summary.skipped);
+    assert.equal(skipped.length, 4 * 4);
+    const withError = skipped.map((r: any) => typeof r.result_summary.error === "string");
+    assert.equal(withError[0], false);
+    assert.equal(withError.at(-1), true);
+    const from = withError.indexOf(true);
+    assert.ok(withError.slice(from).every(Boolean), JSON.stringify(withError));
+    assert.equal(
+      skipped.at(-1).result_summary.error,
+      "Hypervisor request failed — " + "s".repeat(272) + "…",
+    );
+  } finally {
+    w.close();
+  }
+});
+
+Deno.test("job service: live progress is kept at most every 250 ms; a stage's start and end always", async () => {
+  const clock = { t: T0 };
+  async function* frames() {
+    yield { event: "step", data: { step: "devices", status: "started" } };
+    for (const [ms, done] of [[100, 1], [100, 2], [100, 3], [300, 4]]) {
+      clock.t += ms;
+      yield { event: "step", data: { step: "devices", status: "progress", done } };
+    }
+    yield {
+      event: "step",
+      data: { step: "devices", status: "completed", result: { created: 4 }, elapsed_ms: 1 },
+    };
+    yield { event: "complete", data: { ok: true } };
+  }
+  const w = await serviceWorld({
+    clock,
+    progressEveryMs: 250,
+    answer: () => ({ ok: true, status: 200, events: frames() }),
+  });
+  const kept: any[] = [];
+  const setProgress = w.store.setProgress.bind(w.store);
+  w.store.setProgress = async (jobId, frame) => {
+    kept.push(frame);
+    await setProgress(jobId, frame);
+  };
+  try {
+    const id = await w.admit();
+    await w.service.handle(id);
+    assert.deepEqual(kept.map((f) => `${f.status}${f.done ?? ""}`), [
+      "started",
+      "progress3",
+      "progress4",
+      "completed",
+    ]);
+    assert.equal(kept[0].endpoint_id, 1);
+  } finally {
+    w.close();
+  }
+});
+
+Deno.test("job service: a message whose handling fails is logged with its job, and the worker goes on", async () => {
+  const w = await serviceWorld();
+  try {
+    const id = await w.admit();
+    const spec = w.store.spec.bind(w.store);
+    w.store.spec = () => Promise.reject(new Error("storage went away"));
+    await w.service.handle(id);
+    assert.deepEqual(
+      w.logger.at("error").map((l) => [l.message, l.job_id, l.error]),
+      [["sync job handler failed", id, "storage went away"]],
+    );
+    w.store.spec = spec;
+    await w.service.handle(id);
+    assert.equal(statusOf(await w.job(id)), "completed");
   } finally {
     w.close();
   }
