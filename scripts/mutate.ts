@@ -514,13 +514,22 @@ async function main(args: string[]) {
         const mutated = source.split("\n");
         mutated[m.line - 1] = m.text;
         await Deno.writeTextFile(`${dir}/${m.module}`, mutated.join("\n"));
+        const began = Date.now();
         const r = await run(testCmd, dir, timeoutMs);
         await Deno.writeTextFile(`${dir}/${m.module}`, source);
         const tally = tallies.get(m.module)!;
         tally.run++;
         if (r.code !== 0) {
           tally.killed++;
-          if (r.signal === "SIGKILL") tally.timedOut++;
+          // Each outcome is printed: a kill by the clock on a loaded machine is worth a rerun
+          // with --line and a longer --timeout before it is counted as a test's.
+          const clock = r.signal === "SIGKILL";
+          if (clock) tally.timedOut++;
+          console.log(
+            `${clock ? "TIMED OUT" : "killed"} ${m.module}:${m.line} ${m.what} (${
+              Math.round((Date.now() - began) / 1000)
+            } s)`,
+          );
           continue;
         }
         tally.survived.push(m);
