@@ -374,9 +374,15 @@ export const EQUIVALENT: Equivalent[] = [
   {
     module: "domain/netbox/engine/paging.ts",
     what: "<= → <",
-    line: 'v !== undefined && (typeof v !== "string" || v.length <= core.store.maxIndexedLength)',
+    line: '(typeof v !== "string" || (v.length <= core.store.maxIndexedLength && v !== ""))',
     why: "a value of exactly the longest indexed length is then found by a scan instead of its " +
       "index entry: the same records, read slower",
+  },
+  {
+    module: "domain/netbox/engine/render.ts",
+    what: "?? → ||",
+    line: "const known = byDepth[depth] ??= new Map();",
+    why: "the slot holds a Map (always truthy) or nothing: ||= and ??= fill the same empty slots",
   },
   {
     module: "domain/sync/options.ts",

@@ -280,7 +280,7 @@ async function fastPage(
 ): Promise<ListPage | null> {
   const model = core.registry.nameOf(def);
   const target = indexTarget(core, conditions);
-  if (!target) return null;
+  if (target === null) return null;
   const { field, value } = target;
   const primary = ordering[0];
   const byId = primary.field === "id" && ordering.length === 1;
@@ -375,7 +375,7 @@ async function keysetPage(
   if (at < 0) return null;
   const bound = conditions[at] as Extract<Condition, { kind: "id" }>;
   const target = indexTarget(core, conditions.filter((_, i) => i !== at));
-  if (!target) return null;
+  if (target === null) return null;
   const model = core.registry.nameOf(def);
   const after = Number(bound.values[0].trim()) - (bound.lookup === "gte" ? 1 : 0);
   const { field, value } = target;

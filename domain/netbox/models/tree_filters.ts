@@ -41,17 +41,7 @@ function withTreeFilters(def: ModelDef): ModelDef {
   }
   // A tree model (its own `parent` and `_depth`): `ancestor` names a node above.
   if (fields._depth && fields.parent?.model === name) through.ancestor = ["parent"];
-  const filters = SCOPED.has(name)
-    ? {
-      ...def.filters,
-      region_id: scopeFilter("region", true),
-      region: scopeFilter("region", false),
-      site_group_id: scopeFilter("site_group", true),
-      site_group: scopeFilter("site_group", false),
-      location_id: scopeFilter("location", true),
-      location: scopeFilter("location", false),
-    }
-    : def.filters;
+  const filters = SCOPED.has(name) ? { ...def.filters, ...scopeFilters() } : def.filters;
   return {
     ...def,
     fields,
@@ -92,9 +82,8 @@ async function named(
  * region, site group, site and location its scope caches, so a cluster scoped to a site is
  * in that site's region, and one scoped to a location in its site's.
  */
-function scopeFilter(kind: keyof typeof SCOPE_MODELS, byId: boolean): CustomFilter {
+function scopeFilter(kind: keyof typeof SCOPE_MODELS, byId: boolean, param: string): CustomFilter {
   const model = SCOPE_MODELS[kind];
-  const param = byId ? `${kind}_id` : kind;
   const by = (name: string) => byId ? `${name}_id` : name;
   const filter: CustomFilter = async (values, engine) => {
     const nodes = await named(engine, param, model, { [by("ancestor")]: values });
@@ -116,7 +105,20 @@ function scopeFilter(kind: keyof typeof SCOPE_MODELS, byId: boolean): CustomFilt
         ? sites.has(id)
         : r.scope_type === "dcim.location" && locations.has(id);
     };
-    return { predicate: reaches };
+    return { predicate: param.endsWith("__n") ? (r) => !reaches(r) : reaches };
   };
   return Object.assign(filter, { keepsEmpty: true });
+}
+
+/** `region`, `region_id`, `site_group`, … on a scoped model, each with its `__n`. */
+function scopeFilters(): Record<string, CustomFilter> {
+  const out: Record<string, CustomFilter> = {};
+  for (const kind of Object.keys(SCOPE_MODELS) as Array<keyof typeof SCOPE_MODELS>) {
+    for (const byId of [true, false]) {
+      const name = byId ? `${kind}_id` : kind;
+      out[name] = scopeFilter(kind, byId, name);
+      out[`${name}__n`] = scopeFilter(kind, byId, `${name}__n`);
+    }
+  }
+  return out;
 }

@@ -471,6 +471,32 @@ Deno.test("docs assets are served offline; OPTIONS and HEAD answer", async () =>
   }
 });
 
+Deno.test("contact assignments render without display_url, as NetBox 4.6 renders them; other models with it", async () => {
+  const inv = await setup();
+  try {
+    const p = await parents(inv);
+    const post = async (path: string, body: unknown) => {
+      const r = await inv.call("POST", path, body);
+      assert.equal(r.status, 201, `${path}: ${JSON.stringify(r.body)}`);
+      return r.body;
+    };
+    const role = await post("/api/tenancy/contact-roles/", { name: "Owner", slug: "owner" });
+    const contact = await post("/api/tenancy/contacts/", { name: "Ada" });
+    const assignment = await post("/api/tenancy/contact-assignments/", {
+      object_type: "virtualization.virtualmachine",
+      object_id: p.vm,
+      contact: contact.id,
+      role: role.id,
+    });
+    assert.deepEqual(Object.keys(assignment).slice(0, 4), ["id", "url", "display", "object_type"]);
+    const read = await inv.call("GET", `/api/tenancy/contact-assignments/${assignment.id}/`);
+    assert.equal("display_url" in read.body, false);
+    assert.deepEqual(Object.keys(contact).slice(0, 4), ["id", "url", "display_url", "display"]);
+  } finally {
+    inv.close();
+  }
+});
+
 Deno.test("delete: SET_NULL references are cleared, a plain one and a generic (scope) one", async () => {
   const inv = await setup();
   try {

@@ -644,6 +644,24 @@ Deno.test("tree filters: a region, site group, location or tenant group matches 
     ]);
     assert.deepEqual(await list("virtualization/clusters/", `location_id=${l1}`), ["c-loc"]);
     assert.deepEqual(await list("virtualization/clusters/", `location_id=${l1a}`), []);
+    assert.deepEqual(await list("virtualization/clusters/", `region_id__n=${de}`), [
+      "c-none",
+      "c-us",
+    ]);
+    // Through two references (an interface's device's site), and through an m2m (a contact's
+    // groups).
+    const dUs = (await inv.call("GET", "/api/dcim/devices/?name=d-us")).body.results[0].id;
+    await post("dcim/interfaces/", { device: dUs, name: "eth0", type: "1000base-t" });
+    const dBer = (await inv.call("GET", "/api/dcim/devices/?name=d-ber")).body.results[0].id;
+    await post("dcim/interfaces/", { device: dBer, name: "eth1", type: "1000base-t" });
+    assert.deepEqual(await list("dcim/interfaces/", `region_id=${eu}`), ["eth1"]);
+    assert.deepEqual(await list("dcim/interfaces/", "site_group=g1"), ["eth1"]);
+    const cg = await post("tenancy/contact-groups/", { name: "Ops", slug: "ops" });
+    const cg2 = await post("tenancy/contact-groups/", { name: "Night", slug: "night", parent: cg });
+    await post("tenancy/contacts/", { name: "Ada", groups: [cg2] });
+    await post("tenancy/contacts/", { name: "Bob", groups: [] });
+    assert.deepEqual(await list("tenancy/contacts/", `group_id=${cg}`), ["Ada"]);
+    assert.deepEqual(await list("tenancy/contacts/", "group__n=ops"), ["Bob"]);
     // A node that does not exist, or an empty value, is refused as NetBox refuses it.
     for (const path of ["dcim/sites/", "dcim/devices/", "virtualization/clusters/"]) {
       const missing = await inv.call("GET", `/api/${path}?region_id=9999`);
