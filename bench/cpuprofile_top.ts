@@ -6,7 +6,9 @@
  *   npx -y deno@2.9.6 run -A bench/cpuprofile_top.ts <file.cpuprofile> [count] [--total]
  *
  * `--total` sorts by total time instead, and lists the app's own functions only (not the
- * runtime's or dependencies'): where a request's time goes, callee included.
+ * runtime's or dependencies'): where a request's time goes, callee included. `--after=<s>`
+ * counts only the samples taken that many seconds or more after the profile started (the
+ * user-path bench's re-runs, without its first run).
  */
 interface ProfileNode {
   id: number;
@@ -20,7 +22,9 @@ interface Profile {
 }
 
 const byTotal = Deno.args.includes("--total");
-const [file, count = "40"] = Deno.args.filter((a) => a !== "--total");
+const afterArg = Deno.args.find((a) => a.startsWith("--after="));
+const afterUs = afterArg ? Number(afterArg.slice("--after=".length)) * 1e6 : 0;
+const [file, count = "40"] = Deno.args.filter((a) => !a.startsWith("--"));
 if (!file) throw new Error("usage: cpuprofile_top.ts <file.cpuprofile> [count]");
 const profile: Profile = JSON.parse(await Deno.readTextFile(file));
 const byId = new Map(profile.nodes.map((n) => [n.id, n]));
@@ -36,15 +40,18 @@ const name = (n: ProfileNode) => {
 const self = new Map<string, number>();
 const total = new Map<string, number>();
 let all = 0;
+let at = 0;
 profile.samples.forEach((id, i) => {
   const dt = profile.timeDeltas[i] ?? 0;
+  at += dt;
+  if (at < afterUs) return;
   all += dt;
   const leaf = byId.get(id)!;
   self.set(name(leaf), (self.get(name(leaf)) ?? 0) + dt);
   // Each function once per sample, however deep it recurses.
   const seen = new Set<string>();
-  for (let at: number | undefined = id; at !== undefined; at = parent.get(at)) {
-    const k = name(byId.get(at)!);
+  for (let node: number | undefined = id; node !== undefined; node = parent.get(node)) {
+    const k = name(byId.get(node)!);
     if (seen.has(k)) continue;
     seen.add(k);
     total.set(k, (total.get(k) ?? 0) + dt);

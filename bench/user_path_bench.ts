@@ -20,7 +20,10 @@
  * BENCH_CPU_PROF=<dir> runs the app with `--cpu-prof` (a .cpuprofile in <dir> once it stops);
  * `deno run -A bench/cpuprofile_top.ts <file>` lists the functions that took the most time.
  * After each run the bench prints where the time went, read from the app's /metrics: each
- * stage's seconds, and the Deno KV calls (count and seconds by operation) the run made.
+ * stage's seconds, the Deno KV calls (count and seconds by operation) the run made, the sync's
+ * requests to the app (its inventory) by route, and, from the mock's /metrics (open: the mock
+ * listens on 127.0.0.1 only, as the app does), the sync's calls to the cluster by route. With
+ * BENCH_CPU_PROF it prints where each re-run starts in the profile (cpuprofile_top.ts --after).
  * BENCH_USER_RUNS=first stops after the first run (the memory slope: run it at 5k, 10k, 20k).
  * During each run the app's memory is sampled twice a second (`process_heap_used_bytes` from its
  * /metrics, VmRSS from /proc): each run prints its peak heap and RSS, so the MiB a run needs per
@@ -118,21 +121,32 @@ interface Run {
 }
 
 /** The app's sync-stage and KV-call figures from /metrics (sums and counts by label). */
-async function metricsOf(base: string, key: string): Promise<Map<string, number>> {
-  const res = await fetch(`${base}/metrics`, { headers: { "X-Service-API-Key": key } });
+async function metricsOf(base: string, key?: string): Promise<Map<string, number>> {
+  const res = await fetch(`${base}/metrics`, {
+    headers: key === undefined ? {} : { "X-Service-API-Key": key },
+  });
   const text = await res.text();
   const out = new Map<string, number>();
   const line =
     /^bridgebox_(sync_stage|kv_operation)_duration_seconds_(sum|count)\{(?:stage|operation)="([^"]+)"\} (\S+)$/;
+  const request =
+    /^bridgebox_http_request_duration_seconds_(sum|count)\{surface="([^"]+)",method="([^"]+)",route="([^"]+)"\} (\S+)$/;
   for (const l of text.split("\n")) {
     const m = l.match(line);
     if (m) out.set(`${m[1]} ${m[3]} ${m[2]}`, Number(m[4]));
+    const r = l.match(request);
+    if (r && r[2] !== "metrics") out.set(`http ${r[3]}_${r[4]} ${r[1]}`, Number(r[5]));
   }
   return out;
 }
 
 /** Where one run's time went: stages by seconds, KV calls by operation (count, seconds). */
-function breakdown(label: string, before: Map<string, number>, after: Map<string, number>) {
+function breakdown(
+  label: string,
+  before: Map<string, number>,
+  after: Map<string, number>,
+  cluster?: { before: Map<string, number>; after: Map<string, number> },
+) {
   const delta = (k: string) => (after.get(k) ?? 0) - (before.get(k) ?? 0);
   const names = (kind: string) => [
     ...new Set(
@@ -152,6 +166,25 @@ function breakdown(label: string, before: Map<string, number>, after: Map<string
       kv.map(([o, n, t]) => `${o} ${n} (${t.toFixed(1)} s)`).join(", ")
     }`,
   );
+  // The sync's own requests to the app (its inventory client), by route: counts do not lie on
+  // a loaded machine where seconds do.
+  const requestsOf = (what: string, b: Map<string, number>, a: Map<string, number>) => {
+    const d = (k: string) => (a.get(k) ?? 0) - (b.get(k) ?? 0);
+    const requests = [
+      ...new Set([...a.keys()].filter((k) => k.startsWith("http ")).map((k) => k.split(" ")[1])),
+    ]
+      .map((r) => [r.replace("_", " "), d(`http ${r} count`), d(`http ${r} sum`)] as const)
+      .filter(([, n]) => n > 0)
+      .sort((x, y) => y[1] - x[1]);
+    const total = requests.reduce((sum, [, n]) => sum + n, 0);
+    console.log(
+      `  ${" ".repeat(label.length)}  ${what} ${total}: ${
+        requests.slice(0, 8).map(([r, n, t]) => `${r} ${n} (${t.toFixed(1)} s)`).join(", ")
+      }`,
+    );
+  };
+  requestsOf("HTTP requests to the app", before, after);
+  if (cluster) requestsOf("to the cluster", cluster.before, cluster.after);
 }
 
 function currentRss(pid: number): number {
@@ -277,8 +310,16 @@ const mock = await startMain({
   SERVICE_KV_PATH: `${dir}/mock.kv`,
   HYPERVISOR_MOCK_SEED: SEED,
   HYPERVISOR_MOCK_TASK_DELAY_MS: "0",
+  // The bench counts the calls the sync makes to the cluster (loopback only: see startMain).
+  METRICS_ACCESS: "open",
 });
 const cpuProfileDir = Deno.env.get("BENCH_CPU_PROF");
+const appStarted = performance.now();
+/** With BENCH_CPU_PROF: where a run starts in the profile (cpuprofile_top.ts --after=<s>). */
+const mark = (run: string) => {
+  if (!cpuProfileDir) return;
+  console.log(`  ${run} starts ${((performance.now() - appStarted) / 1000).toFixed(1)} s in`);
+};
 const app = await startMain(
   {
     ...env,
@@ -328,9 +369,14 @@ try {
   });
   if (hv.status >= 300) throw new Error(`hypervisor endpoint: ${JSON.stringify(hv.body)}`);
 
+  const clusterMetrics = () => metricsOf(mock.base);
   const m0 = await metricsOf(app.base, key);
+  const c0 = await clusterMetrics();
   const first = await fullUpdate(app.base, key, app.pid);
-  breakdown(`first run ${first.seconds.toFixed(1)} s`, m0, await metricsOf(app.base, key));
+  breakdown(`first run ${first.seconds.toFixed(1)} s`, m0, await metricsOf(app.base, key), {
+    before: c0,
+    after: await clusterMetrics(),
+  });
   const snapshotPath = Deno.env.get("BENCH_SNAPSHOT");
   if (snapshotPath) {
     await Deno.writeTextFile(snapshotPath, JSON.stringify(await snapshot(app.base), null, 1));
@@ -361,12 +407,22 @@ try {
     throw new FirstOnly();
   }
   const m2 = await metricsOf(app.base, key);
+  const c2 = await clusterMetrics();
+  mark("unchanged re-run");
   const unchanged = await fullUpdate(app.base, key, app.pid);
-  breakdown(`unchanged ${unchanged.seconds.toFixed(1)} s`, m2, await metricsOf(app.base, key));
+  breakdown(`unchanged ${unchanged.seconds.toFixed(1)} s`, m2, await metricsOf(app.base, key), {
+    before: c2,
+    after: await clusterMetrics(),
+  });
   const changed = await changeOnePercent(mock.base);
   const m4 = await metricsOf(app.base, key);
+  const c4 = await clusterMetrics();
+  mark("1% re-run");
   const onePercent = await fullUpdate(app.base, key, app.pid);
-  breakdown(`1% changed ${onePercent.seconds.toFixed(1)} s`, m4, await metricsOf(app.base, key));
+  breakdown(`1% changed ${onePercent.seconds.toFixed(1)} s`, m4, await metricsOf(app.base, key), {
+    before: c4,
+    after: await clusterMetrics(),
+  });
   const rss = peakRss(app.pid);
   const health = await rate(app.base, "/health");
   const perSecond = first.written / first.seconds;

@@ -63,7 +63,9 @@ export async function startMain(
       .concat(["--allow-net", "--allow-env", "--allow-read", "--allow-write", "--allow-sys"])
       .concat(["main.ts"]),
     cwd: ROOT_PATH,
-    env: { PORT: "0", ...env },
+    // Loopback only unless the caller says otherwise: a child server (tests, benches) is never
+    // reachable from another machine.
+    env: { PORT: "0", SERVICE_LISTEN_HOST: "127.0.0.1", ...env },
     clearEnv: true,
     stdout: "piped",
     stderr: "piped",

@@ -362,17 +362,39 @@ export class KvModelStore implements ModelStore {
     return { records, listIds };
   }
 
-  /** Keeps one list in a model's cache, starting the lists afresh past their bounds. */
+  /**
+   * Keeps one list in a model's cache. Past the bounds the lists least recently used go first
+   * (a Map keeps insertion order and a hit moves its list to the end): a list every request of a
+   * run reads (the ids under the sync's tag, 10,000 at 10,000 guests) stays cached while the
+   * one-off lists of each slice's parents come and go. Emptying every list at the bound made
+   * each sliced request read the tag's whole index again (docs/sync.md, "Re-runs").
+   */
   #keepList(cache: ModelCache, key: string, ids: readonly number[]): void {
-    if (
-      cache.lists.size >= MAX_CACHED_LISTS || cache.listIds + ids.length > MAX_CACHED_LIST_IDS
-    ) {
-      cache.lists.clear();
-      cache.listIds = 0;
-    }
     if (ids.length > MAX_CACHED_LIST_IDS) return;
+    const old = cache.lists.get(key);
+    if (old) {
+      cache.lists.delete(key);
+      cache.listIds -= old.length;
+    }
+    for (const [k, v] of cache.lists) {
+      if (
+        cache.lists.size < MAX_CACHED_LISTS && cache.listIds + ids.length <= MAX_CACHED_LIST_IDS
+      ) break;
+      cache.lists.delete(k);
+      cache.listIds -= v.length;
+    }
     cache.lists.set(key, ids);
     cache.listIds += ids.length;
+  }
+
+  /** A cached list, moved to the most recently used end. */
+  #listHit(cache: ModelCache, key: string): readonly number[] | undefined {
+    const hit = cache.lists.get(key);
+    if (hit) {
+      cache.lists.delete(key);
+      cache.lists.set(key, hit);
+    }
+    return hit;
   }
 
   /** Makes room for `adding` records: past the bound over all models, the largest goes first. */
@@ -398,7 +420,7 @@ export class KvModelStore implements ModelStore {
   ): Promise<number[]> {
     const cache = await this.#cacheOf(model);
     const key = JSON.stringify(args, (_k, v) => typeof v === "bigint" ? `${v}n` : v);
-    const hit = cache.lists.get(key);
+    const hit = this.#listHit(cache, key);
     if (hit) return [...hit];
     const ids = await read();
     this.#keepList(cache, key, [...ids]);
@@ -469,7 +491,7 @@ export class KvModelStore implements ModelStore {
       );
     const found = new Map<IndexValue, readonly number[]>();
     for (const v of values) {
-      const hit = cache.lists.get(keyOf(v));
+      const hit = this.#listHit(cache, keyOf(v));
       if (hit) found.set(v, hit);
     }
     const missing = [...new Set(values.filter((v) => !found.has(v)))];
@@ -542,7 +564,7 @@ export class KvModelStore implements ModelStore {
     // getMany for the misses: at most 10 keys per call, the chunks sent together.
     const cache = await this.#cacheOf(model);
     const keyOf = (v: IndexValue) => JSON.stringify(["count", field, typeof v, String(v)]);
-    const out: number[] = values.map((v) => cache.lists.get(keyOf(v))?.[0] ?? -1);
+    const out: number[] = values.map((v) => this.#listHit(cache, keyOf(v))?.[0] ?? -1);
     const missing = values.filter((_, i) => out[i] < 0);
     const chunks: IndexValue[][] = [];
     for (let i = 0; i < missing.length; i += 10) chunks.push(missing.slice(i, i + 10));
@@ -635,7 +657,7 @@ export class KvModelStore implements ModelStore {
     }, undefined);
     // A walk reads its pages in order: the position after this page follows from the one
     // before it, so counting what is left (NetBox's `count`) never rescans the list.
-    const before = start <= 1 ? [0] : cache.lists.get(this.#rankKey(field, value, start - 1));
+    const before = start <= 1 ? [0] : this.#listHit(cache, this.#rankKey(field, value, start - 1));
     if (before && out.length > 0) {
       this.#keepList(cache, this.#rankKey(field, value, out[out.length - 1]), [
         before[0] + out.length,
@@ -653,7 +675,7 @@ export class KvModelStore implements ModelStore {
     const last = Math.floor(upTo);
     if (last <= 0) return 0;
     const cache = await this.#cacheOf(model);
-    const known = cache.lists.get(this.#rankKey(field, value, last));
+    const known = this.#listHit(cache, this.#rankKey(field, value, last));
     if (known) return known[0];
     const prefix = this.#walkPrefix(model, field, value);
     let n = 0;

@@ -224,3 +224,33 @@ Deno.test("model cache: what it holds is bounded over all models, and reads stay
     kv.close();
   }
 });
+
+Deno.test("model cache: a list read by every request stays cached while one-off lists pass the bound", async () => {
+  // The sliced sync asks each slice's children with the same tag filter: the tag's ids are one
+  // list read on every request, among 100 one-off lists (one per parent). Past the bound of
+  // lists per model the least recently used go, never the one in use (docs/sync.md, Re-runs).
+  const kv = await Deno.openKv(":memory:");
+  try {
+    const { kv: watched, counts } = counting(kv);
+    const store = new KvModelStore(watched);
+    const records = Array.from(
+      { length: 30 },
+      (_, i) => ({ id: i + 1, name: `w${i}`, colour: "red" }),
+    );
+    assert.ok((await store.commit(records.map(created))).ok);
+    const red = records.map((r) => r.id);
+    const oneOffs = 3_000;
+    counts.list = 0;
+    for (let i = 0; i < oneOffs; i++) {
+      if (i % 100 === 0) assert.deepEqual(await store.idsByIndex(MODEL, "colour", "red"), red);
+      assert.deepEqual(await store.idsByIndex(MODEL, "colour", `other-${i}`), []);
+    }
+    assert.equal(counts.list, oneOffs + 1, "the red list was read once, each one-off once");
+    // Still bounded: the one-off lists past the bound are gone, so the first is read again.
+    counts.list = 0;
+    await store.idsByIndex(MODEL, "colour", "other-0");
+    assert.equal(counts.list, 1);
+  } finally {
+    kv.close();
+  }
+});
