@@ -759,4 +759,22 @@ export const EQUIVALENT: Equivalent[] = [
     line: "for (const id of spec.endpoint_ids ?? []) {",
     why: "endpoint ids are a list or null",
   },
+  {
+    module: "domain/jobs/runner.ts",
+    what: "?? → ||",
+    line: "const b = (answer.body ?? {}) as Record<string, unknown>;",
+    why: "a reconcile answer's body is a JSON object or absent",
+  },
+  {
+    module: "domain/jobs/runner.ts",
+    what: "?? → ||",
+    line: "failure ??= result.failure;",
+    why: "a failure is an object (truthy) or null",
+  },
+  {
+    module: "clients/outbound.ts",
+    what: "< → <=",
+    line: "for (let i = 0; i + 1 < res.rawHeaders.length; i += 2) {",
+    why: "node's rawHeaders is a flat list of name, value pairs: its length is always even",
+  },
 ];

@@ -7,7 +7,10 @@ import assert from "node:assert/strict";
 import {
   configuredOrigins,
   createOutboundFetch,
+  isOutboundFetch,
   type OutboundInit,
+  OutboundRefused,
+  outboundSocket,
 } from "../../clients/outbound.ts";
 import { HAS_OPENSSL, selfSigned } from "../_tls.ts";
 
@@ -192,4 +195,74 @@ Deno.test("outbound transport: only the http(s) origins an operator configured a
   for (const schema of ["/srv/schema/pve-9.2.json", "file:///srv/pve.json", "ftp://docs.lan/x"]) {
     assert.deepEqual(configuredOrigins({ url: undefined, schema }), [], schema);
   }
+});
+
+Deno.test("outbound transport: it is known as the guarded one; its WebSocket target takes ws and wss only, checked and pinned", async () => {
+  const guarded = createOutboundFetch({
+    allowLoopbackTargets: false,
+    keepAlive: false,
+    resolve: () => Promise.resolve(["93.184.216.34"]),
+  });
+  assert.equal(isOutboundFetch(guarded), true);
+  assert.equal(isOutboundFetch(globalThis.fetch), false);
+  assert.equal(outboundSocket(globalThis.fetch), null, "a plain fetch has no pinned socket");
+  const socket = outboundSocket(guarded);
+  assert.equal(typeof socket, "function");
+
+  const pinned = await socket!(new URL("wss://pve.example:8006/sync/ws"), { verifyTls: true });
+  assert.equal(pinned.url.href, "wss://pve.example:8006/sync/ws");
+  assert.equal(pinned.address, "93.184.216.34");
+  assert.equal(typeof pinned.createConnection, "function");
+  const plain = await socket!(new URL("http://pve.example/x"), { verifyTls: true });
+  assert.equal(plain.url.href, "ws://pve.example/x", "an http URL is its ws twin");
+
+  for (
+    const [target, message] of [
+      ["ftp://pve.example/x", /^only ws and wss URLs are allowed, not ftp:$/],
+      ["wss://root:secret@pve.example/x", /^URLs with credentials are not allowed$/],
+      ["ws://127.0.0.1:8006/x", /^outbound request to 127\.0\.0\.1 refused: /],
+    ] as const
+  ) {
+    await assert.rejects(
+      socket!(new URL(target), { verifyTls: true }),
+      (e: unknown) => e instanceof OutboundRefused && message.test(e.message),
+      target,
+    );
+  }
+});
+
+Deno.test("outbound transport: connections are reused by default, and not with keepAlive false", async () => {
+  // In a child that exits when done: kept-alive sockets would outlive a test.
+  const outbound = new URL("../../clients/outbound.ts", import.meta.url).href;
+  const script = `
+    import http from "node:http";
+    import { createOutboundFetch } from ${JSON.stringify(outbound)};
+    let connections = 0;
+    const server = http.createServer((_req, res) => res.end("ok"));
+    server.on("connection", () => connections++);
+    await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const url = "http://127.0.0.1:" + server.address().port + "/";
+    const counts = [];
+    for (const options of [{}, { keepAlive: false }]) {
+      connections = 0;
+      const guarded = createOutboundFetch({ allowLoopbackTargets: true, ...options });
+      for (let i = 0; i < 3; i++) await (await guarded(url)).text();
+      counts.push(connections);
+    }
+    console.log(JSON.stringify(counts));
+    Deno.exit(0);
+  `;
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", "--allow-net", "--allow-read", "--allow-env", "-"],
+    cwd: new URL("../../", import.meta.url).pathname,
+    stdin: "piped",
+    stdout: "piped",
+    stderr: "inherit",
+  }).spawn();
+  const writer = child.stdin.getWriter();
+  await writer.write(new TextEncoder().encode(script));
+  await writer.close();
+  const { stdout, code } = await child.output();
+  assert.equal(code, 0);
+  assert.deepEqual(JSON.parse(new TextDecoder().decode(stdout)), [1, 3]);
 });

@@ -602,6 +602,7 @@ Deno.test("runner: a run stopped mid-stream ends errored with the reason, withou
   ]);
   assert.equal(w.calls.length, 1);
   assert.ok(!w.log.some((l) => /retry/.test(l.message)), JSON.stringify(w.log));
+  assert.deepEqual(w.log.at(-1), { level: "error", message: out.error });
 });
 
 Deno.test("runner: without a backend link the run errors at preflight with the reason, and calls nothing", async () => {
