@@ -65,7 +65,8 @@ export const GROUPS: Record<string, { modules: string[]; tests: string[] }> = {
     modules: ["domain/sync/"],
     // The field mapping of every stage first (one tiny world, about 10 s); then the owner
     // policy under concurrent edits, changes upstream, the whole loop, the routes, one run per
-    // endpoint, run options and the plan, roles and tenants.
+    // endpoint, run options and the plan, roles and tenants; then a first run's counts, the
+    // fields of nodes, templates and custom fields, a strict (NetBox 4.2 and 4.6) inventory.
     tests: [
       "tests/domain/sync/",
       "tests/e2e/sync_mapping_test.ts",
@@ -76,6 +77,9 @@ export const GROUPS: Record<string, { modules: string[]; tests: string[] }> = {
       "tests/e2e/sync_runs_test.ts",
       "tests/e2e/sync_plan_test.ts",
       "tests/e2e/sync_roles_tenants_test.ts",
+      "tests/e2e/sync_writes_test.ts",
+      "tests/e2e/sync_fields_test.ts",
+      "tests/e2e/sync_strict_test.ts",
     ],
   },
   jobs: {

@@ -665,6 +665,12 @@ export const EQUIVALENT: Equivalent[] = [
       "and this inventory render scope_id on every prefix, which the line before checks",
   },
   {
+    module: "domain/sync/stages/snapshots.ts",
+    what: "?? → ||",
+    line: "parent: s.parent ?? null,",
+    why: "Proxmox lists a snapshot's parent as a snapshot name (never empty) or not at all",
+  },
+  {
     module: "domain/jobs/runner.ts",
     what: "?? → ||",
     line: 'const s = typeof value === "string" ? value : JSON.stringify(value) ?? "";',

@@ -8,6 +8,7 @@ import { clusterBase, type ClusterStatusEntry, ensureBySlug, PATHS, syncTags } f
 import { type Desired, indexBy, reconcile, refId } from "../reconcile.ts";
 import type { InventoryObject } from "../ports.ts";
 import { createOnlyFields } from "../options.ts";
+import { listByIds } from "../guests.ts";
 
 interface NodeEntry {
   node: string;
@@ -112,11 +113,18 @@ export async function syncDevices(ctx: StageContext): Promise<void> {
   // devices in this cluster (a node record deleted by hand).
   const index = await nodeIndex(ctx);
   const deviceIds = new Set(index.devices.values());
-  const clusterDevices = await ctx.inv.list(
+  const inCluster = await ctx.inv.list(
     PATHS.devices,
     { cluster_id: String(base.cluster) },
     ctx.signal,
   );
+  // A node record's device outside the cluster (its cluster deleted by hand, then made again
+  // above) is still this node's: it moves back, never made a second time.
+  const listed = new Set(inCluster.map((d) => d.id));
+  const elsewhere = [...deviceIds].filter((id) => !listed.has(id));
+  const clusterDevices = elsewhere.length
+    ? [...inCluster, ...await listByIds(ctx, PATHS.devices, "id", elsewhere)]
+    : inCluster;
   const ours = clusterDevices.filter((d) =>
     deviceIds.has(d.id) ||
     (Array.isArray(d.tags) && d.tags.some((t) => refId(t) === tags.synced))

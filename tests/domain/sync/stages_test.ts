@@ -309,3 +309,47 @@ Deno.test("stages: reference objects another run makes at the same moment are ta
   const made = inv.writes.filter((w) => w.startsWith("POST")).length - inv.raced.length;
   assert.equal(complete.result.created, made);
 });
+
+Deno.test("stages: a node record deleted by hand is made again for the node's device, found by name (no second device)", async () => {
+  const inv = new FakeInventory();
+  seedPluginEndpoint(inv);
+  const hv = new FakeHypervisor(smallCluster());
+  await run(inv, hv);
+  const devices = inv.all("dcim/devices/").map((d) => [d.name, d.id]).sort();
+  assert.equal(devices.length, 2);
+  inv.table("plugins/service/nodes/").clear();
+  const { complete } = await run(inv, hv);
+  assert.equal(complete.ok, true, JSON.stringify(complete.errors));
+  assert.deepEqual(inv.all("dcim/devices/").map((d) => [d.name, d.id]).sort(), devices);
+  const byId = new Map(devices.map(([name, id]) => [id, name]));
+  assert.deepEqual(
+    inv.all("plugins/service/nodes/").map((n) => [n.name, byId.get(n.device as number)]).sort(),
+    [["n1", "n1"], ["n2", "n2"]],
+  );
+});
+
+Deno.test("stages: the cluster a plugin cluster record names is gone: a new one is made, the record and the nodes follow it, each write counted", async () => {
+  const inv = new FakeInventory();
+  seedPluginEndpoint(inv);
+  const hv = new FakeHypervisor(smallCluster());
+  await run(inv, hv);
+  const [old] = inv.all("virtualization/clusters/");
+  inv.table("virtualization/clusters/").delete(old.id);
+  const before = inv.writes.length;
+  const { complete } = await run(inv, hv, { stages: STAGES.slice(0, 1) });
+  assert.equal(complete.ok, true, JSON.stringify(complete.errors));
+  const writes = inv.writes.slice(before);
+  const [made] = inv.all("virtualization/clusters/");
+  assert.notEqual(made.id, old.id);
+  assert.equal(inv.all("plugins/service/clusters/")[0].cluster, made.id);
+  assert.ok(inv.all("dcim/devices/").every((d) => d.cluster === made.id));
+  // The record re-pointed, the devices moved: each an update; the cluster a creation.
+  const patches = writes.filter((w) => w.startsWith("PATCH"));
+  assert.ok(
+    patches.includes(
+      `PATCH plugins/service/clusters/${inv.all("plugins/service/clusters/")[0].id}`,
+    ),
+  );
+  assert.equal(complete.result.updated, patches.length, writes.join("\n"));
+  assert.equal(complete.result.created, writes.filter((w) => w.startsWith("POST")).length);
+});
