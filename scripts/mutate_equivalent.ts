@@ -671,6 +671,19 @@ export const EQUIVALENT: Equivalent[] = [
     why: "Proxmox lists a snapshot's parent as a snapshot name (never empty) or not at all",
   },
   {
+    module: "domain/sync/guests.ts",
+    what: "&& → ||",
+    line: "if (firstId.has(vmid) && firstId.get(vmid)! < s.id) continue;",
+    why: "the inventory holds one sync-state per endpoint and vmid (a unique constraint, as the " +
+      "plugin's model has): no duplicate ever reaches this line",
+  },
+  {
+    module: "domain/sync/stages/backup_routines.ts",
+    what: "?? → ||",
+    line: 'const jobs = (await hvGet<BackupJob[]>(ctx, "/cluster/backup") ?? [])',
+    why: "the fallback of an absent list: a list is never falsy",
+  },
+  {
     module: "domain/jobs/runner.ts",
     what: "?? → ||",
     line: 'const s = typeof value === "string" ? value : JSON.stringify(value) ?? "";',

@@ -353,3 +353,30 @@ Deno.test("stages: the cluster a plugin cluster record names is gone: a new one 
   assert.equal(complete.result.updated, patches.length, writes.join("\n"));
   assert.equal(complete.result.created, writes.filter((w) => w.startsWith("POST")).length);
 });
+
+Deno.test("stages: a write of one object that fails as a whole (no per-item answer) is reported naming that object", async () => {
+  class FailingInventory extends FakeInventory {
+    override create(path: string, bodies: Record<string, unknown>[]) {
+      if (path !== "virtualization/virtual-machines/") return super.create(path, bodies);
+      return Promise.reject(
+        Object.assign(new Error(`bulk write on ${path}: HTTP 503`), {
+          operation: "bulk write on",
+          url: `http://inventory.test/api/${path}`,
+          status: 503,
+        }),
+      );
+    }
+  }
+  const data = smallCluster();
+  data["/cluster/resources"] = (data["/cluster/resources"] as { vmid: number }[])
+    .filter((r) => r.vmid === 101);
+  const inv = new FailingInventory();
+  seedPluginEndpoint(inv);
+  const { complete, events } = await run(inv, new FakeHypervisor(data));
+  assert.equal(complete.ok, false);
+  const errors = events.filter((e) => e.event === "error").map((e) => e.data as any);
+  assert.deepEqual(
+    errors.map((e) => [e.step, e.object, e.upstream_status]),
+    [["virtual-machines", "virtual machine web (vmid 101)", 503]],
+  );
+});
