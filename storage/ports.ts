@@ -173,6 +173,18 @@ export type CommitResult = { ok: true } | { ok: false };
 export interface ModelStore {
   /** Reserves `count` consecutive ids of a model; returns the first. */
   allocateIds(model: string, count: number): Promise<number>;
+  /**
+   * Creates `count` new objects under fresh consecutive ids without an atomic of their own:
+   * the first atomic writing the objects (`make(first)`, planned and committed as `plan` and
+   * `commit` would) also moves the model's sequence, checked. `make` may run again with
+   * another first id when another process took those ids meanwhile. Meant for writes that
+   * claim no unique value (the change log); ok false when a commit fails for another reason.
+   */
+  createWithFreshIds(
+    model: string,
+    count: number,
+    make: (first: number) => ObjectWrite[],
+  ): Promise<CommitResult & { first: number }>;
   get(model: string, id: number): Promise<{ record: StoredObject; version: string } | null>;
   /** Records in the order of `ids`; missing ones are skipped. */
   getMany(model: string, ids: readonly number[]): Promise<StoredObject[]>;

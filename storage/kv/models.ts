@@ -699,6 +699,11 @@ export class KvModelStore implements ModelStore {
   }
 
   plan(writes: readonly ObjectWrite[]): ObjectWrite[][] {
+    return this.#plan(writes, null);
+  }
+
+  /** plan(), leaving room in the first group for a sequence's check and set (`sequence`). */
+  #plan(writes: readonly ObjectWrite[], sequence: Deno.KvKey | null): ObjectWrite[][] {
     const groups: ObjectWrite[][] = [];
     let current: ObjectWrite[] = [];
     // Room for the per-model count and generation updates of a group.
@@ -708,7 +713,14 @@ export class KvModelStore implements ModelStore {
       for (const m of models) {
         bytes += keyBytes(keys.inventoryCount(m)) + keyBytes(keys.inventoryGeneration(m)) + 16;
       }
-      return { checks: 0, mutations: models.length * 2, keyBytes: bytes, totalBytes: bytes };
+      const room = { checks: 0, mutations: models.length * 2, keyBytes: bytes, totalBytes: bytes };
+      if (sequence && groups.length === 0) {
+        room.checks++;
+        room.mutations++;
+        room.keyBytes += 2 * keyBytes(sequence);
+        room.totalBytes += 2 * keyBytes(sequence) + 16;
+      }
+      return room;
     };
     let total: Cost = reserved();
     // Counters already summed in the current group: writes sharing a value (one cluster, one
@@ -754,6 +766,53 @@ export class KvModelStore implements ModelStore {
   async commit(writes: readonly ObjectWrite[]): Promise<CommitResult> {
     if (writes.length === 0) return { ok: true };
     await this.options.beforeCommit?.(writes);
+    return { ok: (await this.#operation(writes).commit()).ok };
+  }
+
+  createWithFreshIds(
+    model: string,
+    count: number,
+    make: (first: number) => ObjectWrite[],
+  ): Promise<CommitResult & { first: number }> {
+    // Queued with allocateIds (one reservation per model at a time in this process); another
+    // process sharing the KV moves the sequence between the read and the commit: the check
+    // fails and the writes are made again from the new first id.
+    let rest: ObjectWrite[][] = [];
+    const key = keys.inventorySequence(model);
+    const previous = this.#allocating.get(model) ?? Promise.resolve();
+    const reserved = previous.then(() =>
+      retryAtomic<{ first: number; ok: boolean }>(async () => {
+        const entry = await this.kv.get<number>(key);
+        const first = (entry.value ?? 0) + 1;
+        const groups = this.#plan(make(first), key);
+        const head = groups[0] ?? [];
+        await this.options.beforeCommit?.(head);
+        const op = this.#operation(head).check(entry).set(key, first + count - 1);
+        if ((await op.commit()).ok) {
+          rest = groups.slice(1);
+          return { first, ok: true };
+        }
+        // Not the sequence (a unique claim taken): no retry makes that succeed.
+        const now = await this.kv.get<number>(key);
+        return now.versionstamp === entry.versionstamp ? { first, ok: false } : undefined;
+      })
+    );
+    const settled = reserved.then(() => {}, () => {});
+    this.#allocating.set(model, settled);
+    void settled.then(() => {
+      if (this.#allocating.get(model) === settled) this.#allocating.delete(model);
+    });
+    return reserved.then(async ({ first, ok }) => {
+      if (!ok) return { ok: false, first };
+      for (const group of rest) {
+        if (!(await this.commit(group)).ok) return { ok: false, first };
+      }
+      return { ok: true, first };
+    });
+  }
+
+  /** The atomic writing `writes` (see commit): version checks, index diffs, counters. */
+  #operation(writes: readonly ObjectWrite[]): Deno.AtomicOperation {
     const op = this.kv.atomic();
     const counts = new Map<string, number>();
     const valueCounts = new Map<string, { key: Deno.KvKey; delta: number }>();
@@ -837,8 +896,7 @@ export class KvModelStore implements ModelStore {
       op.sum(keys.inventoryGeneration(model), 1n);
     }
     for (const { key, delta } of valueCounts.values()) sum(key, delta);
-    const result = await op.commit();
-    return { ok: result.ok };
+    return op;
   }
 
   #cost(write: ObjectWrite): Cost {

@@ -129,45 +129,52 @@ export async function recordChanges(
       }
     }
     const def = core.registry.definition(OBJECT_CHANGE_MODEL);
-    const first = await core.store.allocateIds(OBJECT_CHANGE_MODEL, logged.length);
     const time = new Date(core.now()).toISOString();
     const limit = core.store.maxRecordBytes;
-    const writes: ObjectWrite[] = logged.map((c, i) => {
-      const objectDef = core.registry.definition(c.model);
-      const subject = (c.after ?? c.before)!;
-      const [relatedType, relatedId] = relatedOf(c.model, subject);
-      const entry: StoredObject = {
-        id: first + i,
-        time,
-        user_name: request.userName,
-        request_id: request.requestId,
-        action: c.action,
-        changed_object_type: c.model,
-        changed_object_id: subject.id,
-        related_object_type: relatedType,
-        related_object_id: relatedId,
-        object_repr: displayOf(objectDef, subject).slice(0, 200),
-        message: c.message,
-        pre: null,
-        postchange_data: null,
-      };
-      const after = c.after ? snapshot(objectDef, c.after, tagNames) : null;
-      entry.postchange_data = after;
-      if (c.before) {
-        const before = snapshot(objectDef, c.before, tagNames);
-        entry.pre = after ? changedFields(before, after) : before;
-      }
-      // An object near the store's size limit: its entry keeps what fits.
-      if (core.store.recordSize(entry) > limit) entry.pre = null;
-      if (core.store.recordSize(entry) > limit) entry.postchange_data = null;
-      return {
-        model: OBJECT_CHANGE_MODEL,
-        id: entry.id,
-        prev: null,
-        next: { record: entry, ...stateOf(core.store, def, entry) },
-      };
-    });
-    for (const group of core.store.plan(writes)) await core.store.commit(group);
+    const entriesFrom = (first: number): ObjectWrite[] =>
+      logged.map((c, i) => {
+        const objectDef = core.registry.definition(c.model);
+        const subject = (c.after ?? c.before)!;
+        const [relatedType, relatedId] = relatedOf(c.model, subject);
+        const entry: StoredObject = {
+          id: first + i,
+          time,
+          user_name: request.userName,
+          request_id: request.requestId,
+          action: c.action,
+          changed_object_type: c.model,
+          changed_object_id: subject.id,
+          related_object_type: relatedType,
+          related_object_id: relatedId,
+          object_repr: displayOf(objectDef, subject).slice(0, 200),
+          message: c.message,
+          pre: null,
+          postchange_data: null,
+        };
+        const after = c.after ? snapshot(objectDef, c.after, tagNames) : null;
+        entry.postchange_data = after;
+        if (c.before) {
+          const before = snapshot(objectDef, c.before, tagNames);
+          entry.pre = after ? changedFields(before, after) : before;
+        }
+        // An object near the store's size limit: its entry keeps what fits.
+        if (core.store.recordSize(entry) > limit) entry.pre = null;
+        if (core.store.recordSize(entry) > limit) entry.postchange_data = null;
+        return {
+          model: OBJECT_CHANGE_MODEL,
+          id: entry.id,
+          prev: null,
+          next: { record: entry, ...stateOf(core.store, def, entry) },
+        };
+      });
+    // The entries' ids are reserved by the atomic writing the first of them (one atomic fewer
+    // per request than reserving them first).
+    const written = await core.store.createWithFreshIds(
+      OBJECT_CHANGE_MODEL,
+      logged.length,
+      entriesFrom,
+    );
+    if (!written.ok) throw new Error("the change log's atomic failed");
     await prune(core);
   } catch (error) {
     core.logger.log("error", "could not record changes in the change log", {
