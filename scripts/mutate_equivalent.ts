@@ -796,4 +796,42 @@ export const EQUIVALENT: Equivalent[] = [
     line: "for (let i = 0; i + 1 < res.rawHeaders.length; i += 2) {",
     why: "node's rawHeaders is a flat list of name, value pairs: its length is always even",
   },
+  {
+    module: "clients/outbound.ts",
+    what: "?? → ||",
+    line: "const trustedFetch = options.trustedFetch ?? globalThis.fetch;",
+    why: "a fetch function is never falsy",
+  },
+  {
+    module: "domain/jobs/service.ts",
+    what: "remove line",
+    line: 'if (s && typeof s === "object") return String((s as { value?: unknown }).value);',
+    why: "the service reads stored job records, whose status is the choice's value as text; the " +
+      "{value, label} form is only how the API renders it",
+  },
+  {
+    module: "domain/console_sessions.ts",
+    what: "true → false",
+    line: "omitPadding: true,",
+    why: "24 random bytes are 32 base64url characters with no padding either way",
+  },
+  {
+    module: "domain/console_sessions.ts",
+    what: "return null → undefined",
+    line: "return null;",
+    why: "open()'s callers test the session for truth only",
+  },
+  {
+    module: "domain/jobs/service.ts",
+    what: "+ → -",
+    line: "await new Promise((resolve) => setTimeout(resolve, 10 * i + Math.random() * 20));",
+    why: "the jitter of a pause between busy retries: a shorter or zero pause retries the same",
+  },
+  {
+    module: "domain/jobs/service.ts",
+    what: "?? → ||",
+    line: "this.leaseMs = deps.leaseMs ?? DEFAULT_LEASE_MS;",
+    why: "a lease of 0 ms is never configured (the routes pass DEFAULT_LEASE_MS or a test's " +
+      "positive value)",
+  },
 ];

@@ -25,6 +25,11 @@ Deno.test("console: an anonymous visitor is sent to sign in, and back afterwards
     const page = await c.get("/ui/vms?status=active");
     assert.equal(page.status, 200);
     assert.match(page.text, /Virtual machines/);
+    // Signed in, the sign-in page sends on to where the visitor was going (inside the console).
+    const again = await c.get("/ui/login?next=%2Fui%2Fjobs");
+    assert.deepEqual([again.status, again.location], [303, "/ui/jobs"]);
+    const outside = await c.get("/ui/login?next=https%3A%2F%2Fevil.example%2F");
+    assert.deepEqual([outside.status, outside.location], [303, "/ui/"]);
   } finally {
     h.close();
   }
