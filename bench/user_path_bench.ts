@@ -132,6 +132,8 @@ async function metricsOf(base: string, key?: string): Promise<Map<string, number
   const request =
     /^bridgebox_http_request_duration_seconds_(sum|count)\{surface="([^"]+)",method="([^"]+)",route="([^"]+)"\} (\S+)$/;
   for (const l of text.split("\n")) {
+    const mutations = l.match(/^bridgebox_kv_mutations_total (\S+)$/);
+    if (mutations) out.set("kv_mutations", Number(mutations[1]));
     const m = l.match(line);
     if (m) out.set(`${m[1]} ${m[3]} ${m[2]}`, Number(m[4]));
     const r = l.match(request);
@@ -164,7 +166,7 @@ function breakdown(
   console.log(
     `  ${" ".repeat(label.length)}  KV calls ${
       kv.map(([o, n, t]) => `${o} ${n} (${t.toFixed(1)} s)`).join(", ")
-    }`,
+    }, mutations ${delta("kv_mutations")}`,
   );
   // The sync's own requests to the app (its inventory client), by route: counts do not lie on
   // a loaded machine where seconds do.
@@ -373,10 +375,14 @@ try {
   const m0 = await metricsOf(app.base, key);
   const c0 = await clusterMetrics();
   const first = await fullUpdate(app.base, key, app.pid);
-  breakdown(`first run ${first.seconds.toFixed(1)} s`, m0, await metricsOf(app.base, key), {
+  const m1 = await metricsOf(app.base, key);
+  breakdown(`first run ${first.seconds.toFixed(1)} s`, m0, m1, {
     before: c0,
     after: await clusterMetrics(),
   });
+  // What an object cost the store: every KV mutation of the run (its records, index entries,
+  // counters, change log, the run's own records) over the objects it wrote.
+  const mutations = (m1.get("kv_mutations") ?? 0) - (m0.get("kv_mutations") ?? 0);
   const snapshotPath = Deno.env.get("BENCH_SNAPSHOT");
   if (snapshotPath) {
     await Deno.writeTextFile(snapshotPath, JSON.stringify(await snapshot(app.base), null, 1));
@@ -395,6 +401,10 @@ try {
       run.ok && run.seconds < goal,
     );
   runLine("first full sync", first, size.first);
+  add(
+    "KV mutations per object written, first run",
+    `${(mutations / Math.max(1, first.written)).toFixed(1)} (${mutations} for ${first.written})`,
+  );
   memoryLine("first run", first);
   if (Deno.env.get("BENCH_USER_RUNS") === "first") {
     const rss = peakRss(app.pid);

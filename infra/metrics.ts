@@ -50,6 +50,8 @@ export interface Metrics {
   loginLocked(surface: string): void;
   /** One Deno KV call (get, getMany, set, delete, list, commit) and how long it took. */
   kvOperation(operation: string, seconds: number, ok: boolean): void;
+  /** The mutations (set, delete, sum, min, max) one committed KV atomic carried. */
+  kvMutations(count: number): void;
   /**
    * A stream opened; call the returned function once when it closes (further calls do nothing).
    * SSE, WebSocket and terminal streams all report here.
@@ -72,6 +74,7 @@ export const noopMetrics: Metrics = {
   loginFailure: nothing,
   loginLocked: nothing,
   kvOperation: nothing,
+  kvMutations: nothing,
   streamOpened: () => nothing,
   exposition: () => Promise.resolve({ contentType: "text/plain; charset=utf-8", body: "" }),
 };

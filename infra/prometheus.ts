@@ -139,6 +139,11 @@ export function prometheusMetrics(options: PrometheusOptions = {}): PrometheusMe
     labelNames: ["operation"] as const,
     registers,
   });
+  const kvMutations = new Counter({
+    name: "bridgebox_kv_mutations_total",
+    help: "Mutations (set, delete, sum, min, max) carried by committed Deno KV atomics.",
+    registers,
+  });
   const openStreams = new Gauge({
     name: "bridgebox_open_streams",
     help: "Streams open now, by kind (sse, websocket, terminal).",
@@ -225,6 +230,9 @@ export function prometheusMetrics(options: PrometheusOptions = {}): PrometheusMe
     kvOperation(operation, seconds, ok) {
       kvSeconds.observe({ operation }, seconds);
       if (!ok) kvErrors.inc({ operation });
+    },
+    kvMutations(count) {
+      kvMutations.inc(count);
     },
     streamOpened(kind: StreamKind) {
       openStreams.inc({ kind });

@@ -24,8 +24,29 @@ export function timedKv(kv: Deno.Kv, metrics: Metrics): Deno.Kv {
 
   const atomic = (): Deno.AtomicOperation => {
     const operation = kv.atomic();
+    // Mutations are counted as they are added and reported once the atomic commits: what a
+    // write costs the store (docs/sync.md, "Writes: mutations per object").
+    let mutations = 0;
+    for (const name of ["set", "delete", "sum", "min", "max"] as const) {
+      const add = operation[name].bind(operation) as (...args: unknown[]) => Deno.AtomicOperation;
+      (operation[name] as unknown) = (...args: unknown[]) => {
+        mutations++;
+        add(...args);
+        return operation;
+      };
+    }
+    const mutate = operation.mutate.bind(operation);
+    operation.mutate = (...batch: Deno.KvMutation[]) => {
+      mutations += batch.length;
+      mutate(...batch);
+      return operation;
+    };
     const commit = operation.commit.bind(operation);
-    operation.commit = () => time("commit", commit);
+    operation.commit = async () => {
+      const result = await time("commit", commit);
+      if (result.ok) metrics.kvMutations(mutations);
+      return result;
+    };
     return operation;
   };
 

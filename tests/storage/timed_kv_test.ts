@@ -63,3 +63,36 @@ Deno.test("timed kv: a call that throws is counted as failed and still throws", 
     raw.close();
   }
 });
+
+Deno.test("timed kv: a committed atomic reports its mutations once, a refused one none", async () => {
+  const raw = await Deno.openKv(":memory:");
+  const reported: number[] = [];
+  const kv = timedKv(raw, { ...noopMetrics, kvMutations: (n: number) => reported.push(n) });
+  try {
+    const committed = await kv.atomic()
+      .check({ key: ["a"], versionstamp: null })
+      .set(["a"], 1)
+      .set(["b"], 2)
+      .delete(["c"])
+      .sum(["n"], 1n)
+      .min(["lo"], 3n)
+      .max(["hi"], 4n)
+      .mutate({ type: "set", key: ["d"], value: 5 }, { type: "delete", key: ["e"] })
+      .commit();
+    assert.equal(committed.ok, true);
+    // The atomic wrote what it was given (the counting changes nothing).
+    assert.deepEqual((await raw.getMany<unknown[]>([["a"], ["b"], ["d"]])).map((e) => e.value), [
+      1,
+      2,
+      5,
+    ]);
+    assert.equal((await raw.get<Deno.KvU64>(["n"])).value?.value, 1n);
+    const refused = await kv.atomic().check({ key: ["a"], versionstamp: null }).set(["a"], 9)
+      .commit();
+    assert.equal(refused.ok, false);
+    assert.deepEqual(reported, [8]);
+    assert.equal((await raw.get<number>(["a"])).value, 1);
+  } finally {
+    raw.close();
+  }
+});
