@@ -684,6 +684,12 @@ export const EQUIVALENT: Equivalent[] = [
     why: "the fallback of an absent list: a list is never falsy",
   },
   {
+    module: "domain/sync/stages/replications.ts",
+    what: "?? → ||",
+    line: "rate: j.rate ?? null,",
+    why: "Proxmox refuses a replication rate below 1 (MB/s): a rate is absent or at least 1",
+  },
+  {
     module: "domain/jobs/runner.ts",
     what: "?? → ||",
     line: 'const s = typeof value === "string" ? value : JSON.stringify(value) ?? "";',
