@@ -379,6 +379,21 @@ export const EQUIVALENT: Equivalent[] = [
       "index entry: the same records, read slower",
   },
   {
+    module: "domain/netbox/engine/paging.ts",
+    what: "|| → &&",
+    line:
+      'c.kind === "id" && (c.lookup === "gt" || c.lookup === "gte") && c.values.length === 1 &&',
+    why: "only whether an id__gt/id__gte walk reads its page by key: without it the general " +
+      "path gives the same page and count, reading the keys before the bound too",
+  },
+  {
+    module: "domain/netbox/engine/prepare.ts",
+    what: "?? → ||",
+    line: ": (f.models ?? []).includes(String(t));",
+    why: "a generic FK's models are a list (truthy, even when empty) or absent here ('*' is " +
+      "taken the line above), never another falsy value",
+  },
+  {
     module: "domain/netbox/engine/render.ts",
     what: "?? → ||",
     line: "const known = byDepth[depth] ??= new Map();",

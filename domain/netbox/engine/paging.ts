@@ -63,9 +63,9 @@ export async function listPage(
   const keyset = byId && !ordering[0].desc
     ? await keysetPage(core, def, conditions, offset, limit)
     : null;
-  if (keyset) return keyset;
+  if (keyset !== null) return keyset;
   const fast = await fastPage(core, def, conditions, ordering, offset, limit);
-  if (fast) return fast;
+  if (fast !== null) return fast;
   if (conditions.length === 0 && byId) {
     const [count, records] = await Promise.all([
       core.store.count(model),

@@ -409,7 +409,7 @@ async function throughCondition(
   let ids = named.ids;
   for (const hop of hops.reverse()) {
     const found = new Set<number>();
-    const nodes = ids.filter((id): id is number => typeof id === "number" && id > 0);
+    const nodes = ids.filter((id): id is number => id !== null);
     for (const list of await core.store.idsByIndexMany(hop.model, hop.field, nodes)) {
       for (const id of list) found.add(id);
     }

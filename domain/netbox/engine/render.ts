@@ -421,7 +421,9 @@ function compilePlan(def: ModelDef, names: string[]): Plan {
   return { steps, references, counts, resolved };
 }
 
-const TAG_NAMES = new Intl.Collator("en", { numeric: true, sensitivity: "base" });
+// Every strength: names that differ only in accents or case still take one order (unaccented and
+// lower case first, as a Postgres collation sorts them), never the order they were written in.
+const TAG_NAMES = new Intl.Collator("en", { numeric: true, sensitivity: "variant" });
 
 /**
  * An object's tags in NetBox 4.6's order (Tag.Meta.ordering: weight, then name), whatever order
@@ -432,9 +434,7 @@ function tagOrder(cache: RequestCache, ids: unknown): unknown {
   const known = cachedRecords(cache, TAG_MODEL);
   const weight = (id: unknown) => Number(known.get(id as number)?.weight ?? 1000);
   const name = (id: unknown) => String(known.get(id as number)?.name ?? "");
-  return [...ids].sort((a, b) =>
-    weight(a) - weight(b) || TAG_NAMES.compare(name(a), name(b)) || Number(a) - Number(b)
-  );
+  return [...ids].sort((a, b) => weight(a) - weight(b) || TAG_NAMES.compare(name(a), name(b)));
 }
 
 /** What a field refers to (fk, m2m, computed fk, generic fk), for batch-loading. */

@@ -117,6 +117,21 @@ Deno.test("bulk writes share one request id; cascaded deletes are logged under t
       name: "net0",
     });
     assert.equal(nic.status, 201);
+    // An address is related to the interface it is assigned to (a generic reference).
+    const ip = await inv.call("POST", "/api/ipam/ip-addresses/", {
+      address: "192.0.2.7/24",
+      assigned_object_type: "virtualization.vminterface",
+      assigned_object_id: nic.body.id,
+    });
+    assert.equal(ip.status, 201, JSON.stringify(ip.body));
+    const onNic = await inv.call(
+      "GET",
+      `${CHANGES}?related_object_type=virtualization.vminterface&related_object_id=${nic.body.id}`,
+    );
+    assert.deepEqual(
+      onNic.body.results.map((e: { object_repr: string }) => e.object_repr),
+      ["192.0.2.7/24"],
+    );
     await inv.call("DELETE", "/api/virtualization/virtual-machines/", [
       { id: a, changelog_message: "cleanup" },
       { id: b },
@@ -146,7 +161,9 @@ Deno.test("bulk writes share one request id; cascaded deletes are logged under t
     assert.deepEqual(await names("q=impor"), ["create a"]);
     assert.deepEqual(await names("user_name=token%20%231&object_repr=AMS1"), ["create AMS1"]);
     assert.deepEqual(await names("time_before=2000-01-01T00:00:00Z"), []);
-    assert.equal((await inv.call("GET", `${CHANGES}?time_after=2000-01-01`)).body.count, 7);
+    // Site, two VMs, the interface and the address created; the VMs deleted, and with them the
+    // interface and its address, each logged.
+    assert.equal((await inv.call("GET", `${CHANGES}?time_after=2000-01-01`)).body.count, 9);
   } finally {
     inv.close();
   }

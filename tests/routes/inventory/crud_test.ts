@@ -497,6 +497,32 @@ Deno.test("contact assignments render without display_url, as NetBox 4.6 renders
   }
 });
 
+Deno.test("an object's tags: by weight, then name at every strength (accents and case too), whatever order they were written in", async () => {
+  const inv = await setup();
+  try {
+    const p = await parents(inv);
+    const tag = async (name: string, slug: string, weight = 1000) => {
+      const r = await inv.call("POST", "/api/extras/tags/", { name, slug, weight });
+      assert.equal(r.status, 201, JSON.stringify(r.body));
+      return r.body.id as number;
+    };
+    // Written accented first: the unaccented name still comes first, as in NetBox's database.
+    const accented = await tag("caf\u00e9", "cafe-accented");
+    const plain = await tag("cafe", "cafe");
+    const heavy = await tag("Zeta", "zeta", 10);
+    const alpha = await tag("alpha", "alpha");
+    const vm = `/api/virtualization/virtual-machines/${p.vm}/`;
+    const patched = await inv.call("PATCH", vm, { tags: [accented, alpha, plain, heavy] });
+    assert.equal(patched.status, 200, JSON.stringify(patched.body));
+    const order = ["Zeta", "alpha", "cafe", "caf\u00e9"];
+    assert.deepEqual(patched.body.tags.map((t: { name: string }) => t.name), order);
+    const read = await inv.call("GET", vm);
+    assert.deepEqual(read.body.tags.map((t: { name: string }) => t.name), order);
+  } finally {
+    inv.close();
+  }
+});
+
 Deno.test("delete: SET_NULL references are cleared, a plain one and a generic (scope) one", async () => {
   const inv = await setup();
   try {

@@ -90,6 +90,15 @@ Deno.test("filters: exact, fk, <fk>_id, natural keys, lookups, tags, id__in", as
       "web-01",
     ]);
     assert.deepEqual(names(await q(`id=${vms[1].id}`)), ["web-02"]);
+    // A keyset walk (ordering=id&id__gt=) with a filter no index answers alone.
+    assert.deepEqual(names(await q(`ordering=id&id__gt=${vms[0].id}&name__ic=web`)), [
+      "web-02",
+      "Web-10",
+    ]);
+    assert.deepEqual(names(await q(`ordering=id&id__gte=${vms[1].id}&cluster_id=${c2.id}`)), [
+      "db-01",
+      "Web-10",
+    ]);
     assert.deepEqual(names(await q(`id__n=${vms[1].id}`)).length, 4);
     assert.deepEqual(names(await q("description__empty=false")), ["Web-10"]);
     // Combined filters intersect.
@@ -354,6 +363,32 @@ Deno.test("IP address owner filters and MAC/IP assignment to interfaces", async 
     const badAddr = await inv.call("POST", "/api/ipam/ip-addresses/", { address: "300.1.1.1/24" });
     assert.equal(badAddr.status, 400);
     assert.ok(badAddr.body.address);
+  } finally {
+    inv.close();
+  }
+});
+
+Deno.test("MAC filters take any spelling of an address, excluding (__n) and listing (__in) too", async () => {
+  const inv = await setup();
+  try {
+    for (const mac of ["AA:BB:CC:00:00:01", "AA:BB:CC:00:00:02", "AA:BB:CC:00:00:03"]) {
+      const r = await inv.call("POST", "/api/dcim/mac-addresses/", { mac_address: mac });
+      assert.equal(r.status, 201, JSON.stringify(r.body));
+    }
+    const macs = async (query: string) => {
+      const r = await inv.call("GET", `/api/dcim/mac-addresses/?${query}&ordering=mac_address`);
+      assert.equal(r.status, 200, `${query}: ${JSON.stringify(r.body)}`);
+      return r.body.results.map((m: { mac_address: string }) => m.mac_address);
+    };
+    assert.deepEqual(await macs("mac_address=aa:bb:cc:00:00:01"), ["AA:BB:CC:00:00:01"]);
+    assert.deepEqual(await macs("mac_address__n=aa-bb-cc-00-00-01"), [
+      "AA:BB:CC:00:00:02",
+      "AA:BB:CC:00:00:03",
+    ]);
+    assert.deepEqual(await macs("mac_address__in=aa:bb:cc:00:00:02,aa-bb-cc-00-00-03"), [
+      "AA:BB:CC:00:00:02",
+      "AA:BB:CC:00:00:03",
+    ]);
   } finally {
     inv.close();
   }
