@@ -8,6 +8,7 @@ import type { Metrics } from "../../infra/metrics.ts";
 
 type Timed = "get" | "getMany" | "set" | "delete";
 const TIMED: ReadonlySet<string> = new Set<Timed>(["get", "getMany", "set", "delete"]);
+const MUTATIONS: ReadonlySet<PropertyKey> = new Set(["set", "delete", "sum", "min", "max"]);
 
 export function timedKv(kv: Deno.Kv, metrics: Metrics): Deno.Kv {
   const time = async <T>(operation: string, work: () => Promise<T>): Promise<T> => {
@@ -27,27 +28,29 @@ export function timedKv(kv: Deno.Kv, metrics: Metrics): Deno.Kv {
     // Mutations are counted as they are added and reported once the atomic commits: what a
     // write costs the store (docs/sync.md, "Writes: mutations per object").
     let mutations = 0;
-    for (const name of ["set", "delete", "sum", "min", "max"] as const) {
-      const add = operation[name].bind(operation) as (...args: unknown[]) => Deno.AtomicOperation;
-      (operation[name] as unknown) = (...args: unknown[]) => {
-        mutations++;
-        add(...args);
-        return operation;
-      };
-    }
-    const mutate = operation.mutate.bind(operation);
-    operation.mutate = (...batch: Deno.KvMutation[]) => {
-      mutations += batch.length;
-      mutate(...batch);
-      return operation;
-    };
-    const commit = operation.commit.bind(operation);
-    operation.commit = async () => {
-      const result = await time("commit", commit);
-      if (result.ok) metrics.kvMutations(mutations);
-      return result;
-    };
-    return operation;
+    const wrapped: Deno.AtomicOperation = new Proxy(operation, {
+      get(target, prop) {
+        const value = Reflect.get(target, prop, target);
+        if (typeof value !== "function") return value;
+        if (prop === "commit") {
+          return async () => {
+            const result = await time(
+              "commit",
+              () => value.call(target) as Promise<Deno.KvCommitResult | Deno.KvCommitError>,
+            );
+            if (result.ok) metrics.kvMutations(mutations);
+            return result;
+          };
+        }
+        return (...args: unknown[]) => {
+          if (MUTATIONS.has(prop)) mutations++;
+          else if (prop === "mutate") mutations += args.length;
+          const out = value.apply(target, args);
+          return out === target ? wrapped : out;
+        };
+      },
+    });
+    return wrapped;
   };
 
   const list = <T>(
