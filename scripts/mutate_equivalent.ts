@@ -705,6 +705,61 @@ export const EQUIVALENT: Equivalent[] = [
     why: "Proxmox refuses a replication rate below 1 (MB/s): a rate is absent or at least 1",
   },
   {
+    module: "domain/sync/runner.ts",
+    what: "?? → ||",
+    line: "const tracer = options.tracer ?? noopTracer;",
+    why: "the default of an absent a tracer: an object or function is never falsy",
+  },
+  {
+    module: "domain/sync/runner.ts",
+    what: "?? → ||",
+    line: "const dryRun = (options.syncOptions ?? DEFAULT_SYNC_OPTIONS).dryRun;",
+    why: "the default of an absent options: an object or function is never falsy",
+  },
+  {
+    module: "domain/sync/runner.ts",
+    what: "?? → ||",
+    line: "const metrics = options.metrics ?? noopMetrics;",
+    why: "the default of an absent a metrics port: an object or function is never falsy",
+  },
+  {
+    module: "domain/sync/runner.ts",
+    what: "?? → ||",
+    line: "const now = options.now ?? Date.now;",
+    why: "the default of an absent a clock function: an object or function is never falsy",
+  },
+  {
+    module: "domain/sync/runner.ts",
+    what: "?? → ||",
+    line: "const syncOptions = options.syncOptions ?? DEFAULT_SYNC_OPTIONS;",
+    why: "the default of an absent options: an object or function is never falsy",
+  },
+  {
+    module: "domain/sync/runner.ts",
+    what: "?? → ||",
+    line: "const endpointOptions = options.syncOptionsFor?.(endpoint) ?? syncOptions;",
+    why: "the default of an absent options: an object or function is never falsy",
+  },
+  {
+    module: "domain/sync/runner.ts",
+    what: "?? → ||",
+    line: "const failure = (error ?? {}) as CallFailure & Error;",
+    why: "stages and ports throw Error objects, never a falsy value",
+  },
+  {
+    module: "domain/sync/runner.ts",
+    what: "?? → ||",
+    line: "upstream_status: failure.status ?? null,",
+    why: "an HTTP status is never 0",
+  },
+  {
+    module: "domain/sync/runner.ts",
+    what: "?? → ||",
+    line: "concurrency: options.concurrency ?? 8,",
+    why: "no caller passes a concurrency of 0 (it would stall every mapLimit); the routes and " +
+      "jobs pass none",
+  },
+  {
     module: "domain/jobs/runner.ts",
     what: "?? → ||",
     line: 'const s = typeof value === "string" ? value : JSON.stringify(value) ?? "";',

@@ -12,6 +12,8 @@ import type { StageContext } from "../../../domain/sync/context.ts";
 import type { SyncEndpoint } from "../../../domain/sync/ports.ts";
 import { mergeOptions, optionsFromQuery } from "../../../domain/sync/options.ts";
 import { FakeHypervisor, FakeInventory } from "./_fakes.ts";
+import { noopMetrics } from "../../../infra/metrics.ts";
+import type { SpanAttributes } from "../../../infra/tracing.ts";
 
 const endpoint = (id: number, name: string): SyncEndpoint => ({
   id,
@@ -312,7 +314,7 @@ Deno.test("runner: an optional stage switched off is framed as skipped; an endpo
 });
 
 Deno.test("runner: progress frames are spaced by the clock, the first and last of a count always sent", async () => {
-  let clock = 0;
+  let clock = 10_000;
   const counting = stage("one", (ctx) => {
     for (let i = 0; i <= 10; i++) {
       clock += 125;
@@ -331,7 +333,7 @@ Deno.test("runner: progress frames are spaced by the clock, the first and last o
     progress: { current: 2, total: 10 },
   });
   const completed = steps.find((s) => s.status === "completed");
-  assert.equal(completed.elapsed_ms, 1375);
+  assert.equal(completed.elapsed_ms, 1375, "the stage's own time");
   // No spacing asked for: every frame goes.
   const all = await run([counting], { now: () => clock, progressEveryMs: 0 });
   assert.equal(all.steps.filter((s) => s.status === "progress").length, 11);
@@ -394,4 +396,109 @@ Deno.test("runner: an abort during a stage ends the run cancelled: the stage is 
   const none = await run([later], { signal: before.signal });
   assert.deepEqual(none.steps, []);
   assert.equal(none.complete.message, "Sync cancelled");
+});
+
+Deno.test("runner: metrics and trace spans get each stage's counts and time and the run's outcome", async () => {
+  let clock = 5_000;
+  const ticking = (type: string, add: Partial<StageContext["result"]>, fail = false) =>
+    stage(type, (ctx) => {
+      clock += 2_000;
+      for (const [k, v] of Object.entries(add)) {
+        ctx.result[k as keyof StageContext["result"]] += v as number;
+      }
+      return fail ? Promise.reject(new Error("broken")) : Promise.resolve();
+    });
+  const seen: unknown[][] = [];
+  const metrics = {
+    ...noopMetrics,
+    syncStage: (...a: unknown[]) => void seen.push(["stage", ...a]),
+    syncRun: (...a: unknown[]) => void seen.push(["run", ...a]),
+  };
+  const spans: { name: string; attributes: SpanAttributes; failed?: string; ended: boolean }[] = [];
+  const open = (name: string, attributes: SpanAttributes) => {
+    const span = {
+      name,
+      attributes: { ...attributes },
+      failed: undefined as string | undefined,
+      ended: false,
+    };
+    spans.push(span);
+    return {
+      set: (more: SpanAttributes) => void Object.assign(span.attributes, more),
+      fail: (message: string) => void (span.failed = message),
+      end: () => void (span.ended = true),
+    };
+  };
+  const tracer = {
+    span: async <T>(name: string, a: SpanAttributes, work: (s: any) => Promise<T>) => {
+      const s = open(name, a);
+      try {
+        return await work(s);
+      } finally {
+        s.end();
+      }
+    },
+    start: open,
+  };
+  const { complete } = await run(
+    [ticking("one", { created: 2, unchanged: 1 }), ticking("two", { updated: 1 }, true)],
+    { now: () => clock, metrics, tracer },
+  );
+  assert.equal(complete.ok, false);
+  assert.deepEqual(seen, [
+    ["stage", "one", 2, { created: 2, updated: 0, unchanged: 1, deleted: 0, failed: 0 }, false],
+    ["stage", "two", 2, { created: 0, updated: 1, unchanged: 0, deleted: 0, failed: 1 }, false],
+    ["run", "failed", 4, false],
+  ]);
+  assert.deepEqual(spans.map((s) => [s.name, s.failed, s.ended]), [
+    ["sync.run", "Sync finished with 1 error(s)", true],
+    ["sync.stage one", undefined, true],
+    ["sync.stage two", "1 failed", true],
+  ]);
+  assert.deepEqual(spans[0].attributes, {
+    "bridgebox.sync.stages": "one,two",
+    "bridgebox.sync.endpoints": 1,
+    "bridgebox.sync.dry_run": false,
+    "bridgebox.sync.created": 2,
+    "bridgebox.sync.updated": 1,
+    "bridgebox.sync.failed": 1,
+  });
+  assert.deepEqual(spans[1].attributes, {
+    "bridgebox.sync.stage": "one",
+    "bridgebox.sync.created": 2,
+    "bridgebox.sync.updated": 0,
+    "bridgebox.sync.unchanged": 1,
+    "bridgebox.sync.deleted": 0,
+    "bridgebox.sync.failed": 0,
+  });
+
+  // A run that goes well is no failed span; a cancelled one says so; a dry run is labelled.
+  seen.length = 0;
+  spans.length = 0;
+  const controller = new AbortController();
+  await run([
+    ticking("one", {}),
+    stage("two", () => {
+      controller.abort();
+      return Promise.resolve();
+    }),
+  ], {
+    now: () => clock,
+    metrics,
+    tracer,
+    signal: controller.signal,
+    syncOptions: mergeOptions(optionsFromQuery({ dry_run: "true" })),
+  });
+  assert.deepEqual(seen.map((s) => [s[0], s[1], s.at(-1)]), [
+    ["stage", "one", true],
+    ["run", "cancelled", true],
+  ]);
+  assert.deepEqual(spans.map((s) => [s.name, s.failed, s.ended]), [
+    ["sync.run", "Dry run, nothing written: Sync cancelled", true],
+    ["sync.stage one", undefined, true],
+    ["sync.stage two", "cancelled", true],
+  ]);
+  spans.length = 0;
+  await run([ticking("one", {})], { now: () => clock, tracer });
+  assert.deepEqual(spans.map((s) => s.failed), [undefined, undefined]);
 });
