@@ -9,10 +9,11 @@
  * Whole inventory objects are read per slice of guests, written, and let go.
  */
 import { mapLimit, memo, type StageContext } from "./context.ts";
-import { clusterBase, PATHS } from "./base.ts";
+import { clusterBase, PATHS, SYNCED_TAG } from "./base.ts";
 import type { ClusterResource, GuestConfig } from "./proxmox.ts";
 import { refId } from "./reconcile.ts";
 import type { InventoryObject } from "./ports.ts";
+import { assignedTo, childrenOf } from "./owned.ts";
 
 export interface Guest extends ClusterResource {
   config: GuestConfig;
@@ -23,6 +24,12 @@ export const SLICE = 500;
 
 /** Ids per list request that names them (`id=…`, `virtual_machine_id=…`): URLs stay < 4 KiB. */
 const IDS_PER_REQUEST = 100;
+
+/**
+ * Requests of one read by ids in flight at once: the inventory answers one while the next is on
+ * its way (its own reads wait on storage), where one at a time left the app idle between them.
+ */
+const REQUESTS_IN_FLIGHT = 4;
 
 /** Every guest of the endpoint, sorted by vmid, each kept as the JSON text of a `Guest`. */
 export interface GuestList {
@@ -108,8 +115,10 @@ export async function eachPage(
 
 /**
  * The objects of `path` whose `field` (`id`, `virtual_machine_id`, `assigned_object_id`) is
- * one of `ids`, read IDS_PER_REQUEST ids per request, with `filters` besides. Ids a dry run
- * made up (negative) are asked for apart: the inventory has none of them.
+ * one of `ids`, read IDS_PER_REQUEST ids per request (REQUESTS_IN_FLIGHT at a time), with
+ * `filters` besides. Ids a dry run made up (negative) are asked for apart: the inventory has
+ * none of them. The answer is in request order (each request's objects as the inventory gave
+ * them), whatever order the answers came in.
  */
 export async function listByIds(
   ctx: StageContext,
@@ -119,14 +128,65 @@ export async function listByIds(
   filters: Record<string, string | string[]> = {},
 ): Promise<InventoryObject[]> {
   const all = [...new Set(ids)].sort((a, b) => a - b);
-  const out: InventoryObject[] = [];
+  const batches: string[][] = [];
   for (const group of [all.filter((id) => id < 0), all.filter((id) => id >= 0)]) {
     for (let i = 0; i < group.length; i += IDS_PER_REQUEST) {
-      const batch = group.slice(i, i + IDS_PER_REQUEST).map(String);
-      out.push(...await ctx.inv.list(path, { ...filters, [field]: batch }, ctx.signal));
+      batches.push(group.slice(i, i + IDS_PER_REQUEST).map(String));
     }
   }
-  return out;
+  const pages = await mapLimit(
+    batches,
+    REQUESTS_IN_FLIGHT,
+    ctx.signal,
+    (batch) => ctx.inv.list(path, { ...filters, [field]: batch }, ctx.signal),
+  );
+  return pages.flat();
+}
+
+/**
+ * NetBox's dynamic `fields` (4.0+): only what a stage compares and writes is rendered, never
+ * the counts and nested objects it does not read (a VM interface's address counts, a disk's
+ * nested VM form). An inventory that ignores `fields` answers whole objects, which hold them.
+ */
+export function onlyFields(fields: readonly string[]): { fields: string } {
+  return { fields: fields.join(",") };
+}
+
+/**
+ * The sync's own children (its tag) on `path` of a slice's `parents` (inventory VM ids), keyed
+ * `${parent}:${name}` (owned.ts `childrenOf`), with only `fields`: the one read the vm-disks,
+ * vm-interfaces and ip-addresses stages make of each slice's disks and interfaces.
+ */
+export async function sliceChildren(
+  ctx: StageContext,
+  path: string,
+  parents: ReadonlySet<number>,
+  fields: readonly string[],
+): Promise<Map<string, InventoryObject>> {
+  const found = await listByIds(ctx, path, "virtual_machine_id", parents, {
+    tag: SYNCED_TAG,
+    ...onlyFields(fields),
+  });
+  return childrenOf(found, "virtual_machine", parents);
+}
+
+/**
+ * The sync's own objects on `path` (MAC and IP addresses) assigned to `interfaces` of `type`,
+ * keyed `${interfaceId}:${valueOf(object)}` (owned.ts `assignedTo`), with only `fields`.
+ */
+export async function sliceAssigned(
+  ctx: StageContext,
+  path: string,
+  type: string,
+  interfaces: ReadonlySet<number>,
+  fields: readonly string[],
+  valueOf: (o: InventoryObject) => string,
+): Promise<Map<string, InventoryObject>> {
+  const found = await listByIds(ctx, path, "assigned_object_id", interfaces, {
+    tag: SYNCED_TAG,
+    ...onlyFields(fields),
+  });
+  return assignedTo(found, type, interfaces, valueOf);
 }
 
 export interface SyncStateIndex {
@@ -143,7 +203,11 @@ export function syncStates(ctx: StageContext): Promise<SyncStateIndex> {
     const ids = new Map<number, number>();
     const vms = new Map<number, number>();
     const firstId = new Map<number, number>();
-    await eachPage(ctx, PATHS.syncState, { endpoint_id: String(base.pluginEndpoint) }, (page) => {
+    const filters = {
+      endpoint_id: String(base.pluginEndpoint),
+      ...onlyFields(["id", "vmid", "virtual_machine"]),
+    };
+    await eachPage(ctx, PATHS.syncState, filters, (page) => {
       for (const s of page) {
         const vmid = Number(s.vmid);
         // Later duplicates lose: the first record by id wins.
@@ -164,7 +228,8 @@ export function clusterVmNames(ctx: StageContext): Promise<Map<number, string>> 
   return memo(ctx, "cluster-vms", async () => {
     const base = await clusterBase(ctx);
     const names = new Map<number, string>();
-    await eachPage(ctx, PATHS.vms, { cluster_id: String(base.cluster) }, (page) => {
+    const filters = { cluster_id: String(base.cluster), ...onlyFields(["id", "name", "cluster"]) };
+    await eachPage(ctx, PATHS.vms, filters, (page) => {
       for (const vm of page) {
         if (refId(vm.cluster) === base.cluster) names.set(vm.id, String(vm.name));
       }
@@ -192,14 +257,18 @@ export function vmAnchors(ctx: StageContext): Promise<Map<number, number>> {
   return ownedVms(ctx);
 }
 
-/** The inventory VMs of `ids` that are still in this endpoint's cluster, by id. */
+/**
+ * The inventory VMs of `ids` that are still in this endpoint's cluster, by id; `view` narrows
+ * what is rendered (`fields`, `omit`), `cluster` is always asked for.
+ */
 export async function vmsById(
   ctx: StageContext,
   ids: Iterable<number>,
+  view: { fields?: string; omit?: string } = {},
 ): Promise<Map<number, InventoryObject>> {
   const base = await clusterBase(ctx);
   const out = new Map<number, InventoryObject>();
-  for (const vm of await listByIds(ctx, PATHS.vms, "id", ids)) {
+  for (const vm of await listByIds(ctx, PATHS.vms, "id", ids, view)) {
     if (refId(vm.cluster) === base.cluster && !out.has(vm.id)) out.set(vm.id, vm);
   }
   return out;

@@ -135,8 +135,17 @@ export class PlanningInventory implements InventoryApi {
     }
   }
 
-  #remember(path: string, objects: InventoryObject[]) {
-    for (const o of objects) this.#known.set(`${path}#${o.id}`, o);
+  /**
+   * Keeps what the run saw of each object, for the plan's "old → new". A list of some fields
+   * only (NetBox's `fields`: the stages' sliced reads, the edit re-check) adds to what is known
+   * of an object instead of replacing it.
+   */
+  #remember(path: string, objects: InventoryObject[], partial = false) {
+    for (const o of objects) {
+      const key = `${path}#${o.id}`;
+      const known = partial ? this.#known.get(key) : undefined;
+      this.#known.set(key, known ? { ...known, ...o } : o);
+    }
   }
 
   #record(item: Omit<PlanItem, "step">) {
@@ -152,9 +161,9 @@ export class PlanningInventory implements InventoryApi {
   async list(path: string, filters: Record<string, string | string[]>, signal?: AbortSignal) {
     // An object only this dry run made has no children upstream yet.
     const found = hasNegativeId(filters) ? [] : await this.inner.list(path, filters, signal);
+    const partial = "fields" in filters || "omit" in filters;
     if (!this.dryRun) {
-      // A list of some fields only (the edit re-check's `fields=`) describes no whole object.
-      if (!("fields" in filters)) this.#remember(path, found);
+      this.#remember(path, found, partial);
       return found;
     }
     // A dry run sees its own writes: what it patched, deleted, and would have made.
@@ -162,7 +171,7 @@ export class PlanningInventory implements InventoryApi {
       const patch = this.#patches.get(`${path}#${o.id}`);
       return patch ? { ...o, ...patch } as InventoryObject : o;
     });
-    this.#remember(path, seen);
+    this.#remember(path, seen, partial);
     const made = [...(this.#made.get(path)?.values() ?? [])].filter((o) => matches(o, filters));
     return [...seen, ...made];
   }

@@ -7,12 +7,19 @@
  */
 import { mapLimit, type StageContext } from "../context.ts";
 import { PATHS, syncTags } from "../base.ts";
-import { type Guest, guests, listByIds, vmAnchors, vmsById } from "../guests.ts";
+import {
+  type Guest,
+  guests,
+  onlyFields,
+  sliceAssigned,
+  sliceChildren,
+  vmAnchors,
+  vmsById,
+} from "../guests.ts";
 import { containerDnsName, dnsName, guestNics, propertyString } from "../proxmox.ts";
 import { changes, deleteOrphans, type Desired, reconcile, refId } from "../reconcile.ts";
 import { createdThisRun } from "./virtual_machines.ts";
 import { primaryIps } from "../options.ts";
-import { assignedTo, childrenOf } from "../owned.ts";
 import { VM_IFACE } from "./vm_interfaces.ts";
 import type { InventoryObject } from "../ports.ts";
 import { adoptOrReport } from "../address_space.ts";
@@ -30,6 +37,23 @@ export function usableAddress(cidr: string): boolean {
 }
 
 const isV6 = (cidr: string) => cidr.includes(":");
+
+/**
+ * What the stage reads: of an interface, where it hangs (its addresses' anchor); of an address,
+ * what it compares and writes; of a VM, its primary IPs (and its name, which a plan shows).
+ */
+const ANCHOR_FIELDS = ["id", "virtual_machine", "name"];
+const IP_FIELDS = [
+  "id",
+  "address",
+  "status",
+  "dns_name",
+  "assigned_object_type",
+  "assigned_object_id",
+  "tags",
+  "last_updated",
+];
+const PRIMARY_IP_FIELDS = ["id", "name", "cluster", "primary_ip4", "primary_ip6", "last_updated"];
 
 function agentEnabled(config: Record<string, unknown>): boolean {
   const props = propertyString(config.agent);
@@ -135,19 +159,15 @@ async function syncSlice(
 ): Promise<{ count: number; postponed: Guest[] }> {
   const present = slice.filter((g) => anchors.has(g.vmid));
   const parents = new Set(present.map((g) => anchors.get(g.vmid)!));
-  const ifaces = childrenOf(
-    await listByIds(ctx, PATHS.vmInterfaces, "virtual_machine_id", parents, {
-      tag: "bridgebox-synced",
-    }),
-    "virtual_machine",
-    parents,
-  );
+  const ifaces = await sliceChildren(ctx, PATHS.vmInterfaces, parents, ANCHOR_FIELDS);
   const perGuest = await mapLimit(present, ctx.concurrency, ctx.signal, (g) => addressesOf(ctx, g));
   const ifaceIds = new Set([...ifaces.values()].map((i) => i.id));
-  const existing = assignedTo(
-    await listByIds(ctx, PATHS.ips, "assigned_object_id", ifaceIds, { tag: "bridgebox-synced" }),
+  const existing = await sliceAssigned(
+    ctx,
+    PATHS.ips,
     VM_IFACE,
     ifaceIds,
+    IP_FIELDS,
     (ip) => addressKey(String(ip.address)),
   );
   const desired: Desired[] = [];
@@ -216,7 +236,7 @@ async function syncSlice(
   // Primary IPs on the VMs (before old addresses go: a primary IP cannot be deleted).
   const vmExisting = new Map<string, InventoryObject>();
   const vmDesired: Desired[] = [];
-  const vms = await vmsById(ctx, parents);
+  const vms = await vmsById(ctx, parents, onlyFields(PRIMARY_IP_FIELDS));
   for (const g of present) {
     const vm = vms.get(anchors.get(g.vmid)!);
     if (!vm || postponed.has(g)) continue;

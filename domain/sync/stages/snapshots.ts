@@ -7,7 +7,7 @@
 import { mapLimit, type StageContext } from "../context.ts";
 import { clusterBase, PATHS } from "../base.ts";
 import { nodeIndex } from "./devices.ts";
-import { eachPage, guests, listByIds, SLICE, vmAnchors } from "../guests.ts";
+import { eachPage, guests, listByIds, onlyFields, SLICE, vmAnchors } from "../guests.ts";
 import { type Desired, indexBy, reconcile } from "../reconcile.ts";
 import { epochToIso } from "../proxmox.ts";
 
@@ -31,7 +31,7 @@ export async function syncSnapshots(ctx: StageContext): Promise<void> {
   const anchors = await vmAnchors(ctx);
   const endpoint = { endpoint_id: String(base.pluginEndpoint) };
   const recorded = new Set<number>();
-  await eachPage(ctx, PATHS.snapshots, endpoint, (page) => {
+  await eachPage(ctx, PATHS.snapshots, { ...endpoint, ...onlyFields(["id", "vmid"]) }, (page) => {
     for (const s of page) recorded.add(Number(s.vmid));
   });
   /** The records of `vmids` (those that have any), by vmid + name (the first by id wins). */

@@ -13,6 +13,7 @@ import {
   type Guest,
   guests,
   listByIds,
+  onlyFields,
   ownedVms,
   SLICE,
   type SyncStateIndex,
@@ -344,6 +345,10 @@ export async function syncVirtualMachines(ctx: StageContext): Promise<void> {
     const objects = await vmsById(
       ctx,
       vmids.map((vmid) => owned.get(vmid)).filter((id) => id !== undefined) as number[],
+      // Whole VMs but their interface count (a count per VM, never compared): an edit report
+      // names every field an admin changed meanwhile (docs/sync.md, "Edits made while a run
+      // writes"). The disk count stays: it decides whether `disk` is written.
+      { omit: "interface_count" },
     );
     const existing = new Map<string, InventoryObject>();
     for (const vmid of vmids) {
@@ -395,6 +400,20 @@ export async function syncVirtualMachines(ctx: StageContext): Promise<void> {
   ctx.progress(list.count, list.count, `${list.count} virtual machines synced`);
 }
 
+/** What the stage reads of a sync-state record: what it compares and writes. */
+const STATE_FIELDS = [
+  "id",
+  "endpoint",
+  "vmid",
+  "vm_type",
+  "virtual_machine",
+  "node_name",
+  "name",
+  "status",
+  "config_digest",
+  "last_updated",
+];
+
 /** The sync-state records of `vmids` (those this endpoint has), by vmid. */
 async function statesOf(
   ctx: StageContext,
@@ -403,7 +422,8 @@ async function statesOf(
 ): Promise<Map<string, InventoryObject>> {
   const ids = vmids.map((vmid) => states.ids.get(vmid)).filter((id) => id !== undefined);
   const byId = new Map(
-    (await listByIds(ctx, PATHS.syncState, "id", ids as number[])).map((s) => [s.id, s]),
+    (await listByIds(ctx, PATHS.syncState, "id", ids as number[], onlyFields(STATE_FIELDS)))
+      .map((s) => [s.id, s]),
   );
   const out = new Map<string, InventoryObject>();
   for (const vmid of vmids) {

@@ -6,11 +6,21 @@
  */
 import type { StageContext } from "../context.ts";
 import { PATHS, syncTags } from "../base.ts";
-import { guests, listByIds, vmAnchors } from "../guests.ts";
+import { guests, sliceChildren, vmAnchors } from "../guests.ts";
 import { guestDisks } from "../proxmox.ts";
 import { type Desired, reconcile } from "../reconcile.ts";
 import { createOnlyFields } from "../options.ts";
-import { childrenOf } from "../owned.ts";
+
+/** What the stage reads of a disk: what it compares and writes, and the edit check's stamp. */
+const DISK_FIELDS = [
+  "id",
+  "virtual_machine",
+  "name",
+  "size",
+  "description",
+  "tags",
+  "last_updated",
+];
 
 /** Slice by slice of guests (guests.ts): one slice's disks are read, written, and let go. */
 export async function syncVmDisks(ctx: StageContext): Promise<void> {
@@ -25,13 +35,7 @@ export async function syncVmDisks(ctx: StageContext): Promise<void> {
   for (const slice of list.slices()) {
     const present = slice.filter((g) => anchors.has(g.vmid));
     const parents = new Set(present.map((g) => anchors.get(g.vmid)!));
-    const existing = childrenOf(
-      await listByIds(ctx, PATHS.disks, "virtual_machine_id", parents, {
-        tag: "bridgebox-synced",
-      }),
-      "virtual_machine",
-      parents,
-    );
+    const existing = await sliceChildren(ctx, PATHS.disks, parents, DISK_FIELDS);
     const desired: Desired[] = present.flatMap((g) => {
       const vm = anchors.get(g.vmid)!;
       return guestDisks(g.type, g.config).map((d) => ({

@@ -5,13 +5,35 @@
  */
 import type { StageContext } from "../context.ts";
 import { clusterBase, PATHS, syncTags } from "../base.ts";
-import { type Guest, guests, listByIds, vmAnchors } from "../guests.ts";
+import { type Guest, guests, sliceAssigned, sliceChildren, vmAnchors } from "../guests.ts";
 import { guestNics } from "../proxmox.ts";
 import { createOnlyFields } from "../options.ts";
 import { deleteOrphans, type Desired, reconcile, refId } from "../reconcile.ts";
-import { assignedTo, childrenOf, ensureVlans } from "../owned.ts";
+import { ensureVlans } from "../owned.ts";
 
 export const VM_IFACE = "virtualization.vminterface";
+
+/** What the stage reads of an interface and of a MAC address (what it compares and writes). */
+const IFACE_FIELDS = [
+  "id",
+  "virtual_machine",
+  "name",
+  "enabled",
+  "description",
+  "mode",
+  "untagged_vlan",
+  "primary_mac_address",
+  "tags",
+  "last_updated",
+];
+const MAC_FIELDS = [
+  "id",
+  "mac_address",
+  "assigned_object_type",
+  "assigned_object_id",
+  "tags",
+  "last_updated",
+];
 
 /**
  * Slice by slice of guests (guests.ts): one slice's interfaces and MAC addresses are read,
@@ -53,13 +75,7 @@ async function syncSlice(
   const present = slice.filter((g) => anchors.has(g.vmid));
   const parents = new Set(present.map((g) => anchors.get(g.vmid)!));
   const nics = present.map((g) => ({ g, nics: guestNics(g.type, g.config) }));
-  const existing = childrenOf(
-    await listByIds(ctx, PATHS.vmInterfaces, "virtual_machine_id", parents, {
-      tag: "bridgebox-synced",
-    }),
-    "virtual_machine",
-    parents,
-  );
+  const existing = await sliceChildren(ctx, PATHS.vmInterfaces, parents, IFACE_FIELDS);
   // Interfaces are named by the Proxmox key (`net0`) for containers too; one an earlier version
   // named by the container's `name=` (`eth0`) is renamed, not made again.
   for (const { g, nics: n } of nics) {
@@ -100,10 +116,12 @@ async function syncSlice(
 
   // MAC addresses, one per interface, made the interface's primary MAC.
   const ifaceIds = new Set([...ifaces.objects.values()].map((i) => i.id));
-  const macs = assignedTo(
-    await listByIds(ctx, PATHS.macs, "assigned_object_id", ifaceIds, { tag: "bridgebox-synced" }),
+  const macs = await sliceAssigned(
+    ctx,
+    PATHS.macs,
     VM_IFACE,
     ifaceIds,
+    MAC_FIELDS,
     (m) => String(m.mac_address).toUpperCase(),
   );
   const macDesired: Desired[] = nics.flatMap(({ g, nics: n }) => {

@@ -27,7 +27,12 @@ export class FakeInventory implements InventoryApi {
     return this.all("extras/tags/").find((t) => t.slug === slug)?.id;
   }
 
-  list(path: string, filters: Record<string, string | string[]>) {
+  /**
+   * NetBox's list: filters, then `fields` (only those, as NetBox 4 renders them) or `omit`, so
+   * a stage that reads a field it did not ask for finds it missing here as it would there.
+   */
+  list(path: string, query: Record<string, string | string[]>) {
+    const { fields, omit, ...filters } = query;
     const rows = this.all(path).filter((o) =>
       Object.entries(filters).every(([k, v]) => {
         const values = (Array.isArray(v) ? v : [v]).map(String);
@@ -44,7 +49,18 @@ export class FakeInventory implements InventoryApi {
         return values.includes(String(o[k]));
       })
     );
-    return Promise.resolve(structuredClone(rows));
+    const names = (v: string | string[] | undefined) =>
+      v === undefined ? null : new Set(String(v).split(",").map((n) => n.trim()));
+    const only = names(fields);
+    const dropped = names(omit);
+    const shown = rows.map((o) =>
+      only || dropped
+        ? Object.fromEntries(
+          Object.entries(o).filter(([k]) => only ? only.has(k) : !dropped!.has(k)),
+        ) as InventoryObject
+        : o
+    );
+    return Promise.resolve(structuredClone(shown));
   }
 
   #refused(path: string, bodies: InventoryBody[]) {

@@ -1,0 +1,134 @@
+/**
+ * What the sliced guest stages ask the inventory for (docs/sync.md, "Re-runs"): each slice's
+ * disks, interfaces, MAC and IP addresses with only the fields the stage compares and writes
+ * (NetBox's `fields`), several requests of 100 parents in flight, and a re-run that finds
+ * nothing to write from those narrowed answers. Over the in-memory fakes: FakeInventory renders
+ * `fields` as NetBox does (only those), so a field a stage uses without asking for it is missing.
+ */
+import assert from "node:assert/strict";
+import { FakeHypervisor, FakeInventory, smallCluster } from "./_fakes.ts";
+import { runSync, STAGES } from "../../../domain/sync/runner.ts";
+import type { SyncEndpoint } from "../../../domain/sync/ports.ts";
+import { SLICE } from "../../../domain/sync/guests.ts";
+
+const LAB: SyncEndpoint = {
+  id: 1,
+  name: "lab (inv:7)",
+  ip: "10.0.0.1",
+  port: 8006,
+  use_https: true,
+  verify_ssl: false,
+  username: "root@pam",
+};
+const GUEST_STAGES = STAGES.filter((s) =>
+  ["devices", "virtual-machines", "vm-disks", "vm-snapshots", "vm-interfaces", "ip-addresses"]
+    .includes(s.type)
+);
+/** A slice and a half: the first slice's reads of 500 parents go in five requests. */
+const GUESTS = SLICE + SLICE / 2;
+
+/** Guests 1..GUESTS, each with a disk, a NIC with a MAC and a static address. */
+function cluster() {
+  const data = smallCluster();
+  const resources = [];
+  for (let vmid = 1; vmid <= GUESTS; vmid++) {
+    resources.push({ vmid, name: `vm-${vmid}`, node: "n1", type: "qemu", status: "running" });
+    const mac = `BC:24:11:00:${(vmid >> 8).toString(16).padStart(2, "0")}:${
+      (vmid & 255).toString(16).padStart(2, "0")
+    }`.toUpperCase();
+    data[`/nodes/n1/qemu/${vmid}/config`] = {
+      name: `vm-${vmid}`,
+      memory: 1024,
+      cores: 1,
+      scsi0: `local:vm-${vmid}-disk-0,size=8G`,
+      net0: `virtio=${mac},bridge=vmbr0,tag=${10 + (vmid % 3)}`,
+      ipconfig0: `ip=10.${vmid >> 8}.${vmid & 255}.1/16`,
+    };
+  }
+  data["/cluster/resources"] = resources;
+  return data;
+}
+
+/** The fake, recording each list call and how many were in flight at once. */
+class WatchedInventory extends FakeInventory {
+  readonly lists: { path: string; filters: Record<string, string | string[]> }[] = [];
+  inFlight = 0;
+  mostInFlight = 0;
+  override async list(path: string, filters: Record<string, string | string[]>) {
+    this.lists.push({ path, filters });
+    this.inFlight++;
+    this.mostInFlight = Math.max(this.mostInFlight, this.inFlight);
+    try {
+      // Answered on a later turn, as a socket answers: a caller that waits for each answer
+      // before asking the next never has two in flight, whatever the machine's speed.
+      await Promise.resolve();
+      return await super.list(path, filters);
+    } finally {
+      this.inFlight--;
+    }
+  }
+}
+
+async function run(inv: FakeInventory) {
+  const complete = await runSync({
+    stages: GUEST_STAGES,
+    endpoints: [LAB],
+    hypervisor: () => new FakeHypervisor(cluster()),
+    inventory: inv,
+    emit: () => {},
+    signal: new AbortController().signal,
+    now: () => Date.UTC(2026, 0, 1),
+  });
+  assert.equal(complete.ok, true, JSON.stringify(complete.errors));
+  return complete;
+}
+
+Deno.test("sliced reads: each slice's children are asked with only the fields their stage compares, several requests in flight; the re-run writes nothing", async () => {
+  const inv = new WatchedInventory();
+  inv.table("plugins/service/endpoints/hypervisor/").set(7, { id: 7, name: "lab" });
+  await run(inv);
+  assert.equal(inv.all("virtualization/virtual-disks/").length, GUESTS);
+  assert.equal(inv.all("ipam/ip-addresses/").length, GUESTS);
+
+  inv.lists.length = 0;
+  inv.mostInFlight = 0;
+  const writes = inv.writes.length;
+  const again = await run(inv);
+  assert.deepEqual(inv.writes.slice(writes), [], "an unchanged re-run writes nothing");
+  assert.equal(again.result.created + again.result.updated + again.result.deleted, 0);
+
+  // The children of a slice: by parent, with the sync's tag, and `fields` naming what the
+  // stage reads (no counts, no nested forms it never looks at).
+  const sliced: Record<string, string> = {
+    "virtualization/virtual-disks/": "virtual_machine_id",
+    "virtualization/interfaces/": "virtual_machine_id",
+    "dcim/mac-addresses/": "assigned_object_id",
+    "ipam/ip-addresses/": "assigned_object_id",
+  };
+  const childReads = inv.lists.filter((l) => sliced[l.path]);
+  assert.ok(childReads.length >= 4 * 2, `${childReads.length} child reads`);
+  for (const { path, filters } of childReads) {
+    assert.ok(Array.isArray(filters[sliced[path]]), `${path} read by ${sliced[path]}`);
+    assert.equal(filters.tag, "bridgebox-synced");
+    const fields = String(filters.fields ?? "").split(",");
+    assert.ok(fields.includes("id") && fields.length > 1, `${path} asks fields: ${filters.fields}`);
+    assert.ok(!fields.includes("custom_fields"), `${path} never asks custom fields`);
+  }
+  // A slice's VMs and sync-states by id: the VM stage without the interface count, the
+  // ip-addresses stage its primary IPs only; sync-states their compared fields.
+  const vmReads = inv.lists.filter((l) =>
+    l.path === "virtualization/virtual-machines/" && Array.isArray(l.filters.id)
+  );
+  assert.ok(vmReads.some((l) => l.filters.omit === "interface_count"), "VM stage's read");
+  assert.ok(
+    vmReads.some((l) => String(l.filters.fields).split(",").includes("primary_ip4")),
+    "ip-addresses stage's read",
+  );
+  assert.ok(vmReads.every((l) => l.filters.omit !== undefined || l.filters.fields !== undefined));
+  const stateReads = inv.lists.filter((l) =>
+    l.path === "plugins/service/vm-sync-state/" && Array.isArray(l.filters.id)
+  );
+  assert.ok(stateReads.length > 0 && stateReads.every((l) => l.filters.fields !== undefined));
+  // The first slice's 500 parents go in five requests, several of them at once.
+  assert.ok(inv.mostInFlight >= 4, `at most ${inv.mostInFlight} request(s) in flight`);
+});
