@@ -910,4 +910,10 @@ export const EQUIVALENT: Equivalent[] = [
     why: "a lease of 0 ms is never configured (the routes pass DEFAULT_LEASE_MS or a test's " +
       "positive value)",
   },
+  {
+    module: "routes/ui/mod.ts",
+    what: "?? → ||",
+    line: "idleTimeoutMs: deps.terminalIdleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS,",
+    why: "a test seam (deps.terminalIdleTimeoutMs) no deployment sets; tests pass a positive value",
+  },
 ];

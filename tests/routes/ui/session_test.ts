@@ -39,6 +39,16 @@ Deno.test("console: the session cookie is HttpOnly, SameSite=Strict, and holds n
   const h = await consoleHarness();
   try {
     const c = h.client();
+    // The sign-in form's own CSRF cookie is held the same way.
+    const form = await h.app.request(ORIGIN + "/ui/login");
+    await form.body?.cancel();
+    const formCookie = form.headers.getSetCookie().find((s) =>
+      s.startsWith("bridgebox_login_csrf=")
+    );
+    assert.ok(formCookie, form.headers.getSetCookie().join(" | "));
+    assert.match(formCookie, /HttpOnly/);
+    assert.match(formCookie, /SameSite=Strict/);
+    assert.match(formCookie, /Path=\/ui/);
     const login = await c.get("/ui/login");
     const csrf = /name="_login_csrf" value="([^"]+)"/.exec(login.html)![1];
     const res = await h.app.request(ORIGIN + "/ui/login", {
