@@ -131,7 +131,10 @@ Deno.test("e2e sync edits: a 412 on the guarded write re-reads and applies the p
       hook.when = (method, url) => method === "PATCH" && url.pathname === `${VMS}${vm.id}/`;
       hook.before = () => admin(world, vm.id, { vcpus: 9, description: "second edit" });
     };
-    const done = completeOf(await world.stream("/full-update/stream?overwrite_descriptions=false"));
+    // plan=true: the run's record lists what it wrote, the refused (412) attempt not.
+    const done = completeOf(
+      await world.stream("/full-update/stream?overwrite_descriptions=false&plan=true"),
+    );
     assert.equal(done.ok, true, JSON.stringify(done));
     assert.equal(hook.when, null, "both hooks ran");
     const after =
@@ -147,6 +150,17 @@ Deno.test("e2e sync edits: a 412 on the guarded write re-reads and applies the p
     assert.match(
       done.edited[0].detail,
       /wrote memory, vcpus; kept the edit of comments, description/,
+    );
+    const written = done.plan.filter((i: { path: string; id: number }) =>
+      i.path === "virtualization/virtual-machines/" && i.id === vm.id
+    );
+    assert.deepEqual(
+      written.map((i: { action: string; changes: Record<string, { new: unknown }> }) => [
+        i.action,
+        Number(i.changes.vcpus?.new),
+        i.changes.memory?.new,
+      ]),
+      [["update", Number(vm.vcpus), 3072]],
     );
   } finally {
     await world.close();
