@@ -37,6 +37,18 @@ Deno.test("proxmox: sizes in MiB, CD-ROMs as size-0 disks, in natural order", ()
     ["rootfs", "mp0"],
   );
   assert.ok(naturalOrder("net2", "net10") < 0);
+  // A disk Proxmox lists without a size (a passed-through device) is a disk of size 0; a size
+  // it cannot have is 0 too, never a failed stage.
+  assert.deepEqual(
+    guestDisks("qemu", { scsi1: "/dev/disk/by-id/ata-ST4000-Z1Z0", sata0: "local:x,size=12X" })
+      .map((d) => [d.name, d.sizeMb]),
+    [["sata0", 0], ["scsi1", 0]],
+  );
+  assert.equal(sizeInMb(undefined), 0);
+  assert.equal(sizeInMb(""), 0);
+  assert.equal(sizeInMb(" 2g "), 2048);
+  assert.equal(sizeInMb("1.5G"), 1536);
+  assert.equal(sizeInMb("2048K"), 2);
 });
 
 Deno.test("proxmox: NICs with MAC, VLAN tag and static addresses", () => {
