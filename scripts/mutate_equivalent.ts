@@ -387,6 +387,34 @@ export const EQUIVALENT: Equivalent[] = [
       "path gives the same page and count, reading the keys before the bound too",
   },
   {
+    module: "domain/netbox/engine/write.ts",
+    what: "=== → !==",
+    line: 'else if (f.type === "m2m" && Array.isArray(data[name])) {',
+    why: "the bulk prefetch of referenced records: without it each m2m member is read when it " +
+      "is resolved, with the same answer (found, or the same not-found error)",
+  },
+  {
+    module: "domain/netbox/engine/write.ts",
+    what: "remove line",
+    line: "if (inputs.length === 0) return { ok: true, value: [] };",
+    why: "a shortcut: an empty bulk create without it allocates no id, prepares and commits " +
+      "nothing and answers the same 201 []",
+  },
+  {
+    module: "domain/netbox/engine/write.ts",
+    what: "remove line",
+    line: "if (!model || !core.registry.has(model)) return;",
+    why: "the bulk prefetch's guard: an unknown model (a bogus assigned_object_type) is then " +
+      "read from the store, which holds none of it; validation refuses the type either way",
+  },
+  {
+    module: "domain/netbox/engine/lookups.ts",
+    what: "?? → ||",
+    line: 'return pattern.ok && pattern.test(String(v ?? ""), meter);',
+    why: "differs only for a value of 0 or false; NetBox offers __regex on text fields only, " +
+      "whose values are strings (an empty one is falsy both ways)",
+  },
+  {
     module: "domain/netbox/engine/prepare.ts",
     what: "?? → ||",
     line: ": (f.models ?? []).includes(String(t));",

@@ -77,8 +77,8 @@ export async function dropRef(
   field: string,
   targetId: number,
 ): Promise<void> {
-  const f = field === "tags" ? TAGS_FIELD : core.registry.definition(model).fields[field];
-  if (!f) return;
+  // Callers name a field of the model (refsOf, the registry's referrers) or "tags".
+  const f = field === "tags" ? TAGS_FIELD : core.registry.definition(model).fields[field]!;
   await patchStored(core, model, id, (cur) => {
     if (f.type === "m2m") {
       const list = Array.isArray(cur[field]) ? cur[field] as number[] : [];

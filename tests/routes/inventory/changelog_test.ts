@@ -35,7 +35,16 @@ Deno.test("create, update and delete of one object: three entries with NetBox's 
       changelog_message: ["This field may not be null."],
     }]);
     assert.equal((await inv.call("GET", url)).body.comments, "");
-    await inv.call("PATCH", url, { comments: "edited", changelog_message: "admin fix" });
+    // One update of a text, a null reference and a list: the stored pre-data keeps all three.
+    const tenant = await inv.call("POST", "/api/tenancy/tenants/", { name: "T", slug: "t" });
+    await inv.call("POST", "/api/extras/tags/", { name: "gold", slug: "gold" });
+    const patched = await inv.call("PATCH", url, {
+      comments: "edited",
+      tenant: tenant.body.id,
+      tags: [{ slug: "pve" }, { slug: "gold" }],
+      changelog_message: "admin fix",
+    });
+    assert.equal(patched.status, 200, JSON.stringify(patched.body));
     const query = `?changed_object_type=virtualization.virtualmachine&changed_object_id=${vm}`;
     const beforeDelete = await inv.call("GET", CHANGES + query);
     assert.equal(beforeDelete.body.count, 2);
@@ -74,6 +83,10 @@ Deno.test("create, update and delete of one object: three entries with NetBox's 
     assert.equal(update.message, "admin fix");
     assert.equal(update.prechange_data.comments, "");
     assert.equal(update.postchange_data.comments, "edited");
+    assert.equal(update.prechange_data.tenant, null);
+    assert.equal(update.postchange_data.tenant, tenant.body.id);
+    assert.deepEqual(update.prechange_data.tags, ["pve"]);
+    assert.deepEqual([...update.postchange_data.tags].sort(), ["gold", "pve"]);
 
     const deleted = await inv.call("DELETE", url, { changelog_message: "retired" });
     assert.equal(deleted.status, 204);
