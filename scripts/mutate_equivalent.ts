@@ -944,4 +944,22 @@ export const EQUIVALENT: Equivalent[] = [
     line: "idleTimeoutMs: deps.terminalIdleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS,",
     why: "a test seam (deps.terminalIdleTimeoutMs) no deployment sets; tests pass a positive value",
   },
+  {
+    module: "routes/ui/live.ts",
+    what: "?? → ||",
+    line: '(c.req.header("accept") ?? "").includes("application/json");',
+    why: "an empty Accept header includes nothing either way",
+  },
+  {
+    module: "routes/ui/live.ts",
+    what: "?? → ||",
+    line: "sseStream(ctx.deps.metrics ?? noopMetrics, run, outer);",
+    why: "a metrics object is never falsy",
+  },
+  {
+    module: "routes/ui/live.ts",
+    what: "?? → ||",
+    line: '!(c.req.header("accept") ?? "").includes("text/event-stream") &&',
+    why: "an empty Accept header includes nothing either way",
+  },
 ];
