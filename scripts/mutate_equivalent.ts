@@ -962,4 +962,13 @@ export const EQUIVALENT: Equivalent[] = [
     line: '!(c.req.header("accept") ?? "").includes("text/event-stream") &&',
     why: "an empty Accept header includes nothing either way",
   },
+  {
+    module: "domain/jobs/service.ts",
+    what: "remove line",
+    line: "await store.clearProgress(jobId);",
+    why: "only a running job has live progress (set while it runs, cleared when it settles, and " +
+      "expiring by itself within the hour) and a running job is never cancelled: cancel() has " +
+      "none to clear (the same line in #settle is not: tests/domain/jobs/service_test.ts reads " +
+      "the progress back after a run)",
+  },
 ];
