@@ -971,4 +971,10 @@ export const EQUIVALENT: Equivalent[] = [
       "none to clear (the same line in #settle is not: tests/domain/jobs/service_test.ts reads " +
       "the progress back after a run)",
   },
+  {
+    module: "domain/jobs/service.ts",
+    what: "?? → ||",
+    line: "const tokenId = spec.token_id ??",
+    why: "a token id is a positive integer, never 0",
+  },
 ];

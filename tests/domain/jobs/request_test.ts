@@ -125,7 +125,7 @@ Deno.test("sync request parse: an interval in minutes, hours or days (minutes by
     ], JSON.stringify(bad));
   }
   const unit = ["One of minutes, hours, days."];
-  for (const bad of ["weeks", 60, "toString"]) {
+  for (const bad of ["weeks", 60, "toString", ""]) {
     assert.deepEqual(errors({ interval_value: 1, interval_unit: bad }).interval_unit, unit);
     assert.deepEqual(errors({ interval_unit: bad }).interval_unit, unit, "checked alone too");
   }

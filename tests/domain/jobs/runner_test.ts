@@ -4,7 +4,7 @@
  * breaks mid-run, in-band failures, the preflight's health backoff.
  */
 import assert from "node:assert/strict";
-import { runSyncJob, type StageRecord } from "../../../domain/jobs/runner.ts";
+import { runSyncJob, runSyncPart, type StageRecord } from "../../../domain/jobs/runner.ts";
 import type { BackendLink, JobSpec, PluginSide, StageStream } from "../../../domain/jobs/ports.ts";
 import { refusalOf } from "../../../routes/plugin/job_wiring.ts";
 import { JOB_STAGES, SYNC_TYPES } from "../../../domain/jobs/stages.ts";
@@ -137,30 +137,43 @@ function world(answer: Answerer, options: WorldOptions = {}) {
       requested_by: "test",
       ...extra,
     };
-    return runSyncJob({
-      jobId: 1,
-      spec,
-      plugin,
-      journal: {
-        log: (level, message) => Promise.resolve(void log.push({ level, message })),
-        record: (r) => Promise.resolve(void records.push(r)),
-        progress: (frame) => Promise.resolve(void progress.push(frame)),
-      },
-      signal: options.signal ?? new AbortController().signal,
-      timing: {
-        healthBackoffMs: [11, 13, 17],
-        retryBackoffMs: [5, 7],
-        sleep: (ms: number) => Promise.resolve(void slept.push(ms)),
-        now: options.now ?? Date.now,
-      },
-    });
+    return runSyncJob({ jobId: 1, spec, ...shared() });
   };
+  const shared = () => ({
+    plugin,
+    journal: {
+      log: (level: string, message: string) => Promise.resolve(void log.push({ level, message })),
+      record: (r: StageRecord) => Promise.resolve(void records.push(r)),
+      progress: (frame: Record<string, unknown>) => Promise.resolve(void progress.push(frame)),
+    },
+    signal: options.signal ?? new AbortController().signal,
+    timing: {
+      healthBackoffMs: [11, 13, 17],
+      retryBackoffMs: [5, 7],
+      sleep: (ms: number) => Promise.resolve(void slept.push(ms)),
+      now: options.now ?? Date.now,
+    },
+  });
+  /** One endpoint of a job, as another process runs it. */
+  const part = (endpointId: number, types: string[] = ["devices"]) =>
+    runSyncPart({
+      spec: {
+        kind: "sync",
+        sync_types: types,
+        endpoint_ids: null,
+        interval_minutes: null,
+        requested_by: "test",
+      },
+      endpointId,
+      ...shared(),
+    });
   return {
     calls,
     paths,
     log,
     records,
     run,
+    part,
     renewals: () => renewals,
     /** The pauses the runner took, in ms, in order. */
     slept,
@@ -625,4 +638,24 @@ Deno.test("runner: a key renewal the plugin cannot make errors with its reason",
     "Renewing the backend key failed: backend refused the key",
   ]);
   assert.equal(w.calls.length, 1);
+});
+
+Deno.test("runner: a part run by another process runs its endpoint's stages on its copy; a missing endpoint or backend is its error", async () => {
+  const endpoints = [{ id: 1, name: "pve" }, { id: 2, name: "pve-b" }];
+  const w = world((path) => ok(stageFrames([typeOf(path)])), { endpoints });
+  assert.deepEqual(await w.part(2), { id: 2, failure: null });
+  assert.deepEqual(w.paths, ["/dcim/devices/create/stream?hypervisor_endpoint_ids=6"]);
+  assert.deepEqual(w.records.map((r) => [r.sync_type, r.endpoint_id]), [["devices", 2]]);
+
+  const gone = world(() => ok(stageFrames(["devices"])), { endpoints });
+  const error = "Hypervisor endpoint 9 no longer exists.";
+  assert.deepEqual(await gone.part(9), { id: 9, failure: { outcome: "errored", error } });
+  assert.deepEqual(gone.log.at(-1), { level: "error", message: error });
+  assert.deepEqual(gone.calls, []);
+
+  const alone = world(() => ok(stageFrames(["devices"])), { noBackend: "no backend endpoint" });
+  assert.deepEqual(await alone.part(1), {
+    id: 1,
+    failure: { outcome: "errored", error: "Preflight: no backend endpoint" },
+  });
 });
