@@ -134,3 +134,100 @@ Deno.test("job store: a part is claimed once; a lapsed claim is taken over and i
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("job store: a job is settled once; finished jobs are listed per kind, oldest first, and forgotten on request", async () => {
+  const kv = await Deno.openKv(":memory:");
+  try {
+    const store = new KvJobStore(kv, () => 5_000);
+    assert.equal(await store.claimSettlement(7), true);
+    assert.equal(await store.claimSettlement(7), false, "a second settler is refused");
+    assert.equal(await store.claimSettlement(8), true);
+
+    for (const id of [12, 3, 40]) await store.markFinished("sync", id);
+    await store.markFinished("repair", 5);
+    assert.deepEqual(await store.finished("sync"), [3, 12, 40]);
+    assert.deepEqual(await store.finished("repair"), [5]);
+    await store.forgetFinished("sync", [3, 40]);
+    assert.deepEqual(await store.finished("sync"), [12]);
+    assert.deepEqual(await store.finished("repair"), [5]);
+
+    const spec = {
+      kind: "sync" as const,
+      sync_types: ["devices"],
+      endpoint_ids: [2],
+      interval_minutes: 60,
+      requested_by: "token 1",
+      token_id: 1,
+    };
+    await store.saveSpec(12, spec);
+    assert.deepEqual(await store.spec(12), spec);
+    await store.deleteSpec(12);
+    assert.equal(await store.spec(12), null);
+
+    await store.setProgress(12, { step: "devices", status: "progress" });
+    assert.deepEqual(await store.progress(12), { step: "devices", status: "progress" });
+    await store.clearProgress(12);
+    assert.equal(await store.progress(12), null);
+  } finally {
+    kv.close();
+  }
+});
+
+Deno.test("job store: a job's parts, many at once: opened, listed, finished only as their state allows, cleared", async () => {
+  const kv = await Deno.openKv(":memory:");
+  try {
+    const store = new KvJobStore(kv, () => 1_000);
+    const ids = Array.from({ length: 1_200 }, (_, i) => i + 1);
+    await store.openParts(9, ids);
+    await store.openParts(10, [1]);
+    const parts = await store.parts(9);
+    assert.equal(parts.length, 1_200, "beyond one atomic's 1,000 mutations");
+    assert.deepEqual(parts[0], {
+      job_id: 9,
+      endpoint_id: 1,
+      state: "open",
+      owner: null,
+      expires_at: 0,
+      claims: 0,
+      outcome: null,
+    });
+    assert.equal((await store.parts()).length, 1_201, "every job's parts");
+    const skipped = { status: "skipped" as const, error: "not run", by: null };
+    // An open part is finished by nobody (skipped); a claimed one only by its owner.
+    assert.equal(await store.finishPart(9, 1, null, skipped), true);
+    assert.equal(await store.finishPart(9, 1, null, skipped), false, "already done");
+    assert.ok(await store.claimPart(9, 2, "p1", 500));
+    assert.equal(await store.finishPart(9, 2, null, skipped), false, "claimed: not skipped");
+    const done = { status: "completed" as const, error: "", by: "p1" };
+    assert.equal(await store.finishPart(9, 2, "p2", done), false, "not p2's");
+    assert.equal(await store.finishPart(9, 2, "p1", done), true);
+    assert.equal(await store.claimPart(9, 2, "p2", 500), null, "a done part is not claimed");
+    assert.equal(await store.claimPart(9, 99_999, "p1", 500), null, "no such part");
+    await store.clearParts(9);
+    assert.deepEqual(await store.parts(9), []);
+    assert.equal((await store.parts(10)).length, 1, "another job's parts stay");
+  } finally {
+    kv.close();
+  }
+});
+
+Deno.test("job store: a queued job reaches the listener as its id; other messages are not its", async () => {
+  const kv = await Deno.openKv(":memory:");
+  try {
+    const store = new KvJobStore(kv);
+    const got = Promise.withResolvers<number>();
+    const listening = store.listen((id) => {
+      got.resolve(id);
+      return Promise.resolve();
+    });
+    await kv.enqueue({ type: "something-else", job_id: 1 });
+    await store.enqueue(42, -5); // a due time already past: at once
+    assert.equal(await got.promise, 42);
+    kv.close();
+    await listening;
+  } finally {
+    try {
+      kv.close();
+    } catch { /* closed above */ }
+  }
+});
