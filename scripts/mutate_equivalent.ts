@@ -733,6 +733,47 @@ export const EQUIVALENT: Equivalent[] = [
     why: "Proxmox refuses a replication rate below 1 (MB/s): a rate is absent or at least 1",
   },
   {
+    module: "domain/sync/stages/replications.ts",
+    what: "?? → ||",
+    line: 'source: j.source ?? "",',
+    why: "the fallback is the empty text itself",
+  },
+  {
+    module: "domain/sync/stages/backup_routines.ts",
+    what: "?? → ||",
+    line: 'const mode = String(j["pbs-change-detection-mode"] ?? "default");',
+    why: "Proxmox sends the mode as one of its names or not at all, never an empty text",
+  },
+  {
+    module: "domain/sync/plan.ts",
+    what: "return null → undefined",
+    line: "if (done === null) return null;",
+    why: "its callers treat both alike: update() answers `done ?? []`, the guarded write " +
+      "returns its own outcome",
+  },
+  {
+    module: "domain/sync/reconcile.ts",
+    what: "|| → &&",
+    line: "if (!ctx.inv.readOne || !ctx.inv.updateGuarded || ctx.options.dryRun) return edited;",
+    mutant: "!ctx.inv.updateGuarded && ctx.options.dryRun",
+    why: "every inventory port offers readOne and updateGuarded together or neither, and a dry " +
+      "run always writes through PlanningInventory (routes/backend/sync.ts), which then offers " +
+      "neither: the first test returns already",
+  },
+  {
+    module: "domain/sync/stages/sdn.ts",
+    what: "|| → &&",
+    line: "Number(p.scope_id) === base.site ||",
+    why: "the inventory renders a prefix's nested scope with the same id as scope_id: both " +
+      "tests agree on every prefix",
+  },
+  {
+    module: "domain/sync/proxmox.ts",
+    what: "< → <=",
+    line: "if (at < 0) {",
+    why: "a Proxmox property string never has an empty key (`=value`)",
+  },
+  {
     module: "domain/sync/runner.ts",
     what: "?? → ||",
     line: "const tracer = options.tracer ?? noopTracer;",

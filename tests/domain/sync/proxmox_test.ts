@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import {
+  epochToIso,
   guestDisks,
   guestNics,
   guestTags,
@@ -119,4 +120,33 @@ Deno.test("diff: nested objects and choices compare as their ids and values", ()
     changes(current, { status: "offline", tags: [1, 2] }, new Set([1, 2])),
     { status: "offline", tags: [9, 1, 2] },
   );
+});
+
+Deno.test("proxmox: a NIC's static addresses only; an IPv6-only or address-less NIC is no failure", () => {
+  const qemu = guestNics("qemu", {
+    net0: "virtio=BC:24:11:00:00:01,bridge=vmbr0",
+    net1: "virtio=BC:24:11:00:00:02,bridge=vmbr0",
+    net2: "virtio=BC:24:11:00:00:03,bridge=vmbr0",
+    ipconfig0: "ip6=2001:db8::9/64,gw6=2001:db8::1",
+    ipconfig1: "gw=10.0.0.1",
+    ipconfig2: "ip=10.0.0.9,ip6=auto",
+  });
+  assert.deepEqual(qemu.map((n) => [n.name, n.addresses]), [
+    ["net0", ["2001:db8::9/64"]],
+    ["net1", []],
+    ["net2", []], // an address without a mask is no address NetBox takes
+  ]);
+  const lxc = guestNics("lxc", {
+    net0: "name=eth0,bridge=vmbr0,hwaddr=BC:24:11:00:00:04",
+    net1: "name=eth1,bridge=vmbr0,hwaddr=BC:24:11:00:00:05,ip=manual,ip6=dhcp",
+  });
+  assert.deepEqual(lxc.map((n) => [n.name, n.addresses]), [["net0", []], ["net1", []]]);
+});
+
+Deno.test("proxmox: epoch seconds as ISO times; none, zero or garbage is no time", () => {
+  assert.equal(epochToIso(1_700_000_000), "2023-11-14T22:13:20.000Z");
+  assert.equal(epochToIso("1700000000"), "2023-11-14T22:13:20.000Z");
+  for (const none of [null, undefined, 0, -5, "", "soon", Infinity]) {
+    assert.equal(epochToIso(none), null, String(none));
+  }
 });
