@@ -58,6 +58,9 @@ export interface EngineDeps {
   settings?: Partial<InventorySettings>;
 }
 
+/** The index layout this build writes (see dropUnusedIndexKeys). */
+export const INDEX_LAYOUT = 2;
+
 export class ModelEngine implements EngineApi {
   readonly store: ModelStore;
   readonly logger: Logger;
@@ -83,6 +86,32 @@ export class ModelEngine implements EngineApi {
   }
 
   // ------------------------------------------------------------------ registry
+
+  /**
+   * Removes the index keys this layout no longer keeps (INDEX_LAYOUT 2: no ordered twin or
+   * counter for a field of few objects per value) that an earlier build wrote, once per store:
+   * run at start, after every model is registered. Idempotent, and safe with two processes
+   * starting at once (they delete the same keys; nothing writes there any more).
+   */
+  async dropUnusedIndexKeys(): Promise<number> {
+    if ((await this.store.indexLayout()) >= INDEX_LAYOUT) return 0;
+    let dropped = 0;
+    for (const def of this.#registry.models()) {
+      const model = this.#registry.nameOf(def);
+      const shape = indexShape(def);
+      const order = orderField(def);
+      for (const field of order ? shape.fewPerValue : []) {
+        if (field !== order!.field) {
+          dropped += await this.store.dropIndexKeys(model, field, "ordered");
+        }
+      }
+      for (const field of shape.uncounted) {
+        dropped += await this.store.dropIndexKeys(model, field, "counters");
+      }
+    }
+    await this.store.setIndexLayout(INDEX_LAYOUT);
+    return dropped;
+  }
 
   register(...defs: ModelDef[]): this {
     this.#registry.register(...defs);

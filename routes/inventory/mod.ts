@@ -149,6 +149,10 @@ export async function createInventoryApp(
     ...options.plugin,
   });
   ctx.engine.register(...plugin.models);
+  const dropped = await ctx.engine.dropUnusedIndexKeys();
+  if (dropped > 0) {
+    deps.logger.log("info", "removed index keys this build no longer keeps", { count: dropped });
+  }
   await ensureBootstrapToken(ctx);
   const jobs = createJobRoutes(deps, ctx.engine, plugin.services, {
     leaseMs: deps.config.jobs.leaseMs,

@@ -109,6 +109,21 @@ export const keys = {
   ],
   /** Random Fernet key protecting v1 token plaintexts when SERVICE_ENCRYPTION_KEY is unset. */
   inventoryLocalSecretKey: (): Key => ["inventory", "meta", "local_secret_key"],
+  /** Every ordered-index entry / value counter under one field of a model. */
+  inventoryOrderedFieldPrefix: (model: string, field: string): Key => [
+    "inventory",
+    "ord",
+    model,
+    field,
+  ],
+  inventoryIndexCountFieldPrefix: (model: string, field: string): Key => [
+    "inventory",
+    "idx_count",
+    model,
+    field,
+  ],
+  /** The index layout version the stored index keys follow (engine/index_state.ts). */
+  inventoryIndexLayout: (): Key => ["inventory", "meta", "index_layout"],
   /** KvU64 number of ids under one (field, value) of the value index. */
   inventoryIndexCount: (model: string, field: string, value: Deno.KvKeyPart): Key => [
     "inventory",

@@ -687,6 +687,37 @@ export class KvModelStore implements ModelStore {
     return n;
   }
 
+  async dropIndexKeys(
+    model: string,
+    field: string,
+    what: "ordered" | "counters",
+  ): Promise<number> {
+    const prefix = what === "ordered"
+      ? keys.inventoryOrderedFieldPrefix(model, field)
+      : keys.inventoryIndexCountFieldPrefix(model, field);
+    let dropped = 0;
+    for (;;) {
+      const page: Deno.KvKey[] = [];
+      for await (const e of this.kv.list({ prefix }, { limit: 500, batchSize: 500 })) {
+        page.push(e.key);
+      }
+      if (page.length === 0) return dropped;
+      const op = this.kv.atomic();
+      for (const key of page) op.delete(key);
+      // Another process sweeping the same keys at once deletes some twice: harmless.
+      await op.commit();
+      dropped += page.length;
+    }
+  }
+
+  async indexLayout(): Promise<number> {
+    return (await this.kv.get<number>(keys.inventoryIndexLayout())).value ?? 0;
+  }
+
+  async setIndexLayout(version: number): Promise<void> {
+    await this.kv.set(keys.inventoryIndexLayout(), version);
+  }
+
   async localSecret(generate: () => string): Promise<string> {
     const key = keys.inventoryLocalSecretKey();
     const existing = await this.kv.get<string>(key);

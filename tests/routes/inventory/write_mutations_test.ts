@@ -353,3 +353,85 @@ Deno.test("every related count a model renders reads a counter the index keeps",
     deps.kv.close();
   }
 });
+
+Deno.test("a start on a store the previous build wrote removes the twins and counters this layout no longer keeps, once, and keeps the rest", async () => {
+  const kv = await Deno.openKv(":memory:");
+  const first = await setup({}, { kv });
+  try {
+    const { made } = await estate(first, async (_label, run) => void await run());
+    const defs = new Map<string, ModelDef>();
+    for (const def of createInventoryCore(first.deps).engine.models()) {
+      defs.set(`${def.app}.${def.model}`, def);
+    }
+    const models = [
+      "virtualization.virtualmachine",
+      "virtualization.vminterface",
+      "dcim.macaddress",
+      "ipam.ipaddress",
+    ];
+    const keysUnder = async (prefix: Deno.KvKey) => {
+      let n = 0;
+      for await (const _ of kv.list({ prefix })) n++;
+      return n;
+    };
+    const stale = async () => {
+      let n = 0;
+      for (const model of models) {
+        const def = defs.get(model)!;
+        for (const field of indexShape(def).fewPerValue) {
+          n += await keysUnder(keys.inventoryOrderedFieldPrefix(model, field));
+        }
+        for (const field of indexShape(def).uncounted) {
+          n += await keysUnder(keys.inventoryIndexCountFieldPrefix(model, field));
+        }
+      }
+      return n;
+    };
+    const kept = async () => ({
+      ordered: await keysUnder(["inventory", "ord"]),
+      counters: await keysUnder(["inventory", "idx_count"]),
+    });
+    const before = await kept();
+    assert.equal(await stale(), 0);
+    // The previous build's keys, and no layout recorded (it recorded none).
+    for (const model of models) {
+      for await (const e of kv.list<StoredObject>({ prefix: keys.inventoryObjectPrefix(model) })) {
+        const op = kv.atomic();
+        previousBuildKeys(first, defs.get(model)!, model, e.value, op);
+        assert.ok((await op.commit()).ok);
+      }
+    }
+    await kv.delete(keys.inventoryIndexLayout());
+    const planted = await stale();
+    assert.ok(planted > 4 * N, `previous build's extra keys: ${planted}`);
+    // Two processes start at once on that store: both sweep, neither fails.
+    const [a, b] = await Promise.all([setup({}, { kv }), setup({}, { kv })]);
+    assert.equal(await stale(), 0);
+    assert.deepEqual(await kept(), before, "every key this layout keeps is still there");
+    assert.equal((await kv.get(keys.inventoryIndexLayout())).value, 2);
+    const swept = [...a.deps.logger.lines, ...b.deps.logger.lines]
+      .filter((e) => e.message === "removed index keys this build no longer keeps")
+      .reduce((sum, e) => sum + Number(e.count ?? 0), 0);
+    assert.ok(swept >= planted, `logged ${swept} of ${planted}`);
+    // Lists read as before; a later start sweeps nothing.
+    const iface = made["interface create"][0].id;
+    const ips = await listed(a, `/api/ipam/ip-addresses/?assigned_object_id=${iface}`);
+    assert.deepEqual(ips, { ids: [made["IP create"][0].id], count: 1 });
+    const byTag = await a.call("GET", "/api/virtualization/virtual-machines/?tag=synced&limit=3");
+    assert.equal(byTag.body.count, N);
+    assert.deepEqual(byTag.body.results.map((v: { name: string }) => v.name), [
+      "vm-0",
+      "vm-1",
+      "vm-2",
+    ]);
+    const third = await setup({}, { kv });
+    assert.equal(
+      third.deps.logger.lines.filter((e) =>
+        e.message === "removed index keys this build no longer keeps"
+      ).length,
+      0,
+    );
+  } finally {
+    first.close();
+  }
+});
