@@ -159,8 +159,14 @@ async function syncSlice(
 ): Promise<{ count: number; postponed: Guest[] }> {
   const present = slice.filter((g) => anchors.has(g.vmid));
   const parents = new Set(present.map((g) => anchors.get(g.vmid)!));
-  const ifaces = await sliceChildren(ctx, PATHS.vmInterfaces, parents, ANCHOR_FIELDS);
-  const perGuest = await mapLimit(present, ctx.concurrency, ctx.signal, (g) => addressesOf(ctx, g));
+  // The slice's VMs (their primary IPs), its interfaces and what the guest agents report are
+  // read at once: none depends on another, and the address writes below change no VM.
+  const vmRead = vmsById(ctx, parents, onlyFields(PRIMARY_IP_FIELDS));
+  vmRead.catch(() => {}); // awaited below; a failed read before then must not go unhandled
+  const [ifaces, perGuest] = await Promise.all([
+    sliceChildren(ctx, PATHS.vmInterfaces, parents, ANCHOR_FIELDS),
+    mapLimit(present, ctx.concurrency, ctx.signal, (g) => addressesOf(ctx, g)),
+  ]);
   const ifaceIds = new Set([...ifaces.values()].map((i) => i.id));
   const existing = await sliceAssigned(
     ctx,
@@ -236,7 +242,7 @@ async function syncSlice(
   // Primary IPs on the VMs (before old addresses go: a primary IP cannot be deleted).
   const vmExisting = new Map<string, InventoryObject>();
   const vmDesired: Desired[] = [];
-  const vms = await vmsById(ctx, parents, onlyFields(PRIMARY_IP_FIELDS));
+  const vms = await vmRead;
   for (const g of present) {
     const vm = vms.get(anchors.get(g.vmid)!);
     if (!vm || postponed.has(g)) continue;

@@ -300,7 +300,11 @@ export async function syncVirtualMachines(ctx: StageContext): Promise<void> {
   const made = createdThisRun(ctx);
   // The sidecar: identity and last-seen facts, one per guest ever synced.
   const now = new Date(ctx.now()).toISOString();
-  const writeStates = async (slice: Guest[], written: Map<string, InventoryObject>) => {
+  const writeStates = async (
+    slice: Guest[],
+    written: Map<string, InventoryObject>,
+    read: Promise<Map<string, InventoryObject>> = statesOf(ctx, states, slice.map((g) => g.vmid)),
+  ) => {
     const stateDesired: Desired[] = [];
     for (const g of slice) {
       stateDesired.push({
@@ -320,7 +324,7 @@ export async function syncVirtualMachines(ctx: StageContext): Promise<void> {
     }
     const saved = await reconcile(ctx, {
       path: PATHS.syncState,
-      existing: await statesOf(ctx, states, slice.map((g) => g.vmid)),
+      existing: await read,
       desired: stateDesired,
       touch: { last_seen: now },
     });
@@ -371,7 +375,12 @@ export async function syncVirtualMachines(ctx: StageContext): Promise<void> {
   for (const slice of list.slices()) {
     const ready = slice.filter((g) => !waits(g));
     for (const g of slice) if (waits(g)) deferred.push(g);
-    if (ready.length) await writeStates(ready, await writeVms(ready));
+    if (!ready.length) continue;
+    // The slice's sync-states are read while its VMs are read and written: neither read depends
+    // on the other's writes, and one request at a time left the app idle between them.
+    const stateRead = statesOf(ctx, states, ready.map((g) => g.vmid));
+    stateRead.catch(() => {}); // awaited in writeStates; a failed VM write must not leave it unhandled
+    await writeStates(ready, await writeVms(ready), stateRead);
   }
   // Then the guests that waited for a rename, and the VMs whose guest is gone upstream (marked,
   // or deleted with delete_orphans), a slice at a time.

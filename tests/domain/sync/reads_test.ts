@@ -54,10 +54,17 @@ class WatchedInventory extends FakeInventory {
   readonly lists: { path: string; filters: Record<string, string | string[]> }[] = [];
   inFlight = 0;
   mostInFlight = 0;
+  /** The paths of the calls in flight now, and "a while b" for each call made during another. */
+  readonly #open = new Map<number, string>();
+  readonly overlaps = new Set<string>();
+  #next = 0;
   override async list(path: string, filters: Record<string, string | string[]>) {
     this.lists.push({ path, filters });
     this.inFlight++;
     this.mostInFlight = Math.max(this.mostInFlight, this.inFlight);
+    const call = this.#next++;
+    for (const other of this.#open.values()) this.overlaps.add(`${path} while ${other}`);
+    this.#open.set(call, path);
     try {
       // Answered on a later turn, as a socket answers: a caller that waits for each answer
       // before asking the next never has two in flight, whatever the machine's speed.
@@ -65,6 +72,7 @@ class WatchedInventory extends FakeInventory {
       return await super.list(path, filters);
     } finally {
       this.inFlight--;
+      this.#open.delete(call);
     }
   }
 }
@@ -83,7 +91,7 @@ async function run(inv: FakeInventory) {
   return complete;
 }
 
-Deno.test("sliced reads: each slice's children are asked with only the fields their stage compares, several requests in flight; the re-run writes nothing", async () => {
+Deno.test("sliced reads: each slice's children are asked with only the fields their stage compares, several requests in flight, independent reads together; the re-run writes nothing", async () => {
   const inv = new WatchedInventory();
   inv.table("plugins/service/endpoints/hypervisor/").set(7, { id: 7, name: "lab" });
   await run(inv);
@@ -131,4 +139,11 @@ Deno.test("sliced reads: each slice's children are asked with only the fields th
   assert.ok(stateReads.length > 0 && stateReads.every((l) => l.filters.fields !== undefined));
   // The first slice's 500 parents go in five requests, several of them at once.
   assert.ok(inv.mostInFlight >= 4, `at most ${inv.mostInFlight} request(s) in flight`);
+  // Reads that do not wait on each other go together: a slice's sync-states with its VMs (the
+  // VM stage), its VMs with its interfaces (ip-addresses).
+  const together = (a: string, b: string) =>
+    inv.overlaps.has(`${a} while ${b}`) || inv.overlaps.has(`${b} while ${a}`);
+  const seen = [...inv.overlaps].join("\n");
+  assert.ok(together("plugins/service/vm-sync-state/", "virtualization/virtual-machines/"), seen);
+  assert.ok(together("virtualization/interfaces/", "virtualization/virtual-machines/"), seen);
 });
