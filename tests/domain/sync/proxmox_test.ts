@@ -9,7 +9,7 @@ import {
   sizeInMb,
 } from "../../../domain/sync/proxmox.ts";
 import { baseName, uniqueNames } from "../../../domain/sync/stages/virtual_machines.ts";
-import { changes } from "../../../domain/sync/reconcile.ts";
+import { changes, plain, same } from "../../../domain/sync/reconcile.ts";
 
 Deno.test("proxmox: sizes in MiB, CD-ROMs as size-0 disks, in natural order", () => {
   assert.equal(sizeInMb("32G"), 32768);
@@ -149,4 +149,26 @@ Deno.test("proxmox: epoch seconds as ISO times; none, zero or garbage is no time
   for (const none of [null, undefined, 0, -5, "", "soon", Infinity]) {
     assert.equal(epochToIso(none), null, String(none));
   }
+});
+
+Deno.test("reconcile: an API value reduced to what one writes; a raw config with an id stays whole", () => {
+  assert.equal(plain({ id: 3, url: "http://inv/api/dcim/sites/3/", display: "lab" }), 3);
+  assert.equal(plain({ id: 3, display: "lab" }), 3);
+  assert.equal(plain({ id: 3, url: "http://inv/api/dcim/sites/3/" }), 3);
+  // A stored Proxmox object with an `id` of its own is no reference: compared field by field.
+  assert.deepEqual(plain({ id: 7, schedule: "daily" }), { id: 7, schedule: "daily" });
+  assert.deepEqual(plain({ id: "backup-1", display: "x" }), { display: "x", id: "backup-1" });
+  assert.equal(plain({ value: "active", label: "Active" }), "active");
+  assert.deepEqual(plain({ value: "a", label: "A", color: "red" }), {
+    color: "red",
+    label: "A",
+    value: "a",
+  });
+  assert.deepEqual(plain([{ id: 1, url: "u" }, null, undefined]), [1, null, null]);
+  assert.equal(plain(undefined), null);
+  assert.equal(plain(null), null);
+  assert.equal(plain(0), 0);
+  // So a raw config whose `id` moved is a change; a reference to the same object is none.
+  assert.equal(same({ id: 7, schedule: "daily" }, { id: 7, schedule: "weekly" }), false);
+  assert.equal(same({ id: 3, url: "u", display: "a" }, 3), true);
 });
