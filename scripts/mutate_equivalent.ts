@@ -766,15 +766,6 @@ export const EQUIVALENT: Equivalent[] = [
       "returns its own outcome",
   },
   {
-    module: "domain/sync/reconcile.ts",
-    what: "|| → &&",
-    line: "if (!ctx.inv.readOne || !ctx.inv.updateGuarded || ctx.options.dryRun) return edited;",
-    mutant: "!ctx.inv.updateGuarded && ctx.options.dryRun",
-    why: "every inventory port offers readOne and updateGuarded together or neither, and a dry " +
-      "run always writes through PlanningInventory (routes/backend/sync.ts), which then offers " +
-      "neither: the first test returns already",
-  },
-  {
     module: "domain/sync/stages/sdn.ts",
     what: "|| → &&",
     line: "Number(p.scope_id) === base.site ||",
