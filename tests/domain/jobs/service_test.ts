@@ -21,6 +21,16 @@ import {
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
+/** Waits for `reached`; a run that ends first fails the test at once instead of hanging it. */
+function until(reached: Promise<void>, run: Promise<void>): Promise<void> {
+  return Promise.race([
+    reached,
+    run.then(() => {
+      throw new Error("the run ended before it reached the point the test waits for");
+    }),
+  ]);
+}
+
 Deno.test("job service: a one-endpoint job's record and log, line by line, from queue to end", async () => {
   const clock = { t: T0 };
   // Each stage stream takes 3 s on the test's clock.
@@ -261,7 +271,7 @@ Deno.test("job service: a running job cannot be deleted; it keeps its slot until
   try {
     const id = await w.admit();
     const run = w.service.handle(id);
-    await reached.promise;
+    await until(reached.promise, run);
     assert.equal(statusOf(await w.job(id)), "running");
     assert.equal(await w.service.cancel(id), "running");
     assert.equal(statusOf(await w.job(id)), "running");
@@ -327,7 +337,7 @@ Deno.test("job service: when a run ends, the jobs waiting for the lease are woke
     const c = await w.admit({ schedule_at: T0 + MINUTE });
     w.clock.t = T0 + MINUTE;
     const run = w.service.handle(a);
-    await reached.promise;
+    await until(reached.promise, run);
     await w.service.handle(c);
     await w.service.handle(b);
     assert.deepEqual([statusOf(await w.job(b)), statusOf(await w.job(c))], ["pending", "pending"]);
@@ -540,7 +550,7 @@ Deno.test("job service: another process takes a part of a running job; the job r
   try {
     const id = await a.admit();
     const run = a.service.handle(id);
-    await reached.promise; // process a runs endpoint 1 and waits there
+    await until(reached.promise, run); // process a runs endpoint 1 and waits there
     await b.service.pollParts();
     await b.service.idle();
     gate.resolve();
@@ -627,7 +637,7 @@ Deno.test("job service: a process never reaps its own run; a second message whil
   try {
     const id = await w.admit();
     const run = w.service.handle(id);
-    await reached.promise;
+    await until(reached.promise, run);
     // Its lease ran out on the clock (no renewal has come yet): still this process's run.
     w.clock.t += 60_000;
     assert.equal(await w.service.reap(), 0);
@@ -726,7 +736,7 @@ Deno.test("job service: another process takes one part at a time, and only of a 
   try {
     const id = await a.admit();
     const run = a.service.handle(id);
-    await reached.promise;
+    await until(reached.promise, run);
     // Two looks at once take one part between them.
     await Promise.all([b.service.pollParts(), b.service.pollParts()]);
     await b.service.idle();
