@@ -231,6 +231,7 @@ Deno.test("slices: an address moving to a guest of an earlier slice moves in the
   const held = inv.all(IPS).find((ip) => ip.address === `10.${GUESTS >> 8}.${GUESTS & 255}.1/16`)!;
 
   // Guest 1 (first slice) takes the address guest GUESTS (third slice) gives up.
+  const before = inv.writes.length;
   const complete = await run(
     inv,
     new FakeHypervisor(
@@ -246,6 +247,11 @@ Deno.test("slices: an address moving to a guest of an earlier slice moves in the
   assert.equal(now.id, held.id, "the same object, moved");
   assert.equal(now.assigned_object_id, ifaceOf(1), "the address is guest 1's");
   assert.equal(inv.table(VMS).get(vmOf(1))!.primary_ip4, now.id, "and its primary IPv4");
+  // Guest 1's primary IPs waited for its address: one write of them, never one without it.
+  assert.deepEqual(
+    inv.writes.slice(before).filter((w) => w === `PATCH ${VMS}${vmOf(1)}`),
+    [`PATCH ${VMS}${vmOf(1)}`],
+  );
   const moved = ips.find((ip) => ip.address === "10.250.0.1/16")!;
   assert.equal(moved.assigned_object_id, ifaceOf(GUESTS));
   assert.equal(inv.table(VMS).get(vmOf(GUESTS))!.primary_ip4, moved.id);
