@@ -779,6 +779,19 @@ export const EQUIVALENT: Equivalent[] = [
     why: "a Proxmox property string never has an empty key (`=value`)",
   },
   {
+    module: "domain/sync/stages/task_history.ts",
+    what: "?? → ||",
+    line: 'username: t.user ?? "",',
+    why: "a task's user is a text or absent: the fallback is the empty text itself",
+  },
+  {
+    module: "domain/sync/reconcile.ts",
+    what: "< → <=",
+    line: "if (start < items.length) out.push({ start, items: items.slice(start) });",
+    why: "chunks are made only of a non-empty list (reconcile writes nothing when it has none), " +
+      "and start is always the index of one of its items: never equal to its length",
+  },
+  {
     module: "domain/sync/runner.ts",
     what: "?? → ||",
     line: "const tracer = options.tracer ?? noopTracer;",

@@ -380,3 +380,26 @@ Deno.test("stages: a write of one object that fails as a whole (no per-item answ
     [["virtual-machines", "virtual machine web (vmid 101)", 503]],
   );
 });
+
+Deno.test("stages: without node entries in /cluster/status (a token that may not read it), /nodes says which node is online", async () => {
+  const data = smallCluster();
+  data["/cluster/status"] = [];
+  data["/nodes"] = [
+    { node: "n1", status: "online", maxcpu: 8, maxmem: 1024 ** 3 },
+    { node: "n2", status: "offline", maxcpu: 8, maxmem: 1024 ** 3 },
+  ];
+  const inv = new FakeInventory();
+  seedPluginEndpoint(inv);
+  const { complete } = await run(inv, new FakeHypervisor(data), { stages: STAGES.slice(0, 1) });
+  assert.equal(complete.ok, true, JSON.stringify(complete.errors));
+  assert.deepEqual(
+    inv.all("dcim/devices/").map((d) => [d.name, d.status]).sort(),
+    [["n1", "active"], ["n2", "offline"]],
+  );
+  assert.deepEqual(
+    inv.all("plugins/service/nodes/").map((n) => [n.name, n.online]).sort(),
+    [["n1", true], ["n2", false]],
+  );
+  const [cluster] = inv.all("plugins/service/clusters/");
+  assert.deepEqual([cluster.mode, cluster.nodes_online, cluster.nodes_total], ["standalone", 1, 2]);
+});
