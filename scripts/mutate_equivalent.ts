@@ -1036,4 +1036,10 @@ export const EQUIVALENT: Equivalent[] = [
     line: "const tokenId = spec.token_id ??",
     why: "a token id is a positive integer, never 0",
   },
+  {
+    module: "domain/jobs/runner.ts",
+    what: "< → <=",
+    line: "for (let i = 0; i < tries; i++) {",
+    why: "the last try throws (i === tries - 1) before the loop could run once more",
+  },
 ];

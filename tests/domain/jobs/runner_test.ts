@@ -96,6 +96,8 @@ function world(answer: Answerer, options: WorldOptions = {}) {
       });
     },
     stream: (path) => {
+      // A runner that retries or renews without end fails the test instead of hanging it.
+      if (calls.length >= 100) throw new Error("runaway: over 100 stream calls");
       calls.push(`${key} ${path.split("?")[0]}`);
       paths.push(path);
       return Promise.resolve(answer(path.split("?")[0], calls.length));
@@ -114,7 +116,7 @@ function world(answer: Answerer, options: WorldOptions = {}) {
     backend: () =>
       Promise.resolve(options.noBackend ? { error: options.noBackend } : link("old-key")),
     renewBackendKey: () => {
-      renewals++;
+      if (++renewals > 10) throw new Error("runaway: over 10 key renewals");
       return Promise.resolve(
         options.renewOk === false ? { error: "backend refused the key" } : link("new-key"),
       );
