@@ -187,7 +187,7 @@ Deno.test("runner: an abort stops before the next write and completes as cancell
  * the host name it reports becomes the address's DNS name when NetBox's dns_name rule takes it
  * (a guest's owner sets that name inside the guest: anything may come back).
  */
-async function agentAddress(hostName: string) {
+async function agentAddress(hostName: string | null) {
   const data = smallCluster();
   Object.assign(data["/nodes/n1/qemu/101/config"] as Record<string, unknown>, { agent: "1" });
   const agent = "/nodes/n1/qemu/101/agent";
@@ -198,7 +198,8 @@ async function agentAddress(hostName: string) {
       "ip-addresses": [{ "ip-address-type": "ipv4", "ip-address": "10.9.0.7", prefix: 24 }],
     }],
   };
-  data[`${agent}/get-host-name`] = { result: { "host-name": hostName } };
+  // null: an agent that does not answer get-host-name (an older or restricted agent).
+  if (hostName !== null) data[`${agent}/get-host-name`] = { result: { "host-name": hostName } };
   const inv = new FakeInventory();
   seedPluginEndpoint(inv);
   const stages = STAGES.filter((s) =>
@@ -219,6 +220,7 @@ Deno.test("stages: a guest agent's host name is the address's DNS name only when
   assert.equal(await agentAddress("web01..corp"), null);
   assert.equal(await agentAddress(`${"a".repeat(63)}.`.repeat(5)), null, "over 255 characters");
   assert.equal(await agentAddress(""), null);
+  assert.equal(await agentAddress(null), null, "no host name: the address all the same");
 });
 
 /**
