@@ -142,6 +142,7 @@ export const GROUPS: Record<string, { modules: string[]; tests: string[] }> = {
     tests: [
       "tests/storage/contract/console_sessions_test.ts",
       "tests/routes/ui/session_test.ts",
+      "tests/routes/ui/session_lifetime_test.ts",
       "tests/routes/ui/pages_test.ts",
       // The live-run gate (live.ts): what the backend answered, then scoping to copies.
       "tests/routes/ui/live_answers_test.ts",
