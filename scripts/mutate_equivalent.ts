@@ -206,13 +206,6 @@ export const EQUIVALENT: Equivalent[] = [
     why: "startsWith gives a boolean or (no reason) undefined: ?? false and || false agree",
   },
   {
-    module: "domain/console_sessions.ts",
-    what: "remove line",
-    line: "await this.store.delete(id);",
-    why: "the expired session is refused either way; its KV entry carries expireIn for the " +
-      "session's life, so KV removes it itself and no reader lists sessions",
-  },
-  {
     module: "routes/ui/live.ts",
     what: "?? → ||",
     line: '(c.req.query("ids") ?? "").split(",")',
@@ -223,6 +216,24 @@ export const EQUIVALENT: Equivalent[] = [
     what: "?? → ||",
     line: "detail = (await response.json()).detail ?? detail;",
     why: "the backend's error bodies always carry a non-empty detail sentence",
+  },
+  {
+    module: "routes/ui/live.ts",
+    what: "true → false",
+    line: 'outer.addEventListener("abort", () => abort.abort(), { once: true });',
+    why: "an AbortSignal fires abort at most once, so the listener runs once either way",
+  },
+  {
+    module: "routes/ui/live.ts",
+    what: "?? → ||",
+    line: 'const sent = c.req.query("_csrf") ?? "";',
+    why: "query() gives a string or undefined; an empty string stays an empty string",
+  },
+  {
+    module: "routes/ui/live.ts",
+    what: "?? → ||",
+    line: 'const rawIds = c.req.queries("endpoint_ids") ?? [];',
+    why: "queries() gives an array or undefined, never another falsy value",
   },
   {
     module: "routes/ui/mod.ts",
