@@ -231,6 +231,44 @@ Deno.test("outbound transport: it is known as the guarded one; its WebSocket tar
   }
 });
 
+Deno.test("outbound transport: a WebSocket to the app's own port goes over loopback; every other loopback port stays refused", async () => {
+  const guarded = createOutboundFetch({
+    allowLoopbackTargets: false,
+    keepAlive: false,
+    resolve: () => Promise.resolve(["127.0.0.1"]),
+    self: () => ({ port: 4321, fetch: () => new Response("self") }),
+  });
+  const socket = outboundSocket(guarded)!;
+  for (
+    const [target, address] of [
+      ["ws://127.0.0.1:4321/ws", "127.0.0.1"],
+      ["ws://localhost:4321/ws", "127.0.0.1"],
+      ["ws://[::1]:4321/ws", "::1"],
+    ] as const
+  ) {
+    const pinned = await socket(new URL(target), { verifyTls: true });
+    assert.equal(pinned.address, address, target);
+    assert.equal(pinned.url.href, target);
+  }
+  // The app's own port is the app; a neighbour on loopback is not, nor is that port number on
+  // another host (a metadata address, a name resolving to loopback): the endpoint rule holds.
+  for (
+    const target of [
+      "ws://127.0.0.1:4322/ws",
+      "ws://localhost/ws",
+      "wss://127.0.0.1/ws",
+      "ws://169.254.169.254:4321/ws",
+      "ws://pve.example:4321/ws",
+    ]
+  ) {
+    await assert.rejects(
+      socket(new URL(target), { verifyTls: true }),
+      (e: unknown) => e instanceof OutboundRefused && /refused: /.test(e.message),
+      target,
+    );
+  }
+});
+
 Deno.test("outbound transport: connections are reused by default, and not with keepAlive false", async () => {
   // In a child that exits when done: kept-alive sockets would outlive a test.
   const outbound = new URL("../../clients/outbound.ts", import.meta.url).href;
