@@ -269,6 +269,40 @@ Deno.test("outbound transport: a WebSocket to the app's own port goes over loopb
   }
 });
 
+Deno.test("outbound transport: a ws:// socket is plain TCP to the pinned address (TLS only for wss://)", async () => {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  try {
+    const socket = outboundSocket(
+      createOutboundFetch({ allowLoopbackTargets: true, keepAlive: false }),
+    )!;
+    const pinned = await socket(new URL(`ws://127.0.0.1:${listener.addr.port}/ws`), {
+      verifyTls: true,
+    });
+    const accepted = listener.accept();
+    const client = pinned.createConnection();
+    client.on("error", () => {});
+    client.write("GET /ws HTTP/1.1\r\n");
+    const conn = await accepted;
+    try {
+      // Read the first 16 bytes, however the stream splits them.
+      const first = new Uint8Array(16);
+      let got = 0;
+      while (got < first.length) {
+        const n = await conn.read(first.subarray(got));
+        if (n === null) break;
+        got += n;
+      }
+      // A TLS handshake would start with the record type 0x16, not the request line.
+      assert.equal(new TextDecoder().decode(first.subarray(0, got)), "GET /ws HTTP/1.1");
+    } finally {
+      client.destroy();
+      conn.close();
+    }
+  } finally {
+    listener.close();
+  }
+});
+
 Deno.test("outbound transport: connections are reused by default, and not with keepAlive false", async () => {
   // In a child that exits when done: kept-alive sockets would outlive a test.
   const outbound = new URL("../../clients/outbound.ts", import.meta.url).href;
