@@ -238,6 +238,25 @@ export const EQUIVALENT: Equivalent[] = [
   {
     module: "routes/ui/mod.ts",
     what: "?? → ||",
+    line: "metrics: deps.metrics ?? noopMetrics,",
+    why: "a metrics object is never falsy",
+  },
+  {
+    module: "routes/ui/live.ts",
+    what: "?? → ||",
+    line: 'send(event.event ?? "message", safeJson(event.data));',
+    why: "the backend's stage streams name every frame's event (never an empty name)",
+  },
+  {
+    module: "domain/console_sessions.ts",
+    what: "false → true",
+    line:
+      'return crypto.subtle.importKey("raw", secret as BufferSource, "AES-GCM", false, [usage]);',
+    why: "the key lives for one seal or open and is never exported: extractable is not read",
+  },
+  {
+    module: "routes/ui/mod.ts",
+    what: "?? → ||",
     line: "ssh: deps.ssh ?? sshConnector(),",
     why: "deps.ssh is a connector object or unset, never another falsy value",
   },

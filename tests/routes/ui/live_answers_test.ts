@@ -7,6 +7,7 @@
  */
 import assert from "node:assert/strict";
 import { consoleHarness, ROOT } from "./_console.ts";
+import { noopMetrics } from "../../../infra/metrics.ts";
 
 const csrfOf = (html: string) => /name="_csrf" value="([^"]+)"/.exec(html)![1];
 
@@ -118,5 +119,81 @@ Deno.test("console live: chosen endpoints: an unreadable copy list is a 502; man
     );
   } finally {
     w.h.close();
+  }
+});
+
+Deno.test("console live: a page closed during a stage starts no further stage", async () => {
+  let app: Awaited<ReturnType<typeof consoleHarness>>["app"] | null = null;
+  let releaseFirst!: () => void;
+  const firstHeld = new Promise<void>((resolve) => releaseFirst = resolve);
+  let abortReached!: () => void;
+  const abortSeen = new Promise<void>((resolve) => abortReached = resolve);
+  const asked: string[] = [];
+  const encoder = new TextEncoder();
+  const backend: typeof fetch = (input, init) => {
+    const request = new Request(input, init);
+    const path = new URL(request.url).pathname;
+    if (path.endsWith("/stream")) {
+      asked.push(path);
+      init?.signal?.addEventListener("abort", () => abortReached(), { once: true });
+      const body = new ReadableStream<Uint8Array>({
+        async start(controller) {
+          controller.enqueue(encoder.encode('event: step\ndata: {"step":"devices"}\n\n'));
+          await firstHeld;
+          controller.enqueue(encoder.encode('event: complete\ndata: {"ok":true}\n\n'));
+          controller.close();
+        },
+      });
+      return Promise.resolve(
+        new Response(body, { headers: { "content-type": "text/event-stream" } }),
+      );
+    }
+    return Promise.resolve(app!.fetch(request, { remoteAddr: { hostname: "127.0.0.1" } }));
+  };
+  // The live stream's metric closes once when the page goes and once more when its run returns:
+  // the second call says the run is over.
+  let runEnded!: () => void;
+  const ended = new Promise<void>((resolve) => runEnded = resolve);
+  const metrics = {
+    ...noopMetrics,
+    streamOpened: () => {
+      let calls = 0;
+      return () => {
+        if (++calls === 2) runEnded();
+      };
+    },
+  };
+  const h = await consoleHarness({}, backend, { metrics });
+  app = h.app;
+  try {
+    const made = await h.api("POST", "/api/plugins/service/endpoints/backend/", {
+      name: "self",
+      domain: "console.test",
+      port: 80,
+      use_https: false,
+    });
+    assert.equal(made.status, 201, JSON.stringify(made.body));
+    const client = h.client();
+    await client.signIn(ROOT);
+    const csrf = csrfOf((await client.get("/ui/sync")).html);
+    const query = new URLSearchParams([
+      ["sync_types", "devices"],
+      ["sync_types", "storage"],
+      ["_csrf", csrf],
+    ]);
+    const res = await h.app.request(`http://console.test/ui/live/stages?${query}`, {
+      headers: { cookie: client.cookieHeader, accept: "text/event-stream" },
+    });
+    assert.equal(res.status, 200);
+    const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
+    assert.match((await reader.read()).value ?? "", /"step":"devices"/);
+    await reader.cancel();
+    await abortSeen;
+    // The first stage's stream ends after the page went: the run stops there.
+    releaseFirst();
+    await ended;
+    assert.deepEqual(asked, ["/dcim/devices/create/stream"]);
+  } finally {
+    h.close();
   }
 });
