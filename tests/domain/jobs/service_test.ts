@@ -31,6 +31,21 @@ function until(reached: Promise<void>, run: Promise<void>): Promise<void> {
   ]);
 }
 
+/** A stage answer held at its first call (of backend copy `only`, when given) until the test opens
+ * `gate`; `reached` says a run got there. */
+function heldAnswer(only?: number) {
+  const gate = Promise.withResolvers<void>();
+  const reached = Promise.withResolvers<void>();
+  const answer = async (path: string, copy: number) => {
+    if (only === undefined || copy === only) {
+      reached.resolve();
+      await gate.promise;
+    }
+    return streamOf(stageFrames(typesOf(path)));
+  };
+  return { gate, reached, answer };
+}
+
 Deno.test("job service: a one-endpoint job's record and log, line by line, from queue to end", async () => {
   const clock = { t: T0 };
   // Each stage stream takes 3 s on the test's clock.
@@ -259,15 +274,8 @@ Deno.test("job service: admission: one immediate sync at a time, a repair blocks
 });
 
 Deno.test("job service: a running job cannot be deleted; it keeps its slot until it ends", async () => {
-  const gate = Promise.withResolvers<void>();
-  const reached = Promise.withResolvers<void>();
-  const w = await serviceWorld({
-    answer: async (path) => {
-      reached.resolve();
-      await gate.promise;
-      return streamOf(stageFrames(typesOf(path)));
-    },
-  });
+  const { gate, reached, answer } = heldAnswer();
+  const w = await serviceWorld({ answer });
   try {
     const id = await w.admit();
     const run = w.service.handle(id);
@@ -322,15 +330,8 @@ Deno.test("job service: a due job that finds the lease taken waits, says so once
 });
 
 Deno.test("job service: when a run ends, the jobs waiting for the lease are woken at once, oldest first", async () => {
-  const gate = Promise.withResolvers<void>();
-  const reached = Promise.withResolvers<void>();
-  const w = await serviceWorld({
-    answer: async (path) => {
-      reached.resolve();
-      await gate.promise;
-      return streamOf(stageFrames(typesOf(path)));
-    },
-  });
+  const { gate, reached, answer } = heldAnswer();
+  const w = await serviceWorld({ answer });
   try {
     const a = await w.admit({ schedule_at: T0 + MINUTE });
     const b = await w.admit({ schedule_at: T0 + MINUTE });
@@ -534,17 +535,10 @@ Deno.test("job service: an errored endpoint stops the parts nobody started; they
 });
 
 Deno.test("job service: another process takes a part of a running job; the job records both", async () => {
-  const gate = Promise.withResolvers<void>();
-  const reached = Promise.withResolvers<void>();
+  const { gate, reached, answer } = heldAnswer(101);
   const a = await serviceWorld({
     endpoints: [endpoint(1, "pve-a"), endpoint(2, "pve-b")],
-    answer: async (path, copy) => {
-      if (copy === 101) {
-        reached.resolve();
-        await gate.promise;
-      }
-      return streamOf(stageFrames(typesOf(path)));
-    },
+    answer,
   });
   const b = await serviceWorld({ sharing: a, owner: "p2" });
   try {
@@ -624,16 +618,8 @@ Deno.test("job service: a crash inside a run ends the job errored and frees the 
 });
 
 Deno.test("job service: a process never reaps its own run; a second message while it runs does nothing; idle() waits for the run", async () => {
-  const gate = Promise.withResolvers<void>();
-  const reached = Promise.withResolvers<void>();
-  const w = await serviceWorld({
-    leaseMs: 30_000,
-    answer: async (path) => {
-      reached.resolve();
-      await gate.promise;
-      return streamOf(stageFrames(typesOf(path)));
-    },
-  });
+  const { gate, reached, answer } = heldAnswer();
+  const w = await serviceWorld({ leaseMs: 30_000, answer });
   try {
     const id = await w.admit();
     const run = w.service.handle(id);
@@ -720,17 +706,10 @@ Deno.test("job service: a run whose lease another process took stops, and leaves
 });
 
 Deno.test("job service: another process takes one part at a time, and only of a job whose run is alive and known", async () => {
-  const gate = Promise.withResolvers<void>();
-  const reached = Promise.withResolvers<void>();
+  const { gate, reached, answer } = heldAnswer(101);
   const a = await serviceWorld({
     endpoints: [endpoint(1, "pve-a"), endpoint(2, "pve-b"), endpoint(3, "pve-c")],
-    answer: async (path, copy) => {
-      if (copy === 101) {
-        reached.resolve();
-        await gate.promise;
-      }
-      return streamOf(stageFrames(typesOf(path)));
-    },
+    answer,
   });
   const b = await serviceWorld({ sharing: a, owner: "p2" });
   try {

@@ -4,7 +4,26 @@ import type {
   InventoryApi,
   InventoryBody,
   InventoryObject,
+  SyncEndpoint,
 } from "../../../domain/sync/ports.ts";
+import { STAGES } from "../../../domain/sync/runner.ts";
+
+/** The one endpoint the domain sync tests run against. */
+export const LAB: SyncEndpoint = {
+  id: 1,
+  name: "lab (inv:7)",
+  ip: "10.0.0.1",
+  port: 8006,
+  use_https: true,
+  verify_ssl: false,
+  username: "root@pam",
+};
+
+/** The stages that work on guests in slices, with the devices stage they hang from. */
+export const GUEST_STAGES = STAGES.filter((s) =>
+  ["devices", "virtual-machines", "vm-disks", "vm-snapshots", "vm-interfaces", "ip-addresses"]
+    .includes(s.type)
+);
 
 export class FakeInventory implements InventoryApi {
   readonly tables = new Map<string, Map<number, InventoryObject>>();

@@ -6,19 +6,9 @@
  * two ports, the guest stages.
  */
 import assert from "node:assert/strict";
-import { FakeHypervisor, FakeInventory, smallCluster } from "./_fakes.ts";
+import { FakeHypervisor, FakeInventory, LAB, smallCluster } from "./_fakes.ts";
 import { runSync, STAGES, type SyncEvent } from "../../../domain/sync/runner.ts";
-import type { SyncEndpoint } from "../../../domain/sync/ports.ts";
 
-const LAB: SyncEndpoint = {
-  id: 1,
-  name: "lab (inv:7)",
-  ip: "10.0.0.1",
-  port: 8006,
-  use_https: true,
-  verify_ssl: false,
-  username: "root@pam",
-};
 const GUEST_STAGES = ["devices", "virtual-machines", "vm-disks", "vm-interfaces", "ip-addresses"];
 
 /** Runs the guest stages; per stage its result and the writes it made (one per object). */

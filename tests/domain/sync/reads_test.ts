@@ -6,24 +6,10 @@
  * `fields` as NetBox does (only those), so a field a stage uses without asking for it is missing.
  */
 import assert from "node:assert/strict";
-import { FakeHypervisor, FakeInventory, smallCluster } from "./_fakes.ts";
-import { runSync, STAGES } from "../../../domain/sync/runner.ts";
-import type { SyncEndpoint } from "../../../domain/sync/ports.ts";
+import { FakeHypervisor, FakeInventory, GUEST_STAGES, LAB, smallCluster } from "./_fakes.ts";
+import { runSync } from "../../../domain/sync/runner.ts";
 import { SLICE } from "../../../domain/sync/guests.ts";
 
-const LAB: SyncEndpoint = {
-  id: 1,
-  name: "lab (inv:7)",
-  ip: "10.0.0.1",
-  port: 8006,
-  use_https: true,
-  verify_ssl: false,
-  username: "root@pam",
-};
-const GUEST_STAGES = STAGES.filter((s) =>
-  ["devices", "virtual-machines", "vm-disks", "vm-snapshots", "vm-interfaces", "ip-addresses"]
-    .includes(s.type)
-);
 /** A slice and a half: the first slice's reads of 500 parents go in five requests. */
 const GUESTS = SLICE + SLICE / 2;
 

@@ -4,24 +4,10 @@
  * inventory to find one slice's objects. Over in-memory fakes of the two ports (no sockets).
  */
 import assert from "node:assert/strict";
-import { FakeHypervisor, FakeInventory, smallCluster } from "./_fakes.ts";
-import { runSync, STAGES } from "../../../domain/sync/runner.ts";
-import type { SyncEndpoint } from "../../../domain/sync/ports.ts";
+import { FakeHypervisor, FakeInventory, GUEST_STAGES, LAB, smallCluster } from "./_fakes.ts";
+import { runSync } from "../../../domain/sync/runner.ts";
 import { SLICE } from "../../../domain/sync/guests.ts";
 
-const LAB: SyncEndpoint = {
-  id: 1,
-  name: "lab (inv:7)",
-  ip: "10.0.0.1",
-  port: 8006,
-  use_https: true,
-  verify_ssl: false,
-  username: "root@pam",
-};
-const GUEST_STAGES = STAGES.filter((s) =>
-  ["devices", "virtual-machines", "vm-disks", "vm-snapshots", "vm-interfaces", "ip-addresses"]
-    .includes(s.type)
-);
 const VMS = "virtualization/virtual-machines/";
 /** More guests than two slices hold: three slices, the last a short one. */
 const GUESTS = 2 * SLICE + 201;

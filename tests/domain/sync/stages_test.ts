@@ -1,19 +1,9 @@
 /** Sync stages and the runner over in-memory fakes of the two ports (no sockets). */
 // deno-lint-ignore-file no-explicit-any
 import assert from "node:assert/strict";
-import { FakeHypervisor, FakeInventory, smallCluster } from "./_fakes.ts";
+import { FakeHypervisor, FakeInventory, LAB, smallCluster } from "./_fakes.ts";
 import { runSync, STAGES, type SyncEvent } from "../../../domain/sync/runner.ts";
 import type { SyncEndpoint } from "../../../domain/sync/ports.ts";
-
-const LAB: SyncEndpoint = {
-  id: 1,
-  name: "lab (inv:7)",
-  ip: "10.0.0.1",
-  port: 8006,
-  use_https: true,
-  verify_ssl: false,
-  username: "root@pam",
-};
 
 const FIRST_THREE = STAGES.slice(0, 3);
 
