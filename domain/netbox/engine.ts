@@ -30,7 +30,13 @@ import { ModelRegistry } from "./engine/registry.ts";
 import { find, type ListPage, listPage } from "./engine/paging.ts";
 import { customFieldsFor } from "./engine/custom_fields.ts";
 import { displayOf, Renderer, type RenderOptions, urlOf } from "./engine/render.ts";
-import { indexShape, type IndexState, orderField, stateOf } from "./engine/index_state.ts";
+import {
+  countsByValue,
+  indexShape,
+  type IndexState,
+  orderField,
+  stateOf,
+} from "./engine/index_state.ts";
 import { createMany, updateMany, type WriteOptions } from "./engine/write.ts";
 import { patchStored, patchStoredMany } from "./engine/patch.ts";
 import { deleteMany, type DeleteOptions } from "./engine/delete.ts";
@@ -162,11 +168,8 @@ export class ModelEngine implements EngineApi {
     return (await this.find(model, filters))[0] ?? null;
   }
 
-  async countReferences(model: string, field: string, ids: readonly number[]): Promise<number[]> {
-    if (!indexShape(this.#registry.definition(model)).uncounted.has(field)) {
-      return await this.store.countsByIndex(model, field, ids);
-    }
-    return (await this.store.idsByIndexMany(model, field, ids)).map((found) => found.length);
+  countReferences(model: string, field: string, ids: readonly number[]): Promise<number[]> {
+    return countsByValue(this.store, model, this.#registry.definition(model), field, ids);
   }
 
   /** A NetBox list: filters, q, ordering, limit/offset. Throws QueryError on bad filter values. */

@@ -223,19 +223,24 @@ export class KvModelStore implements ModelStore {
   }
 
   allocateIds(model: string, count: number): Promise<number> {
-    // One allocation per model at a time in this process: 200 concurrent creators racing one
-    // sequence key starved some of them for seconds (500s under load); other processes sharing
-    // the KV still race, and the atomic check settles that.
-    const previous = this.#allocating.get(model) ?? Promise.resolve();
-    const next = previous.then(() =>
+    return this.#oneReservationAtATime(model, () =>
       retryAtomic(async () => {
         const key = keys.inventorySequence(model);
         const entry = await this.kv.get<number>(key);
         const first = (entry.value ?? 0) + 1;
         const result = await this.kv.atomic().check(entry).set(key, first + count - 1).commit();
         return result.ok ? first : undefined;
-      })
-    );
+      }));
+  }
+
+  /**
+   * Runs `reserve` after every earlier reservation of `model`'s ids in this process has settled:
+   * 200 concurrent creators racing one sequence key starved some of them for seconds (500s under
+   * load); other processes sharing the KV still race, and the atomic check settles that.
+   */
+  #oneReservationAtATime<T>(model: string, reserve: () => Promise<T>): Promise<T> {
+    const previous = this.#allocating.get(model) ?? Promise.resolve();
+    const next = previous.then(reserve);
     const settled = next.then(() => {}, () => {});
     this.#allocating.set(model, settled);
     void settled.then(() => {
@@ -810,29 +815,25 @@ export class KvModelStore implements ModelStore {
     // fails and the writes are made again from the new first id.
     let rest: ObjectWrite[][] = [];
     const key = keys.inventorySequence(model);
-    const previous = this.#allocating.get(model) ?? Promise.resolve();
-    const reserved = previous.then(() =>
-      retryAtomic<{ first: number; ok: boolean }>(async () => {
-        const entry = await this.kv.get<number>(key);
-        const first = (entry.value ?? 0) + 1;
-        const groups = this.#plan(make(first), key);
-        const head = groups[0] ?? [];
-        await this.options.beforeCommit?.(head);
-        const op = this.#operation(head).check(entry).set(key, first + count - 1);
-        if ((await op.commit()).ok) {
-          rest = groups.slice(1);
-          return { first, ok: true };
-        }
-        // Not the sequence (a unique claim taken): no retry makes that succeed.
-        const now = await this.kv.get<number>(key);
-        return now.versionstamp === entry.versionstamp ? { first, ok: false } : undefined;
-      })
+    const reserved = this.#oneReservationAtATime(
+      model,
+      () =>
+        retryAtomic<{ first: number; ok: boolean }>(async () => {
+          const entry = await this.kv.get<number>(key);
+          const first = (entry.value ?? 0) + 1;
+          const groups = this.#plan(make(first), key);
+          const head = groups[0] ?? [];
+          await this.options.beforeCommit?.(head);
+          const op = this.#operation(head).check(entry).set(key, first + count - 1);
+          if ((await op.commit()).ok) {
+            rest = groups.slice(1);
+            return { first, ok: true };
+          }
+          // Not the sequence (a unique claim taken): no retry makes that succeed.
+          const now = await this.kv.get<number>(key);
+          return now.versionstamp === entry.versionstamp ? { first, ok: false } : undefined;
+        }),
     );
-    const settled = reserved.then(() => {}, () => {});
-    this.#allocating.set(model, settled);
-    void settled.then(() => {
-      if (this.#allocating.get(model) === settled) this.#allocating.delete(model);
-    });
     return reserved.then(async ({ first, ok }) => {
       if (!ok) return { ok: false, first };
       for (const group of rest) {

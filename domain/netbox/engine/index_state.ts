@@ -110,6 +110,24 @@ export function indexShape(def: ModelDef): IndexShape {
   return shape;
 }
 
+/**
+ * How many objects of `def` (named `model` in the store) hold each of `values` under `field`:
+ * the per-value counters, or for a field kept without them (IndexShape) its few index entries
+ * listed. One batched read for all the values.
+ */
+export async function countsByValue(
+  store: ModelStore,
+  model: string,
+  def: ModelDef,
+  field: string,
+  values: readonly IndexValue[],
+): Promise<number[]> {
+  if (!indexShape(def).uncounted.has(field)) {
+    return await store.countsByIndex(model, field, values);
+  }
+  return (await store.idsByIndexMany(model, field, values)).map((found) => found.length);
+}
+
 /** The stored field of the model's default ordering that the ordered index follows. */
 export function orderField(def: ModelDef): { field: string; desc: boolean } | null {
   const first = def.orderedIndex ?? def.ordering?.[0];

@@ -13,7 +13,7 @@ import { type CustomFieldDef, renderCustomFields } from "../custom_fields.ts";
 import type { FieldDef, ModelDef } from "../types.ts";
 import { cachedRecords, type EngineCore, newCache, type RequestCache } from "./core.ts";
 import { customFieldsFor } from "./custom_fields.ts";
-import { indexShape } from "./index_state.ts";
+import { countsByValue } from "./index_state.ts";
 import { TAG_MODEL } from "./registry.ts";
 
 export interface RenderOptions {
@@ -204,11 +204,13 @@ export class Renderer {
       if (!registry.has(model)) return ids.map(() => 0);
       const counted = registry.definition(model);
       const gfk = counted.fields[field]?.type === "gfk";
-      const values = gfk ? ids.map((id) => `${self}:${id}`) : ids;
-      if (!indexShape(counted).uncounted.has(field)) {
-        return await store.countsByIndex(model, field, values);
-      }
-      return (await store.idsByIndexMany(model, field, values)).map((found) => found.length);
+      return await countsByValue(
+        store,
+        model,
+        counted,
+        field,
+        gfk ? ids.map((id) => `${self}:${id}`) : ids,
+      );
     };
     return plan.counts.map(async ({ name, model, field }) => {
       if (model !== "*") return { name, values: await countAll(model, field) };
