@@ -6,7 +6,8 @@ import type {
   InventoryObject,
   SyncEndpoint,
 } from "../../../domain/sync/ports.ts";
-import { STAGES } from "../../../domain/sync/runner.ts";
+import assert from "node:assert/strict";
+import { runSync, STAGES } from "../../../domain/sync/runner.ts";
 
 /** The one endpoint the domain sync tests run against. */
 export const LAB: SyncEndpoint = {
@@ -24,6 +25,21 @@ export const GUEST_STAGES = STAGES.filter((s) =>
   ["devices", "virtual-machines", "vm-disks", "vm-snapshots", "vm-interfaces", "ip-addresses"]
     .includes(s.type)
 );
+
+/** One run of the guest stages on LAB against `hv`, which must end ok. */
+export async function runGuestStages(inv: FakeInventory, hv: FakeHypervisor) {
+  const complete = await runSync({
+    stages: GUEST_STAGES,
+    endpoints: [LAB],
+    hypervisor: () => hv,
+    inventory: inv,
+    emit: () => {},
+    signal: new AbortController().signal,
+    now: () => Date.UTC(2026, 0, 1),
+  });
+  assert.equal(complete.ok, true, JSON.stringify(complete.errors));
+  return complete;
+}
 
 export class FakeInventory implements InventoryApi {
   readonly tables = new Map<string, Map<number, InventoryObject>>();

@@ -4,8 +4,7 @@
  * inventory to find one slice's objects. Over in-memory fakes of the two ports (no sockets).
  */
 import assert from "node:assert/strict";
-import { FakeHypervisor, FakeInventory, GUEST_STAGES, LAB, smallCluster } from "./_fakes.ts";
-import { runSync } from "../../../domain/sync/runner.ts";
+import { FakeHypervisor, FakeInventory, runGuestStages as run, smallCluster } from "./_fakes.ts";
 import { SLICE } from "../../../domain/sync/guests.ts";
 
 const VMS = "virtualization/virtual-machines/";
@@ -73,20 +72,6 @@ class RecordingInventory extends FakeInventory {
     this.lists.push({ path, filters });
     return super.list(path, filters);
   }
-}
-
-async function run(inv: FakeInventory, hv: FakeHypervisor) {
-  const complete = await runSync({
-    stages: GUEST_STAGES,
-    endpoints: [LAB],
-    hypervisor: () => hv,
-    inventory: inv,
-    emit: () => {},
-    signal: new AbortController().signal,
-    now: () => Date.UTC(2026, 0, 1),
-  });
-  assert.equal(complete.ok, true, JSON.stringify(complete.errors));
-  return complete;
 }
 
 Deno.test("slices: an estate of three slices syncs whole; each stage reads one slice's objects by id, at most 100 ids a request", async () => {
