@@ -36,9 +36,21 @@ export function retryWhenBusy(kv: Deno.Kv): Deno.Kv {
       if (property === "atomic") {
         return () => {
           const operation = target.atomic();
-          const commit = operation.commit.bind(operation);
-          operation.commit = () => whileBusy(commit);
-          return operation;
+          // A view of the atomic, not a patched one: assigning `commit` onto a handle that is
+          // itself a proxy (timed_kv.ts) stacked a second timing around the first, so every
+          // commit and its mutations were counted twice in the metrics.
+          const retried: Deno.AtomicOperation = new Proxy(operation, {
+            get(op, name) {
+              const member = Reflect.get(op, name, op);
+              if (typeof member !== "function") return member;
+              if (name === "commit") return () => whileBusy(() => member.call(op));
+              return (...args: unknown[]) => {
+                const out = member.apply(op, args);
+                return out === op ? retried : out; // chained calls keep the retry
+              };
+            },
+          });
+          return retried;
         };
       }
       if (RETRIED.has(property)) {

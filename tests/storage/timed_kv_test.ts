@@ -5,6 +5,7 @@
 import assert from "node:assert/strict";
 import { noopMetrics } from "../../infra/metrics.ts";
 import { timedKv } from "../../storage/kv/timed_kv.ts";
+import { retryWhenBusy } from "../../storage/kv/busy_retry.ts";
 
 function recording() {
   const calls: [string, boolean][] = [];
@@ -92,6 +93,45 @@ Deno.test("timed kv: a committed atomic reports its mutations once, a refused on
     assert.equal(refused.ok, false);
     assert.deepEqual(reported, [8]);
     assert.equal((await raw.get<number>(["a"])).value, 1);
+  } finally {
+    raw.close();
+  }
+});
+
+Deno.test("timed kv under the stores' busy retry: a commit is timed and its mutations counted once, and a busy commit is tried again", async () => {
+  const raw = await Deno.openKv(":memory:");
+  const commits: boolean[] = [];
+  const reported: number[] = [];
+  // The first commit meets another process's lock (as SQLite answers it), then goes through.
+  let busy = 1;
+  const locking = new Proxy(raw, {
+    get(target, name) {
+      const member = Reflect.get(target, name, target);
+      if (name !== "atomic") return typeof member === "function" ? member.bind(target) : member;
+      return () => {
+        const op = target.atomic();
+        const commit = op.commit.bind(op);
+        op.commit = () => busy-- > 0 ? Promise.reject(new Error("database is locked")) : commit();
+        return op;
+      };
+    },
+  });
+  const kv = retryWhenBusy(timedKv(locking, {
+    ...noopMetrics,
+    kvOperation: (operation: string, _s: number, ok: boolean) => {
+      if (operation === "commit") commits.push(ok);
+    },
+    kvMutations: (n: number) => reported.push(n),
+  }));
+  try {
+    // Chained, as the stores write: the chain's result must keep the retry.
+    const result = await kv.atomic().check({ key: ["a"], versionstamp: null }).set(["a"], 1)
+      .sum(["n"], 1n).commit();
+    assert.equal(result.ok, true);
+    assert.equal((await raw.get<number>(["a"])).value, 1);
+    // One failed attempt (the lock) and one that committed: each timed once, mutations once.
+    assert.deepEqual(commits, [false, true]);
+    assert.deepEqual(reported, [2]);
   } finally {
     raw.close();
   }
