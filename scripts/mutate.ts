@@ -147,6 +147,8 @@ export const GROUPS: Record<string, { modules: string[]; tests: string[] }> = {
       // The live-run gate (live.ts): what the backend answered, then scoping to copies.
       "tests/routes/ui/live_answers_test.ts",
       "tests/routes/ui/live_scope_test.ts",
+      // What the live parts accept and refuse before anything runs (ids, pre-check, no backend).
+      "tests/routes/ui/live_gate_test.ts",
     ],
   },
 };

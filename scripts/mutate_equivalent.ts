@@ -1072,4 +1072,36 @@ export const EQUIVALENT: Equivalent[] = [
     line: "for (let i = 0; i < tries; i++) {",
     why: "the last try throws (i === tries - 1) before the loop could run once more",
   },
+  {
+    module: "routes/ui/login.tsx",
+    what: "?? → ||",
+    line: 'info: REASONS[c.req.query("reason") ?? ""],',
+    why: "query() gives a string or undefined; an empty reason names no notice either way",
+  },
+  {
+    module: "routes/ui/login.tsx",
+    what: "?? → ||",
+    line: 'const expected = getCookie(c, LOGIN_CSRF_COOKIE) ?? "";',
+    why: "getCookie gives a string or undefined; an empty cookie is refused the same way",
+  },
+  {
+    module: "domain/console_sessions.ts",
+    what: "?? → ||",
+    line: 'const match = COOKIE_VALUE.exec(cookie ?? "");',
+    why: "the cookie is a string or undefined; an empty one matches nothing either way",
+  },
+  {
+    module: "routes/ui/live.ts",
+    what: "true → false",
+    line: 'abort.signal.addEventListener("abort", closed, { once: true });',
+    why: "an AbortSignal fires abort at most once, so the listener runs once either way",
+  },
+  {
+    module: "routes/ui/live.ts",
+    what: "&& → ||",
+    line: "const gone = response.status === 404 &&",
+    why: "the job read answers 404 only when the stream's own read did (same job, same " +
+      "core.view_job check): a stream refused otherwise (403, 429) finds the job read refused " +
+      "or present, so the same reason is shown (tests/routes/ui/pages_test.ts, the 403 case)",
+  },
 ];

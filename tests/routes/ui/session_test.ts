@@ -14,6 +14,12 @@ Deno.test("console: an anonymous visitor is sent to sign in, and back afterwards
     const login = await c.get(first.location!);
     assert.equal(login.status, 200);
     assert.match(login.html, /<label for="token">Inventory API token<\/label>/);
+    // The token field is a password field the browser neither remembers nor spell-checks
+    // (a spell-check service would receive the token).
+    assert.match(
+      login.html,
+      /<input id="token" name="token" type="password" autocomplete="off" spellcheck="false" required/,
+    );
     const csrf = /name="_login_csrf" value="([^"]+)"/.exec(login.html)![1];
     const done = await c.post("/ui/login", {
       _login_csrf: csrf,
@@ -103,6 +109,15 @@ Deno.test("console: sign-in without the form's own CSRF cookie is refused", asyn
       const res = await c.post("/ui/login", { _login_csrf: sent, token: ROOT });
       assert.equal(res.status, 403, sent);
       assert.match(res.text, /form expired/);
+      assert.equal(c.cookies.has("bridgebox_session"), false);
+    }
+    // With the form's cookie, only the form's own value passes: not an empty one, not another.
+    const form = await c.get("/ui/login");
+    const csrf = /name="_login_csrf" value="([^"]+)"/.exec(form.html)![1];
+    for (const sent of ["", "x".repeat(csrf.length), csrf.slice(0, -1)]) {
+      const res = await c.post("/ui/login", { _login_csrf: sent, token: ROOT });
+      assert.equal(res.status, 403, JSON.stringify(sent));
+      assert.match(res.text, /The sign-in form expired \(or came from another site\)/);
       assert.equal(c.cookies.has("bridgebox_session"), false);
     }
   } finally {
@@ -231,6 +246,10 @@ Deno.test("console: every state-changing form checks the CSRF token and the orig
       assert.match(missing.text, /Form expired/, path);
       const wrong = await c.post(path, { ...form, _csrf: "x".repeat(32) });
       assert.equal(wrong.status, 403, path);
+      // An empty token is no token either (it matches no part of the session's).
+      const empty = await c.post(path, { ...form, _csrf: "" });
+      assert.equal(empty.status, 403, path);
+      assert.match(empty.text, /Form expired/, path);
     }
     const page = await c.get("/ui/endpoints");
     const csrf = /name="_csrf" value="([^"]+)"/.exec(page.html)![1];
