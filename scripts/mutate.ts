@@ -109,6 +109,7 @@ export const GROUPS: Record<string, { modules: string[]; tests: string[] }> = {
     tests: [
       "tests/domain/netbox/",
       "tests/routes/inventory/query_test.ts",
+      "tests/routes/inventory/lookups_table_test.ts",
       "tests/routes/inventory/crud_test.ts",
       "tests/routes/inventory/rules_test.ts",
       "tests/routes/inventory/object_rules_test.ts",
@@ -118,6 +119,9 @@ export const GROUPS: Record<string, { modules: string[]; tests: string[] }> = {
       "tests/routes/inventory/changelog_test.ts",
       "tests/routes/inventory/concurrent_writes_test.ts",
       "tests/routes/inventory/netbox46_writes_test.ts",
+      "tests/routes/inventory/netbox_rules_test.ts",
+      "tests/routes/inventory/netbox46_fields_test.ts",
+      "tests/routes/inventory/render_snapshot_test.ts",
       "tests/security/patterns_test.ts",
     ],
   },

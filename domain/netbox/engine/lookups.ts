@@ -11,7 +11,10 @@ import {
   type WorkMeter,
 } from "../user_patterns.ts";
 import type { FieldDef } from "../types.ts";
-import { type Condition, QueryError, splitList } from "./query.ts";
+import { type Condition, parseTimestamp, QueryError, splitList } from "./query.ts";
+
+/** Lookups that compare a date/time field as instants (the rest read its ISO text). */
+const TIMESTAMP_LOOKUPS = new Set(["exact", "in", "n", "gt", "gte", "lt", "lte"]);
 
 function naturalCompare(a: unknown, b: unknown): number {
   if (a === b) return 0;
@@ -110,6 +113,9 @@ export function matchScalar(
   }
   const items = Array.isArray(value) ? value : [value];
   const text = (v: unknown) => v === null || v === undefined ? "" : String(v).toLowerCase();
+  if (def.type === "datetime" && TIMESTAMP_LOOKUPS.has(lookup)) {
+    return matchTimestamp(items, lookup === "in" ? "exact" : lookup, values);
+  }
   const eq = (v: unknown, f: string) => {
     if (v === null || v === undefined) return f === "null";
     if (def.type === "bool") return parseBool(f) === v;
@@ -161,6 +167,34 @@ export function matchScalar(
           ? c < 0
           : c <= 0;
       });
+    default:
+      return false;
+  }
+}
+
+/**
+ * A date/time field against filter values as instants (the stored ISO text and a value such as
+ * `2026-05-01` or `2026-05-01 10:00:00+02:00` compared as times, not as text). Several values of
+ * one lookup: any matches, and `__n` excludes every one.
+ */
+function matchTimestamp(items: unknown[], lookup: string, values: string[]): boolean {
+  const at = items.map((v) => typeof v === "string" ? Date.parse(v) : NaN).filter(Number.isFinite);
+  const bounds = values.map(parseTimestamp).filter((t): t is number => t !== null);
+  const hit = (test: (t: number, b: number) => boolean) =>
+    bounds.some((b) => at.some((t) => test(t, b)));
+  switch (lookup) {
+    case "exact":
+      return hit((t, b) => t === b);
+    case "n":
+      return !hit((t, b) => t === b);
+    case "gt":
+      return hit((t, b) => t > b);
+    case "gte":
+      return hit((t, b) => t >= b);
+    case "lt":
+      return hit((t, b) => t < b);
+    case "lte":
+      return hit((t, b) => t <= b);
     default:
       return false;
   }

@@ -102,6 +102,29 @@ export interface FilterSource {
   query?: boolean;
 }
 
+const TIMESTAMPS = new Set(["created", "last_updated"]);
+const TIMESTAMP_LOOKUPS = new Set(["exact", "n", "gt", "gte", "lt", "lte"]);
+const TIMESTAMP_FIELD: FieldDef = { type: "datetime" };
+const DATETIME_MESSAGE = "Enter a valid date/time.";
+const DATETIME =
+  /^(\d{4}-\d{2}-\d{2})(?:[T ](\d{2}:\d{2}(?::\d{2}(?:\.\d{1,6})?)?))?(Z|[+-]\d{2}:?\d{2})?$/;
+
+/**
+ * A date/time as Django's DateTimeField reads a filter value (a date alone is its midnight; no
+ * zone is UTC, the inventory's time zone), in epoch milliseconds; null when it is none.
+ */
+export function parseTimestamp(text: string): number | null {
+  const m = DATETIME.exec(text.trim());
+  if (!m) return null;
+  const zone = m[3] === undefined
+    ? "Z"
+    : m[3].length === 5
+    ? `${m[3].slice(0, 3)}:${m[3].slice(3)}`
+    : m[3];
+  const t = Date.parse(`${m[1]}T${m[2] ?? "00:00"}${zone}`);
+  return Number.isFinite(t) ? t : null;
+}
+
 /** Django's IntegerField: digits, a sign, blanks around, and a `.0` tail ("3.0" is 3). */
 const WHOLE_NUMBER = /^\s*[-+]?\d+(\.0*)?\s*$/;
 const WHOLE_NUMBER_MESSAGE = "Enter a whole number.";
@@ -224,6 +247,17 @@ async function condition(
     const values = givenValues(lookup, given, source);
     if (values === null) return null;
     return { kind: "cf", name: name.slice(3), lookup, values, param };
+  }
+  if (TIMESTAMPS.has(name) && def.timestamps !== false && def.fields[name] === undefined) {
+    // NetBox's MultiValueDateTimeFilter on every model's created / last_updated: exact, `__n`
+    // and the comparisons; other lookups are no filter of its (ignored, as unknown filters).
+    if (!TIMESTAMP_LOOKUPS.has(lookup)) return null;
+    const values = givenValues(lookup, given, source);
+    if (values === null) return null;
+    if (values.some((v) => parseTimestamp(v) === null)) {
+      throw new QueryError({ [param]: [DATETIME_MESSAGE] });
+    }
+    return { kind: "field", field: name, def: TIMESTAMP_FIELD, lookup, values, param };
   }
   const values = given;
   if (def.tags !== false && (name === "tag" || name === "tag_id")) {
