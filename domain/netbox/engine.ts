@@ -172,6 +172,12 @@ export class ModelEngine implements EngineApi {
     return countsByValue(this.store, model, this.#registry.definition(model), field, ids);
   }
 
+  idsReferring(model: string, field: string, ids: readonly number[]): Promise<number[][]> {
+    const f = this.#registry.definition(model).fields[field];
+    if (f?.type !== "fk") throw new Error(`${model}.${field} is not a foreign key`);
+    return ids.length ? this.store.idsByIndexMany(model, field, ids) : Promise.resolve([]);
+  }
+
   /** A NetBox list: filters, q, ordering, limit/offset. Throws QueryError on bad filter values. */
   list(model: string, params: URLSearchParams): Promise<ListPage> {
     return listPage(this.#core, model, params);

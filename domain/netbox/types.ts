@@ -313,6 +313,11 @@ export interface EngineApi {
    * counters (a page's reverse relations look only where the count is not 0).
    */
   countReferences(model: string, field: string, ids: readonly number[]): Promise<number[]>;
+  /**
+   * Per id, the ids of the records of `model` whose FK `field` points at it: one batched read of
+   * the index, no record read (a caller that holds some of those records reads only the rest).
+   */
+  idsReferring(model: string, field: string, ids: readonly number[]): Promise<number[][]>;
   /** Creates through validation and hooks but bypassing readOnly and permissions. */
   insert(model: string, input: Record<string, unknown>): Promise<WriteResult<StoredObject>>;
   /** Validated partial update bypassing readOnly and permissions; runs hooks unless told. */

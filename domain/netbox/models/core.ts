@@ -1126,7 +1126,8 @@ export const VIRTUAL_DISK: ModelDef = {
     message: "Virtual disk name must be unique per virtual machine.",
   }],
   // NetBox's signal: the VM's `disk` follows the sum of its virtual disks.
-  afterSaveBatch: (disks, engine) => syncVmDisks(engine, disks.flatMap((d) => [d.virtual_machine])),
+  afterSaveBatch: (disks, engine) =>
+    syncVmDisks(engine, disks.flatMap((d) => [d.virtual_machine]), disks),
   afterDelete: (disk, { engine }) => syncVmDisks(engine, [disk.virtual_machine]),
   search: ["name", "description"],
   ordering: ["virtual_machine", "name"],

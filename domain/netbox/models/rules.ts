@@ -333,18 +333,33 @@ export async function vmDiskRule(
 
 /**
  * NetBox's signal after virtual disks are saved or deleted: each VM concerned gets `disk` = the
- * sum of its disks (null once none remain). The disks and VMs of a batch are read together and
- * the changed VMs written together.
+ * sum of its disks (null once none remain), as a one-field write with no change record (NetBox's
+ * queryset update). `saved` are the disks the caller just committed: the VMs' disks are found
+ * in the index and only those not among them are read (a 500-disk create read its own 500 disks
+ * back before, 50 reads). The changed VMs are written together; unchanged ones not at all.
  */
-export async function syncVmDisks(engine: EngineApi, vmIds: Iterable<unknown>): Promise<void> {
+export async function syncVmDisks(
+  engine: EngineApi,
+  vmIds: Iterable<unknown>,
+  saved: readonly StoredObject[] = [],
+): Promise<void> {
   const ids = [...new Set(vmIds)].filter((v): v is number => typeof v === "number");
   if (ids.length === 0) return;
-  const totals = new Map<number, number | null>(ids.map((id) => [id, null]));
-  const disks = await engine.find(DISK_MODEL, { virtual_machine_id: ids.map(String) });
-  for (const d of disks) {
-    const vm = d.virtual_machine as number;
-    totals.set(vm, (totals.get(vm) ?? 0) + (typeof d.size === "number" ? d.size : 0));
-  }
+  const known = new Map(saved.map((d) => [d.id, d]));
+  const held = await engine.idsReferring(DISK_MODEL, "virtual_machine", ids);
+  const unread = [...new Set(held.flat())].filter((id) => !known.has(id));
+  for (const d of unread.length ? await engine.getMany(DISK_MODEL, unread) : []) known.set(d.id, d);
+  const totals = new Map<number, number | null>();
+  ids.forEach((vm, i) => {
+    let total: number | null = null;
+    for (const id of held[i]) {
+      const d = known.get(id);
+      // A disk moved or deleted since the index was read counts where its record says.
+      if (!d || d.virtual_machine !== vm) continue;
+      total = (total ?? 0) + (typeof d.size === "number" ? d.size : 0);
+    }
+    totals.set(vm, total);
+  });
   const changes = new Map<number, Record<string, unknown>>();
   for (const vm of await engine.getMany(VM_MODEL, ids)) {
     const total = totals.get(vm.id) ?? null;

@@ -178,3 +178,71 @@ Deno.test("a list filtered by many parents reads their index entries together an
     inv.close();
   }
 });
+
+Deno.test("a bulk create of virtual disks sets each VM's disk total without reading back the disks it wrote, and counts the VM's earlier disks", async () => {
+  const diskReads: number[] = [];
+  const raw = await Deno.openKv(":memory:");
+  // Record reads of disk records (key ["inventory", "obj", "virtualization.virtualdisk", id]).
+  const counted = new Proxy(raw, {
+    get(target, prop) {
+      const value = Reflect.get(target, prop, target);
+      if (typeof value !== "function") return value;
+      if (prop === "get" || prop === "getMany") {
+        return (...args: unknown[]) => {
+          const keys = (prop === "get" ? [args[0]] : args[0]) as Deno.KvKey[];
+          for (const k of keys) {
+            if (k[1] === "obj" && k[2] === "virtualization.virtualdisk") {
+              diskReads.push(k[3] as number);
+            }
+          }
+          return (value as (...a: unknown[]) => unknown).apply(target, args);
+        };
+      }
+      return value.bind(target);
+    },
+  });
+  const inv = await setup({}, { kv: counted });
+  try {
+    const w = await world(inv);
+    const disks = "/api/virtualization/virtual-disks/";
+    const vms = await inv.call(
+      "POST",
+      "/api/virtualization/virtual-machines/",
+      Array.from({ length: N }, (_, i) => ({ name: `disky-${i}`, cluster: w.cluster })),
+    );
+    assert.equal(vms.status, 201, JSON.stringify(vms.body));
+    const vmIds: number[] = vms.body.map((vm: { id: number }) => vm.id);
+    const made = await inv.call(
+      "POST",
+      disks,
+      vmIds.flatMap((id, i) => [
+        { virtual_machine: id, name: "scsi0", size: 1000 + i },
+        { virtual_machine: id, name: "scsi1", size: 7 },
+      ]),
+    );
+    assert.equal(made.status, 201, JSON.stringify(made.body));
+    assert.deepEqual(diskReads, [], "the disks just written are not read back for the totals");
+    const totals = async () => {
+      const page = await inv.call("GET", `/api/virtualization/virtual-machines/?limit=1000`);
+      const disk = new Map(
+        page.body.results.map((vm: { id: number; disk: number | null }) => [vm.id, vm.disk]),
+      );
+      return vmIds.map((id) => disk.get(id));
+    };
+    assert.deepEqual(await totals(), vmIds.map((_, i) => 1000 + i + 7));
+    // A later disk of some VMs: their earlier disks are read (only theirs) and counted too.
+    const later = vmIds.slice(0, 3).map((id) => ({
+      virtual_machine: id,
+      name: "scsi2",
+      size: 100,
+    }));
+    assert.equal((await inv.call("POST", disks, later)).status, 201);
+    assert.equal(new Set(diskReads).size, 6, "the three VMs' two earlier disks each");
+    assert.deepEqual(
+      await totals(),
+      vmIds.map((_, i) => 1000 + i + 7 + (i < 3 ? 100 : 0)),
+    );
+  } finally {
+    inv.close();
+  }
+});
