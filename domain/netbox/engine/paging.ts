@@ -178,7 +178,63 @@ function sortRecords(core: EngineCore, records: StoredObject[], ordering: Orderi
   });
 }
 
-/** Id sets from indexes for positive conditions; covered when indexes answer everything. */
+/**
+ * Candidates this many or fewer are tested record by record against a condition whose index is
+ * LARGER_INDEX times larger than they are, instead of reading that index.
+ */
+const FEW_CANDIDATES = 1000;
+const LARGER_INDEX = 4;
+/** Conditions with at most this many values are sized by their counters (one batched read). */
+const SIZED_VALUES = 10;
+
+/** A condition an index can answer: its field and the values to read under it. */
+interface IndexRead {
+  field: string;
+  values: IndexValue[];
+  /** All the values at once (tags given together), else any of them. */
+  all: boolean;
+  /** A value that names nothing was given (an unknown tag, given together): no match. */
+  nothing: boolean;
+}
+
+function indexRead(core: EngineCore, cond: Condition): IndexRead | null {
+  if (cond.kind === "rel" && cond.lookup === "exact" && !cond.ids.includes(null)) {
+    const ids = cond.ids as number[];
+    return {
+      field: cond.field,
+      values: ids.filter((id) => id >= 0),
+      all: cond.all,
+      nothing: cond.all && ids.some((id) => id < 0),
+    };
+  }
+  if (
+    cond.kind === "field" && cond.def.index && (cond.lookup === "exact" || cond.lookup === "in")
+  ) {
+    const list = cond.lookup === "in" ? splitList(cond.values) : cond.values;
+    const typed = list.map((v) => typedFilterValue(cond.def, v));
+    // Empty and over-long strings have no index entry (index_state.ts): those are scanned.
+    if (
+      typed.every((v) =>
+        v !== undefined &&
+        (typeof v !== "string" || (v.length <= core.store.maxIndexedLength && v !== ""))
+      )
+    ) {
+      return { field: cond.field, values: typed as IndexValue[], all: false, nothing: false };
+    }
+  }
+  return null;
+}
+
+/**
+ * Id sets from indexes for positive conditions; covered when indexes answer everything.
+ *
+ * Indexes are read smallest first, and one much larger than the candidates found so far is not
+ * read: its condition is tested on those candidates' records (filterRecords tests every
+ * condition anyway). The sync's sliced reads name 100 parents and its tag
+ * (`virtual_machine_id=…&tag=bridgebox-synced`): the tag's index holds every object the sync
+ * made, so reading it made each request cost as much as the estate and a run grow with its
+ * square (docs/sync.md, "At 100,000 guests").
+ */
 async function candidates(
   core: EngineCore,
   def: ModelDef,
@@ -191,6 +247,7 @@ async function candidates(
     if (ids === null) ids = next;
     else ids = new Set([...ids].filter((id) => next.has(id)));
   };
+  const reads: IndexRead[] = [];
   for (const cond of conditions) {
     if (cond.kind === "none") return { ids: new Set(), covered: true };
     if (cond.kind === "ids") {
@@ -202,37 +259,34 @@ async function candidates(
       intersect(new Set(list.map(Number)));
       continue;
     }
-    if (cond.kind === "rel" && cond.lookup === "exact" && !cond.ids.includes(null)) {
-      // Every value in one call: a filter naming 100 parents reads them together.
-      const lists = await core.store.idsByIndexMany(
-        model,
-        cond.field,
-        (cond.ids as number[]).filter((id) => id >= 0),
-      );
-      let at = 0;
-      const sets = (cond.ids as number[]).map((id) => new Set(id < 0 ? [] : lists[at++]));
-      if (cond.all) { for (const s of sets) intersect(s); }
-      else intersect(new Set(sets.flatMap((s) => [...s])));
+    const read = indexRead(core, cond);
+    if (read) reads.push(read);
+    else covered = false;
+  }
+  // Sizes of the conditions with few values on counted fields (one counter per value); the
+  // others are read first, as named: a field of few objects per value, or many values given.
+  const uncounted = indexShape(def).uncounted;
+  const sized = await Promise.all(reads.map(async (read) => {
+    if (uncounted.has(read.field) || read.values.length > SIZED_VALUES) return -1;
+    const counts = await core.store.countsByIndex(model, read.field, read.values);
+    return counts.reduce((a, b) => a + b, 0);
+  }));
+  const order = reads.map((read, i) => ({ read, size: sized[i] }))
+    .sort((a, b) => a.size - b.size);
+  for (const { read, size } of order) {
+    const known = ids as Set<number> | null;
+    if (
+      size >= 0 && known !== null && known.size <= FEW_CANDIDATES &&
+      size > LARGER_INDEX * known.size
+    ) {
+      covered = false;
       continue;
     }
-    if (
-      cond.kind === "field" && cond.def.index && (cond.lookup === "exact" || cond.lookup === "in")
-    ) {
-      const list = cond.lookup === "in" ? splitList(cond.values) : cond.values;
-      const typed = list.map((v) => typedFilterValue(cond.def, v));
-      // Empty and over-long strings have no index entry (index_state.ts): those are scanned.
-      if (
-        typed.every((v) =>
-          v !== undefined &&
-          (typeof v !== "string" || (v.length <= core.store.maxIndexedLength && v !== ""))
-        )
-      ) {
-        const sets = await core.store.idsByIndexMany(model, cond.field, typed as IndexValue[]);
-        intersect(new Set(sets.flat()));
-        continue;
-      }
-    }
-    covered = false;
+    // Every value in one call: a filter naming 100 parents reads them together.
+    const lists = await core.store.idsByIndexMany(model, read.field, read.values);
+    if (read.nothing) intersect(new Set());
+    if (read.all) { for (const list of lists) intersect(new Set(list)); }
+    else intersect(new Set(lists.flat()));
   }
   return { ids, covered };
 }

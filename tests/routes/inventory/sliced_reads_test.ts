@@ -1,0 +1,148 @@
+/**
+ * What one of the sync's sliced reads costs the store as the estate grows (issue 25): a list of
+ * 100 parents' children carrying the sync's tag (`virtual_machine_id=…&tag=bridgebox-synced`,
+ * walked by id) must read the index keys of those parents, not the index of every object that
+ * carries the tag. Reading the tag's whole list made each request cost O(estate) and a run
+ * O(estate²): at 100,000 guests every slice of a first run read 100,000 keys per request, since
+ * each commit leaves the cached list stale (docs/sync.md, "At 100,000 guests").
+ *
+ * Counted, not timed: the keys KV lists yield and the records it reads per request, at two sizes
+ * of the same estate. The answer is checked against what it must be (tagged children only).
+ */
+import assert from "node:assert/strict";
+import { type Inv, setup } from "./_setup.ts";
+import { world } from "./_world.ts";
+
+/** A Deno.Kv counting the entries its lists yield and the keys its getMany reads. */
+function keyCountingKv(kv: Deno.Kv) {
+  const tally = { listed: 0, got: 0 };
+  const counted = new Proxy(kv, {
+    get(target, prop) {
+      if (prop === "list") {
+        return (selector: Deno.KvListSelector, options?: Deno.KvListOptions) => {
+          const iterator = target.list(selector, options);
+          const wrapped = {
+            get cursor() {
+              return iterator.cursor;
+            },
+            async next() {
+              const out = await iterator.next();
+              if (!out.done) tally.listed++;
+              return out;
+            },
+            return: (value?: unknown) => Promise.resolve({ done: true as const, value }),
+            [Symbol.asyncIterator]() {
+              return wrapped;
+            },
+          };
+          return wrapped;
+        };
+      }
+      if (prop === "getMany") {
+        return (keys: Deno.KvKey[], options?: { consistency?: Deno.KvConsistencyLevel }) => {
+          tally.got += keys.length;
+          return target.getMany(keys, options);
+        };
+      }
+      const value = Reflect.get(target, prop, target);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+  return { counted, tally };
+}
+
+const DISKS = "/api/virtualization/virtual-disks/";
+const VMS = "/api/virtualization/virtual-machines/";
+
+async function bulk(inv: Inv, path: string, bodies: unknown[]): Promise<Array<{ id: number }>> {
+  const out: Array<{ id: number }> = [];
+  for (let i = 0; i < bodies.length; i += 500) {
+    const r = await inv.call("POST", path, bodies.slice(i, i + 500));
+    assert.equal(r.status, 201, `${path}: ${JSON.stringify(r.body).slice(0, 300)}`);
+    out.push(...r.body);
+  }
+  return out;
+}
+
+Deno.test("a sliced read (100 parents + the sync's tag) costs the same KV reads whatever the estate's size", async () => {
+  const { counted, tally } = keyCountingKv(await Deno.openKv(":memory:"));
+  const inv = await setup({}, { kv: counted });
+  try {
+    const w = await world(inv);
+    const synced = await w.post("/api/extras/tags/", { name: "synced", slug: "synced" });
+    const other = await w.post("/api/extras/tags/", { name: "other", slug: "other" });
+    let made = 0;
+    /** `count` more VMs with one tagged disk each. */
+    const grow = async (count: number) => {
+      const vms = await bulk(
+        inv,
+        VMS,
+        Array.from({ length: count }, (_, i) => ({
+          name: `vm-${made + i}`,
+          cluster: w.cluster,
+          tags: [synced],
+        })),
+      );
+      made += count;
+      await bulk(
+        inv,
+        DISKS,
+        vms.map((vm) => ({ virtual_machine: vm.id, name: "scsi0", size: 8, tags: [synced] })),
+      );
+      return vms.map((vm) => vm.id);
+    };
+    const first = await grow(500);
+    // The slice: 100 parents made one after another; two of them also hold a disk the sync
+    // does not own (no tag, another tag), which the answer must leave out.
+    const parents = first.slice(100, 200);
+    const foreign = await bulk(inv, DISKS, [
+      { virtual_machine: parents[0], name: "hand-made", size: 1 },
+      { virtual_machine: parents[1], name: "other-tool", size: 1, tags: [other] },
+    ]);
+    const query = new URLSearchParams({ tag: "synced", fields: "id,virtual_machine,name,size" });
+    for (const p of parents) query.append("virtual_machine_id", String(p));
+    query.set("ordering", "id");
+    query.set("id__gt", "0");
+    query.set("limit", "1000");
+
+    /** One sliced read right after a write (as in a first run: every cache of disks stale). */
+    const slicedRead = async () => {
+      await bulk(inv, DISKS, [{ virtual_machine: first[0], name: `touch-${made++}`, size: 1 }]);
+      const before = { ...tally };
+      const r = await inv.call("GET", `${DISKS}?${query}`);
+      assert.equal(r.status, 200, JSON.stringify(r.body));
+      const cost = { listed: tally.listed - before.listed, got: tally.got - before.got };
+      return { body: r.body, cost };
+    };
+
+    const small = await slicedRead();
+    const wanted = new Set(parents);
+    assert.equal(small.body.count, 100);
+    assert.equal(small.body.results.length, 100);
+    for (const d of small.body.results) {
+      assert.ok(wanted.has(d.virtual_machine.id ?? d.virtual_machine), JSON.stringify(d));
+      assert.equal(d.name, "scsi0");
+    }
+    const ids = small.body.results.map((d: { id: number }) => d.id);
+    assert.deepEqual(ids, [...ids].sort((a, b) => a - b), "walked by id");
+    assert.ok(!ids.includes(foreign[0].id) && !ids.includes(foreign[1].id));
+
+    await grow(2000); // five times the tagged disks
+    const large = await slicedRead();
+    assert.deepEqual(large.body.results.map((d: { id: number }) => d.id), ids, "same answer");
+    assert.equal(large.body.count, 100);
+    // The parents' index keys (100 disks + 2) and the records are read, the same at both sizes;
+    // the tag's 2,500 keys (500 before) are not. A cost that followed the estate would be 5
+    // times larger.
+    const costs = `KV keys read by one sliced request: ${
+      JSON.stringify(small.cost)
+    } at 500 tagged disks, ${JSON.stringify(large.cost)} at 2,500`;
+    assert.ok(small.cost.listed < 200 && small.cost.got < 300, costs);
+    assert.ok(
+      large.cost.listed <= small.cost.listed + 5 && large.cost.got <= small.cost.got + 5,
+      costs,
+    );
+  } finally {
+    inv.close();
+  }
+});
