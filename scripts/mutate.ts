@@ -110,6 +110,7 @@ export const GROUPS: Record<string, { modules: string[]; tests: string[] }> = {
       "tests/domain/netbox/",
       "tests/routes/inventory/query_test.ts",
       "tests/routes/inventory/lookups_table_test.ts",
+      "tests/routes/inventory/write_table_test.ts",
       "tests/routes/inventory/crud_test.ts",
       "tests/routes/inventory/rules_test.ts",
       "tests/routes/inventory/object_rules_test.ts",

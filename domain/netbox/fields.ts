@@ -37,7 +37,8 @@ export type Coerced = { ok: true; value: unknown } | { ok: false; error: string 
 /** A related-object reference as sent: an id or a dict of attributes to look up. */
 export type RefInput = { id: number } | { attrs: Record<string, unknown> };
 
-function pyType(value: unknown): string {
+/** The Python type name DRF's messages give a JSON value ("int", "str", "list", ...). */
+export function pyType(value: unknown): string {
   if (value === null) return "NoneType";
   if (Array.isArray(value)) return "list";
   if (typeof value === "string") return "str";

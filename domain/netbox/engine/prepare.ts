@@ -5,7 +5,7 @@
  */
 import type { StoredObject } from "../../../storage/ports.ts";
 import { applyCustomFieldDefaults, validateCustomFields } from "../custom_fields.ts";
-import { coerce, defaultValue, MESSAGES } from "../fields.ts";
+import { coerce, defaultValue, MESSAGES, pyType } from "../fields.ts";
 import type { AuthInfo, FieldErrors, HookContext, ModelDef } from "../types.ts";
 import { cachedRecords, type EngineCore, isEmpty, type RequestCache } from "./core.ts";
 import { customFieldsFor } from "./custom_fields.ts";
@@ -104,16 +104,11 @@ export async function prepare(
 ): Promise<{ ok: true; prepared: Prepared } | { ok: false; errors: FieldErrors }> {
   const errors: FieldErrors = {};
   if (input === null || typeof input !== "object" || Array.isArray(input)) {
-    return {
-      ok: false,
-      errors: {
-        non_field_errors: [
-          `Invalid data. Expected a dictionary, but got ${
-            Array.isArray(input) ? "list" : typeof input
-          }.`,
-        ],
-      },
-    };
+    // DRF's serializer texts: a null item is refused as null, anything else by its Python type.
+    const text = input === null
+      ? MESSAGES.null
+      : `Invalid data. Expected a dictionary, but got ${pyType(input)}.`;
+    return { ok: false, errors: { non_field_errors: [text] } };
   }
   const data = input as Record<string, unknown>;
   const nowIso = new Date(core.now()).toISOString();

@@ -1,0 +1,253 @@
+/**
+ * Refused writes as a table: each row a request, the status and the whole error body NetBox
+ * answers (DRF's texts, keyed by field, one object per item of a bulk request), and the proof
+ * that a refused write loses nothing and writes nothing: every VM, tenant, IP address and change
+ * log entry reads back as before.
+ */
+import assert from "node:assert/strict";
+import { type Inv, setup } from "./_setup.ts";
+
+const VMS = "/api/virtualization/virtual-machines/";
+const IPS = "/api/ipam/ip-addresses/";
+const TENANTS = "/api/tenancy/tenants/";
+
+async function seed(inv: Inv) {
+  const post = async (path: string, body: unknown) => {
+    const r = await inv.call("POST", path, body);
+    assert.equal(r.status, 201, `${path}: ${JSON.stringify(r.body)}`);
+    return r.body;
+  };
+  const type = await post("/api/virtualization/cluster-types/", { name: "PVE", slug: "pve" });
+  const c1 = await post("/api/virtualization/clusters/", { name: "c1", type: type.id });
+  const acme = await post(TENANTS, { name: "Acme", slug: "acme" });
+  const beta = await post(TENANTS, { name: "Beta", slug: "beta" });
+  const prod = await post("/api/extras/tags/", { name: "Prod", slug: "prod" });
+  await post("/api/extras/custom-fields/", {
+    name: "vmid",
+    object_types: ["virtualization.virtualmachine"],
+    type: "integer",
+    validation_minimum: 100,
+  });
+  const [vm1, vm2] = await post(VMS, [
+    { name: "vm1", cluster: c1.id, tenant: acme.id, memory: 1024, tags: [prod.id] },
+    { name: "vm2", cluster: c1.id, memory: 2048, custom_fields: { vmid: 101 } },
+  ]);
+  const eth0 = await post("/api/virtualization/interfaces/", {
+    virtual_machine: vm1.id,
+    name: "eth0",
+  });
+  await post(IPS, {
+    address: "192.0.2.1/24",
+    assigned_object_type: "virtualization.vminterface",
+    assigned_object_id: eth0.id,
+  });
+  return {
+    c1: c1.id,
+    acme: acme.id,
+    beta: beta.id,
+    prod: prod.id,
+    vm1: vm1.id,
+    vm2: vm2.id,
+    eth0: eth0.id,
+  };
+}
+
+/** Everything a refused write must leave as it was. */
+async function snapshot(inv: Inv) {
+  const out: Record<string, unknown> = {};
+  for (const path of [VMS, TENANTS, IPS, "/api/core/object-changes/"]) {
+    const r = await inv.call("GET", `${path}?limit=1000&ordering=id`);
+    assert.equal(r.status, 200);
+    out[path] = r.body;
+  }
+  return out;
+}
+
+Deno.test("refused writes: DRF's texts per field and per item, and nothing written or lost", async () => {
+  const inv = await setup();
+  try {
+    const w = await seed(inv);
+    const vm1 = `${VMS}${w.vm1}/`;
+    const long = "x".repeat(65);
+    const rows: Array<[string, string, unknown, number, unknown]> = [
+      ["POST", VMS, "5", 400, {
+        non_field_errors: ["Invalid data. Expected a dictionary, but got int."],
+      }],
+      ["POST", VMS, `[{"name": "ok", "cluster": ${w.c1}}, 2.5, "x", true, null, []]`, 400, [
+        {},
+        { non_field_errors: ["Invalid data. Expected a dictionary, but got float."] },
+        { non_field_errors: ["Invalid data. Expected a dictionary, but got str."] },
+        { non_field_errors: ["Invalid data. Expected a dictionary, but got bool."] },
+        { non_field_errors: ["This field may not be null."] },
+        { non_field_errors: ["Invalid data. Expected a dictionary, but got list."] },
+      ]],
+      ["POST", VMS, {}, 400, { name: ["This field is required."] }],
+      ["POST", VMS, { name: "n", cluster: 9999 }, 400, {
+        cluster: ["Related object not found using the provided numeric ID: 9999"],
+      }],
+      ["POST", VMS, { name: "n", cluster: "c1" }, 400, {
+        cluster: ["Incorrect type. Expected pk value, received str."],
+      }],
+      ["POST", VMS, { name: "n", cluster: w.c1, status: "bogus" }, 400, {
+        "status": ['"bogus" is not a valid choice.'],
+      }],
+      ["POST", VMS, { name: "n", cluster: w.c1, memory: -1, vcpus: 0 }, 400, {
+        vcpus: ["Ensure this value is greater than or equal to 0.01."],
+        memory: ["Ensure this value is greater than or equal to 0."],
+      }],
+      ["POST", VMS, { name: "n", cluster: w.c1, vcpus: 100001, memory: "abc" }, 400, {
+        vcpus: ["Ensure this value is less than or equal to 100000."],
+        memory: ["A valid integer is required."],
+      }],
+      ["POST", VMS, { name: "n", cluster: w.c1, memory: 1.5 }, 400, {
+        memory: ["A valid integer is required."],
+      }],
+      ["POST", VMS, { name: "", cluster: w.c1 }, 400, { name: ["This field may not be blank."] }],
+      ["POST", VMS, { name: null, cluster: w.c1 }, 400, {
+        name: ["This field may not be null."],
+      }],
+      ["POST", VMS, { name: long, cluster: w.c1 }, 400, {
+        name: ["Ensure this field has no more than 64 characters."],
+      }],
+      ["POST", VMS, { name: "VM2", cluster: w.c1 }, 400, {
+        __all__: ["Virtual machine name must be unique per cluster."],
+      }],
+      ["POST", VMS, { name: "VM1", cluster: w.c1, tenant: w.acme }, 400, {
+        __all__: ["Virtual machine name must be unique per cluster and tenant."],
+      }],
+      ["POST", VMS, [{ name: "n", cluster: w.c1 }, { name: "N", cluster: w.c1 }], 400, [{}, {
+        __all__: ["Virtual machine name must be unique per cluster."],
+      }]],
+      ["POST", VMS, { name: "n", cluster: w.c1, tags: [9999] }, 400, {
+        tags: ["Related object not found using the provided numeric ID: 9999"],
+      }],
+      ["POST", VMS, { name: "n", cluster: w.c1, tags: "prod" }, 400, {
+        "tags": ['Expected a list of items but got type "str".'],
+      }],
+      ["POST", VMS, { name: "n", cluster: w.c1, tags: [w.prod], add_tags: [w.prod] }, 400, {
+        "tags": ['Cannot specify "tags" together with "add_tags" or "remove_tags".'],
+      }],
+      ["POST", VMS, { name: "n", cluster: w.c1, remove_tags: [w.prod] }, 400, {
+        "remove_tags": ['Cannot use "remove_tags" when creating a new object.'],
+      }],
+      ["PATCH", vm1, { add_tags: [w.prod], remove_tags: [w.prod] }, 400, {
+        "remove_tags": ['Tags may not be present in both "add_tags" and "remove_tags": Prod'],
+      }],
+      ["POST", VMS, { name: "n", cluster: w.c1, local_context_data: [1] }, 400, {
+        "local_context_data": ['JSON data must be in object form. Example: {"foo": 123}'],
+      }],
+      ["POST", VMS, { name: "n", cluster: w.c1, custom_fields: { nope: 1 } }, 400, {
+        "custom_fields": { "nope": "Custom field 'nope' does not exist for this object type." },
+      }],
+      ["POST", VMS, { name: "n", cluster: w.c1, custom_fields: { vmid: 99 } }, 400, {
+        "custom_fields": ["Invalid value for custom field 'vmid': Value must be at least 100"],
+      }],
+      ["POST", VMS, { name: "n", cluster: w.c1, custom_fields: { vmid: "x" } }, 400, {
+        "custom_fields": ["Invalid value for custom field 'vmid': Value must be an integer."],
+      }],
+      ["POST", VMS, { name: "n", cluster: w.c1, changelog_message: "" }, 400, {
+        changelog_message: ["This field may not be blank."],
+      }],
+      ["POST", VMS, { name: "n", cluster: w.c1, changelog_message: null }, 400, {
+        changelog_message: ["This field may not be null."],
+      }],
+      ["POST", VMS, { name: "n", cluster: w.c1, changelog_message: {} }, 400, {
+        changelog_message: ["Not a valid string."],
+      }],
+      ["POST", VMS, { name: "n", cluster: w.c1, changelog_message: "m".repeat(201) }, 400, {
+        changelog_message: ["Ensure this field has no more than 200 characters."],
+      }],
+      ["PUT", vm1, {}, 400, { name: ["This field is required."] }],
+      ["PUT", vm1, { name: "vm2", cluster: w.c1, tenant: null }, 400, {
+        __all__: ["Virtual machine name must be unique per cluster."],
+      }],
+      ["PATCH", `${VMS}${w.vm2}/`, { name: "VM1", tenant: w.acme }, 400, {
+        __all__: ["Virtual machine name must be unique per cluster and tenant."],
+      }],
+      ["PATCH", vm1, { tenant: 9999, memory: -2 }, 400, {
+        tenant: ["Related object not found using the provided numeric ID: 9999"],
+        memory: ["Ensure this value is greater than or equal to 0."],
+      }],
+      ["PATCH", VMS, [{ id: w.vm1, name: "renamed" }, { id: w.vm2, memory: -5 }], 400, [{}, {
+        memory: ["Ensure this value is greater than or equal to 0."],
+      }]],
+      [
+        "PATCH",
+        VMS,
+        [{ id: w.vm2, name: "vm1", tenant: w.acme }, { id: w.vm1, name: "x" }],
+        400,
+        [{ __all__: ["Virtual machine name must be unique per cluster and tenant."] }, {}],
+      ],
+      [
+        "PATCH",
+        VMS,
+        [{ id: w.vm1, name: "same", tenant: null }, { id: w.vm2, name: "SAME" }],
+        400,
+        [{}, { __all__: ["Virtual machine name must be unique per cluster."] }],
+      ],
+      ["PATCH", TENANTS, [{ id: w.acme, name: "Beta" }, { id: w.beta, name: "Gamma" }], 400, [{
+        name: ["tenant with this name already exists."],
+      }, {}]],
+      ["PATCH", TENANTS, [{ id: w.acme, name: "same" }, { id: w.beta, name: "SAME" }], 400, [{}, {
+        name: ["tenant with this name already exists."],
+      }]],
+      ["PATCH", VMS, [{ id: w.vm1, name: "renamed" }, { id: 99999, name: "x" }], 400, [{}, {
+        id: ["Object with id 99999 does not exist."],
+      }]],
+      ["PUT", VMS, [{ id: w.vm1, name: "renamed", cluster: w.c1 }, { id: w.vm2 }], 400, [{}, {
+        name: ["This field is required."],
+      }]],
+      ["DELETE", VMS, [{ id: w.vm2 }, { id: 99999 }], 404, { detail: "Not found." }],
+      ["POST", TENANTS, { name: "Acme2", slug: "acme" }, 400, {
+        slug: ["tenant with this slug already exists."],
+      }],
+      ["POST", TENANTS, { name: "acme", slug: "acme-2" }, 400, {
+        name: ["tenant with this name already exists."],
+      }],
+      [
+        "POST",
+        IPS,
+        {
+          address: "192.0.2.2/24",
+          assigned_object_type: "virtualization.vminterface",
+        },
+        400,
+        { assigned_object_id: ["This field is required."] },
+      ],
+      ["POST", IPS, { address: "192.0.2.2/24", assigned_object_id: w.eth0 }, 400, {
+        assigned_object_type: ["This field is required."],
+      }],
+      [
+        "POST",
+        IPS,
+        {
+          address: "192.0.2.2/24",
+          assigned_object_type: "dcim.site",
+          assigned_object_id: w.eth0,
+        },
+        400,
+        { "assigned_object_type": ['"dcim.site" is not a valid choice.'] },
+      ],
+      [
+        "POST",
+        IPS,
+        {
+          address: "192.0.2.2/24",
+          assigned_object_type: "virtualization.vminterface",
+          assigned_object_id: 9999,
+        },
+        400,
+        { assigned_object_id: ["Related object not found using the provided numeric ID: 9999"] },
+      ],
+    ];
+    const before = await snapshot(inv);
+    for (const [method, path, body, status, expected] of rows) {
+      const r = await inv.call(method, path, body);
+      const what = `${method} ${path} ${typeof body === "string" ? body : JSON.stringify(body)}`;
+      assert.deepEqual([r.status, r.body], [status, expected], what);
+      assert.deepEqual(await snapshot(inv), before, `${what}: nothing written`);
+    }
+  } finally {
+    inv.close();
+  }
+});
