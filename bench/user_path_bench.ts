@@ -20,7 +20,8 @@
  * BENCH_CPU_PROF=<dir> runs the app with `--cpu-prof` (a .cpuprofile in <dir> once it stops);
  * `deno run -A bench/cpuprofile_top.ts <file>` lists the functions that took the most time.
  * After each run the bench prints where the time went, read from the app's /metrics: each
- * stage's seconds, the Deno KV calls (count and seconds by operation) the run made, the sync's
+ * stage's seconds, the Deno KV calls (count and seconds by operation) the run made and the entries
+ * they read (a cost per object that grows with the estate is the thing to find), the sync's
  * requests to the app (its inventory) by route, and, from the mock's /metrics (open: the mock
  * listens on 127.0.0.1 only, as the app does), the sync's calls to the cluster by route. With
  * BENCH_CPU_PROF it prints where each re-run starts in the profile (cpuprofile_top.ts --after).
@@ -134,6 +135,8 @@ async function metricsOf(base: string, key?: string): Promise<Map<string, number
   for (const l of text.split("\n")) {
     const mutations = l.match(/^bridgebox_kv_mutations_total (\S+)$/);
     if (mutations) out.set("kv_mutations", Number(mutations[1]));
+    const keysRead = l.match(/^bridgebox_kv_keys_read_total\{operation="([^"]+)"\} (\S+)$/);
+    if (keysRead) out.set(`kv_keys ${keysRead[1]}`, Number(keysRead[2]));
     const m = l.match(line);
     if (m) out.set(`${m[1]} ${m[3]} ${m[2]}`, Number(m[4]));
     const r = l.match(request);
@@ -168,6 +171,9 @@ function breakdown(
       kv.map(([o, n, t]) => `${o} ${n} (${t.toFixed(1)} s)`).join(", ")
     }, mutations ${delta("kv_mutations")}`,
   );
+  // Entries read by operation: what grows faster than the estate shows as more per object.
+  const keysRead = ["get", "getMany", "list"].map((o) => `${o} ${delta(`kv_keys ${o}`)}`);
+  console.log(`  ${" ".repeat(label.length)}  KV entries read ${keysRead.join(", ")}`);
   // The sync's own requests to the app (its inventory client), by route: counts do not lie on
   // a loaded machine where seconds do.
   const requestsOf = (what: string, b: Map<string, number>, a: Map<string, number>) => {
@@ -404,6 +410,12 @@ try {
   add(
     "KV mutations per object written, first run",
     `${(mutations / Math.max(1, first.written)).toFixed(1)} (${mutations} for ${first.written})`,
+  );
+  const entriesRead = ["get", "getMany", "list"]
+    .reduce((sum, o) => sum + (m1.get(`kv_keys ${o}`) ?? 0) - (m0.get(`kv_keys ${o}`) ?? 0), 0);
+  add(
+    "KV entries read per object written, first run",
+    `${(entriesRead / Math.max(1, first.written)).toFixed(1)} (${entriesRead})`,
   );
   memoryLine("first run", first);
   if (Deno.env.get("BENCH_USER_RUNS") === "first") {

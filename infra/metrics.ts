@@ -52,6 +52,8 @@ export interface Metrics {
   kvOperation(operation: string, seconds: number, ok: boolean): void;
   /** The mutations (set, delete, sum, min, max) one committed KV atomic carried. */
   kvMutations(count: number): void;
+  /** The entries one KV read returned or looked up: get 1, getMany its keys, list its entries. */
+  kvKeysRead(operation: string, count: number): void;
   /**
    * A stream opened; call the returned function once when it closes (further calls do nothing).
    * SSE, WebSocket and terminal streams all report here.
@@ -75,6 +77,7 @@ export const noopMetrics: Metrics = {
   loginLocked: nothing,
   kvOperation: nothing,
   kvMutations: nothing,
+  kvKeysRead: nothing,
   streamOpened: () => nothing,
   exposition: () => Promise.resolve({ contentType: "text/plain; charset=utf-8", body: "" }),
 };

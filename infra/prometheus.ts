@@ -144,6 +144,13 @@ export function prometheusMetrics(options: PrometheusOptions = {}): PrometheusMe
     help: "Mutations (set, delete, sum, min, max) carried by committed Deno KV atomics.",
     registers,
   });
+  const kvKeysRead = new Counter({
+    name: "bridgebox_kv_keys_read_total",
+    help:
+      "Entries Deno KV reads returned or looked up (get 1, getMany its keys, list its entries).",
+    labelNames: ["operation"] as const,
+    registers,
+  });
   const openStreams = new Gauge({
     name: "bridgebox_open_streams",
     help: "Streams open now, by kind (sse, websocket, terminal).",
@@ -233,6 +240,9 @@ export function prometheusMetrics(options: PrometheusOptions = {}): PrometheusMe
     },
     kvMutations(count) {
       kvMutations.inc(count);
+    },
+    kvKeysRead(operation, count) {
+      kvKeysRead.inc({ operation }, count);
     },
     streamOpened(kind: StreamKind) {
       openStreams.inc({ kind });

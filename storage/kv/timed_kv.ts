@@ -1,7 +1,10 @@
 /**
  * A Deno KV handle that times its calls for the metrics (`bridgebox_kv_operation_duration_seconds`,
  * docs/metrics.md): get, getMany, set, delete, an atomic's commit, and a list from its first page
- * to its last. Everything else (watch, enqueue, listenQueue, close) passes through untouched.
+ * to its last; and the entries each read returned or looked up (`bridgebox_kv_keys_read_total`:
+ * a get 1, a getMany its keys, a list the entries it yielded), so a run's reads per object can be
+ * compared at two sizes (docs/sync.md, "At 100,000 guests"). Everything else (watch, enqueue,
+ * listenQueue, close) passes through untouched.
  * main.ts wraps the handle once, before the stores are built on it.
  */
 import type { Metrics } from "../../infra/metrics.ts";
@@ -59,11 +62,13 @@ export function timedKv(kv: Deno.Kv, metrics: Metrics): Deno.Kv {
   ): Deno.KvListIterator<T> => {
     const iterator = kv.list<T>(selector, options);
     let spent = 0;
+    let entries = 0;
     let reported = false;
     const report = (ok: boolean) => {
       if (reported) return;
       reported = true;
       metrics.kvOperation("list", spent / 1000, ok);
+      metrics.kvKeysRead("list", entries);
     };
     const step = async <R>(work: () => Promise<R>, last: (out: R) => boolean): Promise<R> => {
       const started = performance.now();
@@ -82,7 +87,11 @@ export function timedKv(kv: Deno.Kv, metrics: Metrics): Deno.Kv {
       get cursor() {
         return iterator.cursor;
       },
-      next: () => step(() => iterator.next(), (out) => out.done === true),
+      next: () =>
+        step(() => iterator.next(), (out) => {
+          if (out.done !== true) entries++;
+          return out.done === true;
+        }),
       // A loop left early (break, return) ends the list here.
       return: (value?: unknown) => {
         report(true);
@@ -102,7 +111,13 @@ export function timedKv(kv: Deno.Kv, metrics: Metrics): Deno.Kv {
       if (prop === "list") return list;
       if (typeof value !== "function") return value;
       if (typeof prop === "string" && TIMED.has(prop)) {
-        return (...args: unknown[]) => time(prop, () => value.apply(target, args));
+        return (...args: unknown[]) => {
+          if (prop === "get") metrics.kvKeysRead(prop, 1);
+          else if (prop === "getMany") {
+            metrics.kvKeysRead(prop, Array.isArray(args[0]) ? args[0].length : 0);
+          }
+          return time(prop, () => value.apply(target, args));
+        };
       }
       return value.bind(target);
     },

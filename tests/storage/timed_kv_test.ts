@@ -136,3 +136,26 @@ Deno.test("timed kv under the stores' busy retry: a commit is timed and its muta
     raw.close();
   }
 });
+
+Deno.test("timed kv: reads report the entries they returned or looked up", async () => {
+  const raw = await Deno.openKv(":memory:");
+  const read: [string, number][] = [];
+  const kv = timedKv(raw, {
+    ...noopMetrics,
+    kvKeysRead: (op: string, n: number) => read.push([op, n]),
+  });
+  try {
+    for (let i = 0; i < 5; i++) await raw.set(["k", i], i);
+    await kv.get(["k", 0]);
+    await kv.getMany([["k", 1], ["k", 2], ["missing"]]);
+    const all = [];
+    for await (const e of kv.list({ prefix: ["k"] })) all.push(e.key);
+    assert.equal(all.length, 5);
+    // A loop left early counts what it took; a limit counts what the list yielded.
+    for await (const _ of kv.list({ prefix: ["k"] })) break;
+    for await (const _ of kv.list({ prefix: ["k"] }, { limit: 2 })) { /* two */ }
+    assert.deepEqual(read, [["get", 1], ["getMany", 3], ["list", 5], ["list", 1], ["list", 2]]);
+  } finally {
+    raw.close();
+  }
+});
