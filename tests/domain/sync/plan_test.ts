@@ -5,6 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { type PlanItem, PlanningInventory } from "../../../domain/sync/plan.ts";
+import type { InventoryBody, InventoryObject } from "../../../domain/sync/ports.ts";
 import { FakeInventory } from "./_fakes.ts";
 
 const VMS = "virtualization/virtual-machines/";
@@ -155,4 +156,126 @@ Deno.test("plan: a dry run meets NetBox's unique address space: a held address o
   assert.ok(free.id < 0);
   // Other models have no such space.
   await plan.create("dcim/mac-addresses/", [{ mac_address: "AA" }, { mac_address: "AA" }]);
+});
+
+Deno.test("plan: a dry run's made objects answer list filters as NetBox would (fields, <field>_id, an address's host); paging, tags and fields do not narrow", async () => {
+  const { plan } = planner(true);
+  const IPS = "ipam/ip-addresses/";
+  await plan.create(VMS, [
+    { name: "web", cluster: 1, site: { id: 4, url: "u", display: "s" } },
+    { name: "app", cluster: 2, site: null },
+  ]);
+  await plan.create(IPS, [
+    { address: "10.0.0.5/24", assigned_object_id: 7 },
+    { address: "10.0.0.6/24", assigned_object_id: 8 },
+  ]);
+  const names = async (path: string, filters: Record<string, string | string[]>) =>
+    (await plan.list(path, filters)).map((o) => String(o.name ?? o.address)).sort();
+  assert.deepEqual(await names(VMS, { name: "web" }), ["web"]);
+  assert.deepEqual(await names(VMS, { name: "web,app" }), ["app", "web"]);
+  assert.deepEqual(await names(VMS, { name: ["nope"] }), []);
+  assert.deepEqual(await names(VMS, { cluster_id: "2" }), ["app"]);
+  assert.deepEqual(await names(VMS, { site_id: "4" }), ["web"]);
+  assert.deepEqual(await names(VMS, { site_id: "5" }), []);
+  // Keys no made object has a field for (paging, ordering, the tag, `fields`, another FK):
+  // not narrowed here; the stages filter what they read again.
+  assert.deepEqual(
+    await names(VMS, {
+      tag: "bridgebox-synced",
+      limit: "1",
+      offset: "1",
+      ordering: "name",
+      fields: "id,name",
+      device_id: "9",
+    }),
+    ["app", "web"],
+  );
+  assert.deepEqual(await names(IPS, { address: "10.0.0.5" }), ["10.0.0.5/24"]);
+  assert.deepEqual(await names(IPS, { address: "10.0.0.5/24" }), ["10.0.0.5/24"]);
+  assert.deepEqual(await names(IPS, { address: ["10.0.0.6", "10.0.0.9"] }), ["10.0.0.6/24"]);
+  assert.deepEqual(await names(IPS, { address: "10.0.0.5/16" }), []);
+  assert.deepEqual(await names(IPS, { assigned_object_id: "8" }), ["10.0.0.6/24"]);
+  // A name with a slash is compared whole: only addresses are matched by their host.
+  await plan.create(VMS, [{ name: "a/b", cluster: 3 }]);
+  assert.deepEqual(await names(VMS, { name: "a" }), []);
+  assert.deepEqual(await names(VMS, { name: "a/b" }), ["a/b"]);
+});
+
+/** The fake with NetBox 4.6's guarded single writes, answering "changed" for a stale ETag. */
+class GuardedFake extends FakeInventory {
+  readOne(path: string, id: number) {
+    const o = this.table(path).get(id);
+    return Promise.resolve(o ? { object: structuredClone(o), etag: `"${o.rev}"` } : null);
+  }
+  updateGuarded(
+    path: string,
+    body: InventoryBody & { id: number },
+    etag: string | null,
+  ): Promise<InventoryObject | "changed" | "gone"> {
+    const o = this.table(path).get(body.id);
+    if (!o) return Promise.resolve("gone");
+    if (etag !== `"${o.rev}"`) return Promise.resolve("changed");
+    Object.assign(o, structuredClone(body), { rev: Number(o.rev) + 1 });
+    this.writes.push(`PATCH ${path}${body.id} (If-Match)`);
+    return Promise.resolve(structuredClone(o));
+  }
+  isOwnWrite(_path: string, id: number) {
+    return id === 5;
+  }
+}
+
+Deno.test("plan: a run that writes passes guarded writes through and records only those written; a dry run has none", async () => {
+  const inner = new GuardedFake();
+  inner.table(VMS).set(5, { id: 5, name: "db", memory: 512, status: "active", rev: 1 });
+  const heard: PlanItem[] = [];
+  const plan = new PlanningInventory(inner, false, (i) => heard.push(i));
+  assert.equal(plan.isOwnWrite(VMS, 5, "x"), true);
+  assert.equal(plan.isOwnWrite(VMS, 6, "x"), false);
+  assert.equal(new PlanningInventory(new FakeInventory(), false).isOwnWrite(VMS, 5, "x"), false);
+  assert.ok(plan.readOne && plan.updateGuarded);
+  const dry = new PlanningInventory(inner, true);
+  assert.equal(dry.readOne, undefined);
+  assert.equal(dry.updateGuarded, undefined);
+
+  const read = await plan.readOne!(VMS, 5);
+  assert.equal(read?.etag, `"1"`);
+  assert.equal(await plan.updateGuarded!(VMS, { id: 5, memory: 1024 }, `"0"`), "changed");
+  assert.equal(await plan.updateGuarded!(VMS, { id: 99, memory: 1024 }, `"0"`), "gone");
+  assert.equal(heard.length, 0, "a write refused for its ETag, or of a gone object, is no change");
+  const written = await plan.updateGuarded!(VMS, { id: 5, memory: 1024, status: "active" }, `"1"`);
+  assert.equal((written as InventoryObject).memory, 1024);
+  assert.deepEqual(heard.map((i) => [i.action, i.object, i.changes]), [
+    // Known from the read before it: only memory changed; an active status is no mark.
+    ["update", "virtual machines db", { memory: { old: 512, new: 1024 } }],
+  ]);
+  assert.deepEqual(inner.writes, [`PATCH ${VMS}5 (If-Match)`]);
+});
+
+Deno.test("plan: a read of some fields adds to what is known of an object; the old values of an update come from all reads", async () => {
+  const { plan, inner, heard } = planner(false);
+  inner.table(VMS).set(5, { id: 5, name: "db", memory: 512, vcpus: 1, last_updated: "t1" });
+  await plan.list(VMS, {});
+  await plan.list(VMS, { id: ["5"], fields: "id,last_updated" });
+  await plan.list(VMS, { id: ["5"], omit: "memory" });
+  await plan.update(VMS, [{ id: 5, memory: 1024, vcpus: 2 }]);
+  assert.deepEqual(heard.at(-1)!.changes, {
+    memory: { old: 512, new: 1024 },
+    vcpus: { old: 1, new: 2 },
+  });
+});
+
+Deno.test("plan: a dry run asks who holds its addresses 100 values a request, and not at all without any", async () => {
+  const inner = new FakeInventory();
+  const asked: number[] = [];
+  const list = inner.list.bind(inner);
+  inner.list = (path, filters) => {
+    if (path === "ipam/ip-addresses/") asked.push((filters.address as string[]).length);
+    return list(path, filters);
+  };
+  const plan = new PlanningInventory(inner, true);
+  const hundred = Array.from({ length: 100 }, (_, i) => ({ address: `10.1.0.${i + 1}/24` }));
+  await plan.create("ipam/ip-addresses/", hundred);
+  assert.deepEqual(asked, [100]);
+  await plan.create("ipam/ip-addresses/", [{ address: "10.2.0.1/24", vrf: 3 }, { name: "x" }]);
+  assert.deepEqual(asked, [100], "no global-table value: nothing to ask");
 });
