@@ -243,6 +243,42 @@ Deno.test("retention: the newest INVENTORY_CHANGELOG_MAX_ENTRIES are kept, and n
   }
 });
 
+Deno.test("retention: a bulk write past the bound prunes as many old entries in batched reads, not one read per entry", async () => {
+  const raw = await Deno.openKv(":memory:");
+  const calls = { get: 0 };
+  const kv = new Proxy(raw, {
+    get(target, prop) {
+      if (prop === "get") calls.get++;
+      const value = Reflect.get(target, prop, target);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+  const inv = await setup({ INVENTORY_CHANGELOG_MAX_ENTRIES: "10" }, { kv });
+  try {
+    const bulk = (from: number) =>
+      inv.call(
+        "POST",
+        "/api/dcim/sites/",
+        Array.from({ length: 200 }, (_, i) => ({ name: `s${from + i}`, slug: `s${from + i}` })),
+      );
+    assert.equal((await bulk(0)).status, 201);
+    const before = calls.get;
+    assert.equal((await bulk(200)).status, 201);
+    // The second write logs 200 entries and prunes 200: its reads of single keys stay few (the
+    // store's counters and sequences), where reading each pruned entry alone made 200 more.
+    const gets = calls.get - before;
+    assert.ok(gets < 50, `${gets} single-key KV reads for a 200-object write that pruned 200`);
+    const kept = await inv.call("GET", `${CHANGES}?limit=50`);
+    assert.equal(kept.body.count, 10);
+    assert.deepEqual(
+      kept.body.results.map((e: { object_repr: string }) => e.object_repr),
+      Array.from({ length: 10 }, (_, i) => `s${399 - i}`),
+    );
+  } finally {
+    inv.close();
+  }
+});
+
 Deno.test("changelog: the recorded data holds stored fields only, never computed ones or counts", async () => {
   const inv = await setup();
   try {
