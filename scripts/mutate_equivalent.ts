@@ -1104,4 +1104,12 @@ export const EQUIVALENT: Equivalent[] = [
       "core.view_job check): a stream refused otherwise (403, 429) finds the job read refused " +
       "or present, so the same reason is shown (tests/routes/ui/pages_test.ts, the 403 case)",
   },
+  {
+    module: "routes/ui/live.ts",
+    what: "?? → ||",
+    line: "errors.push(...(body.errors ?? [{ detail: body.message }]));",
+    why:
+      "the backend's complete frame (routes/backend/sync.ts) carries errors as a list or not at all, " +
+      "never another falsy value; an empty list is truthy either way",
+  },
 ];
