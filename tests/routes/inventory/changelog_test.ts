@@ -308,3 +308,64 @@ Deno.test("changelog: the recorded data holds stored fields only, never computed
     inv.close();
   }
 });
+
+Deno.test("changelog: each entry's whole pre- and post-data: stored fields, custom fields, tags by name; none where the model has neither", async () => {
+  const inv = await setup();
+  try {
+    const cf = await inv.call("POST", "/api/extras/custom-fields/", {
+      name: "owner",
+      object_types: ["tenancy.tenant"],
+      type: "text",
+    });
+    assert.equal(cf.status, 201);
+    // Tag ids and names sort differently: the data lists the names, sorted.
+    const zeta = await inv.call("POST", "/api/extras/tags/", { name: "zeta", slug: "zeta" });
+    const alpha = await inv.call("POST", "/api/extras/tags/", { name: "Alpha", slug: "alpha" });
+    const created = await inv.call("POST", "/api/tenancy/tenants/", {
+      name: "Acme",
+      slug: "acme",
+      tags: [zeta.body.id, alpha.body.id],
+      custom_fields: { owner: "ops" },
+    });
+    assert.equal(created.status, 201);
+    const url = `/api/tenancy/tenants/${created.body.id}/`;
+    const patched = await inv.call("PATCH", url, {
+      description: "d",
+      tags: [zeta.body.id],
+      custom_fields: { owner: null },
+    });
+    assert.equal(patched.status, 200);
+    assert.equal((await inv.call("DELETE", url)).status, 204);
+    const entries = (await inv.call(
+      "GET",
+      `${CHANGES}?changed_object_type=tenancy.tenant&ordering=id`,
+    )).body.results;
+    const base = { name: "Acme", slug: "acme", group: null, comments: "", owner: null };
+    const first = {
+      ...base,
+      description: "",
+      custom_fields: { owner: "ops" },
+      tags: ["Alpha", "zeta"],
+    };
+    const second = { ...base, description: "d", custom_fields: { owner: null }, tags: ["zeta"] };
+    assert.deepEqual(
+      entries.map((e: Record<string, unknown>) => [e.prechange_data, e.postchange_data]),
+      [[null, first], [first, second], [second, null]],
+    );
+    // A tag has no tags and no custom fields of its own: its data names neither.
+    const tagEntry = (await inv.call(
+      "GET",
+      `${CHANGES}?changed_object_type=extras.tag&changed_object_id=${alpha.body.id}`,
+    )).body.results[0];
+    assert.deepEqual(tagEntry.postchange_data, {
+      name: "Alpha",
+      slug: "alpha",
+      color: "9e9e9e",
+      description: "",
+      object_types: [],
+      weight: 1000,
+    });
+  } finally {
+    inv.close();
+  }
+});

@@ -19,7 +19,56 @@ interface World {
   ids: Record<string, number>;
 }
 
-async function seed(inv: Inv): Promise<World> {
+/** A VM of the table: its cluster by name, the tenant (Acme) or none, its tags by slug. */
+interface VmSpec {
+  name: string;
+  cluster: "alpha" | "beta";
+  tenant?: true;
+  tags?: string[];
+  [field: string]: unknown;
+}
+
+/** The table's VMs, created in this order. */
+const TABLE_VMS: VmSpec[] = [
+  {
+    name: "web-01",
+    cluster: "alpha",
+    tenant: true,
+    status: "active",
+    vcpus: 2,
+    memory: 2048,
+    serial: "SN-A1",
+    description: "front",
+    tags: ["prod", "web"],
+    custom_fields: { owner: "Ops Team", vmid: 101 },
+  },
+  {
+    name: "web-02",
+    cluster: "alpha",
+    status: "offline",
+    vcpus: 4,
+    memory: 4096,
+    serial: "sn-b2",
+    tags: ["web"],
+    custom_fields: { owner: "ops", vmid: 102 },
+  },
+  {
+    name: "db-01",
+    cluster: "beta",
+    tenant: true,
+    status: "active",
+    vcpus: 8,
+    memory: 16384,
+    serial: "SN-C3",
+    description: "primary db",
+    tags: ["prod"],
+    custom_fields: { owner: "DBA", vmid: 200 },
+  },
+  { name: "Web-10", cluster: "beta", status: "planned", description: "the big one" },
+  { name: "cache", cluster: "alpha", status: "active", vcpus: 0.5, memory: 1024 },
+];
+
+async function seed(inv: Inv, specs: VmSpec[] = TABLE_VMS): Promise<World> {
   const post = async (path: string, body: unknown) => {
     const r = await inv.call("POST", path, body);
     assert.equal(r.status, 201, `${path}: ${JSON.stringify(r.body)}`);
@@ -41,44 +90,17 @@ async function seed(inv: Inv): Promise<World> {
     object_types: ["virtualization.virtualmachine"],
     type: "integer",
   });
-  const vms = await post(VMS, [
-    {
-      name: "web-01",
-      cluster: alpha.id,
-      tenant: acme.id,
-      status: "active",
-      vcpus: 2,
-      memory: 2048,
-      serial: "SN-A1",
-      description: "front",
-      tags: [prod.id, web.id],
-      custom_fields: { owner: "Ops Team", vmid: 101 },
-    },
-    {
-      name: "web-02",
-      cluster: alpha.id,
-      status: "offline",
-      vcpus: 4,
-      memory: 4096,
-      serial: "sn-b2",
-      tags: [web.id],
-      custom_fields: { owner: "ops", vmid: 102 },
-    },
-    {
-      name: "db-01",
-      cluster: beta.id,
-      tenant: acme.id,
-      status: "active",
-      vcpus: 8,
-      memory: 16384,
-      serial: "SN-C3",
-      description: "primary db",
-      tags: [prod.id],
-      custom_fields: { owner: "DBA", vmid: 200 },
-    },
-    { name: "Web-10", cluster: beta.id, status: "planned", description: "the big one" },
-    { name: "cache", cluster: alpha.id, status: "active", vcpus: 0.5, memory: 1024 },
-  ]);
+  const clusters = { alpha: alpha.id, beta: beta.id };
+  const tags: Record<string, number> = { prod: prod.id, web: web.id };
+  const vms = await post(
+    VMS,
+    specs.map(({ cluster, tenant, tags: slugs, ...rest }) => ({
+      ...rest,
+      cluster: clusters[cluster],
+      ...(tenant ? { tenant: acme.id } : {}),
+      ...(slugs ? { tags: slugs.map((slug) => tags[slug]) } : {}),
+    })),
+  );
   const ids: Record<string, number> = {};
   for (const vm of vms) ids[vm.name] = vm.id;
   return { alpha: alpha.id, beta: beta.id, acme: acme.id, prod: prod.id, web: web.id, ids };
@@ -338,5 +360,157 @@ Deno.test("created and last_updated filter as NetBox's date/time filters: exact,
     }
   } finally {
     inv.close();
+  }
+});
+
+/** Names, count and pages of one list, in the four orders a client asks for. */
+async function reading(inv: Inv, query: string) {
+  const out: Record<string, unknown> = {};
+  for (const order of ["", "ordering=-name", "ordering=id", "ordering=-id"]) {
+    const q = order ? `${query}&${order}` : query;
+    const r = await inv.call("GET", `${VMS}?${q}`);
+    if (r.status !== 200) {
+      out[order] = [r.status, r.body];
+      continue;
+    }
+    const names = r.body.results.map((vm: { name: string }) => vm.name);
+    assert.deepEqual(await walk(inv, q, r.body.count), names, `${q}: page by page`);
+    out[order] = [r.body.count, names];
+  }
+  return out;
+}
+
+/** Each object's related counts, by name. */
+async function counts(inv: Inv) {
+  const out: Record<string, unknown> = {};
+  for (
+    const [path, field] of [
+      ["/api/virtualization/clusters/", "virtualmachine_count"],
+      ["/api/tenancy/tenants/", "virtualmachine_count"],
+      ["/api/extras/tags/", "tagged_items"],
+    ]
+  ) {
+    const r = await inv.call("GET", `${path}?limit=1000`);
+    for (const o of r.body.results) out[`${path}${o.name}`] = o[field];
+  }
+  return out;
+}
+
+Deno.test("after updates, renames, retags and deletes every list and count reads as a fresh inventory holding the same objects", async () => {
+  // The inventory written to: the table's objects, then changed.
+  const used = await setup();
+  // The same final objects, created as they end (in the same id order).
+  const fresh = await setup();
+  try {
+    const w = await seed(used);
+    const vm = (name: string) => `${VMS}${w.ids[name]}/`;
+    const patch = async (path: string, body: unknown) => {
+      const r = await used.call("PATCH", path, body);
+      assert.equal(r.status, 200, `${path}: ${JSON.stringify(r.body)}`);
+    };
+    await patch(vm("web-01"), {
+      cluster: w.beta,
+      tags: [w.web],
+      memory: 3000,
+      serial: "SN-A9",
+      custom_fields: { owner: null },
+    });
+    await patch(vm("db-01"), {
+      tenant: null,
+      status: "offline",
+      vcpus: 1,
+      custom_fields: { owner: "ops", vmid: 100 },
+    });
+    await patch(VMS, [
+      { id: w.ids["web-02"], cluster: w.beta, description: "moved", tags: [] },
+      { id: w.ids.cache, name: "a-cache", tags: [w.prod, w.web], tenant: w.acme },
+    ]);
+    assert.equal((await used.call("DELETE", vm("Web-10"))).status, 204);
+    const api = await used.call("POST", VMS, {
+      name: "api-01",
+      cluster: w.alpha,
+      tenant: w.acme,
+      status: "planned",
+      memory: 2048,
+      serial: "SN-A1",
+      tags: [w.web],
+      custom_fields: { owner: "Ops Team", vmid: 101 },
+    });
+    assert.equal(api.status, 201);
+    w.ids["api-01"] = api.body.id;
+
+    const f = await seed(fresh, [
+      {
+        name: "web-01",
+        cluster: "beta",
+        tenant: true,
+        status: "active",
+        vcpus: 2,
+        memory: 3000,
+        serial: "SN-A9",
+        description: "front",
+        tags: ["web"],
+        custom_fields: { owner: null, vmid: 101 },
+      },
+      {
+        name: "web-02",
+        cluster: "beta",
+        status: "offline",
+        vcpus: 4,
+        memory: 4096,
+        serial: "sn-b2",
+        description: "moved",
+        custom_fields: { owner: "ops", vmid: 102 },
+      },
+      {
+        name: "db-01",
+        cluster: "beta",
+        status: "offline",
+        vcpus: 1,
+        memory: 16384,
+        serial: "SN-C3",
+        description: "primary db",
+        tags: ["prod"],
+        custom_fields: { owner: "ops", vmid: 100 },
+      },
+      {
+        name: "a-cache",
+        cluster: "alpha",
+        tenant: true,
+        status: "active",
+        vcpus: 0.5,
+        memory: 1024,
+        tags: ["prod", "web"],
+      },
+      {
+        name: "api-01",
+        cluster: "alpha",
+        tenant: true,
+        status: "planned",
+        memory: 2048,
+        serial: "SN-A1",
+        tags: ["web"],
+        custom_fields: { owner: "Ops Team", vmid: 101 },
+      },
+    ]);
+    // The rows name the renamed cache by its old name.
+    w.ids.cache = w.ids["a-cache"] ?? w.ids.cache;
+    f.ids.cache = f.ids["a-cache"];
+    // Both hold the same objects.
+    const whole = async (inv: Inv) =>
+      (await list(inv, "ordering=id&limit=1000")).results.map((r) => {
+        const { id: _id, url: _url, display_url: _d, created: _c, last_updated: _l, ...rest } = r;
+        return rest;
+      });
+    assert.deepEqual(await whole(used), await whole(fresh));
+    assert.deepEqual(await counts(used), await counts(fresh));
+    const usedRows = rows(w);
+    const freshRows = rows(f);
+    for (const [i, [query]] of usedRows.entries()) {
+      assert.deepEqual(await reading(used, query), await reading(fresh, freshRows[i][0]), query);
+    }
+  } finally {
+    used.close();
+    fresh.close();
   }
 });
