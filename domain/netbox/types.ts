@@ -172,6 +172,13 @@ export interface HookContext {
    * the same cluster or site cost one storage read, not one per item.
    */
   read(model: string, id: number): Promise<StoredObject | null>;
+  /**
+   * The records of `model` whose indexed `field` holds `value`, read through the request: the
+   * values a bulk write's items name in the model's `batchIndexReads` are read together before
+   * the items are prepared (500 addresses looked up for duplicates made 500 index reads).
+   * Absent where no write prepares the record.
+   */
+  byIndex?(model: string, field: string, value: string): Promise<StoredObject[]>;
 }
 
 export interface AuthInfo {
@@ -247,6 +254,16 @@ export interface ModelDef {
     draft: StoredObject,
     ctx: HookContext,
   ) => FieldErrors | null | Promise<FieldErrors | null>;
+  /**
+   * Index values the model's rules look up for every item of a write (an address's host, for
+   * duplicates): read for a whole bulk write at once, before its items are prepared, and served
+   * to the rules by HookContext.byIndex. `value` gets the item's input (null: nothing to read).
+   */
+  batchIndexReads?: ReadonlyArray<{
+    model: string;
+    field: string;
+    value: (input: Record<string, unknown>) => string | null;
+  }>;
   /** Last change to the draft before it is stored (encrypt secrets, generate tokens...). */
   beforeSave?: (draft: StoredObject, ctx: HookContext) => void | Promise<void>;
   /**

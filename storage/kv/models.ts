@@ -41,6 +41,8 @@ async function orNothing<T>(read: () => Promise<T>, nothing: T): Promise<T> {
 const RANGE_MIN_VALUES = 4;
 /** …when the range holds at most this many values per value asked (ids made one after another). */
 const RANGE_SPREAD = 4;
+/** Strings read as one range of an index: printable ASCII, ordered alike by KV and by JS. */
+const PLAIN = /^[\x20-\x7e]{1,400}$/;
 
 /** Cached reads kept per model before the cache starts afresh (memory bound). */
 const MAX_CACHED_RECORDS = 40_000;
@@ -520,6 +522,39 @@ export class KvModelStore implements ModelStore {
       for (const [v, ids] of wanted) {
         found.set(v, ids);
         this.#keepList(cache, keyOf(v), [...ids]);
+      }
+    } else if (
+      missing.length >= RANGE_MIN_VALUES &&
+      missing.every((v) => typeof v === "string" && PLAIN.test(v))
+    ) {
+      // Plain ASCII values (a batch's addresses): KV orders them as JS does, so the index from
+      // the least to the greatest is one range. Read while it holds few other values; past
+      // that (values far apart) one list each.
+      const asked = [...missing as string[]].sort();
+      const lo = asked[0];
+      const hi = asked[asked.length - 1];
+      const cap = RANGE_SPREAD * asked.length;
+      const wanted = new Map(asked.map((v) => [v as IndexValue, [] as number[]]));
+      const prefix = keys.inventoryIndexPrefix(model, field, lo).slice(0, -1);
+      let read = 0;
+      // `hi + "\0"` is the least string after `hi`: every entry of `hi` sorts before it.
+      const iter = this.kv.list({ start: [...prefix, lo], end: [...prefix, `${hi}\0`] }, {
+        limit: cap + 1,
+        batchSize: Math.min(1000, cap + 1),
+      });
+      for await (const entry of iter) {
+        read++;
+        wanted.get(entry.key[entry.key.length - 2] as IndexValue)
+          ?.push(entry.key[entry.key.length - 1] as number);
+      }
+      if (read <= cap) {
+        for (const [v, ids] of wanted) {
+          found.set(v, ids);
+          this.#keepList(cache, keyOf(v), [...ids]);
+        }
+      } else {
+        const lists = await Promise.all(missing.map((v) => this.idsByIndex(model, field, v)));
+        missing.forEach((v, i) => found.set(v, lists[i]));
       }
     } else {
       const lists = await Promise.all(missing.map((v) => this.idsByIndex(model, field, v)));

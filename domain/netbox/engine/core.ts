@@ -39,10 +39,22 @@ export interface RequestCache {
   customFields: Map<string, CustomFieldDef[]>;
   /** The request's budget for user patterns (custom-field validation_regex on writes). */
   patterns: WorkMeter;
+  /** Ids under one index value (indexedKey), read once per request (HookContext.byIndex). */
+  indexed: Map<string, readonly number[]>;
 }
 
 export function newCache(): RequestCache {
-  return { records: new Map(), customFields: new Map(), patterns: patternMeter() };
+  return {
+    records: new Map(),
+    customFields: new Map(),
+    patterns: patternMeter(),
+    indexed: new Map(),
+  };
+}
+
+/** The request cache's key of one index value. */
+export function indexedKey(model: string, field: string, value: string): string {
+  return `${model}\u0000${field}\u0000${value}`;
 }
 
 /** The cached records of one model (created empty on first use). */

@@ -7,7 +7,7 @@ import type { StoredObject } from "../../../storage/ports.ts";
 import { applyCustomFieldDefaults, validateCustomFields } from "../custom_fields.ts";
 import { coerce, defaultValue, MESSAGES, pyType } from "../fields.ts";
 import type { AuthInfo, FieldErrors, HookContext, ModelDef } from "../types.ts";
-import { cachedRecords, type EngineCore, isEmpty, type RequestCache } from "./core.ts";
+import { cachedRecords, type EngineCore, indexedKey, isEmpty, type RequestCache } from "./core.ts";
 import { customFieldsFor } from "./custom_fields.ts";
 import { parseRelation, resolveRef } from "./references.ts";
 import { TAGS_FIELD } from "./registry.ts";
@@ -215,6 +215,23 @@ export async function prepare(
       const found = (await core.store.get(model, id))?.record ?? null;
       known.set(id, found);
       return found;
+    },
+    byIndex: async (model, field, value) => {
+      // A value too long for the index is not in it: the filter finds it (by scanning).
+      if (value.length > core.store.maxIndexedLength || value === "") {
+        return await core.api.find(model, { [field]: [value] });
+      }
+      const key = indexedKey(model, field, value);
+      let ids = cache.indexed.get(key);
+      if (!ids) cache.indexed.set(key, ids = await core.store.idsByIndex(model, field, value));
+      if (ids.length === 0) return [];
+      const known = cachedRecords(cache, model);
+      const unread = ids.filter((id) => !known.has(id));
+      if (unread.length > 0) {
+        for (const id of unread) known.set(id, null);
+        for (const r of await core.store.getMany(model, unread)) known.set(r.id, r);
+      }
+      return ids.map((id) => known.get(id)).filter((r): r is StoredObject => !!r);
     },
   };
   if (Object.keys(errors).length > 0) return { ok: false, errors };

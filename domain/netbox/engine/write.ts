@@ -19,6 +19,7 @@ import {
   cachedRecords,
   constraintName,
   type EngineCore,
+  indexedKey,
   isEmpty,
   newCache,
   type RequestCache,
@@ -134,6 +135,33 @@ async function prefetchRefs(
     }
   }
   if (wanted.size > 0) await fetch(wanted);
+}
+
+/**
+ * Reads the index values the model's rules look up per item (ModelDef.batchIndexReads) for the
+ * whole batch at once, into the request cache that HookContext.byIndex answers from.
+ */
+async function prefetchIndexed(
+  core: EngineCore,
+  def: ModelDef,
+  inputs: readonly unknown[],
+  cache: RequestCache,
+): Promise<void> {
+  if (inputs.length < 2) return;
+  for (const read of def.batchIndexReads ?? []) {
+    const values = new Set<string>();
+    for (const input of inputs) {
+      if (!input || typeof input !== "object" || Array.isArray(input)) continue;
+      const v = read.value(input as Record<string, unknown>);
+      if (typeof v === "string" && v !== "" && v.length <= core.store.maxIndexedLength) {
+        values.add(v);
+      }
+    }
+    if (values.size < 2) continue;
+    const asked = [...values];
+    const lists = await core.store.idsByIndexMany(read.model, read.field, asked);
+    asked.forEach((v, i) => cache.indexed.set(indexedKey(read.model, read.field, v), lists[i]));
+  }
 }
 
 /**
@@ -297,6 +325,7 @@ export async function createMany(
   if (inputs.length === 0) return { ok: true, value: [] };
   const first = await core.store.allocateIds(model, inputs.length);
   await prefetchRefs(core, def, inputs, cache);
+  await prefetchIndexed(core, def, inputs, cache);
   const prepared: Prepared[] = [];
   const errors: FieldErrors[] = [];
   let failed = false;
@@ -428,6 +457,7 @@ export async function updateMany(
       ? [await core.store.get(model, pending[0].id)]
       : await core.store.getVersioned(model, pending.map((i) => i.id));
     await prefetchRefs(core, def, pending.map((i) => i.data), cache);
+    await prefetchIndexed(core, def, pending.map((i) => i.data), cache);
     for (const [at, { id, data }] of pending.entries()) {
       const current = currents[at];
       if (!current) {

@@ -1215,6 +1215,12 @@ export const IP_ADDRESS: ModelDef = {
     typeof draft.address === "string" && cidrFamily(draft.address) === null
       ? { address: [`Invalid IP address format: ${draft.address}`] }
       : (await ipAddressRule(draft, ctx)) ?? primaryIpMoveRule(draft, ctx),
+  // The duplicate check's look-up of each address's host, for a whole bulk write at once.
+  batchIndexReads: [{
+    model: "ipam.ipaddress",
+    field: "host",
+    value: (input) => typeof input.address === "string" ? canonicalHost(input.address) : null,
+  }],
   beforeSave: (draft) => {
     draft.host = typeof draft.address === "string" ? canonicalHost(draft.address) : null;
   },

@@ -110,7 +110,12 @@ export async function ipAddressRule(
   if (shape) return shape;
   if (!(await uniqueSpace(draft, ctx))) return null;
   const exempt = (r: StoredObject) => typeof r.role === "string" && NONUNIQUE_IP_ROLES.has(r.role);
-  const duplicates = (await ctx.engine.find(IP_MODEL, { host: [host] }))
+  // Through the request: a bulk write's hosts were read together (the IP model's
+  // batchIndexReads).
+  const same = ctx.byIndex
+    ? await ctx.byIndex(IP_MODEL, "host", host)
+    : await ctx.engine.find(IP_MODEL, { host: [host] });
+  const duplicates = same
     .filter((r) => r.id !== draft.id && sameTable(r.vrf, draft.vrf))
     .sort((a, b) => a.id - b.id);
   if (duplicates.length > 0 && (!exempt(draft) || duplicates.some((d) => !exempt(d)))) {

@@ -90,17 +90,36 @@ Deno.test("bulk writes of MACs, primary MACs and primary IPs read the store a nu
     assert.ok(primary.reads.get <= 20, `primary MAC: ${JSON.stringify(primary.reads)}`);
     assert.ok(primary.reads.list <= 5, `primary MAC: ${JSON.stringify(primary.reads)}`);
 
-    // Primary IPs: each address and its interface come from the batch's reads.
-    const ips = await inv.call(
+    // Addresses: their hosts are looked up for duplicates together (one range of the index),
+    // not one index read per address.
+    const address = (i: number) => `10.9.${Math.floor(i / 200)}.${(i % 200) + 1}/24`;
+    const ips = await measure(
       "POST",
       "/api/ipam/ip-addresses/",
       ifaceIds.map((id, i) => ({
-        address: `10.9.${Math.floor(i / 200)}.${(i % 200) + 1}/24`,
+        address: address(i),
         assigned_object_type: "virtualization.vminterface",
         assigned_object_id: id,
       })),
     );
-    assert.equal(ips.status, 201, JSON.stringify(ips.body));
+    assert.equal(ips.body.length, N);
+    assert.ok(ips.reads.list <= 5, `IP create: ${JSON.stringify(ips.reads)}`);
+    assert.ok(ips.reads.get <= 20, `IP create: ${JSON.stringify(ips.reads)}`);
+    // The same look-up still finds a duplicate, in any mask, between other addresses.
+    const again = await inv.call(
+      "POST",
+      "/api/ipam/ip-addresses/",
+      [3, 250, 17, 251].map((i) => ({
+        address: i < N ? address(i).replace("/24", "/32") : `10.9.7.${i - 200}/24`,
+      })),
+    );
+    assert.equal(again.status, 400);
+    assert.deepEqual(again.body, [
+      { address: ["Duplicate IP address found in global table: 10.9.0.4/24"] },
+      {},
+      { address: ["Duplicate IP address found in global table: 10.9.0.18/24"] },
+      {},
+    ]);
     const primaryIp = await measure(
       "PATCH",
       "/api/virtualization/virtual-machines/",
