@@ -64,8 +64,12 @@ export interface EngineDeps {
   settings?: Partial<InventorySettings>;
 }
 
-/** The index layout this build writes (see dropUnusedIndexKeys). */
-export const INDEX_LAYOUT = 2;
+/**
+ * The index layout this build writes (see dropUnusedIndexKeys): 2 dropped the twins and counters
+ * of fields of few objects per value, 3 those of the plugin's per-guest records (a VM's sync
+ * state, backups and snapshots, by VM, vmid and volume).
+ */
+export const INDEX_LAYOUT = 3;
 
 export class ModelEngine implements EngineApi {
   readonly store: ModelStore;
@@ -94,8 +98,8 @@ export class ModelEngine implements EngineApi {
   // ------------------------------------------------------------------ registry
 
   /**
-   * Removes the index keys this layout no longer keeps (INDEX_LAYOUT 2: no ordered twin or
-   * counter for a field of few objects per value) that an earlier build wrote, once per store:
+   * Removes the index keys this layout no longer keeps (no ordered twin or counter for a field
+   * of few objects per value, IndexShape) that an earlier build wrote, once per store:
    * run at start, after every model is registered. Idempotent, and safe with two processes
    * starting at once (they delete the same keys; nothing writes there any more).
    */

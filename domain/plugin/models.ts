@@ -371,6 +371,13 @@ export function pluginModels(services: PluginServices): ModelDef[] {
   };
 
   const vmRef = fk(CORE.virtualMachine);
+  /**
+   * The VM of a per-guest record (a guest's sync state, its backups, its snapshots): a VM holds
+   * one or a few, so the index keeps no ordered twin or counter for it (docs/sync.md, "Writes:
+   * mutations per object"); its vmid likewise (one guest per endpoint).
+   */
+  const guestVmRef = fk(CORE.virtualMachine, { fewPerValue: true });
+  const guestVmid = { fewPerValue: true } as const;
 
   const backupRoutine: ModelDef = {
     app: APP,
@@ -526,9 +533,9 @@ export function pluginModels(services: PluginServices): ModelDef[] {
     brief: ["name"],
     fields: {
       endpoint: fk(MODELS.hypervisor, { required: true, nullable: false, onDelete: "cascade" }),
-      virtual_machine: fk(CORE.virtualMachine, { onDelete: "cascade" }),
+      virtual_machine: fk(CORE.virtualMachine, { onDelete: "cascade", ...guestVmid }),
       node: fk(MODELS.node),
-      vmid: { type: "int", required: true, min: 0, index: true },
+      vmid: { type: "int", required: true, min: 0, index: true, ...guestVmid },
       vm_type: choice(VM_TYPE_CHOICES, "qemu"),
       name: str({ required: true, index: true }),
       description: optStr({ maxLength: 8192 }),
@@ -554,10 +561,11 @@ export function pluginModels(services: PluginServices): ModelDef[] {
       endpoint: fk(MODELS.hypervisor, { required: true, nullable: false, onDelete: "cascade" }),
       storage: fk(MODELS.storage, { onDelete: "cascade" }),
       node: fk(MODELS.node),
-      virtual_machine: vmRef,
-      vmid: nullInt({ min: 0, index: true }),
+      virtual_machine: guestVmRef,
+      vmid: nullInt({ min: 0, index: true, ...guestVmid }),
       vm_type: choice(VM_TYPE_CHOICES, null),
-      volid: str({ required: true, maxLength: 1024, index: true }),
+      // One backup per volume and endpoint.
+      volid: str({ required: true, maxLength: 1024, index: true, ...guestVmid }),
       format: nullStr(),
       size: { type: "float", nullable: true, min: 0 },
       creation_time: datetime(),
@@ -613,9 +621,9 @@ export function pluginModels(services: PluginServices): ModelDef[] {
     display: (r) => `${r.vm_type}/${r.vmid}`,
     fields: {
       endpoint: fk(MODELS.hypervisor, { required: true, nullable: false, onDelete: "cascade" }),
-      vmid: { type: "int", required: true, min: 0, index: true },
+      vmid: { type: "int", required: true, min: 0, index: true, ...guestVmid },
       vm_type: choice(VM_TYPE_CHOICES, "qemu"),
-      virtual_machine: fk(CORE.virtualMachine),
+      virtual_machine: guestVmRef,
       node_name: optStr({ index: true }),
       name: optStr({ description: "Name as last seen upstream." }),
       status: choice([["present", "Present"], ["missing", "Missing upstream"]], "present"),
