@@ -411,3 +411,31 @@ Deno.test("stages: a storage whose nodes no longer report its sizes has them cle
   assert.equal(complete.ok, true, JSON.stringify(complete.errors));
   assert.deepEqual([local().total, local().used, local().avail], [null, null, null]);
 });
+
+Deno.test("stages: a guest's state upstream is its VM's status: running active, paused or suspended paused, anything else offline", async () => {
+  const inv = new FakeInventory();
+  seedPluginEndpoint(inv);
+  const data = smallCluster();
+  const states = ["running", "paused", "suspended", "stopped", undefined, "prelaunch"];
+  data["/cluster/resources"] = states.map((status, i) => ({
+    vmid: 300 + i,
+    name: `g${i}`,
+    node: "n1",
+    type: "qemu",
+    ...(status ? { status } : {}),
+  }));
+  states.forEach((_, i) => data[`/nodes/n1/qemu/${300 + i}/config`] = { name: `g${i}`, cores: 1 });
+  const { complete } = await run(inv, new FakeHypervisor(data));
+  assert.equal(complete.ok, true, JSON.stringify(complete.errors));
+  const vms = inv.all("virtualization/virtual-machines/").sort((a, b) =>
+    String(a.name).localeCompare(String(b.name))
+  );
+  assert.deepEqual(vms.map((v) => [v.name, v.status]), [
+    ["g0", "active"],
+    ["g1", "paused"],
+    ["g2", "paused"],
+    ["g3", "offline"],
+    ["g4", "offline"],
+    ["g5", "offline"],
+  ]);
+});
