@@ -188,9 +188,10 @@ Deno.test("a list filtered by many parents reads their index entries together an
     // between them.
     const spread = await ask([1, 13, 25, 37, 49, N - 1].map((i) => vmIds[i]));
     assert.equal(spread.list, 6, `spread VMs: ${JSON.stringify(spread)}`);
-    // Their six lists, made together, share one read of the model's generation key.
+    // Their six lists, made together, share one read of the model's generation key (six values
+    // are few enough to be sized by their counters first: one more read, paging.ts).
     assert.ok(
-      spread.get <= everyOther.get + 1,
+      spread.get <= everyOther.get + 2,
       `spread ${JSON.stringify(spread)} vs every other ${JSON.stringify(everyOther)}`,
     );
   } finally {
