@@ -1112,4 +1112,131 @@ export const EQUIVALENT: Equivalent[] = [
       "the backend's complete frame (routes/backend/sync.ts) carries errors as a list or not at all, " +
       "never another falsy value; an empty list is truthy either way",
   },
+  {
+    module: "domain/jobs/service.ts",
+    what: "?? → ||",
+    line: "return { ok: true, job: (await engine.get(JOB_MODEL, job.id)) ?? job };",
+    why: "a stored record is an object, never falsy",
+  },
+  {
+    module: "domain/jobs/service.ts",
+    what: "|| → &&",
+    line: "if (!job || status === null || FINISHED.has(status)) return;",
+    mutant: "if (!job && status === null ||",
+    why:
+      "a missing job has a null status, so `!job && status === null` holds exactly when `!job` does; a stored job always has a status",
+  },
+  {
+    module: "domain/jobs/service.ts",
+    what: "?? → ||",
+    line: 'const due = Date.parse(String(job.scheduled ?? "")) || now;',
+    why: 'null and "" both parse to NaN',
+  },
+  {
+    module: "domain/jobs/service.ts",
+    what: "?? → ||",
+    line: "const already = ((job.log_entries as { message: string }[] | undefined) ?? [])",
+    why: "a log is an array, never falsy",
+  },
+  {
+    module: "domain/jobs/service.ts",
+    what: "?? → ||",
+    line: "const tracer = this.deps.tracer ?? noopTracer;",
+    why: "a tracer is an object, never falsy",
+  },
+  {
+    module: "domain/jobs/service.ts",
+    what: "remove line",
+    line: "this.#running.delete(jobId);",
+    why:
+      "a finished job's id is never looked up again: a redelivery returns on its final status first, reap() reads running jobs only, and its parts are cleared when it settles; the set only keeps one number per finished job of this process",
+  },
+  {
+    module: "domain/jobs/service.ts",
+    what: "true → false",
+    line: 'jobSignal?.addEventListener("abort", onJobAbort, { once: true });',
+    why: "an AbortSignal fires its abort once, and the listener is removed when the part ends",
+  },
+  {
+    module: "domain/jobs/service.ts",
+    what: "?? → ||",
+    line: 'status: result.failure?.outcome ?? "completed",',
+    why: "an outcome is failed or errored, never an empty text",
+  },
+  {
+    module: "domain/jobs/service.ts",
+    what: "?? → ||",
+    line: 'error: result.failure?.error ?? "",',
+    why: 'an empty error is "" either way',
+  },
+  {
+    module: "domain/jobs/service.ts",
+    what: "|| → &&",
+    line: "if (this.#running.has(part.job_id) || !claimable(part, this.deps.now())) continue;",
+    why:
+      "a shortcut: store.claimPart re-checks atomically that the part is open or lapsed, and a part of this process's own run taken here runs the same stages, logs the same line and records the same outcome as its #sharing loop would",
+  },
+  {
+    module: "domain/jobs/service.ts",
+    what: "remove line",
+    line: "if (this.#running.has(part.job_id) || !claimable(part, this.deps.now())) continue;",
+    why:
+      "a shortcut: store.claimPart re-checks atomically that the part is open or lapsed, and a part of this process's own run taken here runs the same stages, logs the same line and records the same outcome as its #sharing loop would",
+  },
+  {
+    module: "domain/jobs/service.ts",
+    what: "> → >=",
+    line: "for (let i = 0; i < data.length && engine.recordSize(data) > MAX_DATA_BYTES; i++) {",
+    mutant: "recordSize(data) >= MAX_DATA_BYTES",
+    why:
+      "at exactly 24,000 bytes one old record keeps or loses its error text: the budget sits far below the KV's 64 KiB either way",
+  },
+  {
+    module: "domain/jobs/service.ts",
+    what: "?? → ||",
+    line:
+      'if (FINISHED.has(statusOf(await engine.get(JOB_MODEL, jobId)) ?? "completed")) return false;',
+    why: "a status is never an empty text",
+  },
+  {
+    module: "domain/jobs/service.ts",
+    what: "remove line",
+    line:
+      'if (FINISHED.has(statusOf(await engine.get(JOB_MODEL, jobId)) ?? "completed")) return false;',
+    why:
+      'the settlement claim (store.claimSettlement, kept 7 days) refuses a second settler on its own, and nothing settles a job finished longer ago (a redelivery returns on the final status, reap() reads running jobs): tests/domain/jobs/service_test.ts "already settled by another" kills this line\'s `return true`',
+  },
+  {
+    module: "domain/jobs/service.ts",
+    what: "?? → ||",
+    line: 'const began = startedAt ?? (Date.parse(String(job.started ?? "")) || this.deps.now());',
+    mutant: "startedAt ||",
+    why: "a start time is epoch ms, never 0",
+  },
+  {
+    module: "domain/jobs/service.ts",
+    what: "?? → ||",
+    line: 'const began = startedAt ?? (Date.parse(String(job.started ?? "")) || this.deps.now());',
+    mutant: 'job.started || ""',
+    why: 'null and "" both parse to NaN',
+  },
+  {
+    module: "domain/jobs/service.ts",
+    what: "?? → ||",
+    line: 'spec?.kind ?? "sync",',
+    why: "a kind is sync or repair, never an empty text",
+  },
+  {
+    module: "domain/jobs/service.ts",
+    what: "<= → <",
+    line: "if (excess <= 0) return;",
+    why: "with no excess, slice(0, 0) prunes nothing and forgets nothing",
+  },
+  {
+    module: "domain/jobs/service.ts",
+    what: "- → +",
+    line: "for (const job of waiting.sort((a, b) => a.id - b.id)) {",
+    why:
+      "engine.find returns records in id order (their keys' order) and V8 keeps that order under a comparator that is always positive: the sort only guards the order",
+  },
 ];

@@ -105,6 +105,8 @@ export interface WorldOptions {
   clock?: { t: number };
   /** Live progress frames are kept at most this often (default: every one). */
   progressEveryMs?: number;
+  /** Called at each pause the service takes (the pause itself takes no time). */
+  onPause?: (ms: number) => void;
 }
 
 /** A span the service opened: its name, its attributes (as set last), its failure. */
@@ -126,6 +128,8 @@ export interface ServiceWorld {
   lastSync: Map<number, { at: string; ok: boolean; job_id: number; status: string }[]>;
   tokenId: number;
   endpoints: JobEndpoint[];
+  /** Every pause the service took (ms asked for), in order: they take no time here. */
+  pauses: number[];
   /** Finished jobs as counted for the metrics: kind, status, seconds. */
   finished: [string, string, number][];
   /** The metrics' reader of the scheduled/pending/running counts. */
@@ -200,6 +204,7 @@ export async function serviceWorld(options: WorldOptions = {}): Promise<ServiceW
     secrets: () => Promise.resolve(options.secrets ?? []),
   };
   const finished: [string, string, number][] = [];
+  const pauses: number[] = [];
   let countsReader: () => Promise<Record<string, number>> = () => Promise.resolve({});
   const spans: SeenSpan[] = [];
   const tracer: Tracer = {
@@ -233,8 +238,10 @@ export async function serviceWorld(options: WorldOptions = {}): Promise<ServiceW
       healthBackoffMs: [1, 1, 1],
       retryBackoffMs: [1, 1],
       // Pauses take no time: the test's clock only moves when the test moves it.
-      sleep: (_ms, signal) => {
+      sleep: (ms, signal) => {
         signal.throwIfAborted();
+        pauses.push(ms);
+        options.onPause?.(ms);
         return Promise.resolve();
       },
     },
@@ -276,6 +283,7 @@ export async function serviceWorld(options: WorldOptions = {}): Promise<ServiceW
     tokenId,
     endpoints,
     finished,
+    pauses,
     counts: () => countsReader(),
     spans,
     submit,

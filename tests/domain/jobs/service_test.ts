@@ -21,6 +21,13 @@ import {
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
+/** The ids of the jobs whose request (spec) the store holds, read from the KV itself. */
+async function storedRequests(kv: Deno.Kv): Promise<number[]> {
+  const ids: number[] = [];
+  for await (const e of kv.list({ prefix: ["plugin_jobs", "spec"] })) ids.push(Number(e.key[2]));
+  return ids;
+}
+
 /** Waits for `reached`; a run that ends first fails the test at once instead of hanging it. */
 function until(reached: Promise<void>, run: Promise<void>): Promise<void> {
   return Promise.race([
@@ -249,8 +256,9 @@ Deno.test("job service: admission: one immediate sync at a time, a repair blocks
   try {
     const sync = await w.admit();
     assert.deepEqual(await w.submit(), { ok: false, reason: "busy", holder: sync });
-    // The refused request leaves nothing behind.
+    // The refused request leaves nothing behind: no record, no stored request.
     assert.equal((await w.engine.find("core.job", {})).length, 1);
+    assert.deepEqual(await storedRequests(w.kv), [sync]);
     const repair = await w.admit({ sync_types: [] }, "repair");
     const repairJob = await w.job(repair);
     assert.equal(repairJob.name, "Repair: reconcile custom fields and full sync");
@@ -396,6 +404,82 @@ Deno.test("job service: a job whose process died is errored once its lease expir
   }
 });
 
+/** A job left running by a process that stopped; its lease ran out at T0 + 5 s, the clock's now. */
+async function deadJob(w: Awaited<ReturnType<typeof serviceWorld>>): Promise<number> {
+  const dead = await w.admit();
+  await w.engine.patchStored("core.job", dead, { status: "running", started: iso(T0) });
+  await w.store.takeLease(dead, "gone", 5_000);
+  w.clock.t = T0 + 5_000;
+  return dead;
+}
+
+/** What two processes did to a dead job between them: settlements, counts, recoveries. */
+async function settledOnce(a: any, b: any, dead: number) {
+  const recovered = [...a.logger.lines, ...b.logger.lines]
+    .filter((l: any) => l.message === "sync job recovered after its owner stopped");
+  const finishedLines = (await a.messages(dead)).filter((m: string) => m.startsWith("Finished"));
+  assert.equal(statusOf(await a.job(dead)), "errored");
+  assert.equal(finishedLines.length, 1, JSON.stringify(finishedLines));
+  assert.deepEqual([...a.finished, ...b.finished], [["sync", "errored", 5]]);
+  assert.equal(recovered.length, 1, "one process says it recovered the job");
+}
+
+Deno.test("job service: two processes reaping one dead job at once: one settles it, the other leaves it", async () => {
+  const a = await serviceWorld();
+  const b = await serviceWorld({ sharing: a, owner: "p2" });
+  // Process a has claimed the settlement and is held before it records anything.
+  const claimed = Promise.withResolvers<void>();
+  const release = Promise.withResolvers<void>();
+  const clearParts = a.store.clearParts.bind(a.store);
+  a.store.clearParts = async (jobId) => {
+    claimed.resolve();
+    await release.promise;
+    await clearParts(jobId);
+  };
+  try {
+    const dead = await deadJob(a);
+    const reaping = a.service.reap();
+    await claimed.promise;
+    await b.service.reap();
+    assert.equal(statusOf(await a.job(dead)), "running", "b left it to a");
+    assert.deepEqual(b.finished, []);
+    release.resolve();
+    await reaping;
+    await settledOnce(a, b, dead);
+  } finally {
+    release.resolve();
+    b.close();
+    a.close();
+  }
+});
+
+Deno.test("job service: a process that finds a dead job already settled by another leaves it", async () => {
+  const a = await serviceWorld();
+  const b = await serviceWorld({ sharing: a, owner: "p2" });
+  // Process b has seen the job running and is held before it settles it.
+  const seen = Promise.withResolvers<void>();
+  const release = Promise.withResolvers<void>();
+  const spec = b.store.spec.bind(b.store);
+  b.store.spec = async (jobId) => {
+    seen.resolve();
+    await release.promise;
+    return await spec(jobId);
+  };
+  try {
+    const dead = await deadJob(a);
+    const reaping = b.service.reap();
+    await seen.promise;
+    assert.equal(await a.service.reap(), 1);
+    release.resolve();
+    await reaping;
+    await settledOnce(a, b, dead);
+  } finally {
+    release.resolve();
+    b.close();
+    a.close();
+  }
+});
+
 Deno.test("job service: a running job with no lease at all is errored when its message comes again", async () => {
   const w = await serviceWorld();
   try {
@@ -405,6 +489,26 @@ Deno.test("job service: a running job with no lease at all is errored when its m
     const job = await w.job(dead);
     assert.equal(statusOf(job), "errored");
     assert.match(job.error, /stopped before it finished \(it holds no run lease\)/);
+    assert.deepEqual(w.streams, [], "not run again");
+  } finally {
+    w.close();
+  }
+});
+
+Deno.test("job service: a redelivered message settles a running job whose lease ends at that very millisecond", async () => {
+  const w = await serviceWorld();
+  try {
+    const dead = await w.admit();
+    await w.engine.patchStored("core.job", dead, { status: "running", started: iso(T0) });
+    await w.store.takeLease(dead, "gone", 5_000);
+    w.clock.t = T0 + 4_999;
+    await w.service.handle(dead);
+    assert.equal(statusOf(await w.job(dead)), "running", "alive one millisecond before");
+    w.clock.t = T0 + 5_000;
+    await w.service.handle(dead);
+    const job = await w.job(dead);
+    assert.equal(statusOf(job), "errored");
+    assert.match(job.error, new RegExp(`its run lease expired at ${iso(T0 + 5_000)}`));
     assert.deepEqual(w.streams, [], "not run again");
   } finally {
     w.close();
@@ -446,6 +550,32 @@ Deno.test("job service: retention keeps the newest finished jobs of each kind; r
     assert.deepEqual(kept, [repair, s3, s4]);
     assert.equal(await w.store.spec(s1), null, "a pruned job's request goes too");
     assert.deepEqual(await w.store.finished("sync"), [s3, s4]);
+  } finally {
+    w.close();
+  }
+});
+
+Deno.test("job service: retention: up to the limit every finished job is kept; a deleted one no longer counts", async () => {
+  const w = await serviceWorld({ retention: 3 });
+  const ids = () =>
+    w.engine.find("core.job", {}).then((all) => all.map((j) => j.id).sort((a, b) => a - b));
+  try {
+    const runs: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      runs.push(await w.admit());
+      await w.service.handle(runs[i]);
+      assert.deepEqual(await ids(), runs, `after ${i + 1} of 3: all kept`);
+    }
+    // A finished job deleted by hand leaves the count: the next run prunes nothing.
+    assert.equal(await w.service.cancel(runs[1]), "deleted");
+    const fourth = await w.admit();
+    await w.service.handle(fourth);
+    assert.deepEqual(await ids(), [runs[0], runs[2], fourth]);
+    assert.deepEqual(await w.store.finished("sync"), [runs[0], runs[2], fourth]);
+    // One more: now the oldest goes.
+    const fifth = await w.admit();
+    await w.service.handle(fifth);
+    assert.deepEqual(await ids(), [runs[2], fourth, fifth]);
   } finally {
     w.close();
   }
@@ -571,6 +701,85 @@ Deno.test("job service: another process takes a part of a running job; the job r
     gate.resolve();
     b.close();
     a.close();
+  }
+});
+
+Deno.test("job service: while another process runs a part, the job's process looks again every partPollMs, never in a tight loop", async () => {
+  const mine = heldAnswer(101);
+  const theirs = heldAnswer(102);
+  const paused = Promise.withResolvers<void>();
+  const spun = Promise.withResolvers<void>();
+  const a = await serviceWorld({
+    endpoints: [endpoint(1, "pve-a"), endpoint(2, "pve-b")],
+    answer: mine.answer,
+    onPause: () => paused.resolve(),
+  });
+  const b = await serviceWorld({ sharing: a, owner: "p2", answer: theirs.answer });
+  // Looks at the parts without a pause in between: a spinning loop (the bug) trips this.
+  const parts = a.store.parts.bind(a.store);
+  let looks = 0;
+  a.store.parts = (...args) => {
+    if (++looks > 200) spun.resolve();
+    return parts(...args);
+  };
+  try {
+    const id = await a.admit();
+    const run = a.service.handle(id);
+    await until(mine.reached.promise, run); // process a runs endpoint 1
+    await b.service.pollParts(); // process b takes endpoint 2 and holds it
+    await theirs.reached.promise;
+    a.pauses.length = 0;
+    looks = 0;
+    mine.gate.resolve(); // a is done with its part; b's still runs
+    await Promise.race([paused.promise, spun.promise]);
+    assert.ok(looks <= 200, `${looks} looks at the parts without a pause`);
+    assert.equal(a.pauses[0], 500, "the default partPollMs");
+    theirs.gate.resolve();
+    await b.service.idle();
+    await run;
+    const job = await a.job(id);
+    assert.equal(statusOf(job), "completed", job.error);
+    assert.ok(a.pauses.every((ms) => ms === 500), JSON.stringify(a.pauses));
+  } finally {
+    mine.gate.resolve();
+    theirs.gate.resolve();
+    b.close();
+    a.close();
+  }
+});
+
+Deno.test("job service: a part renews its claim as it runs and goes on; the job completes", async () => {
+  // Claims are renewed every 20 ms (a third of 60 ms); endpoint 1's stream waits for two renewals.
+  const renewedTwice = Promise.withResolvers<void>();
+  const held = heldUntil(renewedTwice.promise);
+  const w = await serviceWorld({
+    leaseMs: 60,
+    endpoints: [endpoint(1, "pve-a"), endpoint(2, "pve-b")],
+    answer: (path, copy, signal) =>
+      copy === 101 ? held(path, copy, signal) : streamOf(stageFrames(typesOf(path))),
+  });
+  const renew = w.store.renewPart.bind(w.store);
+  const renewed: number[] = [];
+  w.store.renewPart = async (...args) => {
+    const ok = await renew(...args);
+    if (ok) renewed.push(args[1]);
+    if (renewed.length === 2) renewedTwice.resolve();
+    return ok;
+  };
+  try {
+    const id = await w.admit();
+    await w.service.handle(id);
+    const job = await w.job(id);
+    assert.equal(statusOf(job), "completed", job.error);
+    assert.deepEqual(renewed.slice(0, 2), [1, 1], "endpoint 1's claim, renewed");
+    assert.deepEqual(w.streams, [
+      "101 /dcim/devices/create/stream",
+      "102 /dcim/devices/create/stream",
+    ]);
+    assert.deepEqual([w.lastSync.get(1)?.[0].ok, w.lastSync.get(2)?.[0].ok], [true, true]);
+  } finally {
+    renewedTwice.resolve();
+    w.close();
   }
 });
 
@@ -744,6 +953,72 @@ Deno.test("job service: another process takes one part at a time, and only of a 
       ["900/1:open", "901/2:open"],
     );
     assert.equal(a.streams.length, 3, "nothing more ran");
+    // ... nor of a job whose lease ends at this very millisecond (its process stopped).
+    await a.store.releaseLease(901, "p9");
+    await a.store.saveSpec(902, (await a.store.spec(id))!);
+    await a.store.openParts(902, [3]);
+    await a.store.takeLease(902, "p9", 1_000);
+    a.clock.t += 1_000;
+    await b.service.pollParts();
+    await b.service.idle();
+    assert.deepEqual(
+      (await a.store.parts(902)).map((p) => `${p.endpoint_id}:${p.state}`),
+      ["3:open"],
+    );
+    assert.equal(a.streams.length, 3, "nothing more ran");
+  } finally {
+    gate.resolve();
+    b.close();
+    a.close();
+  }
+});
+
+Deno.test("job service: a look that loses a part to another process takes the next; a lapsed claim is taken over", async () => {
+  const { gate, reached, answer } = heldAnswer(101);
+  const a = await serviceWorld({
+    endpoints: [endpoint(1, "pve-a"), endpoint(2, "pve-b"), endpoint(3, "pve-c")],
+    answer,
+  });
+  const b = await serviceWorld({ sharing: a, owner: "p2" });
+  // A third process, p3, claims endpoint 2 between b's look at the parts and b's claim.
+  const claim = b.store.claimPart.bind(b.store);
+  let raced = false;
+  b.store.claimPart = async (jobId, endpointId, owner, ttlMs) => {
+    if (!raced) {
+      raced = true;
+      assert.ok(await a.store.claimPart(jobId, endpointId, "p3", 60_000));
+    }
+    return await claim(jobId, endpointId, owner, ttlMs);
+  };
+  try {
+    const id = await a.admit();
+    const run = a.service.handle(id);
+    await until(reached.promise, run);
+    await b.service.pollParts();
+    await b.service.idle();
+    assert.deepEqual(
+      (await a.store.parts(id)).map((p) => `${p.endpoint_id}:${p.state}:${p.owner}`),
+      ["1:claimed:p1", "2:claimed:p3", "3:done:p2"],
+    );
+    assert.deepEqual(b.logger.at("error"), [], "losing a race is no error");
+    // p3 stopped: once its claim lapsed, the job's process takes endpoint 2 over.
+    a.clock.t += 60_000;
+    gate.resolve();
+    await run;
+    const job = await a.job(id);
+    assert.equal(statusOf(job), "completed", job.error);
+    const lines = await a.messages(id);
+    assert.ok(
+      lines.includes(
+        "Endpoint 2: taken by process p1 (taken over: the claim of the process running it lapsed).",
+      ),
+      JSON.stringify(lines),
+    );
+    assert.deepEqual(a.streams.sort(), [
+      "101 /dcim/devices/create/stream",
+      "102 /dcim/devices/create/stream",
+      "103 /dcim/devices/create/stream",
+    ]);
   } finally {
     gate.resolve();
     b.close();
@@ -981,11 +1256,28 @@ Deno.test("job service: a job's stage records keep every stage; past 24 kB the o
   }
 });
 
+Deno.test("job service: stage records past 24 kB with no error text left to trim are all kept", async () => {
+  const many = Array.from({ length: 12 }, (_, i) => endpoint(i + 1, `pve-${i + 1}`));
+  const w = await serviceWorld({ endpoints: many });
+  try {
+    const id = await w.admit({ sync_types: [...SYNC_TYPES] });
+    await w.service.handle(id);
+    const job = await w.job(id);
+    assert.equal(statusOf(job), "completed", job.error);
+    assert.equal(job.data.length, 13 * 12, "every stage of every endpoint");
+    assert.ok(w.engine.recordSize(job.data) > 24_000, `${w.engine.recordSize(job.data)} bytes`);
+    assert.deepEqual(w.logger.at("error"), []);
+  } finally {
+    w.close();
+  }
+});
+
 Deno.test("job service: live progress is kept at most every 250 ms; a stage's start and end always", async () => {
   const clock = { t: T0 };
   async function* frames() {
     yield { event: "step", data: { step: "devices", status: "started" } };
-    for (const [ms, done] of [[100, 1], [100, 2], [100, 3], [300, 4]]) {
+    // At 100, 250 (exactly 250 ms after the start: kept), 350 and 650 ms.
+    for (const [ms, done] of [[100, 1], [150, 2], [100, 3], [300, 4]]) {
       clock.t += ms;
       yield { event: "step", data: { step: "devices", status: "progress", done } };
     }
@@ -1011,7 +1303,7 @@ Deno.test("job service: live progress is kept at most every 250 ms; a stage's st
     await w.service.handle(id);
     assert.deepEqual(kept.map((f) => `${f.status}${f.done ?? ""}`), [
       "started",
-      "progress3",
+      "progress2",
       "progress4",
       "completed",
     ]);
