@@ -74,6 +74,10 @@ Deno.test("proxmox: NICs with MAC, VLAN tag and static addresses", () => {
   assert.equal(guestVcpus("qemu", { cores: 2, sockets: 2 }), 4);
   assert.equal(guestVcpus("qemu", { cores: 4, vcpus: 3 }), 3);
   assert.equal(guestVcpus("lxc", {}, 8), 8);
+  // No cores and no node to fall back on: no vCPU count (NetBox refuses 0), never 0.
+  assert.equal(guestVcpus("lxc", {}), null);
+  assert.equal(guestVcpus("lxc", {}, 0), null);
+  assert.equal(guestVcpus("qemu", { cores: 0 }), null);
 });
 
 Deno.test("names: same-name guests get (2), (3) by vmid; a VM keeps the name it already has", () => {

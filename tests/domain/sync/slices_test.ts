@@ -19,10 +19,11 @@ function bigCluster(
   names: Record<number, string> = {},
   gone = new Set<number>(),
   addresses: Record<number, string> = {},
+  count = GUESTS,
 ) {
   const data = smallCluster();
   const resources = [];
-  for (let vmid = 1; vmid <= GUESTS; vmid++) {
+  for (let vmid = 1; vmid <= count; vmid++) {
     if (gone.has(vmid)) continue;
     const node = vmid % 2 ? "n1" : "n2";
     const name = names[vmid] ?? `vm-${vmid}`;
@@ -226,4 +227,31 @@ Deno.test("slices: an address moving to a guest of an earlier slice moves in the
   const moved = ips.find((ip) => ip.address === "10.250.0.1/16")!;
   assert.equal(moved.assigned_object_id, ifaceOf(GUESTS));
   assert.equal(inv.table(VMS).get(vmOf(GUESTS))!.primary_ip4, moved.id);
+});
+
+Deno.test("slices: exactly one full slice, and no guest at all: every read names its ids, a re-run writes nothing", async () => {
+  for (const count of [SLICE, 0]) {
+    const inv = new RecordingInventory();
+    inv.table("plugins/service/endpoints/hypervisor/").set(7, { id: 7, name: "lab" });
+    const hv = new FakeHypervisor(bigCluster({}, new Set(), {}, count));
+    await run(inv, hv);
+    assert.equal(inv.all(VMS).length, count);
+    assert.equal(inv.all("ipam/ip-addresses/").length, count);
+    for (const { path, filters } of inv.lists) {
+      for (const [key, value] of Object.entries(filters)) {
+        if (Array.isArray(value)) {
+          assert.ok(
+            value.length > 0 && value.length <= 100,
+            `${count}: ${path} ${key}: ${value.length}`,
+          );
+        }
+      }
+    }
+    const vmReads = inv.lists.filter((l) => l.path === VMS && l.filters.id).length;
+    assert.equal(vmReads, count / 100, `${count}: the slice's VMs read by id, 100 a request`);
+    // A re-run reads the same and writes nothing.
+    const writes = inv.writes.length;
+    await run(inv, hv);
+    assert.deepEqual(inv.writes.slice(writes), [], `${count}: the re-run writes nothing`);
+  }
 });

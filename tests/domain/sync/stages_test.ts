@@ -439,3 +439,62 @@ Deno.test("stages: a guest's state upstream is its VM's status: running active, 
     ["g5", "offline"],
   ]);
 });
+
+Deno.test("stages: a backend copy takes the plugin endpoint record of its name only when it names the same host and port", async () => {
+  const EPS = "plugins/service/endpoints/hypervisor/";
+  const direct: SyncEndpoint = { ...LAB, name: "direct", ip: "10.0.0.1", port: 8006 };
+  const stagesOnly = STAGES.slice(0, 1);
+  // Same name, same port, another host; same name, same host, another port: neither is it.
+  const inv = new FakeInventory();
+  inv.table(EPS).set(3, { id: 3, name: "direct", domain: "10.9.9.9", port: 8006 });
+  inv.table(EPS).set(4, { id: 4, name: "direct", domain: "10.0.0.1", port: 443 });
+  const { complete } = await run(inv, new FakeHypervisor(smallCluster()), {
+    endpoints: [direct],
+    stages: stagesOnly,
+  });
+  assert.equal(complete.ok, true, JSON.stringify(complete.errors));
+  const made = inv.all(EPS).filter((e) => e.id !== 3 && e.id !== 4);
+  assert.deepEqual(made.map((e) => [e.name, e.domain, e.port, e.enabled]), [
+    ["direct", "10.0.0.1", 8006, false],
+  ]);
+  const nodes = inv.all("plugins/service/nodes/");
+  assert.ok(nodes.length && nodes.every((n) => n.endpoint === made[0].id));
+
+  // Named by its address record instead of a domain: that one is it, nothing is made.
+  const inv2 = new FakeInventory();
+  inv2.table(EPS).set(5, {
+    id: 5,
+    name: "direct",
+    domain: "",
+    ip_address: { id: 1, address: "10.0.0.1/24" },
+    port: 8006,
+  });
+  await run(inv2, new FakeHypervisor(smallCluster()), { endpoints: [direct], stages: stagesOnly });
+  assert.deepEqual(inv2.all(EPS).map((e) => e.id), [5]);
+  assert.ok(inv2.all("plugins/service/nodes/").every((n) => n.endpoint === 5));
+});
+
+Deno.test("stages: a device made by hand in the cluster, with tags of its own, is never taken or marked by the sync", async () => {
+  const inv = new FakeInventory();
+  seedPluginEndpoint(inv);
+  const hv = new FakeHypervisor(smallCluster());
+  const stagesOnly = STAGES.slice(0, 1);
+  await run(inv, hv, { stages: stagesOnly });
+  const DEVICES = "dcim/devices/";
+  const [n1] = inv.all(DEVICES).filter((d) => d.name === "n1");
+  inv.table("extras/tags/").set(900, { id: 900, slug: "mine", name: "mine" });
+  const hand = {
+    id: 901,
+    name: "switch-1",
+    cluster: n1.cluster,
+    site: n1.site,
+    status: "active",
+    tags: [{ id: 900, slug: "mine" }],
+  };
+  inv.table(DEVICES).set(901, structuredClone(hand));
+  const before = inv.writes.length;
+  const { complete } = await run(inv, hv, { stages: stagesOnly });
+  assert.equal(complete.ok, true, JSON.stringify(complete.errors));
+  assert.deepEqual(inv.table(DEVICES).get(901), hand);
+  assert.ok(!inv.writes.slice(before).some((w) => w.endsWith("/901")), inv.writes.join());
+});
