@@ -1239,4 +1239,12 @@ export const EQUIVALENT: Equivalent[] = [
     why:
       "engine.find returns records in id order (their keys' order) and V8 keeps that order under a comparator that is always positive: the sort only guards the order",
   },
+  {
+    module: "routes/ui/live.ts",
+    what: "?? → ||",
+    line: 'const copyOf = (p: number) => list.find((e) => String(e.name ?? "").endsWith(',
+    why:
+      "a backend copy's name is a string of 1 to 200 characters (routes/backend/endpoints.ts), " +
+      "never another falsy value",
+  },
 ];
