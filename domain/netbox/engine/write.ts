@@ -119,9 +119,13 @@ async function prefetchRefs(
       const known = cachedRecords(cache, model);
       const missing = [...ids].filter((id) => !known.has(id));
       if (missing.length === 0) return [];
-      const found = await core.store.getVersioned(model, missing);
-      missing.forEach((id, i) => known.set(id, found[i]?.record ?? null));
-      return found.flatMap((f) => f ? [{ model, record: f.record }] : []);
+      // Through the store's read cache: the check for references deleted meanwhile, made after
+      // the commit (danglingRefs), and the answer's nested objects read the same records, and a
+      // model the request does not write (a new interface's VM) keeps them cached for both.
+      const found = await core.store.getMany(model, missing);
+      for (const id of missing) known.set(id, null);
+      for (const record of found) known.set(record.id, record);
+      return found.map((record) => ({ model, record }));
     }));
   const referred = (await fetch(wanted)).flat();
   // One hop further: the object a referred record is attached to (an IP's or MAC's interface),

@@ -266,3 +266,70 @@ Deno.test("a bulk create of virtual disks sets each VM's disk total without read
     inv.close();
   }
 });
+
+Deno.test("a bulk create reads the objects it refers to once: the check for references deleted meanwhile and the answer's nested objects read them from the cache", async () => {
+  const vmReads: number[] = [];
+  const raw = await Deno.openKv(":memory:");
+  // Record reads of VM records (key ["inventory", "obj", "virtualization.virtualmachine", id]).
+  const counted = new Proxy(raw, {
+    get(target, prop) {
+      const value = Reflect.get(target, prop, target);
+      if (typeof value !== "function") return value;
+      if (prop === "get" || prop === "getMany") {
+        return (...args: unknown[]) => {
+          const keys = (prop === "get" ? [args[0]] : args[0]) as Deno.KvKey[];
+          for (const k of keys) {
+            if (k[1] === "obj" && k[2] === "virtualization.virtualmachine") {
+              vmReads.push(k[3] as number);
+            }
+          }
+          return (value as (...a: unknown[]) => unknown).apply(target, args);
+        };
+      }
+      return value.bind(target);
+    },
+  });
+  const inv = await setup({}, { kv: counted });
+  try {
+    const w = await world(inv);
+    const vms = await inv.call(
+      "POST",
+      "/api/virtualization/virtual-machines/",
+      Array.from({ length: N }, (_, i) => ({ name: `ref-${i}`, cluster: w.cluster })),
+    );
+    assert.equal(vms.status, 201, JSON.stringify(vms.body));
+    const vmIds: number[] = vms.body.map((vm: { id: number }) => vm.id);
+    vmReads.length = 0;
+    const made = await inv.call(
+      "POST",
+      "/api/virtualization/interfaces/",
+      vmIds.map((id) => ({ virtual_machine: id, name: "net0" })),
+    );
+    assert.equal(made.status, 201, JSON.stringify(made.body));
+    // The answer nests each interface's VM (read from the cache, not again).
+    assert.deepEqual(
+      made.body.map((i: { virtual_machine: { id: number; name: string } }) => [
+        i.virtual_machine.id,
+        i.virtual_machine.name,
+      ]),
+      vms.body.map((vm: { id: number; name: string }) => [vm.id, vm.name]),
+    );
+    assert.deepEqual([...vmReads].sort((a, b) => a - b), vmIds, "each VM read once");
+    // A VM deleted before the write: still refused as NetBox does (read afresh, not cached stale).
+    const gone = vmIds[N - 1];
+    assert.equal(
+      (await inv.call("DELETE", `/api/virtualization/virtual-machines/${gone}/`)).status,
+      204,
+    );
+    const refused = await inv.call("POST", "/api/virtualization/interfaces/", [
+      { virtual_machine: vmIds[0], name: "net1" },
+      { virtual_machine: gone, name: "net1" },
+    ]);
+    assert.equal(refused.status, 400);
+    assert.deepEqual(refused.body[1], {
+      virtual_machine: [`Related object not found using the provided numeric ID: ${gone}`],
+    });
+  } finally {
+    inv.close();
+  }
+});
