@@ -255,6 +255,25 @@ async function run(cmd: string[], cwd: string, timeoutMs: number) {
   };
 }
 
+/**
+ * Runs a group's test entries one `deno test` after another, in the order given, and stops at
+ * the first that fails. One `deno test` of them all does not keep that order (it runs a folder's
+ * files after the files named one by one, so `tests/domain/sync/`, listed first for its speed,
+ * ran last: every mutant the fast tests kill waited for the end-to-end ones). `timeoutMs` is
+ * for all of them together.
+ */
+export async function runInOrder(cmd: string[], tests: string[], cwd: string, timeoutMs: number) {
+  const deadline = Date.now() + timeoutMs;
+  let last: Awaited<ReturnType<typeof run>> = { code: 0, signal: null, out: "", err: "" };
+  for (const test of tests) {
+    const left = deadline - Date.now();
+    if (left <= 0) return { ...last, code: 1, signal: "SIGKILL" as Deno.Signal };
+    last = await run([...cmd, test], cwd, left);
+    if (last.code !== 0) return last;
+  }
+  return last;
+}
+
 async function copyTree(worktree: boolean): Promise<string> {
   const dir = await Deno.makeTempDir({ prefix: "bridgebox-mutate-" });
   const src = Deno.cwd();
@@ -482,7 +501,7 @@ async function main(args: string[]) {
   let short = false;
   try {
     for (const plan of work) {
-      const testCmd = ["deno", "test", "-A", "--no-check", "--fail-fast", "--quiet", ...plan.tests];
+      const testCmd = ["deno", "test", "-A", "--no-check", "--fail-fast", "--quiet"];
       console.log(
         `\n${plan.name}: ${plan.mutants.length} mutants of ${plan.modules.length} module(s) ` +
           `against: ${plan.tests.join(" ")}`,
@@ -491,7 +510,7 @@ async function main(args: string[]) {
       // --no-baseline: the caller has just run these tests green (CI runs the suite first).
       const baseline = flags.has("--no-baseline")
         ? { code: 0, out: "", err: "" }
-        : await run(testCmd, dir, 600_000);
+        : await runInOrder(testCmd, plan.tests, dir, 600_000);
       if (baseline.code !== 0) {
         console.error(
           `${plan.name}: the tests fail before any mutation; fix them first:\n` +
@@ -530,7 +549,7 @@ async function main(args: string[]) {
         mutated[m.line - 1] = m.text;
         await Deno.writeTextFile(`${dir}/${m.module}`, mutated.join("\n"));
         const began = Date.now();
-        const r = await run(testCmd, dir, timeoutMs);
+        const r = await runInOrder(testCmd, plan.tests, dir, timeoutMs);
         await Deno.writeTextFile(`${dir}/${m.module}`, source);
         const tally = tallies.get(m.module)!;
         tally.run++;

@@ -1,6 +1,6 @@
-/** The mutation script's pure parts: which mutants a line yields, the seeded sample, the groups. */
+/** The mutation script: which mutants a line yields, the seeded sample, the groups, the test order. */
 import assert from "node:assert/strict";
-import { GROUPS, isEquivalent, mutantsOf, shuffled } from "../../scripts/mutate.ts";
+import { GROUPS, isEquivalent, mutantsOf, runInOrder, shuffled } from "../../scripts/mutate.ts";
 
 Deno.test("mutate: operators, removable lines and no duplicates; strings and comments untouched", () => {
   const source = [
@@ -79,4 +79,26 @@ Deno.test("mutate: a mutant of a signature's return type line is equivalent (typ
       "  if (flag === false) {",
     ]
   ) assert.equal(isEquivalent("domain/sync/options.ts", line, flip), false, line);
+});
+
+Deno.test("mutate: a group's tests run in the order listed, a folder first too, and stop at the first that fails", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "mutate-order-" });
+  try {
+    await Deno.mkdir(`${dir}/fast`);
+    const marks = `${dir}/marks.txt`;
+    const test = (name: string, ok: boolean) =>
+      `Deno.test("${name}", () => { Deno.writeTextFileSync(${
+        JSON.stringify(marks)
+      }, "${name}\\n", { append: true }); if (${!ok}) throw new Error("red"); });\n`;
+    await Deno.writeTextFile(`${dir}/fast/a_test.ts`, test("fast", true));
+    await Deno.writeTextFile(`${dir}/slow_test.ts`, test("slow", false));
+    await Deno.writeTextFile(`${dir}/last_test.ts`, test("last", true));
+    const cmd = ["deno", "test", "-A", "--no-check", "--quiet"];
+    const r = await runInOrder(cmd, ["fast/", "slow_test.ts", "last_test.ts"], dir, 120_000);
+    assert.notEqual(r.code, 0);
+    assert.equal(r.signal, null, "a failing test, not the clock");
+    assert.deepEqual((await Deno.readTextFile(marks)).trim().split("\n"), ["fast", "slow"]);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
 });
