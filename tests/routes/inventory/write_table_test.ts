@@ -63,7 +63,7 @@ async function snapshot(inv: Inv) {
   return out;
 }
 
-Deno.test("refused writes: DRF's texts per field and per item, and nothing written or lost", async () => {
+Deno.test("refused writes: DRF's texts per field and per item, and nothing written or lost (an empty bulk request neither)", async () => {
   const inv = await setup();
   try {
     const w = await seed(inv);
@@ -82,6 +82,24 @@ Deno.test("refused writes: DRF's texts per field and per item, and nothing writt
         { non_field_errors: ["Invalid data. Expected a dictionary, but got list."] },
       ]],
       ["POST", VMS, {}, 400, { name: ["This field is required."] }],
+      // An empty bulk request writes nothing and is no error.
+      ["POST", VMS, [], 201, []],
+      ["POST", VMS, "[]", 201, []],
+      // A nested reference whose own nested reference is no reference: refused as a whole.
+      ["POST", VMS, { name: "n", cluster: { type: [] } }, 400, {
+        cluster: ['Related object not found using the provided attributes: {"type":[]}'],
+      }],
+      ["POST", VMS, { name: "n", cluster: { type: {} } }, 400, {
+        cluster: ['Related object not found using the provided attributes: {"type":{}}'],
+      }],
+      ["POST", VMS, { name: "n", cluster: { type: { id: "x" } } }, 400, {
+        cluster: ['Related object not found using the provided attributes: {"type":{"id":"x"}}'],
+      }],
+      ["POST", VMS, { name: "n", cluster: { type: { slug: "nope" } } }, 400, {
+        cluster: [
+          'Related object not found using the provided attributes: {"type":{"slug":"nope"}}',
+        ],
+      }],
       ["POST", VMS, { name: "n", cluster: 9999 }, 400, {
         cluster: ["Related object not found using the provided numeric ID: 9999"],
       }],
