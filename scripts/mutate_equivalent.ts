@@ -1247,4 +1247,37 @@ export const EQUIVALENT: Equivalent[] = [
       "a backend copy's name is a string of 1 to 200 characters (routes/backend/endpoints.ts), " +
       "never another falsy value",
   },
+  {
+    module: "domain/netbox/engine/custom_fields.ts",
+    what: "remove line",
+    line: "if (!core.registry.has(CUSTOM_FIELD_MODEL)) return [];",
+    why: "the inventory registers extras.customfield in every app (routes/inventory/mod.ts); " +
+      "without the guard an engine lacking it reads an index of a model it never wrote: none",
+  },
+  {
+    module: "domain/netbox/engine/render.ts",
+    what: "?? → ||",
+    line: "steps.push((r, out) => out[name] = r[name] ?? null);",
+    why: "created and last_updated are ISO date-time texts written on every save, never empty",
+  },
+  {
+    module: "domain/netbox/engine/delete.ts",
+    what: "?? → ||",
+    line: "const r = (await core.store.get(model, id))?.record ?? null;",
+    why: "a stored record is an object or absent, never another falsy value",
+  },
+  {
+    module: "domain/netbox/engine/index_state.ts",
+    what: "?? → ||",
+    line: "for (const u of def.unique ?? []) {",
+    why: "a model's unique list is an array or absent, never another falsy value",
+  },
+  {
+    module: "domain/netbox/engine/prepare.ts",
+    what: "false → true",
+    line: "if (def.tags !== false) {",
+    mutant: "def.tags !== true",
+    why: "a tagless model's draft then carries tags: [], which nothing reads: its tags are " +
+      "never parsed from input, indexed, rendered or logged (each checks def.tags !== false)",
+  },
 ];

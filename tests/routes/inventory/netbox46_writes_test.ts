@@ -204,6 +204,15 @@ Deno.test("changelog_message is accepted on create, update and delete (single an
       changelog_message: ["Ensure this field has no more than 200 characters."],
     });
     assert.equal((await inv.call("GET", url)).body.comments, "x");
+    // 200 characters (after trimming) is the most NetBox keeps, and is kept whole.
+    const longest = ` ${"m".repeat(199)}é `;
+    const atMost = await inv.call("PATCH", url, { comments: "z", changelog_message: longest });
+    assert.equal(atMost.status, 200, JSON.stringify(atMost.body));
+    const logged = await inv.call(
+      "GET",
+      `/api/core/object-changes/?changed_object_type=virtualization.virtualmachine&changed_object_id=${vm.id}&limit=1`,
+    );
+    assert.equal(logged.body.results[0].message, longest.trim());
     const badDelete = await inv.call("DELETE", url, { changelog_message: ["no"] });
     assert.equal(badDelete.status, 400);
     assert.deepEqual(badDelete.body, { changelog_message: ["Not a valid string."] });
