@@ -676,6 +676,11 @@ Deno.test("job service: another process takes a part of a running job; the job r
     const run = a.service.handle(id);
     await until(reached.promise, run); // process a runs endpoint 1 and waits there
     await b.service.pollParts();
+    assert.deepEqual(
+      (await a.store.parts(id)).map((p) => `${p.endpoint_id}:${p.owner}`),
+      ["1:p1", "2:p2"],
+      "each process took one endpoint",
+    );
     await b.service.idle();
     gate.resolve();
     await run;
@@ -727,13 +732,13 @@ Deno.test("job service: while another process runs a part, the job's process loo
     const run = a.service.handle(id);
     await until(mine.reached.promise, run); // process a runs endpoint 1
     await b.service.pollParts(); // process b takes endpoint 2 and holds it
-    await theirs.reached.promise;
     a.pauses.length = 0;
     looks = 0;
     mine.gate.resolve(); // a is done with its part; b's still runs
     await Promise.race([paused.promise, spun.promise]);
     assert.ok(looks <= 200, `${looks} looks at the parts without a pause`);
     assert.equal(a.pauses[0], 500, "the default partPollMs");
+    await until(theirs.reached.promise, run);
     theirs.gate.resolve();
     await b.service.idle();
     await run;
@@ -763,7 +768,9 @@ Deno.test("job service: a part renews its claim as it runs and goes on; the job 
   w.store.renewPart = async (...args) => {
     const ok = await renew(...args);
     if (ok) renewed.push(args[1]);
-    if (renewed.length === 2) renewedTwice.resolve();
+    // A renewal refused (the claim is not this process's) is the failure checked below: the
+    // stream is not held for it.
+    if (renewed.length === 2 || !ok) renewedTwice.resolve();
     return ok;
   };
   try {
