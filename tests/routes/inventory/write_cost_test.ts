@@ -63,6 +63,18 @@ Deno.test("bulk writes of MACs, primary MACs and primary IPs read the store a nu
       };
     };
 
+    // References sent as {"id": n} are read together, as plain ids are (one batch per model).
+    const nested = await measure(
+      "POST",
+      "/api/virtualization/interfaces/",
+      vms.body.map((vm: { id: number }) => ({ virtual_machine: { id: vm.id }, name: "net1" })),
+    );
+    assert.deepEqual(
+      nested.body.map((i: { virtual_machine: { id: number } }) => i.virtual_machine.id),
+      vms.body.map((vm: { id: number }) => vm.id),
+    );
+    assert.ok(nested.reads.get <= 20, `nested references: ${JSON.stringify(nested.reads)}`);
+
     // MACs: a new MAC is no interface's primary MAC, so nothing looks for interfaces showing it.
     const macs = await measure(
       "POST",
