@@ -235,3 +235,49 @@ Deno.test("a delete whose cascade lost an object to another delete meanwhile sti
     inv.close();
   }
 });
+
+Deno.test("an update whose new tag is deleted before its commit keeps its other tags and loses that one only", async () => {
+  // The PATCH is held at its commit after it validated, while one of the tags it sets is
+  // deleted; it then commits and must drop exactly that tag, as the delete would have.
+  const kv = await Deno.openKv(":memory:");
+  let reached!: () => void;
+  const held = new Promise<void>((r) => reached = r);
+  let release!: () => void;
+  const released = new Promise<void>((r) => release = r);
+  let holding = false;
+  const models = new KvModelStore(kv, {
+    beforeCommit: async (writes: readonly ObjectWrite[]) => {
+      const updatesVm = writes.some((w) =>
+        w.model === "virtualization.virtualmachine" && w.prev !== null && w.next !== null
+      );
+      if (!holding || !updatesVm) return;
+      holding = false;
+      reached();
+      await released;
+    },
+  });
+  const inv = await setup({}, {
+    kv,
+    storage: { ...createKvStorage(kv, { now: Date.now }), models },
+  });
+  try {
+    const w = await world(inv);
+    const tag = async (slug: string) =>
+      await w.post("/api/extras/tags/", { name: slug, slug }) as number;
+    const [keep, doomed, other] = [await tag("keep"), await tag("doomed"), await tag("other")];
+    holding = true;
+    const patching = inv.call("PATCH", `/api/virtualization/virtual-machines/${w.vm1}/`, {
+      tags: [keep, doomed, other],
+    });
+    await held;
+    const gone = await inv.call("DELETE", `/api/extras/tags/${doomed}/`);
+    assert.equal(gone.status, 204, JSON.stringify(gone.body));
+    release();
+    assert.equal((await patching).status, 200);
+    const vm = await inv.call("GET", `/api/virtualization/virtual-machines/${w.vm1}/`);
+    assert.deepEqual(vm.body.tags.map((t: { slug: string }) => t.slug), ["keep", "other"]);
+  } finally {
+    release();
+    inv.close();
+  }
+});
