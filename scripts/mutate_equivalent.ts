@@ -1280,4 +1280,16 @@ export const EQUIVALENT: Equivalent[] = [
     why: "a tagless model's draft then carries tags: [], which nothing reads: its tags are " +
       "never parsed from input, indexed, rendered or logged (each checks def.tags !== false)",
   },
+  {
+    module: "domain/sync/base.ts",
+    what: "?? → ||",
+    line: "if (found?.id === cluster) site = refId(found.scope) ?? refId(found.scope_id);",
+    why: "refId answers an id or null, and no inventory object has the id 0",
+  },
+  {
+    module: "domain/sync/stages/task_history.ts",
+    what: "?? → ||",
+    line: 'task_id: t.id ?? "",',
+    why: "Proxmox lists a task's id as a string; the only falsy one is the empty string itself",
+  },
 ];

@@ -498,3 +498,36 @@ Deno.test("stages: a device made by hand in the cluster, with tags of its own, i
   assert.deepEqual(inv.table(DEVICES).get(901), hand);
   assert.ok(!inv.writes.slice(before).some((w) => w.endsWith("/901")), inv.writes.join());
 });
+
+Deno.test("stages: a guest's agent is asked for addresses only when its config turns the agent on", async () => {
+  const asked = async (agentSetting: string | null) => {
+    const data = smallCluster();
+    const config = data["/nodes/n1/qemu/101/config"] as Record<string, unknown>;
+    if (agentSetting !== null) config.agent = agentSetting;
+    const agent = "/nodes/n1/qemu/101/agent";
+    data[`${agent}/network-get-interfaces`] = {
+      result: [{
+        "hardware-address": "bc:24:11:00:65:00",
+        "ip-addresses": [{ "ip-address": "10.9.0.8", prefix: 24 }],
+      }],
+    };
+    const inv = new FakeInventory();
+    seedPluginEndpoint(inv);
+    const hv = new FakeHypervisor(data);
+    const stages = STAGES.filter((s) =>
+      ["devices", "virtual-machines", "vm-interfaces", "ip-addresses"].includes(s.type)
+    );
+    const { complete } = await run(inv, hv, { stages });
+    assert.equal(complete.ok, true, JSON.stringify(complete.errors));
+    const read = hv.reads.some((p) => p.startsWith(agent));
+    const written = inv.all("ipam/ip-addresses/").some((a) => a.address === "10.9.0.8/24");
+    assert.equal(read, written, String(agentSetting));
+    return read;
+  };
+  assert.equal(await asked("1"), true);
+  assert.equal(await asked("enabled=1,fstrim_cloned_disks=1"), true);
+  assert.equal(await asked("1,type=virtio"), true);
+  assert.equal(await asked("0"), false);
+  assert.equal(await asked("enabled=0,type=isa"), false);
+  assert.equal(await asked(null), false);
+});
