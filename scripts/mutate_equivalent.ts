@@ -1171,20 +1171,6 @@ export const EQUIVALENT: Equivalent[] = [
   },
   {
     module: "domain/jobs/service.ts",
-    what: "|| → &&",
-    line: "if (this.#running.has(part.job_id) || !claimable(part, this.deps.now())) continue;",
-    why:
-      "a shortcut: store.claimPart re-checks atomically that the part is open or lapsed, and a part of this process's own run taken here runs the same stages, logs the same line and records the same outcome as its #sharing loop would",
-  },
-  {
-    module: "domain/jobs/service.ts",
-    what: "remove line",
-    line: "if (this.#running.has(part.job_id) || !claimable(part, this.deps.now())) continue;",
-    why:
-      "a shortcut: store.claimPart re-checks atomically that the part is open or lapsed, and a part of this process's own run taken here runs the same stages, logs the same line and records the same outcome as its #sharing loop would",
-  },
-  {
-    module: "domain/jobs/service.ts",
     what: "> → >=",
     line: "for (let i = 0; i < data.length && engine.recordSize(data) > MAX_DATA_BYTES; i++) {",
     mutant: "recordSize(data) >= MAX_DATA_BYTES",
