@@ -1278,4 +1278,30 @@ export const EQUIVALENT: Equivalent[] = [
     line: 'task_id: t.id ?? "",',
     why: "Proxmox lists a task's id as a string; the only falsy one is the empty string itself",
   },
+  {
+    module: "domain/sync/plan.ts",
+    what: "?? → ||",
+    line: ".then((done) => done ?? []);",
+    why: "done is the list of written objects or null, never another falsy value",
+  },
+  {
+    module: "domain/sync/stages/devices.ts",
+    what: "?? → ||",
+    line: "node_id: s?.nodeid ?? null,",
+    why: "Proxmox numbers cluster nodes from 1: a node id is never 0",
+  },
+  {
+    module: "domain/sync/vm_policy.ts",
+    what: "remove line",
+    line: "if (!(error instanceof WorkBudgetExceeded)) throw error;",
+    why: "the only error a compiled rule's test throws is WorkBudgetExceeded (a pattern that " +
+      "cannot compile is never tested: c.name!.ok is checked first)",
+  },
+  {
+    module: "domain/sync/guests.ts",
+    what: "< → <=",
+    line: "for (let i = 0; i < texts.length; i += size) {",
+    why: "the one extra slice is empty, and no stage reads or writes for an empty slice " +
+      "(tests/domain/sync/slices_test.ts: one full slice, and no guests)",
+  },
 ];

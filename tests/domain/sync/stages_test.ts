@@ -500,8 +500,9 @@ Deno.test("stages: a device made by hand in the cluster, with tags of its own, i
 });
 
 Deno.test("stages: a guest's agent is asked for addresses only when its config turns the agent on", async () => {
-  const asked = async (agentSetting: string | null) => {
+  const asked = async (agentSetting: string | null, status = "running") => {
     const data = smallCluster();
+    (data["/cluster/resources"] as { vmid: number; status: string }[])[0].status = status;
     const config = data["/nodes/n1/qemu/101/config"] as Record<string, unknown>;
     if (agentSetting !== null) config.agent = agentSetting;
     const agent = "/nodes/n1/qemu/101/agent";
@@ -530,4 +531,6 @@ Deno.test("stages: a guest's agent is asked for addresses only when its config t
   assert.equal(await asked("0"), false);
   assert.equal(await asked("enabled=0,type=isa"), false);
   assert.equal(await asked(null), false);
+  // A guest that is not running has no agent to answer.
+  assert.equal(await asked("1", "stopped"), false);
 });
