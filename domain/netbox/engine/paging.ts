@@ -57,7 +57,7 @@ export async function listPage(
   const ordering = orderingOf(def, params.get("ordering"));
   const conditions = await parseConditions(core, def, params, cache, { query: true });
   const q = params.get("q");
-  if (q !== null && q.trim() !== "") conditions.push(searchCondition(def, q.trim()));
+  if (q !== null && q.trim() !== "") conditions.push(await searchCondition(core, def, q.trim()));
 
   const byId = ordering.length === 1 && ordering[0].field === "id";
   const keyset = byId && !ordering[0].desc
