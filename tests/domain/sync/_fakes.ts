@@ -7,6 +7,8 @@ import type {
   SyncEndpoint,
 } from "../../../domain/sync/ports.ts";
 import assert from "node:assert/strict";
+import { emptyResult, type StageContext } from "../../../domain/sync/context.ts";
+import { DEFAULT_SYNC_OPTIONS } from "../../../domain/sync/options.ts";
 import { runSync, STAGES } from "../../../domain/sync/runner.ts";
 
 /** The one endpoint the domain sync tests run against. */
@@ -202,5 +204,28 @@ export function smallCluster(): Record<string, unknown> {
       rootfs: "local:vm-200-disk-0,size=8G",
       net0: "name=eth0,bridge=vmbr0,hwaddr=BC:24:11:00:C8:00,ip=10.0.0.50/24",
     },
+  };
+}
+
+/** A stage's context on `inv` (LAB, no cluster, a fixed clock), with what a test changes. */
+export function stageContext(
+  inv: InventoryApi,
+  overrides: Partial<StageContext> = {},
+): StageContext {
+  return {
+    endpoint: LAB,
+    hv: new FakeHypervisor({}),
+    inv,
+    signal: new AbortController().signal,
+    result: emptyResult(),
+    progress: () => {},
+    cache: new Map(),
+    shared: new Map(),
+    now: () => Date.UTC(2026, 0, 1),
+    concurrency: 4,
+    options: { ...DEFAULT_SYNC_OPTIONS },
+    itemFailed: () => {},
+    itemConflict: () => {},
+    ...overrides,
   };
 }

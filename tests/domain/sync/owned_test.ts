@@ -4,30 +4,15 @@
  * when another run makes some of them at the same moment. Over the in-memory inventory fake.
  */
 import assert from "node:assert/strict";
-import { emptyResult, type StageContext } from "../../../domain/sync/context.ts";
-import { DEFAULT_SYNC_OPTIONS } from "../../../domain/sync/options.ts";
+import type { StageContext } from "../../../domain/sync/context.ts";
 import { assignedTo, childrenOf, ensureVlans } from "../../../domain/sync/owned.ts";
 import type { InventoryBody } from "../../../domain/sync/ports.ts";
-import { FakeHypervisor, FakeInventory, LAB } from "./_fakes.ts";
+import { FakeInventory, stageContext } from "./_fakes.ts";
 
 const VLANS = "ipam/vlans/";
 
 function context(inv: FakeInventory): StageContext {
-  return {
-    endpoint: LAB,
-    hv: new FakeHypervisor({}),
-    inv,
-    signal: new AbortController().signal,
-    result: emptyResult(),
-    progress: () => {},
-    cache: new Map(),
-    shared: new Map(),
-    now: () => Date.UTC(2026, 0, 1),
-    concurrency: 4,
-    options: { ...DEFAULT_SYNC_OPTIONS },
-    itemFailed: () => {},
-    itemConflict: () => {},
-  };
+  return stageContext(inv);
 }
 
 Deno.test("owned: children are keyed by parent and name, the lowest id first; other parents' are not ours", () => {

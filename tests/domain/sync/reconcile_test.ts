@@ -6,7 +6,6 @@
  * Over the in-memory inventory fake; every effect is read back from it.
  */
 import assert from "node:assert/strict";
-import { emptyResult, type StageContext } from "../../../domain/sync/context.ts";
 import { DEFAULT_SYNC_OPTIONS } from "../../../domain/sync/options.ts";
 import {
   deleteOrphans,
@@ -17,7 +16,7 @@ import {
   refId,
 } from "../../../domain/sync/reconcile.ts";
 import type { InventoryApi, InventoryBody, InventoryObject } from "../../../domain/sync/ports.ts";
-import { FakeHypervisor, FakeInventory, LAB } from "./_fakes.ts";
+import { FakeInventory, stageContext } from "./_fakes.ts";
 
 const VMS = "virtualization/virtual-machines/";
 
@@ -29,17 +28,7 @@ interface Heard {
 
 function context(inv: FakeInventory, dryRun = false) {
   const heard: Heard = { failed: [], conflicts: [], edited: [] };
-  const ctx: StageContext = {
-    endpoint: LAB,
-    hv: new FakeHypervisor({}),
-    inv,
-    signal: new AbortController().signal,
-    result: emptyResult(),
-    progress: () => {},
-    cache: new Map(),
-    shared: new Map(),
-    now: () => Date.UTC(2026, 0, 1),
-    concurrency: 4,
+  const ctx = stageContext(inv, {
     options: { ...DEFAULT_SYNC_OPTIONS, dryRun },
     itemFailed: (object, error) => {
       const e = error as Error & { bodyExcerpt?: string; status?: number };
@@ -52,7 +41,7 @@ function context(inv: FakeInventory, dryRun = false) {
     },
     itemConflict: (object, detail) => heard.conflicts.push({ object, detail }),
     itemEdited: (object, detail) => heard.edited.push({ object, detail }),
-  };
+  });
   return { ctx, heard };
 }
 

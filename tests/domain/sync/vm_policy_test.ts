@@ -5,11 +5,10 @@
  * as they are). Over the in-memory inventory fake.
  */
 import assert from "node:assert/strict";
-import { emptyResult, type StageContext } from "../../../domain/sync/context.ts";
 import { mergeOptions, type TenantRule } from "../../../domain/sync/options.ts";
 import type { Guest } from "../../../domain/sync/guests.ts";
 import { RULE_WORK_PER_GUEST, tenantAssignment, vmRole } from "../../../domain/sync/vm_policy.ts";
-import { FakeHypervisor, FakeInventory, LAB } from "./_fakes.ts";
+import { FakeInventory, stageContext } from "./_fakes.ts";
 
 const ROLES = "dcim/device-roles/";
 const TENANTS = "tenancy/tenants/";
@@ -19,21 +18,10 @@ function context(
   patch: Parameters<typeof mergeOptions>[0] = {},
 ) {
   const failed: [string, string][] = [];
-  const ctx: StageContext = {
-    endpoint: LAB,
-    hv: new FakeHypervisor({}),
-    inv,
-    signal: new AbortController().signal,
-    result: emptyResult(),
-    progress: () => {},
-    cache: new Map(),
-    shared: new Map(),
-    now: () => Date.UTC(2026, 0, 1),
-    concurrency: 4,
+  const ctx = stageContext(inv, {
     options: mergeOptions(patch),
     itemFailed: (object, error) => failed.push([object, (error as Error).message]),
-    itemConflict: () => {},
-  };
+  });
   return { ctx, failed };
 }
 
