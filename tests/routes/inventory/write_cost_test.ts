@@ -211,28 +211,32 @@ Deno.test("a list filtered by many parents reads their index entries together an
   }
 });
 
-Deno.test("a bulk create of virtual disks sets each VM's disk total without reading back the disks it wrote, and counts the VM's earlier disks", async () => {
-  const diskReads: number[] = [];
-  const raw = await Deno.openKv(":memory:");
-  // Record reads of disk records (key ["inventory", "obj", "virtualization.virtualdisk", id]).
-  const counted = new Proxy(raw, {
+/** `kv` as it is, noting in `into` the id of every record of `model` a get or getMany reads. */
+function recordReadsOf(kv: Deno.Kv, model: string, into: number[]): Deno.Kv {
+  return new Proxy(kv, {
     get(target, prop) {
       const value = Reflect.get(target, prop, target);
       if (typeof value !== "function") return value;
       if (prop === "get" || prop === "getMany") {
         return (...args: unknown[]) => {
           const keys = (prop === "get" ? [args[0]] : args[0]) as Deno.KvKey[];
-          for (const k of keys) {
-            if (k[1] === "obj" && k[2] === "virtualization.virtualdisk") {
-              diskReads.push(k[3] as number);
-            }
-          }
+          // A record's key is ["inventory", "obj", model, id].
+          for (const k of keys) if (k[1] === "obj" && k[2] === model) into.push(k[3] as number);
           return (value as (...a: unknown[]) => unknown).apply(target, args);
         };
       }
       return value.bind(target);
     },
   });
+}
+
+Deno.test("a bulk create of virtual disks sets each VM's disk total without reading back the disks it wrote, and counts the VM's earlier disks", async () => {
+  const diskReads: number[] = [];
+  const counted = recordReadsOf(
+    await Deno.openKv(":memory:"),
+    "virtualization.virtualdisk",
+    diskReads,
+  );
   const inv = await setup({}, { kv: counted });
   try {
     const w = await world(inv);
@@ -281,26 +285,11 @@ Deno.test("a bulk create of virtual disks sets each VM's disk total without read
 
 Deno.test("a bulk create reads the objects it refers to once: the check for references deleted meanwhile and the answer's nested objects read them from the cache", async () => {
   const vmReads: number[] = [];
-  const raw = await Deno.openKv(":memory:");
-  // Record reads of VM records (key ["inventory", "obj", "virtualization.virtualmachine", id]).
-  const counted = new Proxy(raw, {
-    get(target, prop) {
-      const value = Reflect.get(target, prop, target);
-      if (typeof value !== "function") return value;
-      if (prop === "get" || prop === "getMany") {
-        return (...args: unknown[]) => {
-          const keys = (prop === "get" ? [args[0]] : args[0]) as Deno.KvKey[];
-          for (const k of keys) {
-            if (k[1] === "obj" && k[2] === "virtualization.virtualmachine") {
-              vmReads.push(k[3] as number);
-            }
-          }
-          return (value as (...a: unknown[]) => unknown).apply(target, args);
-        };
-      }
-      return value.bind(target);
-    },
-  });
+  const counted = recordReadsOf(
+    await Deno.openKv(":memory:"),
+    "virtualization.virtualmachine",
+    vmReads,
+  );
   const inv = await setup({}, { kv: counted });
   try {
     const w = await world(inv);
