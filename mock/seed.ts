@@ -213,8 +213,13 @@ export function buildSeed(opts: SeedOptions): MockState {
     const memory = [1024, 2048, 4096, 8192][Math.floor(rand() * 4)];
     const cores = [1, 2, 4][Math.floor(rand() * 3)];
     const diskGb = [8, 16, 32, 64][Math.floor(rand() * 4)];
-    // Last octet 10-249: every seeded guest address is a valid IPv4 address.
-    const ip = `10.0.${2 + Math.floor(k / 240)}.${10 + (k % 240)}`;
+    // Last octet 10-249, third 2-255: every seeded guest address is a valid IPv4 address. A /16
+    // holds 254 × 240 guests; past 60,960 (a 100,000-guest estate) they go on in 10.1.0.0/16,
+    // 10.2.0.0/16, …, each with its own gateway.
+    const block = Math.floor(k / 240);
+    const net = `10.${Math.floor(block / 254)}`;
+    const ip = `${net}.${2 + (block % 254)}.${10 + (k % 240)}`;
+    const gw = `${net}.0.1`;
     const vlan = k % 5 === 0 ? 10 : undefined;
     const guest: Guest = {
       vmid,
@@ -242,7 +247,7 @@ export function buildSeed(opts: SeedOptions): MockState {
         ide2: "none,media=cdrom",
         net0: `virtio=${macFor(vmid, 0)},bridge=vmbr0,firewall=1`,
         agent: "1",
-        ipconfig0: `ip=${ip}/16,gw=10.0.0.1`,
+        ipconfig0: `ip=${ip}/16,gw=${gw}`,
         onboot: k % 2,
         smbios1: `uuid=00000000-0000-4000-8000-${vmid.toString(16).padStart(12, "0")}`,
         vmgenid: `00000000-0000-4000-9000-${vmid.toString(16).padStart(12, "0")}`,
@@ -286,7 +291,7 @@ export function buildSeed(opts: SeedOptions): MockState {
         rootfs: `${imageStore}:vm-${vmid}-disk-0,size=${Math.min(diskGb, 16)}G`,
         net0: `name=eth0,bridge=vmbr0,firewall=1,hwaddr=${
           macFor(vmid, 0)
-        },ip=${ip}/16,gw=10.0.0.1,type=veth`,
+        },ip=${ip}/16,gw=${gw},type=veth`,
         unprivileged: 1,
         features: "nesting=1",
         onboot: k % 2,
