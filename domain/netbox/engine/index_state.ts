@@ -20,12 +20,20 @@ export interface IndexState {
   ordered: OrderedEntry[];
 }
 
+/**
+ * Whether a string value has entries in the value index: empty and over-long strings get none
+ * (their filters scan), so a read of the index for them would miss what they match.
+ */
+export function indexedString(store: Pick<ModelStore, "maxIndexedLength">, v: string): boolean {
+  return v !== "" && v.length <= store.maxIndexedLength;
+}
+
 export function stateOf(store: ModelStore, def: ModelDef, record: StoredObject): IndexState {
   const indexes: IndexEntry[] = [];
   const shape = indexShape(def);
   const add = (field: string, v: unknown) => {
     if (v === null || v === undefined) return;
-    if (typeof v === "string" && (v.length > store.maxIndexedLength || v === "")) return;
+    if (typeof v === "string" && !indexedString(store, v)) return;
     if (typeof v === "string" || typeof v === "number" || typeof v === "boolean") {
       indexes.push(shape.uncounted.has(field) ? [field, v, false] : [field, v]);
     }

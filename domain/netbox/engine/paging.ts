@@ -6,7 +6,7 @@
 import type { IndexValue, StoredObject } from "../../../storage/ports.ts";
 import type { ModelDef } from "../types.ts";
 import { type EngineCore, newCache } from "./core.ts";
-import { indexShape, orderField } from "./index_state.ts";
+import { indexedString, indexShape, orderField } from "./index_state.ts";
 import { isPatternCondition, predicate } from "./lookups.ts";
 import { type Condition, parseConditions, splitList, typedFilterValue } from "./query.ts";
 import { searchCondition } from "./search.ts";
@@ -214,10 +214,7 @@ function indexRead(core: EngineCore, cond: Condition): IndexRead | null {
     const typed = list.map((v) => typedFilterValue(cond.def, v));
     // Empty and over-long strings have no index entry (index_state.ts): those are scanned.
     if (
-      typed.every((v) =>
-        v !== undefined &&
-        (typeof v !== "string" || (v.length <= core.store.maxIndexedLength && v !== ""))
-      )
+      typed.every((v) => v !== undefined && (typeof v !== "string" || indexedString(core.store, v)))
     ) {
       return { field: cond.field, values: typed as IndexValue[], all: false, nothing: false };
     }
@@ -399,7 +396,7 @@ function indexTarget(
     const typed = typedFilterValue(c.def, c.values[0]);
     if (
       typed === undefined ||
-      (typeof typed === "string" && (typed.length > core.store.maxIndexedLength || typed === ""))
+      (typeof typed === "string" && !indexedString(core.store, typed))
     ) {
       return null;
     }

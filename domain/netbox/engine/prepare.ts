@@ -9,6 +9,7 @@ import { coerce, defaultValue, MESSAGES, pyType } from "../fields.ts";
 import type { AuthInfo, FieldErrors, HookContext, ModelDef } from "../types.ts";
 import { cachedRecords, type EngineCore, indexedKey, isEmpty, type RequestCache } from "./core.ts";
 import { customFieldsFor } from "./custom_fields.ts";
+import { indexedString } from "./index_state.ts";
 import { parseRelation, resolveRef } from "./references.ts";
 import { TAGS_FIELD } from "./registry.ts";
 
@@ -218,7 +219,7 @@ export async function prepare(
     },
     byIndex: async (model, field, value) => {
       // A value too long for the index is not in it: the filter finds it (by scanning).
-      if (value.length > core.store.maxIndexedLength || value === "") {
+      if (!indexedString(core.store, value)) {
         return await core.api.find(model, { [field]: [value] });
       }
       const key = indexedKey(model, field, value);

@@ -26,7 +26,7 @@ import {
 } from "./core.ts";
 import { type ChangeRequest, recordChanges } from "./changelog.ts";
 import { deleteMany } from "./delete.ts";
-import { type IndexState, stateOf } from "./index_state.ts";
+import { indexedString, type IndexState, stateOf } from "./index_state.ts";
 import { dropRef } from "./patch.ts";
 import { prepare, type Prepared } from "./prepare.ts";
 import { danglingRefs } from "./references.ts";
@@ -157,7 +157,7 @@ async function prefetchIndexed(
     for (const input of inputs) {
       if (!input || typeof input !== "object" || Array.isArray(input)) continue;
       const v = read.value(input as Record<string, unknown>);
-      if (typeof v === "string" && v !== "" && v.length <= core.store.maxIndexedLength) {
+      if (typeof v === "string" && indexedString(core.store, v)) {
         values.add(v);
       }
     }
