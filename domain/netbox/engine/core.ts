@@ -57,6 +57,26 @@ export function indexedKey(model: string, field: string, value: string): string 
   return `${model}\u0000${field}\u0000${value}`;
 }
 
+/**
+ * Reads into the request cache the records of `model` among `ids` it does not hold yet, in one
+ * batched read through the store (and its read cache), and answers those found; an id the store
+ * does not have is cached as null, so the request never asks for it again.
+ */
+export async function readUncached(
+  store: ModelStore,
+  cache: RequestCache,
+  model: string,
+  ids: Iterable<number>,
+): Promise<StoredObject[]> {
+  const known = cachedRecords(cache, model);
+  const missing = [...new Set(ids)].filter((id) => !known.has(id));
+  if (missing.length === 0) return [];
+  const found = await store.getMany(model, missing);
+  for (const id of missing) known.set(id, null);
+  for (const record of found) known.set(record.id, record);
+  return found;
+}
+
 /** The cached records of one model (created empty on first use). */
 export function cachedRecords(
   cache: RequestCache,

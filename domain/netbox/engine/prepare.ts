@@ -7,7 +7,14 @@ import type { StoredObject } from "../../../storage/ports.ts";
 import { applyCustomFieldDefaults, validateCustomFields } from "../custom_fields.ts";
 import { coerce, defaultValue, MESSAGES, pyType } from "../fields.ts";
 import type { AuthInfo, FieldErrors, HookContext, ModelDef } from "../types.ts";
-import { cachedRecords, type EngineCore, indexedKey, isEmpty, type RequestCache } from "./core.ts";
+import {
+  cachedRecords,
+  type EngineCore,
+  indexedKey,
+  isEmpty,
+  readUncached,
+  type RequestCache,
+} from "./core.ts";
 import { customFieldsFor } from "./custom_fields.ts";
 import { indexedString } from "./index_state.ts";
 import { parseRelation, resolveRef } from "./references.ts";
@@ -226,12 +233,8 @@ export async function prepare(
       let ids = cache.indexed.get(key);
       if (!ids) cache.indexed.set(key, ids = await core.store.idsByIndex(model, field, value));
       if (ids.length === 0) return [];
+      await readUncached(core.store, cache, model, ids);
       const known = cachedRecords(cache, model);
-      const unread = ids.filter((id) => !known.has(id));
-      if (unread.length > 0) {
-        for (const id of unread) known.set(id, null);
-        for (const r of await core.store.getMany(model, unread)) known.set(r.id, r);
-      }
       return ids.map((id) => known.get(id)).filter((r): r is StoredObject => !!r);
     },
   };

@@ -22,6 +22,7 @@ import {
   indexedKey,
   isEmpty,
   newCache,
+  readUncached,
   type RequestCache,
 } from "./core.ts";
 import { type ChangeRequest, recordChanges } from "./changelog.ts";
@@ -116,15 +117,10 @@ async function prefetchRefs(
   }
   const fetch = (wanted: Map<string, Set<number>>) =>
     Promise.all([...wanted].map(async ([model, ids]) => {
-      const known = cachedRecords(cache, model);
-      const missing = [...ids].filter((id) => !known.has(id));
-      if (missing.length === 0) return [];
       // Through the store's read cache: the check for references deleted meanwhile, made after
       // the commit (danglingRefs), and the answer's nested objects read the same records, and a
       // model the request does not write (a new interface's VM) keeps them cached for both.
-      const found = await core.store.getMany(model, missing);
-      for (const id of missing) known.set(id, null);
-      for (const record of found) known.set(record.id, record);
+      const found = await readUncached(core.store, cache, model, ids);
       return found.map((record) => ({ model, record }));
     }));
   const referred = (await fetch(wanted)).flat();
