@@ -44,6 +44,39 @@ const RANGE_SPREAD = 4;
 /** Strings read as one range of an index: printable ASCII, ordered alike by KV and by JS. */
 const PLAIN = /^[\x20-\x7e]{1,400}$/;
 
+/** One list of an index answering several values: from `start` to `end` (exclusive). */
+interface IndexRange {
+  start: IndexValue;
+  end: IndexValue;
+  /** Give up past this many entries (how far apart the values lie shows only by reading). */
+  cap?: number;
+}
+
+/** The range of the index that answers `missing` in one list, when one should. */
+function rangeOf(missing: readonly IndexValue[]): IndexRange | null {
+  if (missing.length < RANGE_MIN_VALUES) return null;
+  if (missing.every((v) => typeof v === "number" && Number.isSafeInteger(v))) {
+    // A dense run of ids (a slice of guests made one after another): one range of the index.
+    // Sparse values would read the keys of everything between them: those go one by one.
+    const lo = Math.min(...(missing as number[]));
+    const hi = Math.max(...(missing as number[]));
+    return hi - lo + 1 <= RANGE_SPREAD * missing.length ? { start: lo, end: hi + 1 } : null;
+  }
+  if (missing.every((v) => typeof v === "string" && PLAIN.test(v))) {
+    // Plain ASCII values (a batch's addresses): KV orders them as JS does, so the index from
+    // the least to the greatest is one range. Read while it holds few other values; past
+    // that (values far apart) one list each. `hi + "\0"` is the least string after `hi`:
+    // every entry of `hi` sorts before it.
+    const asked = [...(missing as string[])].sort();
+    return {
+      start: asked[0],
+      end: `${asked[asked.length - 1]}\0`,
+      cap: RANGE_SPREAD * asked.length,
+    };
+  }
+  return null;
+}
+
 /** Cached reads kept per model before the cache starts afresh (memory bound). */
 const MAX_CACHED_RECORDS = 40_000;
 const MAX_CACHED_LISTS = 1_000;
@@ -502,65 +535,44 @@ export class KvModelStore implements ModelStore {
       if (hit) found.set(v, hit);
     }
     const missing = [...new Set(values.filter((v) => !found.has(v)))];
-    const ints = missing.every((v) => typeof v === "number" && Number.isSafeInteger(v));
-    const lo = ints && missing.length ? Math.min(...(missing as number[])) : 0;
-    const hi = ints && missing.length ? Math.max(...(missing as number[])) : 0;
-    // A dense run of ids (a slice of guests made one after another): one range of the index.
-    // Sparse values would read the keys of everything between them: those go one by one.
-    if (
-      ints && missing.length >= RANGE_MIN_VALUES && hi - lo + 1 <= RANGE_SPREAD * missing.length
-    ) {
-      const wanted = new Map(missing.map((v) => [v, [] as number[]]));
-      const prefix = keys.inventoryIndexPrefix(model, field, lo).slice(0, -1);
-      const iter = this.kv.list({ start: [...prefix, lo], end: [...prefix, hi + 1] }, {
-        batchSize: 1000,
-      });
-      for await (const entry of iter) {
-        const ids = wanted.get(entry.key[entry.key.length - 2] as IndexValue);
-        ids?.push(entry.key[entry.key.length - 1] as number);
-      }
-      for (const [v, ids] of wanted) {
+    const range = rangeOf(missing);
+    const ranged = range && await this.#listRange(model, field, missing, range);
+    if (ranged) {
+      for (const [v, ids] of ranged) {
         found.set(v, ids);
         this.#keepList(cache, keyOf(v), [...ids]);
-      }
-    } else if (
-      missing.length >= RANGE_MIN_VALUES &&
-      missing.every((v) => typeof v === "string" && PLAIN.test(v))
-    ) {
-      // Plain ASCII values (a batch's addresses): KV orders them as JS does, so the index from
-      // the least to the greatest is one range. Read while it holds few other values; past
-      // that (values far apart) one list each.
-      const asked = [...missing as string[]].sort();
-      const lo = asked[0];
-      const hi = asked[asked.length - 1];
-      const cap = RANGE_SPREAD * asked.length;
-      const wanted = new Map(asked.map((v) => [v as IndexValue, [] as number[]]));
-      const prefix = keys.inventoryIndexPrefix(model, field, lo).slice(0, -1);
-      let read = 0;
-      // `hi + "\0"` is the least string after `hi`: every entry of `hi` sorts before it.
-      const iter = this.kv.list({ start: [...prefix, lo], end: [...prefix, `${hi}\0`] }, {
-        limit: cap + 1,
-        batchSize: Math.min(1000, cap + 1),
-      });
-      for await (const entry of iter) {
-        read++;
-        wanted.get(entry.key[entry.key.length - 2] as IndexValue)
-          ?.push(entry.key[entry.key.length - 1] as number);
-      }
-      if (read <= cap) {
-        for (const [v, ids] of wanted) {
-          found.set(v, ids);
-          this.#keepList(cache, keyOf(v), [...ids]);
-        }
-      } else {
-        const lists = await Promise.all(missing.map((v) => this.idsByIndex(model, field, v)));
-        missing.forEach((v, i) => found.set(v, lists[i]));
       }
     } else {
       const lists = await Promise.all(missing.map((v) => this.idsByIndex(model, field, v)));
       missing.forEach((v, i) => found.set(v, lists[i]));
     }
     return values.map((v) => [...found.get(v)!]);
+  }
+
+  /**
+   * The ids under each of `values` from one list of the index between `range.start` and
+   * `range.end`; null when the range held more than `range.cap` entries (values far apart).
+   */
+  async #listRange(
+    model: string,
+    field: string,
+    values: readonly IndexValue[],
+    range: IndexRange,
+  ): Promise<Map<IndexValue, number[]> | null> {
+    const wanted = new Map(values.map((v) => [v, [] as number[]]));
+    const prefix = keys.inventoryIndexPrefix(model, field, range.start).slice(0, -1);
+    const limit = range.cap === undefined ? undefined : range.cap + 1;
+    const iter = this.kv.list({ start: [...prefix, range.start], end: [...prefix, range.end] }, {
+      limit,
+      batchSize: Math.min(1000, limit ?? 1000),
+    });
+    let read = 0;
+    for await (const entry of iter) {
+      read++;
+      wanted.get(entry.key[entry.key.length - 2] as IndexValue)
+        ?.push(entry.key[entry.key.length - 1] as number);
+    }
+    return range.cap !== undefined && read > range.cap ? null : wanted;
   }
 
   async #idsByIndex(
