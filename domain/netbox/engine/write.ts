@@ -16,7 +16,6 @@ import type {
   WriteResult,
 } from "../types.ts";
 import {
-  cachedRecords,
   constraintName,
   type EngineCore,
   indexedKey,
