@@ -29,7 +29,7 @@ const WRITE_METHODS = new Set(["POST", "PUT", "PATCH", "DELETE"]);
 const CEILING_OBJECTS = 10_000;
 const CEILING_BATCH = 100;
 
-type Variant = "socket" | "in-process";
+export type Variant = "socket" | "in-process";
 
 /** Requests the sync sends to this app (the inventory and the hypervisor mock), counted. */
 class Traffic {
@@ -133,7 +133,7 @@ interface RunFigures {
   slowest: string[];
 }
 
-interface Loop {
+export interface Loop {
   base: string;
   key: string;
   deps: AppDeps;
@@ -142,14 +142,15 @@ interface Loop {
   close(): Promise<void>;
 }
 
-async function startLoop(variant: Variant): Promise<Loop> {
+/** The app on 127.0.0.1:0 with its copies pointing at itself; `kv` replaces its in-memory KV. */
+export async function startLoop(variant: Variant, mockSeed = SEED, kv?: Deno.Kv): Promise<Loop> {
   const deps = await testDeps({
-    HYPERVISOR_MOCK_SEED: SEED,
+    HYPERVISOR_MOCK_SEED: mockSeed,
     HYPERVISOR_MOCK_TASK_DELAY_MS: "0",
     SERVICE_ENCRYPTION_KEY: "bench encryption key, not a secret",
     // The socket variant reaches 127.0.0.1 like any other address.
     SERVICE_ALLOW_LOOPBACK_TARGETS: variant === "socket" ? "true" : "false",
-  });
+  }, kv ? { kv } : {});
   const traffic = new Traffic();
   const app = await createApp(deps);
   const server = Deno.serve(
@@ -227,7 +228,7 @@ async function startLoop(variant: Variant): Promise<Loop> {
   };
 }
 
-async function fullUpdate(loop: Loop): Promise<RunFigures> {
+export async function fullUpdate(loop: Loop): Promise<RunFigures> {
   loop.traffic.reset();
   const progress = new SyncProgress(() => performance.now());
   const t0 = performance.now();

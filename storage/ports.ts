@@ -254,10 +254,15 @@ export interface ModelStore {
   commit(writes: readonly ObjectWrite[]): Promise<CommitResult>;
   /**
    * Deletes every ordered-index entry (`ordered`) or value counter (`counters`) kept under
-   * `field` of `model`, a few hundred per atomic; returns how many went. For keys the index
-   * layout no longer keeps that an earlier build wrote (see indexLayout).
+   * `field` of `model` (every field of it when null), a few hundred per atomic; returns how many
+   * went. For keys the index layout no longer keeps that an earlier build wrote (see
+   * indexLayout).
    */
-  dropIndexKeys(model: string, field: string, what: "ordered" | "counters"): Promise<number>;
+  dropIndexKeys(
+    model: string,
+    field: string | null,
+    what: "ordered" | "counters",
+  ): Promise<number>;
   /** The index layout the stored keys follow (0 when never recorded: an earlier build's). */
   indexLayout(): Promise<number>;
   setIndexLayout(version: number): Promise<void>;

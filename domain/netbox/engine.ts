@@ -32,6 +32,7 @@ import { customFieldsFor } from "./engine/custom_fields.ts";
 import { displayOf, Renderer, type RenderOptions, urlOf } from "./engine/render.ts";
 import {
   countsByValue,
+  firstOrderingField,
   indexShape,
   type IndexState,
   orderField,
@@ -67,9 +68,10 @@ export interface EngineDeps {
 /**
  * The index layout this build writes (see dropUnusedIndexKeys): 2 dropped the twins and counters
  * of fields of few objects per value, 3 those of the plugin's per-guest records (a VM's sync
- * state, backups and snapshots, by VM, vmid and volume).
+ * state, backups and snapshots, by VM, vmid and volume), 4 the ordered index of models whose
+ * default ordering names two fields (orderField: VM interfaces, virtual disks, snapshot records).
  */
-export const INDEX_LAYOUT = 3;
+export const INDEX_LAYOUT = 4;
 
 export class ModelEngine implements EngineApi {
   readonly store: ModelStore;
@@ -99,7 +101,8 @@ export class ModelEngine implements EngineApi {
 
   /**
    * Removes the index keys this layout no longer keeps (no ordered twin or counter for a field
-   * of few objects per value, IndexShape) that an earlier build wrote, once per store:
+   * of few objects per value, IndexShape; no ordered index for a model ordered by two fields,
+   * orderField) that an earlier build wrote, once per store:
    * run at start, after every model is registered. Idempotent, and safe with two processes
    * starting at once (they delete the same keys; nothing writes there any more).
    */
@@ -110,6 +113,10 @@ export class ModelEngine implements EngineApi {
       const model = this.#registry.nameOf(def);
       const shape = indexShape(def);
       const order = orderField(def);
+      if (!order && firstOrderingField(def)) {
+        // Layout 4: no ordered index at all (its "*" entries and every twin) for this model.
+        dropped += await this.store.dropIndexKeys(model, null, "ordered");
+      }
       for (const field of order ? shape.fewPerValue : []) {
         if (field !== order!.field) {
           dropped += await this.store.dropIndexKeys(model, field, "ordered");

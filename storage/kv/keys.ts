@@ -109,19 +109,11 @@ export const keys = {
   ],
   /** Random Fernet key protecting v1 token plaintexts when SERVICE_ENCRYPTION_KEY is unset. */
   inventoryLocalSecretKey: (): Key => ["inventory", "meta", "local_secret_key"],
-  /** Every ordered-index entry / value counter under one field of a model. */
-  inventoryOrderedFieldPrefix: (model: string, field: string): Key => [
-    "inventory",
-    "ord",
-    model,
-    field,
-  ],
-  inventoryIndexCountFieldPrefix: (model: string, field: string): Key => [
-    "inventory",
-    "idx_count",
-    model,
-    field,
-  ],
+  /** Every ordered-index entry / value counter under one field of a model (null: all fields). */
+  inventoryOrderedFieldPrefix: (model: string, field: string | null): Key =>
+    field === null ? ["inventory", "ord", model] : ["inventory", "ord", model, field],
+  inventoryIndexCountFieldPrefix: (model: string, field: string | null): Key =>
+    field === null ? ["inventory", "idx_count", model] : ["inventory", "idx_count", model, field],
   /** The index layout version the stored index keys follow (engine/index_state.ts). */
   inventoryIndexLayout: (): Key => ["inventory", "meta", "index_layout"],
   /** KvU64 number of ids under one (field, value) of the value index. */

@@ -741,7 +741,7 @@ export class KvModelStore implements ModelStore {
 
   async dropIndexKeys(
     model: string,
-    field: string,
+    field: string | null,
     what: "ordered" | "counters",
   ): Promise<number> {
     const prefix = what === "ordered"

@@ -136,8 +136,30 @@ export async function countsByValue(
   return (await store.idsByIndexMany(model, field, values)).map((found) => found.length);
 }
 
-/** The stored field of the model's default ordering that the ordered index follows. */
+/**
+ * The stored field of the model's default ordering that the ordered index follows, or null when
+ * the model keeps no ordered index. A default ordering of two fields or more (a VM's interfaces
+ * and disks: by VM, then name; snapshot records: by vmid, then name) gets none unless the model
+ * names one (`orderedIndex`): its default lists tie-break by the second field, so the index (one
+ * field, then id) never answers them, and an ordered entry and a twin per indexed value cost
+ * every write for an explicit `?ordering=<first field>` alone (docs/sync.md, "Writes: round 5").
+ */
 export function orderField(def: ModelDef): { field: string; desc: boolean } | null {
+  if (!def.orderedIndex && orderingFields(def) > 1) return null;
+  return firstOrderingField(def);
+}
+
+/** How many fields the model's default ordering names before its id tie-break. */
+function orderingFields(def: ModelDef): number {
+  return (def.ordering ?? []).filter((f) => f.replace(/^-/, "") !== "id").length;
+}
+
+/**
+ * The stored field an ordered index would follow (the named `orderedIndex`, else the default
+ * ordering's first field), whatever the ordering's length: what index layouts before 4 kept an
+ * ordered index by (engine.ts, dropUnusedIndexKeys).
+ */
+export function firstOrderingField(def: ModelDef): { field: string; desc: boolean } | null {
   const first = def.orderedIndex ?? def.ordering?.[0];
   if (!first) return null;
   const field = first.replace(/^-/, "");
