@@ -1,0 +1,141 @@
+/**
+ * A list request's edges as a table read through HTTP: filter values the inventory refuses (the
+ * whole error body, every refused parameter named at once), values it ignores as NetBox does
+ * (empty values, unknown filters and lookups, booleans that are no boolean), and paging
+ * parameters out of range with the `next` / `previous` links each page answers.
+ */
+import assert from "node:assert/strict";
+import { setup } from "./_setup.ts";
+
+const VMS = "/api/virtualization/virtual-machines/";
+const ALL = [1, 2, 3, 4, 5];
+const choice = (v: string) => `Select a valid choice. ${v} is not one of the available choices.`;
+
+/** query → 400 and the whole error body. */
+const REFUSED: Array<[string, Record<string, string[]>]> = [
+  ["id=abc", { id: ["Enter a whole number."] }],
+  ["id__in=1,x", { id__in: ["Enter a whole number."] }],
+  ["vcpus=abc", { vcpus: ["Enter a number."] }],
+  ["memory=1.5", { memory: ["Enter a whole number."] }],
+  ["status=bogus", { status: [choice("bogus")] }],
+  ["status=", { status: [choice("")] }],
+  ["cluster_id=abc", { cluster_id: ["\u201cabc\u201d is not a valid value."] }],
+  ["cluster_id=", { cluster_id: ["\u201c\u201d is not a valid value."] }],
+  ["cluster_id=99999", { cluster_id: [choice("99999")] }],
+  ["cluster_id=99999999999999999999", { cluster_id: [choice("99999999999999999999")] }],
+  ["cluster=nope", { cluster: [choice("nope")] }],
+  ["tag=", { tag: [choice("")] }],
+  ["created=notadate", { created: ["Enter a valid date/time."] }],
+  ["name__regex=(", {
+    name__regex: [
+      "Unsupported regular expression: it must be valid and may not use backreferences, " +
+      "lookaround or \\b (patterns run in a linear-time matcher).",
+    ],
+  }],
+  ["name__regex=a&name__regex=b&name__regex=c&name__regex=d&name__regex=e&name__regex=f", {
+    name__regex: ["At most 5 __regex / __iregex filter values per request."],
+  }],
+  ["id=abc&status=bogus&memory=x", {
+    id: ["Enter a whole number."],
+    status: [choice("bogus")],
+    memory: ["Enter a whole number."],
+  }],
+];
+
+/** query → the ids listed (VMs 1–5: see the world below). */
+const LISTED: Array<[string, number[]]> = [
+  ["id=", ALL],
+  ["id__in=,", ALL],
+  ["id__in=2,,4", [2, 4]],
+  ["status__ic=ac", [1, 2, 3, 5]],
+  ["status__n=active", [4]],
+  ["status__in=offline", [4]],
+  ["status=active&status=offline", ALL],
+  ["cluster=alpha", ALL],
+  ["tag=nope", []],
+  ["tag=prod", [1, 2]],
+  ["tag=prod&tag=nope", []],
+  ["tag__n=nope", ALL],
+  ["tag__n=prod", [3, 4, 5]],
+  ["created__ic=x", ALL],
+  ["name__isnull=maybe", ALL],
+  ["name__isnull=", ALL],
+  ["name=%20vm3%20", [3]],
+  ["tenant_id=null", [2, 3, 4, 5]],
+  ["tenant_id__isnull=true", [2, 3, 4, 5]],
+  ["tenant_id__isnull=false", [1]],
+  ["tenant=acme", [1]],
+  ["unknown=1", ALL],
+  ["memory__gte=", ALL],
+  ["memory__in=,", ALL],
+  ["memory__in=1024,,2048", [1, 2]],
+  ["serial__in=,", ALL],
+  ["memory__gte=2000", [2]],
+  ["memory__lt=2000", [1]],
+  ["memory__empty=true", [3, 4, 5]],
+  ["memory__empty=false&memory__empty=true", [3, 4, 5]],
+];
+
+const PAGE = `http://inv.test${VMS}`;
+/** query → the ids of the page and its links (count is always 5). */
+const PAGES: Array<[string, number[], string | null, string | null]> = [
+  ["limit=abc", ALL, null, null],
+  ["limit=0", ALL, null, null],
+  ["limit=5000", ALL, null, null],
+  ["limit=-3", ALL, null, null],
+  ["offset=-1", ALL, null, null],
+  ["offset=abc", ALL, null, null],
+  ["limit=2", [1, 2], `${PAGE}?limit=2&fields=id&offset=2`, null],
+  ["limit=2&offset=1", [2, 3], `${PAGE}?limit=2&offset=3&fields=id`, `${PAGE}?limit=2&fields=id`],
+  ["limit=2&offset=2", [3, 4], `${PAGE}?limit=2&offset=4&fields=id`, `${PAGE}?limit=2&fields=id`],
+  ["limit=2&offset=4", [5], null, `${PAGE}?limit=2&offset=2&fields=id`],
+  ["offset=99", [], null, `${PAGE}?offset=49&fields=id&limit=50`],
+];
+
+Deno.test("list edges: refused filter values, ignored ones, and paging out of range", async () => {
+  const inv = await setup();
+  try {
+    const post = async (path: string, body: unknown) => {
+      const r = await inv.call("POST", path, body);
+      assert.equal(r.status, 201, JSON.stringify(r.body));
+      return r.body;
+    };
+    const type = await post("/api/virtualization/cluster-types/", { name: "PVE", slug: "pve" });
+    const alpha = await post("/api/virtualization/clusters/", { name: "alpha", type: type.id });
+    const acme = await post("/api/tenancy/tenants/", { name: "Acme", slug: "acme" });
+    const prod = await post("/api/extras/tags/", { name: "Prod", slug: "prod" });
+    const specs = [
+      { memory: 1024, tenant: acme.id, tags: [prod.id] },
+      { memory: 2048, tags: [prod.id] },
+      {},
+      { status: "offline" },
+      {},
+    ];
+    for (const [i, spec] of specs.entries()) {
+      const vm = await post(VMS, { name: `vm${i + 1}`, cluster: alpha.id, ...spec });
+      assert.equal(vm.id, i + 1);
+    }
+    for (const [query, body] of REFUSED) {
+      const r = await inv.call("GET", `${VMS}?${query}&fields=id`);
+      assert.equal(r.status, 400, query);
+      assert.deepEqual(r.body, body, query);
+    }
+    for (const [query, ids] of LISTED) {
+      const r = await inv.call("GET", `${VMS}?${query}&fields=id`);
+      assert.equal(r.status, 200, `${query}: ${JSON.stringify(r.body)}`);
+      assert.deepEqual(r.body.results.map((x: { id: number }) => x.id), ids, query);
+      assert.equal(r.body.count, ids.length, query);
+    }
+    for (const [query, ids, next, previous] of PAGES) {
+      const r = await inv.call("GET", `${VMS}?${query}&fields=id`);
+      assert.equal(r.status, 200, query);
+      assert.deepEqual(
+        { ...r.body, results: r.body.results.map((x: { id: number }) => x.id) },
+        { count: 5, next, previous, results: ids },
+        query,
+      );
+    }
+  } finally {
+    inv.close();
+  }
+});
