@@ -430,7 +430,7 @@ export async function handleModelRequest(
     if (id === null) {
       const items = listItems(body, true);
       const { value } = unwrap(
-        await ctx.engine.updateMany(model, items, partial, auth, { change }),
+        await ctx.engine.updateMany(model, items, partial, auth, { change, skipMissing: true }),
       );
       return respondRecords(ctx, c, url, model, value, 200, undefined, true);
     }
@@ -447,7 +447,11 @@ export async function handleModelRequest(
     const items = listItems(body, true);
     const messages = new Map(items.map((i) => [i.id, deleteMessage(i.data)]));
     unwrap(
-      await ctx.engine.deleteMany(model, items.map((i) => i.id), auth, { change, messages }),
+      await ctx.engine.deleteMany(model, items.map((i) => i.id), auth, {
+        change,
+        messages,
+        skipMissing: true,
+      }),
     );
     return c.body(null, 204);
   }

@@ -44,6 +44,8 @@ export interface DeleteOptions {
   change?: ChangeRequest;
   /** `changelog_message` per id asked for (cascaded deletes carry none, as in NetBox). */
   messages?: ReadonlyMap<number, string>;
+  /** A bulk (list) delete passes over ids that name no object, as NetBox's bulk view does. */
+  skipMissing?: boolean;
 }
 
 const PRECONDITION_FAILED: Refusal = {
@@ -62,7 +64,7 @@ export async function deleteMany(
   auth: AuthInfo | null,
   options: DeleteOptions = {},
 ): Promise<WriteResult<null>> {
-  const collected = await collectDeletion(core, model, ids, auth);
+  const collected = await collectDeletion(core, model, ids, auth, options.skipMissing);
   if (!collected.ok) return collected;
   if (options.ifMatch?.length) {
     const { toDelete } = collected.plan;
@@ -92,6 +94,7 @@ export async function collectDeletion(
   model: string,
   ids: number[],
   auth: AuthInfo | null,
+  skipMissing = false,
 ): Promise<{ ok: true; plan: DeletionPlan } | Refusal> {
   const def = core.registry.definition(model);
   const toDelete = new Map<string, Map<number, StoredObject>>();
@@ -99,6 +102,7 @@ export async function collectDeletion(
   const queue: Array<{ model: string; record: StoredObject }> = [];
   for (const id of ids) {
     const r = (await core.store.get(model, id))?.record ?? null;
+    if (!r && skipMissing) continue;
     if (!r) return { ok: false, reason: "not_found", detail: "Not found." };
     if (auth && def.canDelete && !def.canDelete(r, auth)) {
       return {

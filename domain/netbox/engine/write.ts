@@ -42,6 +42,11 @@ export interface WriteOptions {
   ifMatch?: readonly string[];
   /** The API request making the write: its changes go to the change log (none without). */
   change?: ChangeRequest;
+  /**
+   * A bulk (list) update passes over ids that name no object, as NetBox's bulk views do: they
+   * filter the request's ids through the queryset (docs/api-behaviour.md, Inventory: errors).
+   */
+  skipMissing?: boolean;
 }
 
 async function uniqueMessage(
@@ -444,6 +449,8 @@ export async function updateMany(
   // Groups (atomics) already committed by an earlier attempt: a conflict in a later group
   // retries only the items not yet written, so a bulk update is never left half done.
   const done: Prepared[] = [];
+  /** Ids no object has (bulk updates pass over them, `skipMissing`). */
+  const missing = new Set<number>();
   let pending = inputs;
   // Attempts that wrote nothing are bounded; one that made progress shrinks `pending`.
   for (let attempt = 0; attempt < 8;) {
@@ -459,6 +466,11 @@ export async function updateMany(
     await prefetchIndexed(core, def, pending.map((i) => i.data), cache);
     for (const [at, { id, data }] of pending.entries()) {
       const current = currents[at];
+      if (!current && options.skipMissing) {
+        missing.add(id);
+        errors.push({});
+        continue;
+      }
       if (!current) {
         if (inputs.length === 1) return { ok: false, reason: "not_found", detail: "Not found." };
         if (done.length > 0) {
@@ -557,7 +569,7 @@ export async function updateMany(
     if (options.hooks !== false) {
       await afterSaveBatch(core, def, done.map((p) => p.draft), "update");
     }
-    const order = inputs.map((i) => i.id);
+    const order = inputs.map((i) => i.id).filter((id) => !missing.has(id));
     // The committed drafts are the answer unless something may have changed them since (a hook,
     // a dropped reference) or an id came twice.
     const written = new Map(done.map((p) => [p.draft.id, p.draft]));
