@@ -1,12 +1,18 @@
 import assert from "node:assert/strict";
 import {
+  configDigest,
+  containerDnsName,
+  dnsName,
   epochToIso,
   guestDisks,
+  guestMemoryMb,
   guestNics,
   guestTags,
   guestVcpus,
   naturalOrder,
+  propertyString,
   sizeInMb,
+  slugify,
 } from "../../../domain/sync/proxmox.ts";
 import { baseName, uniqueNames } from "../../../domain/sync/stages/virtual_machines.ts";
 import { changes, plain, same } from "../../../domain/sync/reconcile.ts";
@@ -175,4 +181,102 @@ Deno.test("reconcile: an API value reduced to what one writes; a raw config with
   // So a raw config whose `id` moved is a change; a reference to the same object is none.
   assert.equal(same({ id: 7, schedule: "daily" }, { id: 7, schedule: "weekly" }), false);
   assert.equal(same({ id: 3, url: "u", display: "a" }, 3), true);
+});
+
+Deno.test("proxmox: property strings, VLAN bounds, tags, memory and slugs at their edges", () => {
+  // The first bare value is the volume; a later bare word is a flag of its own.
+  assert.deepEqual(propertyString("local:vm-1-disk-0, size=8G ,backup"), {
+    "": "local:vm-1-disk-0",
+    size: "8G",
+    backup: "",
+  });
+  assert.deepEqual(propertyString(undefined), {});
+  assert.deepEqual(propertyString(7), {});
+  // VLAN tags 1 and 4094 are VLANs; 0 and 4095 are not (NetBox takes 1-4094).
+  const nics = guestNics("qemu", {
+    net0: "virtio=BC:24:11:00:00:01,bridge=vmbr0,tag=1",
+    net1: "virtio=BC:24:11:00:00:02,bridge=vmbr0,tag=4094",
+    net2: "virtio=BC:24:11:00:00:03,bridge=vmbr0,tag=0",
+    net3: "virtio=BC:24:11:00:00:04,bridge=vmbr0,tag=x",
+    net4: "bridge=vmbr9,macaddr=bc:24:11:00:00:05",
+  });
+  assert.deepEqual(nics.map((n) => [n.name, n.vlan, n.mac, n.bridge]), [
+    ["net0", 1, "BC:24:11:00:00:01", "vmbr0"],
+    ["net1", 4094, "BC:24:11:00:00:02", "vmbr0"],
+    ["net2", null, "BC:24:11:00:00:03", "vmbr0"],
+    ["net3", null, "BC:24:11:00:00:04", "vmbr0"],
+    ["net4", null, "BC:24:11:00:00:05", "vmbr9"],
+  ]);
+  // A NIC without any MAC or bridge, and a container NIC's guest-side name.
+  assert.deepEqual(guestNics("qemu", { net0: "model=virtio" }).map((n) => [n.mac, n.bridge]), [
+    [null, null],
+  ]);
+  assert.deepEqual(
+    guestNics("lxc", { net0: "bridge=vmbr0,hwaddr=BC:24:11:00:00:06" })
+      .map((n) => [n.guestName, n.mac]),
+    [[null, "BC:24:11:00:00:06"]],
+  );
+  assert.deepEqual(
+    guestNics("qemu", { net0: "virtio=BC:24:11:00:00:07,name=eth9" })
+      .map((n) => n.guestName),
+    [null],
+  );
+  // Tags: `;`, `,` and spaces all separate; duplicates once; sorted.
+  assert.deepEqual(guestTags({ tags: "b,a c;; a" }), ["a", "b", "c"]);
+  assert.deepEqual(guestTags({}), []);
+  assert.deepEqual(guestTags({ tags: 5 }), []);
+  // Memory: the config's, else the guest's maxmem in MiB, else none.
+  assert.equal(guestMemoryMb({ memory: "2048" }), 2048);
+  assert.equal(guestMemoryMb({}, 512 * 1024 ** 2), 512);
+  assert.equal(guestMemoryMb({ memory: "x" }, 256 * 1024 ** 2), 256);
+  assert.equal(guestMemoryMb({}), null);
+  // QEMU: sockets default to 1; vcpus only when positive; a container never takes vcpus.
+  assert.equal(guestVcpus("qemu", { cores: 3 }), 3);
+  assert.equal(guestVcpus("qemu", { sockets: 2 }), 2);
+  assert.equal(guestVcpus("qemu", { cores: 2, vcpus: 0 }), 2);
+  assert.equal(guestVcpus("lxc", { cores: 2, vcpus: 1 }), 2);
+  assert.equal(guestVcpus("lxc", { cores: 2 }, 16), 2);
+  assert.equal(guestVcpus("qemu", { cores: "x" }, 4), 4);
+  // Slugs: lower case, runs of other characters one dash, none at the ends, never empty.
+  assert.equal(slugify("  Prod DB (EU)!"), "prod-db-eu");
+  assert.equal(slugify("a_b-c"), "a_b-c");
+  assert.equal(slugify("***"), "x");
+  assert.equal(slugify("y".repeat(150)).length, 100);
+});
+
+Deno.test("proxmox: DNS names as NetBox takes them; a container's host name with its search domain", () => {
+  assert.equal(dnsName("Web-1.Example.org"), "web-1.example.org");
+  assert.equal(dnsName(" host. "), "host.");
+  assert.equal(dnsName("*.lab"), "*.lab");
+  assert.equal(
+    dnsName(`${"a".repeat(63)}.${"b".repeat(63)}.${"c".repeat(63)}.${"d".repeat(63)}`)
+      ?.length,
+    255,
+  );
+  assert.equal(dnsName("a".repeat(256)), null);
+  for (const bad of ["", "  ", "a b", "a..b", "bad!", 5, null]) {
+    assert.equal(dnsName(bad), null, String(bad));
+  }
+  assert.equal(
+    containerDnsName({ hostname: "db1", searchdomain: "corp.example" }),
+    "db1.corp.example",
+  );
+  assert.equal(
+    containerDnsName({ hostname: "db1", searchdomain: "a.example b.example" }),
+    "db1.a.example",
+  );
+  assert.equal(
+    containerDnsName({ hostname: "db1.own.example", searchdomain: "corp.example" }),
+    "db1.own.example",
+  );
+  assert.equal(containerDnsName({ hostname: "db1" }), "db1");
+  assert.equal(containerDnsName({ searchdomain: "corp.example" }), null);
+  assert.equal(containerDnsName({ hostname: "  " }), null);
+});
+
+Deno.test("proxmox: a config's digest ignores key order and follows every value", async () => {
+  const a = await configDigest({ name: "a", memory: 1 });
+  assert.match(a, /^[0-9a-f]{32}$/);
+  assert.equal(await configDigest({ memory: 1, name: "a" }), a);
+  assert.notEqual(await configDigest({ name: "a", memory: 2 }), a);
 });
