@@ -1304,4 +1304,646 @@ export const EQUIVALENT: Equivalent[] = [
     why: "the one extra slice is empty, and no stage reads or writes for an empty slice " +
       "(tests/domain/sync/slices_test.ts: one full slice, and no guests)",
   },
+  // domain/sync: `?? → ||` where no value the left side can take tells them apart (listed
+  // before the draw issue22g, each line read: arrays and objects, inventory ids, "" fallbacks).
+  {
+    module: "domain/sync/address_space.ts",
+    what: "?? → ||",
+    line: "const parent = (assigned.virtual_machine ?? assigned.device) as",
+    why:
+      "a rendered reference is an object or null: the left side is an array or an object when present and undefined/null otherwise: `||` and `??` pick the same side",
+  },
+  {
+    module: "domain/sync/address_space.ts",
+    what: "?? → ||",
+    line: "if (!assigned) return String(o.display ?? o.address ?? o.prefix);",
+    why:
+      "NetBox renders `display` of an address or prefix as its non-empty text; the holder's name is only shown in a message",
+  },
+  {
+    module: "domain/sync/address_space.ts",
+    what: "?? → ||",
+    line: "return [parent?.display ?? parent?.name, assigned.display ?? assigned.name]",
+    why:
+      "NetBox's `display` of a VM, device or interface is never empty (it is the object's name); empty parts are filtered out after",
+  },
+  {
+    module: "domain/sync/address_space.ts",
+    what: "?? → ||",
+    line: "return written ?? free;",
+    why: "`written` is the object the inventory answered (never falsy) or undefined",
+  },
+  {
+    module: "domain/sync/base.ts",
+    what: "?? → ||",
+    line: 'color: m.color ?? "9e9e9e",',
+    why: "every caller passes a non-empty hex colour or none",
+  },
+  {
+    module: "domain/sync/base.ts",
+    what: "?? → ||",
+    line: 'description: m.description ?? "",',
+    why: 'the fallback is the empty string: an empty string on the left gives "" either way',
+  },
+  {
+    module: "domain/sync/base.ts",
+    what: "?? → ||",
+    line: ".find((o) => o.slug === slug) ?? null,",
+    why: "find() answers an object or undefined",
+  },
+  {
+    module: "domain/sync/base.ts",
+    what: "?? → ||",
+    line: ".sort((a, b) => a.id - b.id)[0] ?? null,",
+    why: "an inventory object or undefined",
+  },
+  {
+    module: "domain/sync/base.ts",
+    what: "?? → ||",
+    line: "status: status ?? [],",
+    why:
+      "the left side is an array or an object when present and undefined/null otherwise: `||` and `??` pick the same side",
+  },
+  {
+    module: "domain/sync/guests.ts",
+    what: "?? → ||",
+    line: ") ?? [])",
+    why:
+      "the left side is an array or an object when present and undefined/null otherwise: `||` and `??` pick the same side",
+  },
+  {
+    module: "domain/sync/guests.ts",
+    what: "?? → ||",
+    line: "config: config ?? {},",
+    why:
+      "the left side is an array or an object when present and undefined/null otherwise: `||` and `??` pick the same side",
+  },
+  {
+    module: "domain/sync/plan.ts",
+    what: "?? → ||",
+    line: "return this.inner.isOwnWrite?.(path, id, lastUpdated) ?? false;",
+    why: "a boolean or undefined: false either way",
+  },
+  {
+    module: "domain/sync/plan.ts",
+    what: "?? → ||",
+    line: "return this.inner.apiVersion?.() ?? null;",
+    why: "an empty version and null both mean an unknown version (versionAtLeast answers false)",
+  },
+  {
+    module: "domain/sync/plan.ts",
+    what: "?? → ||",
+    line: "...(before[i] ?? {})",
+    why:
+      "the left side is an array or an object when present and undefined/null otherwise: `||` and `??` pick the same side",
+  },
+  {
+    module: "domain/sync/plan.ts",
+    what: "?? → ||",
+    line: "const old = (before[i] ?? {}) as Record<string, unknown>;",
+    why:
+      "the left side is an array or an object when present and undefined/null otherwise: `||` and `??` pick the same side",
+  },
+  {
+    module: "domain/sync/plan.ts",
+    what: "?? → ||",
+    line: "const old = this.#known.get(`${path}#${id}`) ?? { id };",
+    why:
+      "the left side is an array or an object when present and undefined/null otherwise: `||` and `??` pick the same side",
+  },
+  {
+    module: "domain/sync/ports.ts",
+    what: "?? → ||",
+    line: 'const m = /^(\\d+)\\.(\\d+)/.exec(version ?? "");',
+    why: 'the fallback is the empty string: an empty string on the left gives "" either way',
+  },
+  {
+    module: "domain/sync/proxmox.ts",
+    what: "?? → ||",
+    line: 'const volume = props[""] ?? props.volume ?? "";',
+    mutant: 'props.volume || ""',
+    why: 'the fallback is the empty string: an empty string on the left gives "" either way',
+  },
+  {
+    module: "domain/sync/proxmox.ts",
+    what: "?? → ||",
+    line: 'const sockets = type === "qemu" ? Number(config.sockets ?? 1) : 1;',
+    why: "Proxmox refuses sockets 0 (its minimum is 1); an empty value is no config Proxmox keeps",
+  },
+  {
+    module: "domain/sync/reconcile.ts",
+    what: "?? → ||",
+    line: "if (!versionAtLeast(ctx.inv.apiVersion?.() ?? null, 4, 6)) return patch;",
+    why: "an empty version and null both mean an unknown version (versionAtLeast answers false)",
+  },
+  {
+    module: "domain/sync/reconcile.ts",
+    what: "?? → ||",
+    line: "good.forEach((pos, k) => results[pos] = written[k] ?? null);",
+    why: "an inventory object or undefined",
+  },
+  {
+    module: "domain/sync/reconcile.ts",
+    what: "?? → ||",
+    line: "objects.set(u.desired.key, object ?? u.current);",
+    why: "an inventory object or undefined",
+  },
+  {
+    module: "domain/sync/reconcile.ts",
+    what: "?? → ||",
+    line: "objects.set(bulk[i].desired.key, object ?? options.existing.get(bulk[i].desired.key)!);",
+    why: "an inventory object or undefined",
+  },
+  {
+    module: "domain/sync/stages/backup_routines.ts",
+    what: "?? → ||",
+    line: 'schedule: String(j.schedule ?? j.starttime ?? ""),',
+    why:
+      "Proxmox requires a non-empty schedule (or the old starttime) for a backup job; the last fallback is the empty string",
+  },
+  {
+    module: "domain/sync/stages/backup_routines.ts",
+    what: "?? → ||",
+    line: 'node: typeof j.node === "string" ? nodes.get(j.node)?.id ?? null : null,',
+    why:
+      "an inventory id (a positive integer) or undefined: never 0, so `||` and `??` pick the same side",
+  },
+  {
+    module: "domain/sync/stages/backup_routines.ts",
+    what: "?? → ||",
+    line: 'selection: String(j.vmid ?? "").split(",")',
+    why: 'the fallback is the empty string: an empty string on the left gives "" either way',
+  },
+  {
+    module: "domain/sync/stages/backup_routines.ts",
+    what: "?? → ||",
+    line: 'comment: String(j.comment ?? ""),',
+    why: 'the fallback is the empty string: an empty string on the left gives "" either way',
+  },
+  {
+    module: "domain/sync/stages/backup_routines.ts",
+    what: "?? → ||",
+    line: 'notes_template: String(j["notes-template"] ?? ""),',
+    why: 'the fallback is the empty string: an empty string on the left gives "" either way',
+  },
+  {
+    module: "domain/sync/stages/backup_routines.ts",
+    what: "?? → ||",
+    line: "fleecing_storage: fleecingStorage ? storages.get(fleecingStorage)?.id ?? null : null,",
+    why:
+      "an inventory id (a positive integer) or undefined: never 0, so `||` and `??` pick the same side",
+  },
+  {
+    module: "domain/sync/stages/backup_routines.ts",
+    what: "?? → ||",
+    line: 'repeat_missed: Number(j["repeat-missed"] ?? 0) === 1,',
+    why: "Number of an empty string is 0, the fallback",
+  },
+  {
+    module: "domain/sync/stages/backups.ts",
+    what: "?? → ||",
+    line: 'if (!(s.content ?? "").split(",").includes("backup") || s.active === 0) continue;',
+    why: 'the fallback is the empty string: an empty string on the left gives "" either way',
+  },
+  {
+    module: "domain/sync/stages/backups.ts",
+    what: "?? → ||",
+    line: "for (const v of lists[i] ?? []) {",
+    why:
+      "the left side is an array or an object when present and undefined/null otherwise: `||` and `??` pick the same side",
+  },
+  {
+    module: "domain/sync/stages/backups.ts",
+    what: "?? → ||",
+    line: "storage: storages.get(r.storage)?.id ?? null,",
+    why:
+      "an inventory id (a positive integer) or undefined: never 0, so `||` and `??` pick the same side",
+  },
+  {
+    module: "domain/sync/stages/backups.ts",
+    what: "?? → ||",
+    line: "node: nodes.get(r.node)?.id ?? null,",
+    why:
+      "an inventory id (a positive integer) or undefined: never 0, so `||` and `??` pick the same side",
+  },
+  {
+    module: "domain/sync/stages/backups.ts",
+    what: "?? → ||",
+    line: "vmid: v.vmid ?? null,",
+    why: "a vmid is 100 or more, never 0",
+  },
+  {
+    module: "domain/sync/stages/backups.ts",
+    what: "?? → ||",
+    line: "format: v.format ?? null,",
+    why: "Proxmox names every backup volume's format (never an empty one)",
+  },
+  {
+    module: "domain/sync/stages/devices.ts",
+    what: "?? → ||",
+    line: 'const nodeList = await hvGet<NodeEntry[]>(ctx, "/nodes") ?? [];',
+    why:
+      "the left side is an array or an object when present and undefined/null otherwise: `||` and `??` pick the same side",
+  },
+  {
+    module: "domain/sync/stages/devices.ts",
+    what: "?? → ||",
+    line: "version: version?.version ?? null,",
+    why: "Proxmox's /version always names a non-empty version",
+  },
+  {
+    module: "domain/sync/stages/devices.ts",
+    what: "?? → ||",
+    line: "ip_address: s?.ip ?? null,",
+    why: "/cluster/status gives a node's address or none, never an empty one",
+  },
+  {
+    module: "domain/sync/stages/devices.ts",
+    what: "?? → ||",
+    line: "device: devices.objects.get(name)?.id ?? null,",
+    why:
+      "an inventory id (a positive integer) or undefined: never 0, so `||` and `??` pick the same side",
+  },
+  {
+    module: "domain/sync/stages/devices.ts",
+    what: "?? → ||",
+    line: "maxcpu: n?.maxcpu ?? null,",
+    why: "a node has at least one CPU: never 0",
+  },
+  {
+    module: "domain/sync/stages/ip_addresses.ts",
+    what: "?? → ||",
+    line: "for (const a of answer?.result ?? []) {",
+    why:
+      "the left side is an array or an object when present and undefined/null otherwise: `||` and `??` pick the same side",
+  },
+  {
+    module: "domain/sync/stages/ip_addresses.ts",
+    what: "?? → ||",
+    line: 'for (const ip of a["ip-addresses"] ?? []) {',
+    why:
+      "the left side is an array or an object when present and undefined/null otherwise: `||` and `??` pick the same side",
+  },
+  {
+    module: "domain/sync/stages/ip_addresses.ts",
+    what: "?? → ||",
+    line: "if (isV6(address)) first.v6 ??= key;",
+    why: "the keys are non-empty (`<vmid>:<address>`): `||=` and `??=` set them alike",
+  },
+  {
+    module: "domain/sync/stages/ip_addresses.ts",
+    what: "?? → ||",
+    line: "else first.v4 ??= key;",
+    why: "the keys are non-empty (`<vmid>:<address>`): `||=` and `??=` set them alike",
+  },
+  {
+    module: "domain/sync/stages/ip_addresses.ts",
+    what: "?? → ||",
+    line: "first.v4 ? ips.objects.get(first.v4)?.id ?? null : null,",
+    why:
+      "an inventory id (a positive integer) or undefined: never 0, so `||` and `??` pick the same side",
+  },
+  {
+    module: "domain/sync/stages/ip_addresses.ts",
+    what: "?? → ||",
+    line: "first.v6 ? ips.objects.get(first.v6)?.id ?? null : null,",
+    why:
+      "an inventory id (a positive integer) or undefined: never 0, so `||` and `??` pick the same side",
+  },
+  {
+    module: "domain/sync/stages/network_interfaces.ts",
+    what: "?? → ||",
+    line: ": Number(/\\.(\\d+)$/.exec(nic.iface)?.[1] ?? NaN);",
+    why: "the match's group is one or more digits, never empty",
+  },
+  {
+    module: "domain/sync/stages/network_interfaces.ts",
+    what: "?? → ||",
+    line: "for (const nic of list ?? []) {",
+    why:
+      "the left side is an array or an object when present and undefined/null otherwise: `||` and `??` pick the same side",
+  },
+  {
+    module: "domain/sync/stages/network_interfaces.ts",
+    what: "?? → ||",
+    line: "for (const nic of [...(lists[i] ?? [])]",
+    why:
+      "the left side is an array or an object when present and undefined/null otherwise: `||` and `??` pick the same side",
+  },
+  {
+    module: "domain/sync/stages/network_interfaces.ts",
+    what: "?? → ||",
+    line: "untagged_vlan: nodeVlan(nic) !== null ? vlans.get(nodeVlan(nic)!) ?? null : null,",
+    why:
+      "an inventory id (a positive integer) or undefined: never 0, so `||` and `??` pick the same side",
+  },
+  {
+    module: "domain/sync/stages/network_interfaces.ts",
+    what: "?? → ||",
+    line: "const chosen = candidates.find((c) => c.host === known) ??",
+    why: "find() answers an object or undefined",
+  },
+  {
+    module: "domain/sync/stages/network_interfaces.ts",
+    what: "?? → ||",
+    line: "candidates.find((c) => c.gateway) ?? candidates[0];",
+    why: "find() answers an object or undefined",
+  },
+  {
+    module: "domain/sync/stages/network_interfaces.ts",
+    what: "?? → ||",
+    line: "return chosen ? ips.objects.get(chosen.key)?.id ?? null : null;",
+    why:
+      "an inventory id (a positive integer) or undefined: never 0, so `||` and `??` pick the same side",
+  },
+  {
+    module: "domain/sync/stages/replications.ts",
+    what: "?? → ||",
+    line: 'const jobs = (await hvGet<ReplicationJob[]>(ctx, "/cluster/replication") ?? [])',
+    why:
+      "the left side is an array or an object when present and undefined/null otherwise: `||` and `??` pick the same side",
+  },
+  {
+    module: "domain/sync/stages/replications.ts",
+    what: "?? → ||",
+    line: 'const guest = j.guest ?? Number(j.id.split("-")[0]);',
+    why: "a guest's vmid is 100 or more, never 0",
+  },
+  {
+    module: "domain/sync/stages/replications.ts",
+    what: "?? → ||",
+    line: "virtual_machine: anchors.get(guest) ?? null,",
+    why:
+      "an inventory id (a positive integer) or undefined: never 0, so `||` and `??` pick the same side",
+  },
+  {
+    module: "domain/sync/stages/replications.ts",
+    what: "?? → ||",
+    line: "hypervisor_node: j.source ? nodes.get(j.source)?.id ?? null : null,",
+    why:
+      "an inventory id (a positive integer) or undefined: never 0, so `||` and `??` pick the same side",
+  },
+  {
+    module: "domain/sync/stages/replications.ts",
+    what: "?? → ||",
+    line: 'target: j.target ?? "",',
+    why: 'the fallback is the empty string: an empty string on the left gives "" either way',
+  },
+  {
+    module: "domain/sync/stages/replications.ts",
+    what: "?? → ||",
+    line: 'schedule: j.schedule ?? "*/15",',
+    why:
+      "Proxmox drops an empty schedule from a job (its default */15 applies): never an empty string",
+  },
+  {
+    module: "domain/sync/stages/replications.ts",
+    what: "?? → ||",
+    line: 'comment: j.comment ?? "",',
+    why: 'the fallback is the empty string: an empty string on the left gives "" either way',
+  },
+  {
+    module: "domain/sync/stages/sdn.ts",
+    what: "?? → ||",
+    line: 'const vnets = (await hvGet<Vnet[]>(ctx, "/cluster/sdn/vnets") ?? [])',
+    why:
+      "the left side is an array or an object when present and undefined/null otherwise: `||` and `??` pick the same side",
+  },
+  {
+    module: "domain/sync/stages/sdn.ts",
+    what: "?? → ||",
+    line: "for (const s of subnetLists[i] ?? []) {",
+    why:
+      "the left side is an array or an object when present and undefined/null otherwise: `||` and `??` pick the same side",
+  },
+  {
+    module: "domain/sync/stages/sdn.ts",
+    what: "?? → ||",
+    line: "vlan: Number.isInteger(vid) ? vlans.get(vid) ?? null : null,",
+    why:
+      "an inventory id (a positive integer) or undefined: never 0, so `||` and `??` pick the same side",
+  },
+  {
+    module: "domain/sync/stages/snapshots.ts",
+    what: "?? → ||",
+    line: "for (const s of lists[i] ?? []) {",
+    why:
+      "the left side is an array or an object when present and undefined/null otherwise: `||` and `??` pick the same side",
+  },
+  {
+    module: "domain/sync/stages/snapshots.ts",
+    what: "?? → ||",
+    line: "virtual_machine: anchors.get(g.vmid) ?? null,",
+    why:
+      "an inventory id (a positive integer) or undefined: never 0, so `||` and `??` pick the same side",
+  },
+  {
+    module: "domain/sync/stages/snapshots.ts",
+    what: "?? → ||",
+    line: "node: nodes.get(g.node)?.id ?? null,",
+    why:
+      "an inventory id (a positive integer) or undefined: never 0, so `||` and `??` pick the same side",
+  },
+  {
+    module: "domain/sync/stages/snapshots.ts",
+    what: "?? → ||",
+    line: 'description: s.description ?? "",',
+    why: 'the fallback is the empty string: an empty string on the left gives "" either way',
+  },
+  {
+    module: "domain/sync/stages/storage.ts",
+    what: "?? → ||",
+    line: 'const nodes = (await hvGet<NodeEntry[]>(ctx, "/nodes") ?? [])',
+    why:
+      "the left side is an array or an object when present and undefined/null otherwise: `||` and `??` pick the same side",
+  },
+  {
+    module: "domain/sync/stages/storage.ts",
+    what: "?? → ||",
+    line: "return new Map(nodes.map((n, i) => [n, lists[i] ?? []]));",
+    why:
+      "the left side is an array or an object when present and undefined/null otherwise: `||` and `??` pick the same side",
+  },
+  {
+    module: "domain/sync/stages/storage.ts",
+    what: "?? → ||",
+    line: 'const configs = await hvGet<StorageConfig[]>(ctx, "/storage") ?? [];',
+    why:
+      "the left side is an array or an object when present and undefined/null otherwise: `||` and `??` pick the same side",
+  },
+  {
+    module: "domain/sync/stages/storage.ts",
+    what: "?? → ||",
+    line: 'content: (cfg.content ?? "").split(",")',
+    why: 'the fallback is the empty string: an empty string on the left gives "" either way',
+  },
+  {
+    module: "domain/sync/stages/task_history.ts",
+    what: "?? → ||",
+    line: "}) ?? [];",
+    why:
+      "the left side is an array or an object when present and undefined/null otherwise: `||` and `??` pick the same side",
+  },
+  {
+    module: "domain/sync/stages/task_history.ts",
+    what: "?? → ||",
+    line: 'const names = (await hvGet<{ node: string; status?: string }[]>(ctx, "/nodes") ?? [])',
+    why:
+      "the left side is an array or an object when present and undefined/null otherwise: `||` and `??` pick the same side",
+  },
+  {
+    module: "domain/sync/stages/task_history.ts",
+    what: "?? → ||",
+    line: "const tasks = lists.flatMap((l, i) => (l ?? []).map(",
+    mutant: "(l || [])",
+    why:
+      "the left side is an array or an object when present and undefined/null otherwise: `||` and `??` pick the same side",
+  },
+  {
+    module: "domain/sync/stages/task_history.ts",
+    what: "?? → ||",
+    line: "const tasks = lists.flatMap((l, i) => (l ?? []).map(",
+    mutant: "node: t.node || names[i]",
+    why: "every task names its node or none, never an empty name",
+  },
+  {
+    module: "domain/sync/stages/task_history.ts",
+    what: "?? → ||",
+    line: 'const vmid = /^\\d+$/.test(t.id ?? "") ? Number(t.id) : null;',
+    why: 'the fallback is the empty string: an empty string on the left gives "" either way',
+  },
+  {
+    module: "domain/sync/stages/task_history.ts",
+    what: "?? → ||",
+    line: "node: nodes.get(t.node!)?.id ?? null,",
+    why:
+      "an inventory id (a positive integer) or undefined: never 0, so `||` and `??` pick the same side",
+  },
+  {
+    module: "domain/sync/stages/task_history.ts",
+    what: "?? → ||",
+    line: "virtual_machine: vmid !== null ? anchors.get(vmid) ?? null : null,",
+    why:
+      "an inventory id (a positive integer) or undefined: never 0, so `||` and `??` pick the same side",
+  },
+  {
+    module: "domain/sync/stages/task_history.ts",
+    what: "?? → ||",
+    line: 'task_type: t.type ?? "",',
+    why: 'the fallback is the empty string: an empty string on the left gives "" either way',
+  },
+  {
+    module: "domain/sync/stages/task_history.ts",
+    what: "?? → ||",
+    line: 'status: running ? "running" : (t.status ?? ""),',
+    why: 'the fallback is the empty string: an empty string on the left gives "" either way',
+  },
+  {
+    module: "domain/sync/stages/task_history.ts",
+    what: "?? → ||",
+    line: "exitstatus: running ? null : (t.status ?? null),",
+    why: "a finished task's status is never empty (Proxmox writes OK or the error)",
+  },
+  {
+    module: "domain/sync/stages/task_history.ts",
+    what: "?? → ||",
+    line: "pstart: t.pstart ?? null,",
+    why: "a process start time is never 0",
+  },
+  {
+    module: "domain/sync/stages/virtual_machines.ts",
+    what: "?? → ||",
+    line: 'return (String(g.config.name ?? g.config.hostname ?? g.name ?? "").trim() ||',
+    why:
+      "Proxmox refuses an empty guest name or hostname (a DNS name), and an empty result falls back to <type>-<vmid> just after",
+  },
+  {
+    module: "domain/sync/stages/virtual_machines.ts",
+    what: "?? → ||",
+    line: "const settings = await ctx.inv.read?.(PATHS.pluginSettings, ctx.signal) ?? null;",
+    why:
+      "the left side is an array or an object when present and undefined/null otherwise: `||` and `??` pick the same side",
+  },
+  {
+    module: "domain/sync/stages/virtual_machines.ts",
+    what: "?? → ||",
+    line: "const version = ctx.inv.apiVersion?.() ?? null;",
+    why: "an empty version and null both mean an unknown version (versionAtLeast answers false)",
+  },
+  {
+    module: "domain/sync/stages/virtual_machines.ts",
+    what: "?? → ||",
+    line: "const hasDisks = Number(existing?.virtual_disk_count ?? 0) > 0;",
+    why: "a count of 0 and the fallback 0 are the same",
+  },
+  {
+    module: "domain/sync/stages/virtual_machines.ts",
+    what: "?? → ||",
+    line: "device: devices.get(g.node) ?? null,",
+    why:
+      "an inventory id (a positive integer) or undefined: never 0, so `||` and `??` pick the same side",
+  },
+  {
+    module: "domain/sync/stages/virtual_machines.ts",
+    what: "?? → ||",
+    line: "virtual_machine: written.get(String(g.vmid))?.id ?? null,",
+    why:
+      "an inventory id (a positive integer) or undefined: never 0, so `||` and `??` pick the same side",
+  },
+  {
+    module: "domain/sync/stages/virtual_machines.ts",
+    what: "?? → ||",
+    line: "const vm = objects.get(owned.get(vmid) ?? NaN);",
+    why:
+      "an inventory id (a positive integer) or undefined: never 0, so `||` and `??` pick the same side",
+  },
+  {
+    module: "domain/sync/stages/virtual_machines.ts",
+    what: "?? → ||",
+    line: "const state = byId.get(states.ids.get(vmid) ?? NaN);",
+    why:
+      "an inventory id (a positive integer) or undefined: never 0, so `||` and `??` pick the same side",
+  },
+  {
+    module: "domain/sync/stages/vm_interfaces.ts",
+    what: "?? → ||",
+    line: 'description: [nic.guestName ?? "", nic.bridge ? `bridge ${nic.bridge}` : ""]',
+    why: 'the fallback is the empty string: an empty string on the left gives "" either way',
+  },
+  {
+    module: "domain/sync/stages/vm_interfaces.ts",
+    what: "?? → ||",
+    line:
+      "const mac = nic.mac ? savedMacs.objects.get(`${iface.id}:${nic.mac}`)?.id ?? null : null;",
+    why:
+      "an inventory id (a positive integer) or undefined: never 0, so `||` and `??` pick the same side",
+  },
+  {
+    module: "domain/sync/vm_policy.ts",
+    what: "?? → ||",
+    line: 'const name = names.get(g.vmid) ?? "";',
+    why: 'the fallback is the empty string: an empty string on the left gives "" either way',
+  },
+  {
+    module: "domain/sync/proxmox.ts",
+    what: "?? \u2192 ||",
+    line: 'const volume = props[""] ?? props.volume ?? "";',
+    mutant: 'props[""] || props.volume',
+    why:
+      "an empty first value with a `volume=` key beside it is no disk string Proxmox writes (a disk's volume comes first, or as `volume=` alone)",
+  },
+  {
+    module: "domain/sync/proxmox.ts",
+    what: "?? \u2192 ||",
+    line: "bridge: props.bridge ?? null,",
+    why:
+      "the bridge is only tested for truth (vm_interfaces.ts writes `bridge <name>` when there is one): an empty one and null read alike",
+  },
+  {
+    module: "domain/sync/run_lock.ts",
+    what: "remove line",
+    line: "if (ended) return;",
+    why:
+      "a second end() releases by run id (storage/kv/sync_runs.ts deletes only holds of that run), clears a cleared timer and resolves a resolved promise: nothing another run holds is touched",
+  },
 ];

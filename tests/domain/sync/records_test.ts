@@ -43,14 +43,15 @@ function cluster(): Record<string, unknown> {
   return {
     "/cluster/status": [
       { type: "cluster", name: "lab", quorate: 1, nodes: 3, version: 3 },
-      { type: "node", name: "n1", nodeid: 1, online: 1, ip: "10.0.0.1", local: 1 },
-      { type: "node", name: "n2", nodeid: 2, online: 1, ip: "10.0.0.2", local: 0 },
-      { type: "node", name: "n3", nodeid: 3, online: 0, ip: "10.0.0.3", local: 0 },
+      // No subscription: Proxmox answers an empty level, which is kept as it is.
+      { type: "node", name: "n1", nodeid: 1, online: 1, ip: "10.0.0.1", local: 1, level: "" },
+      { type: "node", name: "n2", nodeid: 2, online: 1, ip: "10.0.0.2", local: 0, level: "c" },
+      { type: "node", name: "n3", nodeid: 3, online: 0, local: 0 },
     ],
     // n3 is offline: neither its storages nor its tasks are asked for (a read would fail here).
     "/nodes": [
-      { node: "n2", status: "online", maxcpu: 8, maxmem: 1024 ** 3 },
-      { node: "n1", status: "online", maxcpu: 8, maxmem: 1024 ** 3 },
+      { node: "n2", status: "online", maxcpu: 8, maxmem: 1024 ** 3, level: "c" },
+      { node: "n1", status: "online", maxcpu: 4, maxmem: 2 * 1024 ** 3, level: "" },
       { node: "n3", status: "offline" },
     ],
     "/version": { version: "9.2.0" },
@@ -99,7 +100,7 @@ function cluster(): Record<string, unknown> {
         verification: { state: "ok" },
       },
       { volid: "", format: "tar" },
-      { volid: "local:backup/vzdump-openvz-999.tar", subtype: "openvz", vmid: 999 },
+      { volid: "local:backup/vzdump-openvz-999.tar", subtype: "openvz", vmid: 999, size: 0 },
     ],
     "/nodes/n2/storage/local/content": [
       { volid: "local:backup/vzdump-lxc-200-2026_01_02.tar.zst", vmid: 200, subtype: "lxc" },
@@ -254,6 +255,54 @@ Deno.test("records: storage, tasks, backups, snapshots and replications arrive f
   const byName = (path: string, key: string) =>
     Object.fromEntries(inv.all(path).map((o) => [String(o[key]), o]));
 
+  // plugin nodes: /cluster/status and /nodes together; an offline node without answers.
+  const nodes = byName("plugins/service/nodes/", "name");
+  const device = (name: string) => inv.all("dcim/devices/").find((d) => d.name === name)!.id;
+  assert.deepEqual(fields(nodes.n1, ["last_synced"]), {
+    endpoint: 7,
+    cluster: pluginCluster,
+    name: "n1",
+    node_id: 1,
+    online: true,
+    ip_address: "10.0.0.1",
+    local: true,
+    level: "",
+    version: "9.2.0",
+    device: device("n1"),
+    maxcpu: 4,
+    maxmem: 2 * 1024 ** 3,
+  });
+  assert.deepEqual(
+    [nodes.n2.level, nodes.n2.local, nodes.n2.online, nodes.n2.maxcpu, nodes.n2.device],
+    ["c", false, true, 8, device("n2")],
+  );
+  assert.deepEqual(
+    [nodes.n3.level, nodes.n3.online, nodes.n3.ip_address, nodes.n3.maxcpu, nodes.n3.maxmem],
+    [null, false, null, null, null],
+  );
+  assert.equal(nodes.n1.last_synced, "2026-01-01T00:00:00.000Z");
+  // The plugin cluster: quorum and nodes online of all; the devices: online active, else offline.
+  const [clusterRecord] = inv.all("plugins/service/clusters/");
+  assert.deepEqual(
+    [
+      clusterRecord.mode,
+      clusterRecord.version,
+      clusterRecord.quorate,
+      clusterRecord.nodes_online,
+      clusterRecord.nodes_total,
+    ],
+    ["cluster", "9.2.0", true, 2, 3],
+  );
+  const devices = byName("dcim/devices/", "name");
+  assert.deepEqual(
+    ["n1", "n2", "n3"].map((n) => devices[n].status),
+    ["active", "active", "offline"],
+  );
+  assert.deepEqual(["n1", "n3"].map((n) => devices[n].description), [
+    "Proxmox VE 9.2.0 node, 4 CPUs, 2.0 GiB RAM",
+    "Proxmox VE 9.2.0 node",
+  ]);
+
   // storage: content and nodes as sorted lists; sizes summed over nodes, a shared one once.
   const storage = byName("plugins/service/storage/", "name");
   assert.deepEqual(Object.keys(storage).sort(), ["iso", "local", "nfs", "old"]);
@@ -394,7 +443,8 @@ Deno.test("records: storage, tasks, backups, snapshots and replications arrive f
     status: "active",
   });
   const odd = backups["local:backup/vzdump-openvz-999.tar"];
-  assert.deepEqual([odd.vm_type, odd.vmid, odd.virtual_machine], [null, 999, null]);
+  // An empty volume is of size 0, not of no size.
+  assert.deepEqual([odd.vm_type, odd.vmid, odd.virtual_machine, odd.size], [null, 999, null, 0]);
   const shared = backups["nfs:backup/vzdump-qemu-101-a.vma"];
   assert.deepEqual(
     [shared.storage, shared.node, shared.size, shared.creation_time],
