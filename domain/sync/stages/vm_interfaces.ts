@@ -114,7 +114,9 @@ async function syncSlice(
     orphan: "delete",
   });
 
-  // MAC addresses, one per interface, made the interface's primary MAC.
+  // MAC addresses, one per interface, made the interface's primary MAC. An interface the
+  // inventory refused (reported above) has none: the other guests' MACs are written all the same.
+  const written = (vm: number, nic: { name: string }) => ifaces.objects.has(`${vm}:${nic.name}`);
   const ifaceIds = new Set([...ifaces.objects.values()].map((i) => i.id));
   const macs = await sliceAssigned(
     ctx,
@@ -126,7 +128,7 @@ async function syncSlice(
   );
   const macDesired: Desired[] = nics.flatMap(({ g, nics: n }) => {
     const vm = anchors.get(g.vmid)!;
-    return n.filter((nic) => nic.mac).map((nic) => {
+    return n.filter((nic) => nic.mac && written(vm, nic)).map((nic) => {
       const iface = ifaces.objects.get(`${vm}:${nic.name}`)!.id;
       return {
         key: `${iface}:${nic.mac}`,
@@ -151,6 +153,7 @@ async function syncSlice(
   for (const { g, nics: n } of nics) {
     const vm = anchors.get(g.vmid)!;
     for (const nic of n) {
+      if (!written(vm, nic)) continue;
       const iface = ifaces.objects.get(`${vm}:${nic.name}`)!;
       const mac = nic.mac ? savedMacs.objects.get(`${iface.id}:${nic.mac}`)?.id ?? null : null;
       if (refId(iface.primary_mac_address) !== mac) {
