@@ -140,6 +140,7 @@ export const GROUPS: Record<string, { modules: string[]; tests: string[] }> = {
     tests: [
       "tests/domain/outbound_policy_test.ts",
       "tests/clients/outbound_test.ts",
+      "tests/clients/outbound_rules_test.ts",
       "tests/security/destination_test.ts",
       "tests/security/outbound_test.ts",
       "tests/reliability/ssrf_test.ts",

@@ -174,6 +174,57 @@ export const EQUIVALENT: Equivalent[] = [
       "caller reads differs",
   },
   {
+    module: "clients/outbound.ts",
+    what: "> → >=",
+    line: "if (response.status < 300 || response.status > 399) return response;",
+    why: "399 is no HTTP status: no server answers it (300 to 308 are read back, " +
+      "tests/clients/outbound_rules_test.ts)",
+  },
+  {
+    module: "clients/outbound.ts",
+    what: "<= → <",
+    line: "if (response.status >= 300 && response.status <= 399) {",
+    why: "399 is no HTTP status: no server answers it",
+  },
+  {
+    module: "clients/outbound.ts",
+    what: "?? → ||",
+    line: "if ((controller.desiredSize ?? 1) <= 0) res.pause();",
+    why: "a full queue (0) pauses one chunk later, as the listed <= → < does: nothing a caller " +
+      "reads differs",
+  },
+  {
+    module: "clients/outbound.ts",
+    what: "?? → ||",
+    line: "const signal = exchange.signal ?? null;",
+    why: "a signal is an AbortSignal (never falsy), undefined or null",
+  },
+  {
+    module: "clients/outbound.ts",
+    what: "?? → ||",
+    line: "signal: init.signal ?? null,",
+    why: "a signal is an AbortSignal (never falsy), undefined or null",
+  },
+  {
+    module: "clients/outbound.ts",
+    what: "?? → ||",
+    line: 'reject(signal?.reason ?? new DOMException("aborted", "AbortError"));',
+    why: "an aborted signal's reason is the caller's (our callers abort with DOMExceptions: " +
+      "timeouts, a closed page) or an AbortError; never falsy",
+  },
+  {
+    module: "clients/outbound.ts",
+    what: "?? → ||",
+    line: "const resolve = options.resolve ?? systemResolve;",
+    why: "a resolver function is never falsy",
+  },
+  {
+    module: "clients/outbound.ts",
+    what: "?? → ||",
+    line: "const trusted = new Set(options.trustedOrigins ?? []);",
+    why: "a list is never falsy",
+  },
+  {
     module: "domain/outbound_policy.ts",
     what: ">= → >",
     line: "if (zone >= 0) s = s.slice(0, zone);",
