@@ -45,7 +45,8 @@ Deno.test("sync request parse: an empty object is a full sync of every enabled e
 
 Deno.test("sync request parse: sync types must be a non-empty list of known names", () => {
   const message = ['A non-empty list of sync types, e.g. ["all"] or ["devices"].'];
-  for (const bad of ["all", [], ["devices", 3], null]) {
+  // An empty text, 0 or false is a wrong value, not "not given": refused, never a full sync.
+  for (const bad of ["all", "", 0, false, [], ["devices", 3], null]) {
     if (bad === null) {
       // null is "not given": the default, all stages.
       assert.deepEqual(value({ sync_types: bad }).sync_types, SYNC_TYPES);
