@@ -73,6 +73,12 @@ export interface Config {
    */
   changelog: { retentionDays: number; maxEntries: number };
   /**
+   * The inventory's read cache (docs/sync.md, "Re-runs"): records kept per model
+   * (INVENTORY_CACHE_RECORDS_PER_MODEL, default 40000) and over all models
+   * (INVENTORY_CACHE_RECORDS, default 120000). More memory, fewer KV reads for estates past them.
+   */
+  inventoryCache: { recordsPerModel: number; records: number };
+  /**
    * INVENTORY_ENFORCE_GLOBAL_UNIQUE (NetBox's ENFORCE_GLOBAL_UNIQUE, default true): IP addresses
    * and prefixes outside a VRF are unique (docs/netbox-rules.md).
    */
@@ -294,6 +300,10 @@ export function parseConfig(env: Env): Config {
     changelog: {
       retentionDays: boundedInt(env, "INVENTORY_CHANGELOG_RETENTION_DAYS", 90, 0, 36_500),
       maxEntries: boundedInt(env, "INVENTORY_CHANGELOG_MAX_ENTRIES", 100_000, 1, 10_000_000),
+    },
+    inventoryCache: {
+      recordsPerModel: boundedInt(env, "INVENTORY_CACHE_RECORDS_PER_MODEL", 40_000, 0, 10_000_000),
+      records: boundedInt(env, "INVENTORY_CACHE_RECORDS", 120_000, 0, 30_000_000),
     },
     inventoryEnforceGlobalUnique: bool(env, "INVENTORY_ENFORCE_GLOBAL_UNIQUE", true),
     tls: tls(env),

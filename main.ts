@@ -83,6 +83,7 @@ const storage = createKvStorage(timedKv(kv, metrics), {
   now: Date.now,
   // Several processes may share a local KV file (README, Reliability): key changes are polled.
   sharedFilePollMs: kvPath && kvPath !== ":memory:" && !/^https?:/.test(kvPath) ? 50 : undefined,
+  inventoryCache: config.inventoryCache,
 });
 const deps: AppDeps = {
   config,

@@ -25,6 +25,8 @@
  * requests to the app (its inventory) by route, and, from the mock's /metrics (open: the mock
  * listens on 127.0.0.1 only, as the app does), the sync's calls to the cluster by route. With
  * BENCH_CPU_PROF it prints where each re-run starts in the profile (cpuprofile_top.ts --after).
+ * INVENTORY_CACHE_RECORDS_PER_MODEL / INVENTORY_CACHE_RECORDS are passed to the app: bounds at a
+ * tenth of the defaults make a 10,000-guest estate overflow the read cache as 100,000 guests do.
  * BENCH_USER_RUNS=first stops after the first run (the memory slope: run it at 5k, 10k, 20k).
  * During each run the app's memory is sampled twice a second (`process_heap_used_bytes` from its
  * /metrics, VmRSS from /proc): each run prints its peak heap and RSS, so the MiB a run needs per
@@ -335,6 +337,11 @@ const app = await startMain(
     // The hypervisor copy points at the mock on 127.0.0.1 (another port of this machine).
     SERVICE_ALLOW_LOOPBACK_TARGETS: "true",
     INVENTORY_BOOTSTRAP_TOKEN: TOKEN,
+    // The read cache's bounds, when set for the bench (a small estate past them behaves as a
+    // large one past the defaults: docs/sync.md, "Re-runs").
+    ...Object.fromEntries(
+      Object.entries(Deno.env.toObject()).filter(([name]) => name.startsWith("INVENTORY_CACHE_")),
+    ),
   },
   cpuProfileDir ? ["--cpu-prof", `--cpu-prof-dir=${cpuProfileDir}`] : [],
 );

@@ -33,6 +33,7 @@ export async function testDeps(
     storage: createKvStorage(timedKv(kv, metrics), {
       atRestKey: (overrides.config ?? config).encryptionKey,
       now: () => deps.now(),
+      inventoryCache: (overrides.config ?? config).inventoryCache,
     }),
     // The production transport: loopback targets need SERVICE_ALLOW_LOOPBACK_TARGETS=true, and
     // a test that sets `deps.self` (as main.ts does) has its own port answered in-process.

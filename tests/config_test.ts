@@ -99,3 +99,18 @@ Deno.test("config: METRICS_ACCESS and METRICS_TOKEN (docs/metrics.md)", () => {
     }, JSON.stringify(env));
   }
 });
+
+Deno.test("config: the inventory's read cache bounds are settable, and a bad value is refused", () => {
+  assert.deepEqual(parseConfig({}).inventoryCache, { recordsPerModel: 40_000, records: 120_000 });
+  assert.deepEqual(
+    parseConfig({ INVENTORY_CACHE_RECORDS_PER_MODEL: "400000", INVENTORY_CACHE_RECORDS: "0" })
+      .inventoryCache,
+    { recordsPerModel: 400_000, records: 0 },
+  );
+  for (const bad of ["-1", "many", "1e6", "99999999999"]) {
+    assert.throws(
+      () => parseConfig({ INVENTORY_CACHE_RECORDS_PER_MODEL: bad }),
+      (error) => error instanceof ConfigError && error.message.includes("INVENTORY_CACHE"),
+    );
+  }
+});

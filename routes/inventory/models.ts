@@ -389,7 +389,7 @@ export async function handleModelRequest(
       ctx,
       c,
       model,
-      await ctx.engine.render(model, page.records, renderOptions(c, url)),
+      await ctx.engine.render(model, page.records, { ...renderOptions(c, url), known: page.read }),
     );
     const next = page.offset + page.limit < page.count
       ? pageUrl(c, url, page.limit, page.offset + page.limit)

@@ -34,6 +34,8 @@ export interface KvStorageOptions {
    * so key changes are also polled this often (milliseconds). Unset: watches alone.
    */
   sharedFilePollMs?: number;
+  /** The inventory's read cache bounds (records per model, over all models): defaults if unset. */
+  inventoryCache?: { recordsPerModel: number; records: number };
 }
 
 export function createKvStorage(handle: Deno.Kv, options: KvStorageOptions): Storage {
@@ -43,7 +45,10 @@ export function createKvStorage(handle: Deno.Kv, options: KvStorageOptions): Sto
     apiKeys: new KvApiKeyStore(kv, options.sharedFilePollMs),
     inventoryEndpoints: new KvInventoryEndpointStore(kv),
     hypervisorEndpoints: new KvHypervisorEndpointStore(kv),
-    models: new KvModelStore(kv),
+    models: new KvModelStore(kv, {
+      maxCachedRecords: options.inventoryCache?.recordsPerModel,
+      maxCachedRecordsTotal: options.inventoryCache?.records,
+    }),
     verbAudit: new KvVerbAuditStore(kv),
     idempotency: new KvIdempotencyStore(kv),
     consoleSessions: new KvConsoleSessionStore(kv),

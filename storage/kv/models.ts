@@ -77,7 +77,7 @@ function rangeOf(missing: readonly IndexValue[]): IndexRange | null {
   return null;
 }
 
-/** Cached reads kept per model before the cache starts afresh (memory bound). */
+/** Records cached per model; past it the oldest go (memory bound; INVENTORY_CACHE_*, README). */
 const MAX_CACHED_RECORDS = 40_000;
 const MAX_CACHED_LISTS = 1_000;
 /** Ids kept in one model's cached lists (a 100,000-object model's full id lists add up). */
@@ -102,6 +102,23 @@ interface ModelCache {
   lists: Map<string, readonly number[]>;
   /** How many ids `lists` holds in all. */
   listIds: number;
+}
+
+/**
+ * Drops the `count` records cached first (a Map keeps insertion order); how many went. Full, the
+ * cache used to start afresh: past about 40,000 records of a model (100,000 guests) a request then
+ * lost the records it had read a moment before (a filter's parents, then the same parents nested
+ * in its answer) and read them again. The oldest are the ones least likely to be read again: a
+ * sync reads a slice of guests, then that slice's children, then the next slice.
+ */
+function evictOldest(records: Map<number, unknown>, count: number): number {
+  let dropped = 0;
+  for (const id of records.keys()) {
+    if (dropped >= count) break;
+    records.delete(id);
+    dropped++;
+  }
+  return dropped;
 }
 
 /** Freezes a record and everything in it: cached records are shared by every reader. */
@@ -209,7 +226,7 @@ export interface KvModelStoreOptions {
    * engine's unique checks and before their atomics, to race them deterministically.
    */
   beforeCommit?: (writes: readonly ObjectWrite[]) => Promise<void>;
-  /** Records cached per model before the cache starts afresh (default 40,000). */
+  /** Records cached per model; past it the oldest go (default 40,000). */
   maxCachedRecords?: number;
   /** Records cached over all models together (default 120,000). */
   maxCachedRecordsTotal?: number;
@@ -355,8 +372,9 @@ export class KvModelStore implements ModelStore {
       const record = fetched.has(id) ? fetched.get(id) : hits.get(id);
       if (record) out.push(record);
     }
-    if (fetched.size > this.#maxCachedRecords) return out; // one huge read is not kept
-    if (cache.records.size + fetched.size > this.#maxCachedRecords) cache.records.clear();
+    // One huge read is not kept (nor anything, with a bound of 0).
+    if (fetched.size > Math.min(this.#maxCachedRecords, this.#maxCachedRecordsTotal)) return out;
+    evictOldest(cache.records, cache.records.size + fetched.size - this.#maxCachedRecords);
     this.#roomForRecords(fetched.size);
     for (const [id, record] of fetched) cache.records.set(id, record);
     return out;
@@ -437,7 +455,10 @@ export class KvModelStore implements ModelStore {
     return hit;
   }
 
-  /** Makes room for `adding` records: past the bound over all models, the largest goes first. */
+  /**
+   * Makes room for `adding` records over all models: past the bound, the oldest records of the
+   * largest model go first, as many as needed (docs/sync.md, "Re-runs").
+   */
   #roomForRecords(adding: number): void {
     let total = 0;
     for (const c of this.#caches.values()) total += c.records.size;
@@ -447,8 +468,7 @@ export class KvModelStore implements ModelStore {
         if (!largest || c.records.size > largest.records.size) largest = c;
       }
       if (!largest || largest.records.size === 0) return;
-      total -= largest.records.size;
-      largest.records.clear();
+      total -= evictOldest(largest.records, total + adding - this.#maxCachedRecordsTotal);
     }
   }
 

@@ -191,6 +191,62 @@ Deno.test("model cache: a read whose cache another read empties meanwhile keeps 
   }
 });
 
+Deno.test("model cache: past its bound the oldest records go, and those read last stay cached", async () => {
+  // A request reads a filter's parents, then the same parents nested in its answer; with other
+  // reads between them past the bound, the cache used to start afresh and both reads went to KV.
+  const kv = await Deno.openKv(":memory:");
+  try {
+    let keysRead = 0;
+    const counted = new Proxy(kv, {
+      get(target, prop) {
+        const value = Reflect.get(target, prop, target);
+        if (prop !== "getMany") return typeof value === "function" ? value.bind(target) : value;
+        return (keys: Deno.KvKey[]) => {
+          keysRead += keys.filter((k) => k[1] === "obj").length;
+          return target.getMany(keys);
+        };
+      },
+    });
+    const models = ["test.a", "test.b"];
+    const store = new KvModelStore(counted, { maxCachedRecords: 100, maxCachedRecordsTotal: 150 });
+    for (const model of models) {
+      const writes = Array.from({ length: 300 }, (_, i): ObjectWrite => ({
+        ...created({ id: i + 1, name: `w${i}`, colour: "red" }),
+        model,
+      }));
+      assert.ok((await store.commit(writes)).ok);
+    }
+    const range = (from: number, n: number) => Array.from({ length: n }, (_, i) => from + i);
+    // One model past its own bound: 60 + 60 records, 100 kept, the 20 read first dropped.
+    await store.getMany("test.a", range(1, 60));
+    await store.getMany("test.a", range(61, 60));
+    keysRead = 0;
+    assert.deepEqual(
+      (await store.getMany("test.a", range(21, 100))).map((r) => r.id),
+      range(21, 100),
+    );
+    assert.equal(keysRead, 0, "the 100 records read last are all cached");
+    assert.deepEqual((await store.getMany("test.a", range(1, 20))).map((r) => r.id), range(1, 20));
+    assert.equal(keysRead, 20, "the 20 read first were dropped");
+    // test.a now holds 41..120 and 1..20. Over all models: those 100 and 80 of test.b make
+    // 180 > 150: the oldest 30 of test.a (the largest model: 41..70) go, the rest stays.
+    await store.getMany("test.b", range(1, 80));
+    assert.equal(store.cacheSize().records, 150);
+    keysRead = 0;
+    await store.getMany("test.b", range(1, 80));
+    await store.getMany("test.a", [...range(71, 50), ...range(1, 20)]);
+    assert.equal(keysRead, 0, "the newest records of each model stay");
+    await store.getMany("test.a", range(41, 30));
+    assert.equal(keysRead, 30, "the oldest of the largest model went");
+    // A bound of 0 (INVENTORY_CACHE_RECORDS=0) keeps nothing.
+    const none = new KvModelStore(counted, { maxCachedRecordsTotal: 0 });
+    await none.getMany("test.a", range(1, 10));
+    assert.equal(none.cacheSize().records, 0);
+  } finally {
+    kv.close();
+  }
+});
+
 Deno.test("model cache: what it holds is bounded over all models, and reads stay whole", async () => {
   const kv = await Deno.openKv(":memory:");
   try {

@@ -5,7 +5,7 @@
  */
 import type { IndexValue, StoredObject } from "../../../storage/ports.ts";
 import type { ModelDef } from "../types.ts";
-import { type EngineCore, newCache } from "./core.ts";
+import { type EngineCore, newCache, type RequestCache } from "./core.ts";
 import { indexedString, indexShape, orderField } from "./index_state.ts";
 import { isPatternCondition, predicate } from "./lookups.ts";
 import { type Condition, parseConditions, splitList, typedFilterValue } from "./query.ts";
@@ -19,6 +19,12 @@ export interface ListPage {
   records: StoredObject[];
   limit: number;
   offset: number;
+  /**
+   * What choosing the page read besides its records (the objects a filter names, such as the
+   * VMs of `virtual_machine_id=`): the rendering starts from it (RenderOptions.known), so an
+   * object the answer nests is not read twice in one request.
+   */
+  read?: RequestCache;
 }
 
 type Ordering = Array<{ field: string; desc: boolean }>;
@@ -42,8 +48,17 @@ export async function listPage(
   model: string,
   params: URLSearchParams,
 ): Promise<ListPage> {
-  const def = core.registry.definition(model);
   const cache = newCache();
+  return { ...await choosePage(core, model, params, cache), read: cache };
+}
+
+async function choosePage(
+  core: EngineCore,
+  model: string,
+  params: URLSearchParams,
+  cache: RequestCache,
+): Promise<ListPage> {
+  const def = core.registry.definition(model);
   const limitRaw = params.get("limit");
   let limit = DEFAULT_PAGE_SIZE;
   if (limitRaw !== null && /^\d+$/.test(limitRaw.trim())) {

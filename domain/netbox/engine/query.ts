@@ -13,7 +13,13 @@ import {
 import type { IndexValue, StoredObject } from "../../../storage/ports.ts";
 import { parseBool } from "../fields.ts";
 import type { FieldDef, FieldErrors, ModelDef } from "../types.ts";
-import { constraintName, type EngineCore, type RequestCache } from "./core.ts";
+import {
+  cachedRecords,
+  constraintName,
+  type EngineCore,
+  readUncached,
+  type RequestCache,
+} from "./core.ts";
 import { TAGS_FIELD } from "./registry.ts";
 
 /** List parameters that are not filters. */
@@ -392,8 +398,12 @@ async function relCondition(
   if (byId) {
     // As NetBox's ModelMultipleChoiceFilter: an id that names no object is an invalid query.
     const wanted = [...new Set(ids.filter((id): id is number => typeof id === "number"))];
-    const existing = new Set((await core.store.getMany(def.model!, wanted)).map((r) => r.id));
-    const missing = wanted.find((id) => !existing.has(id));
+    // Into the request's cache: a list's answer nests these very objects (an interface's VM for
+    // `virtual_machine_id=`), and its rendering takes them from there instead of reading them
+    // again (docs/sync.md, "Re-runs").
+    await readUncached(core.store, cache, def.model!, wanted);
+    const known = cachedRecords(cache, def.model!);
+    const missing = wanted.find((id) => !known.get(id));
     if (missing !== undefined) {
       throw new QueryError({
         [param]: [`Select a valid choice. ${missing} is not one of the available choices.`],

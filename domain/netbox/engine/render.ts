@@ -22,6 +22,11 @@ export interface RenderOptions {
   brief?: boolean;
   fields?: string[];
   omit?: string[];
+  /**
+   * Records the request has read already (ListPage.read): nested objects found there are not
+   * read again. Only records read in the same request: they are as fresh as the page's own.
+   */
+  known?: RequestCache;
 }
 
 type Out = Record<string, unknown>;
@@ -161,7 +166,7 @@ export class Renderer {
     options: RenderOptions,
   ): Promise<Record<string, unknown>[]> {
     const def = this.core.registry.definition(model);
-    const cache = newCache();
+    const cache = options.known ?? newCache();
     const plan = this.plan(def, outputFields(def, options));
     // Counts and resolved values need only the records: read them while the page loads.
     const later = [

@@ -141,6 +141,13 @@ const tree = (model: string): Delta => (def) => ({
   ...treeHooks(model),
 });
 
+/**
+ * The VMs of a page's clusters, read once for the three `allocated_*` fields of one rendering:
+ * they are resolved with the same records, so the page's array keys the read (three finds of
+ * every VM of a 100,000-guest cluster became one; docs/sync.md, "Re-runs").
+ */
+const clusterVmsOfPage = new WeakMap<readonly StoredObject[], Promise<StoredObject[]>>();
+
 /** A cluster's `allocated_vcpus`/`_memory`/`_disk` (NetBox 4.6): sums over its VMs. */
 function allocated(field: "vcpus" | "memory" | "disk"): FieldDef {
   return {
@@ -149,9 +156,14 @@ function allocated(field: "vcpus" | "memory" | "disk"): FieldDef {
     filter: false,
     resolve: async (records, engine) => {
       if (records.length === 0) return [];
-      const vms = await engine.find("virtualization.virtualmachine", {
-        cluster_id: records.map((r) => String(r.id)),
-      });
+      let read = clusterVmsOfPage.get(records);
+      if (!read) {
+        read = engine.find("virtualization.virtualmachine", {
+          cluster_id: records.map((r) => String(r.id)),
+        });
+        clusterVmsOfPage.set(records, read);
+      }
+      const vms = await read;
       const sums = new Map<number, number>();
       for (const vm of vms) {
         const v = vm[field];
