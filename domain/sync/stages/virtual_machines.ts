@@ -349,10 +349,12 @@ export async function syncVirtualMachines(ctx: StageContext): Promise<void> {
     const objects = await vmsById(
       ctx,
       vmids.map((vmid) => owned.get(vmid)).filter((id) => id !== undefined) as number[],
-      // Whole VMs but their interface count (a count per VM, never compared): an edit report
-      // names every field an admin changed meanwhile (docs/sync.md, "Edits made while a run
-      // writes"). The disk count stays: it decides whether `disk` is written.
-      { omit: "interface_count" },
+      // Whole VMs but their interface count (a count per VM, never compared), their primary
+      // IPs (the ip-addresses stage's, each an address read) and config context (computed):
+      // an edit report names every other field an admin changed meanwhile (docs/sync.md,
+      // "Edits made while a run writes"). The disk count stays: it decides whether `disk` is
+      // written.
+      { omit: VM_STAGE_OMITS },
     );
     const existing = new Map<string, InventoryObject>();
     for (const vmid of vmids) {
@@ -408,6 +410,9 @@ export async function syncVirtualMachines(ctx: StageContext): Promise<void> {
   forget(ctx, "cluster-vms");
   ctx.progress(list.count, list.count, `${list.count} virtual machines synced`);
 }
+
+/** What the stage leaves out of the VMs it reads (NetBox 4.5.2's `omit`; ignored before). */
+export const VM_STAGE_OMITS = "interface_count,primary_ip,primary_ip4,primary_ip6,config_context";
 
 /** What the stage reads of a sync-state record: what it compares and writes. */
 const STATE_FIELDS = [
