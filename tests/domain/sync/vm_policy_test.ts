@@ -179,3 +179,26 @@ Deno.test("vm policy: every guest of many slices gets its answer (the matcher yi
     assert.equal(tenantOf(vmid), (vmid - 1) % 2 ? null : 1, `vmid ${vmid}`);
   }
 });
+
+Deno.test("vm policy: matching many guests gives the event loop a turn (a timer set before it runs before it ends), and an abort stops it there", async () => {
+  const inv = new FakeInventory();
+  inv.table(TENANTS).set(1, { id: 1, slug: "web" });
+  const many = [Array.from({ length: 1200 }, (_, i) => guest(i + 1, "web"))];
+  const rules: TenantRule[] = [{ match: "tag", pattern: "web", tenant: "web" }];
+  const { ctx } = context(inv, { tenantRules: rules });
+  let turned = false;
+  // Set before the match starts, due at once: it runs at the first turn the matcher gives back.
+  setTimeout(() => turned = true, 0);
+  const tenantOf = await tenantAssignment(ctx, many, new Map(), "lab");
+  assert.equal(turned, true, "the matcher never yielded");
+  assert.equal(tenantOf(1), 1);
+
+  // Aborted before it starts: the first turn it gives back ends it.
+  const aborted = new AbortController();
+  aborted.abort();
+  const { ctx: stopped } = context(inv, { tenantRules: rules });
+  await assert.rejects(
+    tenantAssignment({ ...stopped, signal: aborted.signal }, many, new Map(), "lab"),
+    (e: Error) => e.name === "AbortError",
+  );
+});
