@@ -116,6 +116,14 @@ Deno.test("sliced reads: each slice's children are asked with only the fields th
     "ip-addresses stage's read",
   );
   assert.ok(vmReads.every((l) => l.filters.omit !== undefined || l.filters.fields !== undefined));
+  // The endpoint's cluster by id, with the fields read (a whole cluster sums all its VMs).
+  const clusterReads = inv.lists.filter((l) =>
+    l.path === "virtualization/clusters/" && l.filters.id !== undefined
+  );
+  assert.ok(
+    clusterReads.length > 0 && clusterReads.every((l) => l.filters.fields === "id,scope,scope_id"),
+    JSON.stringify(clusterReads),
+  );
   const stateReads = inv.lists.filter((l) =>
     l.path === "plugins/service/vm-sync-state/" && Array.isArray(l.filters.id)
   );
