@@ -1079,6 +1079,13 @@ export const EQUIVALENT: Equivalent[] = [
       "positive value)",
   },
   {
+    module: "domain/jobs/service.ts",
+    what: "?? → ||",
+    line: "this.retention = deps.retention ?? DEFAULT_RETENTION;",
+    why: "a retention of 0 is never configured: SERVICE_JOB_RETENTION is 1 to 100000 " +
+      "(config.ts refuses 0 at start), and the routes pass that or nothing",
+  },
+  {
     module: "routes/ui/mod.ts",
     what: "?? → ||",
     line: "idleTimeoutMs: deps.terminalIdleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS,",
