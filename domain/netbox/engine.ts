@@ -33,6 +33,7 @@ import { displayOf, Renderer, type RenderOptions, urlOf } from "./engine/render.
 import {
   countsByValue,
   firstOrderingField,
+  indexedString,
   indexShape,
   type IndexState,
   orderField,
@@ -69,9 +70,10 @@ export interface EngineDeps {
  * The index layout this build writes (see dropUnusedIndexKeys): 2 dropped the twins and counters
  * of fields of few objects per value, 3 those of the plugin's per-guest records (a VM's sync
  * state, backups and snapshots, by VM, vmid and volume), 4 the ordered index of models whose
- * default ordering names two fields (orderField: VM interfaces, virtual disks, snapshot records).
+ * default ordering names two fields (orderField: VM interfaces, virtual disks, snapshot records),
+ * 5 the counters of the change log's `request_id` (indexed once per request's batch of entries).
  */
-export const INDEX_LAYOUT = 4;
+export const INDEX_LAYOUT = 5;
 
 export class ModelEngine implements EngineApi {
   readonly store: ModelStore;
@@ -187,6 +189,17 @@ export class ModelEngine implements EngineApi {
     const f = this.#registry.definition(model).fields[field];
     if (f?.type !== "fk") throw new Error(`${model}.${field} is not a foreign key`);
     return ids.length ? this.store.idsByIndexMany(model, field, ids) : Promise.resolve([]);
+  }
+
+  idsIndexed(
+    model: string,
+    field: string,
+    values: readonly string[],
+  ): Promise<number[][] | null> {
+    const f = this.#registry.definition(model).fields[field];
+    if (!f?.index && !f?.partialIndex) throw new Error(`${model}.${field} is not indexed`);
+    if (!values.every((v) => indexedString(this.store, v))) return Promise.resolve(null);
+    return this.store.idsByIndexMany(model, field, values);
   }
 
   /** A NetBox list: filters, q, ordering, limit/offset. Throws QueryError on bad filter values. */

@@ -96,6 +96,13 @@ export interface FieldDef {
    * (engine/index_state.ts, IndexShape). Only what a write costs changes, never an answer.
    */
   fewPerValue?: boolean;
+  /**
+   * Kept in the value index for the records this accepts only (the change log's `request_id`:
+   * one entry per request's batch of entries, not one per entry; models/changes.ts). Such an
+   * index is no answer to a filter by itself, so lists never read it as one: the model's own
+   * filter does (through EngineApi.idsIndexed). No ordered twin, no per-value counter.
+   */
+  partialIndex?: (record: StoredObject) => boolean;
   /** Exposed as a filter (default true for stored scalar fields; false disables). */
   filter?: boolean;
   /** OpenAPI description. */
@@ -335,6 +342,12 @@ export interface EngineApi {
    * the index, no record read (a caller that holds some of those records reads only the rest).
    */
   idsReferring(model: string, field: string, ids: readonly number[]): Promise<number[][]>;
+  /**
+   * Per value, the ids the value index of `field` (a field with `index` or `partialIndex`) holds
+   * under it: one batched read. Null when a value can have no index entry (an empty or
+   * over-long string): the caller tests the records instead.
+   */
+  idsIndexed(model: string, field: string, values: readonly string[]): Promise<number[][] | null>;
   /** Creates through validation and hooks but bypassing readOnly and permissions. */
   insert(model: string, input: Record<string, unknown>): Promise<WriteResult<StoredObject>>;
   /** Validated partial update bypassing readOnly and permissions; runs hooks unless told. */

@@ -107,6 +107,8 @@ function listParams(def: ModelDef): Schema[] {
     params.push({ name: "tag", in: "query", schema: { type: "array", items: { type: "string" } } });
   }
   for (const name of Object.keys(def.filters ?? {})) {
+    // A field's own filter a model answers its way (the change log's request_id) is listed once.
+    if (params.some((p) => p.name === name)) continue;
     params.push({ name, in: "query", schema: { type: "array", items: { type: "string" } } });
   }
   for (const name of Object.keys(def.through ?? {})) {

@@ -131,6 +131,9 @@ export async function recordChanges(
     const def = core.registry.definition(OBJECT_CHANGE_MODEL);
     const time = new Date(core.now()).toISOString();
     const limit = core.store.maxRecordBytes;
+    // Each entry names the batch's ids; the last one alone is indexed by request_id
+    // (models/changes.ts), and goes first, into the atomic that reserves the ids: a batch whose
+    // later atomics failed is still found by its request.
     const entriesFrom = (first: number): ObjectWrite[] =>
       logged.map((c, i) => {
         const objectDef = core.registry.definition(c.model);
@@ -141,6 +144,7 @@ export async function recordChanges(
           time,
           user_name: request.userName,
           request_id: request.requestId,
+          request_batch: [first, first + logged.length - 1],
           action: c.action,
           changed_object_type: c.model,
           changed_object_id: subject.id,
@@ -166,7 +170,7 @@ export async function recordChanges(
           prev: null,
           next: { record: entry, ...stateOf(core.store, def, entry) },
         };
-      });
+      }).reverse();
     // The entries' ids are reserved by the atomic writing the first of them (one atomic fewer
     // per request than reserving them first).
     const written = await core.store.createWithFreshIds(

@@ -49,7 +49,7 @@ export function stateOf(store: ModelStore, def: ModelDef, record: StoredObject):
       if (typeof t === "string" && typeof i === "number") add(name, `${t}:${i}`);
     } else if (f.type === "m2m" || (f.type === "list" && f.index)) {
       if (Array.isArray(v)) { for (const x of new Set(v)) add(name, x); }
-    } else if (f.index) add(name, v);
+    } else if (f.index || f.partialIndex?.(record)) add(name, v);
   }
   if (def.tags !== false && Array.isArray(record.tags)) {
     for (const t of new Set(record.tags)) add("tags", t);
@@ -103,6 +103,10 @@ export function indexShape(def: ModelDef): IndexShape {
     }
   }
   for (const [name, f] of Object.entries(def.fields)) {
+    if (f.partialIndex) {
+      fewPerValue.add(name);
+      uncounted.add(name);
+    }
     if (f.fewPerValue) {
       fewPerValue.add(name);
       if (f.type !== "gfk") uncounted.add(name);

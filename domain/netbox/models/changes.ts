@@ -27,6 +27,53 @@ function timeBound(after: boolean): CustomFilter {
   };
 }
 
+/**
+ * The ids of the entries logged with `r` by one request at once, `[first, last]`: written on every
+ * entry since index layout 5; an entry an earlier build wrote names none (a batch of its own).
+ */
+function batchOf(r: StoredObject): [number, number] {
+  const batch = r.request_batch;
+  if (Array.isArray(batch) && batch.length === 2) {
+    const [first, last] = batch;
+    if (
+      Number.isSafeInteger(first) && Number.isSafeInteger(last) && first <= r.id && r.id <= last
+    ) {
+      return [first, last];
+    }
+  }
+  return [r.id, r.id];
+}
+
+/**
+ * Whether the value index of `request_id` holds `r`: the last entry of each batch (the one a
+ * batch's ids are found from), and every entry an earlier build wrote. A request logging 500
+ * changes writes one index entry for them, not 500 (docs/sync.md, "Writes: round 5").
+ */
+export function indexedByRequest(r: StoredObject): boolean {
+  return batchOf(r)[1] === r.id;
+}
+
+/**
+ * `request_id`: every entry the requests named logged. Their index entries name each batch's
+ * last entry, which names the batch's ids; the entries read are tested, so an id a prune took
+ * (the oldest go first, a batch's last entry after the rest) is not answered.
+ */
+const byRequest: CustomFilter = async (values, engine) => {
+  const wanted = new Set(values.map((v) => v.trim()).filter((v) => v !== ""));
+  if (wanted.size === 0) return { predicate: () => true }; // no value: filters nothing
+  const test = (r: StoredObject) => wanted.has(String(r.request_id));
+  const heads = await engine.idsIndexed(OBJECT_CHANGE_MODEL, "request_id", [...wanted]);
+  if (heads === null) return { predicate: test }; // a value no index holds: scanned
+  const ids = new Set<number>();
+  for (const head of await engine.getMany(OBJECT_CHANGE_MODEL, heads.flat())) {
+    if (!test(head)) continue;
+    const [first, last] = batchOf(head);
+    for (let id = first; id <= last; id++) ids.add(id);
+  }
+  const entries = await engine.getMany(OBJECT_CHANGE_MODEL, [...ids]);
+  return { ids: new Set(entries.filter(test).map((r) => r.id)) };
+};
+
 /** NetBox's ObjectChange __str__: "<type> <object> <action> by <user>". */
 function display(r: StoredObject): string {
   const label = CHANGE_ACTIONS.find(([a]) => a === r.action)?.[1] ?? String(r.action);
@@ -48,7 +95,9 @@ export const OBJECT_CHANGE: ModelDef = {
     /** NetBox's user account: the inventory has tokens, not users (see user_name). */
     user: alwaysNull(),
     user_name: { type: "string", maxLength: 150 },
-    request_id: { type: "string", index: true },
+    request_id: { type: "string", partialIndex: indexedByRequest },
+    /** `[first id, last id]` of the entries the same request logged at once (batchOf). */
+    request_batch: { type: "json", nullable: true, hidden: true },
     action: {
       type: "choice",
       choices: CHANGE_ACTIONS,
@@ -84,7 +133,7 @@ export const OBJECT_CHANGE: ModelDef = {
   },
   brief: ["time", "user_name", "action", "changed_object_type", "changed_object_id", "object_repr"],
   display,
-  filters: { time_after: timeBound(true), time_before: timeBound(false) },
+  filters: { time_after: timeBound(true), time_before: timeBound(false), request_id: byRequest },
   search: ["user_name", "object_repr", "message"],
   ordering: ["-id"],
 };
