@@ -247,6 +247,71 @@ Deno.test("model cache: past its bound the oldest records go, and those read las
   }
 });
 
+Deno.test("model cache: records another read is fetching are awaited, not read again; a commit ends the sharing", async () => {
+  const kv = await Deno.openKv(":memory:");
+  try {
+    // A held read waits at the gate until the test lets it go; `entered` tells the test it is
+    // there, so the other reads start while it is in flight (ordered by signals, not time).
+    let gate: { entered: PromiseWithResolvers<void>; open: PromiseWithResolvers<void> } | null =
+      null;
+    let keysRead = 0;
+    const gated = new Proxy(kv, {
+      get(target, prop) {
+        const value = Reflect.get(target, prop, target);
+        if (prop !== "getMany") return typeof value === "function" ? value.bind(target) : value;
+        return async (keys: Deno.KvKey[]) => {
+          const records = keys.filter((k) => k[1] === "obj").length;
+          keysRead += records;
+          const held = gate;
+          if (held && records > 0) {
+            gate = null;
+            held.entered.resolve();
+            await held.open.promise;
+          }
+          return target.getMany(keys);
+        };
+      },
+    });
+    const hold = () => {
+      const g = { entered: Promise.withResolvers<void>(), open: Promise.withResolvers<void>() };
+      gate = g;
+      return g;
+    };
+    const store = new KvModelStore(gated, { maxCachedRecords: 1000 });
+    const writes = Array.from(
+      { length: 40 },
+      (_, i) => created({ id: i + 1, name: `w${i}`, colour: "red" }),
+    );
+    assert.ok((await store.commit(writes)).ok);
+    const range = (from: number, n: number) => Array.from({ length: n }, (_, i) => from + i);
+
+    // 10 records read by a first call, held in flight; a second call asks for them and 10 more.
+    const held = hold();
+    const first = store.getMany(MODEL, range(1, 10));
+    await held.entered.promise;
+    const second = store.getMany(MODEL, range(5, 12));
+    const others = store.getMany(MODEL, range(11, 6)); // shares the second call's read of these
+    assert.deepEqual((await others).map((r) => r.id), range(11, 6));
+    held.open.resolve();
+    assert.deepEqual((await first).map((r) => r.name), range(0, 10).map((i) => `w${i}`));
+    assert.deepEqual((await second).map((r) => r.id), range(5, 12));
+    assert.equal(keysRead, 16, "the records in flight were not read again");
+
+    // After a commit (a new generation) nothing in flight before it is shared.
+    keysRead = 0;
+    const again = hold();
+    const third = store.getMany(MODEL, range(21, 10)); // uncached, held in flight
+    await again.entered.promise;
+    assert.ok((await store.commit([created({ id: 99, name: "w99", colour: "red" })])).ok);
+    assert.deepEqual((await store.getMany(MODEL, range(21, 10))).map((r) => r.id), range(21, 10));
+    assert.equal(keysRead, 20, "read again at the new generation");
+    again.open.resolve();
+    assert.deepEqual((await third).map((r) => r.id), range(21, 10));
+  } finally {
+    kv.close();
+  }
+});
+
 Deno.test("model cache: what it holds is bounded over all models, and reads stay whole", async () => {
   const kv = await Deno.openKv(":memory:");
   try {
