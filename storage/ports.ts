@@ -253,15 +253,15 @@ export interface ModelStore {
   /** Commits writes that fit one atomic (see plan): all or nothing; ok false on a conflict. */
   commit(writes: readonly ObjectWrite[]): Promise<CommitResult>;
   /**
-   * Deletes every ordered-index entry (`ordered`) or value counter (`counters`) kept under
-   * `field` of `model` (every field of it when null), a few hundred per atomic; returns how many
-   * went. For keys the index layout no longer keeps that an earlier build wrote (see
-   * indexLayout).
+   * Deletes every ordered-index entry (`ordered`), value counter (`counters`) or value-index
+   * entry (`index`) kept under `field` of `model` (every field of it when null), a few hundred
+   * per atomic; returns how many went. For keys the index layout no longer keeps that an earlier
+   * build wrote (see indexLayout).
    */
   dropIndexKeys(
     model: string,
     field: string | null,
-    what: "ordered" | "counters",
+    what: "ordered" | "counters" | "index",
   ): Promise<number>;
   /** The index layout the stored keys follow (0 when never recorded: an earlier build's). */
   indexLayout(): Promise<number>;

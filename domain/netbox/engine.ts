@@ -71,9 +71,18 @@ export interface EngineDeps {
  * of fields of few objects per value, 3 those of the plugin's per-guest records (a VM's sync
  * state, backups and snapshots, by VM, vmid and volume), 4 the ordered index of models whose
  * default ordering names two fields (orderField: VM interfaces, virtual disks, snapshot records),
- * 5 the counters of the change log's `request_id` (indexed once per request's batch of entries).
+ * 5 the counters of the change log's `request_id` (indexed once per request's batch of entries),
+ * 6 the value index of the fields in UNINDEXED_FIELDS.
  */
-export const INDEX_LAYOUT = 5;
+export const INDEX_LAYOUT = 6;
+
+/**
+ * Fields an earlier layout kept a value index for and this one does not (no read used it): their
+ * index entries are dropped at start. An IP's `address` (`?address=` reads `host`).
+ */
+const UNINDEXED_FIELDS: ReadonlyArray<{ model: string; field: string }> = [
+  { model: "ipam.ipaddress", field: "address" },
+];
 
 export class ModelEngine implements EngineApi {
   readonly store: ModelStore;
@@ -126,6 +135,11 @@ export class ModelEngine implements EngineApi {
       }
       for (const field of shape.uncounted) {
         dropped += await this.store.dropIndexKeys(model, field, "counters");
+      }
+    }
+    for (const { model, field } of UNINDEXED_FIELDS) {
+      if (this.#registry.has(model)) {
+        dropped += await this.store.dropIndexKeys(model, field, "index");
       }
     }
     await this.store.setIndexLayout(INDEX_LAYOUT);

@@ -109,9 +109,14 @@ export const keys = {
   ],
   /** Random Fernet key protecting v1 token plaintexts when SERVICE_ENCRYPTION_KEY is unset. */
   inventoryLocalSecretKey: (): Key => ["inventory", "meta", "local_secret_key"],
-  /** Every ordered-index entry / value counter under one field of a model (null: all fields). */
+  /**
+   * Every ordered-index entry / value-index entry / value counter under one field of a model
+   * (null: all fields).
+   */
   inventoryOrderedFieldPrefix: (model: string, field: string | null): Key =>
     field === null ? ["inventory", "ord", model] : ["inventory", "ord", model, field],
+  inventoryIndexFieldPrefix: (model: string, field: string | null): Key =>
+    field === null ? ["inventory", "idx", model] : ["inventory", "idx", model, field],
   inventoryIndexCountFieldPrefix: (model: string, field: string | null): Key =>
     field === null ? ["inventory", "idx_count", model] : ["inventory", "idx_count", model, field],
   /** The index layout version the stored index keys follow (engine/index_state.ts). */

@@ -800,11 +800,13 @@ export class KvModelStore implements ModelStore {
   async dropIndexKeys(
     model: string,
     field: string | null,
-    what: "ordered" | "counters",
+    what: "ordered" | "counters" | "index",
   ): Promise<number> {
     const prefix = what === "ordered"
       ? keys.inventoryOrderedFieldPrefix(model, field)
-      : keys.inventoryIndexCountFieldPrefix(model, field);
+      : what === "counters"
+      ? keys.inventoryIndexCountFieldPrefix(model, field)
+      : keys.inventoryIndexFieldPrefix(model, field);
     let dropped = 0;
     for (;;) {
       const page: Deno.KvKey[] = [];

@@ -1173,12 +1173,12 @@ export const IP_ADDRESS: ModelDef = {
   verbose: "IP address",
   path: "ipam/ip-addresses/",
   fields: {
+    // No index of its own: `?address=` is answered through `host` (addressFilter), and no other
+    // read looked the address up (index layout 6; docs/sync.md, "Writes: round 5").
     address: {
       type: "string",
       required: true,
       maxLength: 64,
-      index: true,
-      fewPerValue: true,
       pattern: /^[0-9a-fA-F:.]+(\/\d{1,3})?$/,
       // NetBox 4.6.6's IPAddressField text (4.2 answered a 500 here).
       patternMessage: (value) => `Invalid IP address format: ${value}`,
