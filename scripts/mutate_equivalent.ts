@@ -175,6 +175,13 @@ export const EQUIVALENT: Equivalent[] = [
   },
   {
     module: "clients/outbound.ts",
+    what: "true → false",
+    line: "}, { once: true, signal: listening.signal });",
+    why: "an AbortSignal fires its abort event at most once, and the listener goes with " +
+      "listening's abort when the answer ends",
+  },
+  {
+    module: "clients/outbound.ts",
     what: "> → >=",
     line: "if (response.status < 300 || response.status > 399) return response;",
     why: "399 is no HTTP status: no server answers it (300 to 308 are read back, " +
