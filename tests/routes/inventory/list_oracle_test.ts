@@ -202,9 +202,9 @@ async function step(inv: Inv, m: Model, rng: Rng, names: { next: number }, label
       : bad === 1
       ? await inv.call("PATCH", VMS, [
         { id, ...patchBody(change()) },
-        { id: 999999, status: "active" },
+        { id: rng.pick(existing), status: "nope" },
       ])
-      : await inv.call("DELETE", VMS, [{ id }, { id: 999999 }]);
+      : await inv.call("DELETE", VMS, [{ id }, { id: "x" }]);
     assert.ok(r.status >= 400 && r.status < 500, `${where}: ${r.status}`);
   } else if (op === 8) {
     const vm = rng.pick(existing);
