@@ -2018,4 +2018,34 @@ export const EQUIVALENT: Equivalent[] = [
     why: "one more turn given back before the first guest: the same answers, the same abort " +
       "(tests/domain/sync/vm_policy_test.ts: the event loop's turn and the abort)",
   },
+  // The engine's issue22g draw (README, "Tests, benchmarks and mutation testing").
+  {
+    module: "domain/netbox/engine/render.ts",
+    what: "remove line",
+    line: "known.set(id, form);",
+    why: "the memo of a page's nested forms (nested and nestedWith): without it each row " +
+      "builds the same nested object again, equal field for field (CPU, no other answer)",
+  },
+  {
+    module: "domain/netbox/engine/render.ts",
+    what: "&& → ||",
+    line: '(id): id is number => typeof id === "number" && !known.has(id),',
+    why: "object custom fields hold ids only (validated on write), so the mutant only reads " +
+      "records already loaded once more, and stores the same records under the same ids",
+  },
+  {
+    module: "domain/netbox/engine/query.ts",
+    what: "&& → ||",
+    line:
+      'const seen = new Set(ids.filter((id): id is number => typeof id === "number" && id > 0));',
+    why: "a tree filter's ids are positive: a value naming no object (0 included) is refused " +
+      "before (relCondition's existence check), and null fails both tests",
+  },
+  {
+    module: "domain/netbox/engine/lookups.ts",
+    what: "false → true",
+    line: "return false; // never reached: the caller passes TIMESTAMP_LOOKUPS only",
+    why: "matchTimestamp's default: its one caller passes only exact, n, gt, gte, lt, lte " +
+      "(TIMESTAMP_LOOKUPS, `in` mapped to exact), so the default is never reached",
+  },
 ];

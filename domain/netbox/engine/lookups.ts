@@ -196,6 +196,6 @@ function matchTimestamp(items: unknown[], lookup: string, values: string[]): boo
     case "lte":
       return hit((t, b) => t <= b);
     default:
-      return false;
+      return false; // never reached: the caller passes TIMESTAMP_LOOKUPS only
   }
 }

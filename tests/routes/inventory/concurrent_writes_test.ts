@@ -281,3 +281,58 @@ Deno.test("an update whose new tag is deleted before its commit keeps its other 
     inv.close();
   }
 });
+
+Deno.test("a tag delete whose tagged object is deleted meanwhile still completes", async () => {
+  // Deleting a tag takes it out of every object it is on. The request is held at the first
+  // object's detach (the store's beforeCommit hook) while another request deletes the second
+  // object: the tag's delete must skip it, not fail.
+  const kv = await Deno.openKv(":memory:");
+  let reached!: () => void;
+  const held = new Promise<void>((r) => reached = r);
+  let release!: () => void;
+  const released = new Promise<void>((r) => release = r);
+  let holding = false;
+  const models = new KvModelStore(kv, {
+    beforeCommit: async (writes: readonly ObjectWrite[]) => {
+      const detachesVm = writes.some((w) =>
+        w.model === "virtualization.virtualmachine" && w.prev && w.next
+      );
+      if (!holding || !detachesVm) return;
+      holding = false;
+      reached();
+      await released;
+    },
+  });
+  const inv = await setup({}, {
+    kv,
+    storage: { ...createKvStorage(kv, { now: Date.now }), models },
+  });
+  try {
+    const w = await world(inv);
+    const post = async (path: string, body: unknown) => {
+      const r = await inv.call("POST", path, body);
+      assert.equal(r.status, 201, `${path}: ${JSON.stringify(r.body)}`);
+      return r.body.id as number;
+    };
+    const tag = await post("/api/extras/tags/", { name: "Doomed", slug: "doomed" });
+    const VMS = "/api/virtualization/virtual-machines/";
+    const first = await post(VMS, { name: "first", cluster: w.cluster, tags: [tag] });
+    const second = await post(VMS, { name: "second", cluster: w.cluster, tags: [tag] });
+    holding = true;
+    const deleting = inv.call("DELETE", `/api/extras/tags/${tag}/`);
+    await held;
+    const gone = await inv.call("DELETE", `${VMS}${second}/`);
+    assert.equal(gone.status, 204, JSON.stringify(gone.body));
+    release();
+    const deleted = await deleting;
+    assert.deepEqual([deleted.status, deleted.body], [204, null]);
+    const left = await inv.call("GET", `${VMS}?name=first&name=second&fields=id,tags`);
+    assert.deepEqual(left.body.results, [{ id: first, tags: [] }]);
+    const tags = await inv.call("GET", "/api/extras/tags/?slug=doomed");
+    assert.equal(tags.body.count, 0);
+    assert.deepEqual(inv.deps.logger.at("error"), []);
+  } finally {
+    release();
+    inv.close();
+  }
+});

@@ -86,6 +86,16 @@ Deno.test("refused writes: DRF's texts per field and per item, and nothing writt
       ["POST", VMS, [], 201, []],
       ["POST", VMS, "[]", 201, []],
       // A nested reference whose own nested reference is no reference: refused as a whole.
+      // Attributes that match nothing, or that the filters refuse (a bad choice, a bad id).
+      ["POST", VMS, { name: "n", cluster: { name: "nope" } }, 400, {
+        cluster: ['Related object not found using the provided attributes: {"name":"nope"}'],
+      }],
+      ["POST", VMS, { name: "n", cluster: { status: "bogus" } }, 400, {
+        cluster: ['Related object not found using the provided attributes: {"status":"bogus"}'],
+      }],
+      ["POST", VMS, { name: "n", cluster: { type_id: "x" } }, 400, {
+        cluster: ['Related object not found using the provided attributes: {"type_id":"x"}'],
+      }],
       ["POST", VMS, { name: "n", cluster: { type: [] } }, 400, {
         cluster: ['Related object not found using the provided attributes: {"type":[]}'],
       }],
