@@ -139,3 +139,37 @@ Deno.test("list edges: refused filter values, ignored ones, and paging out of ra
     inv.close();
   }
 });
+
+Deno.test("boolean filters take Django's spellings of true and false", async () => {
+  const inv = await setup();
+  try {
+    const post = async (path: string, body: unknown) => {
+      const r = await inv.call("POST", path, body);
+      assert.equal(r.status, 201, JSON.stringify(r.body));
+      return r.body;
+    };
+    const type = await post("/api/virtualization/cluster-types/", { name: "PVE", slug: "pve" });
+    const alpha = await post("/api/virtualization/clusters/", { name: "alpha", type: type.id });
+    const vm = await post(VMS, { name: "vm1", cluster: alpha.id });
+    const IFACES = "/api/virtualization/interfaces/";
+    const up = await post(IFACES, { virtual_machine: vm.id, name: "eth0", enabled: true });
+    const down = await post(IFACES, { virtual_machine: vm.id, name: "eth1", enabled: false });
+    const rows: Array<[string, number[]]> = [
+      ["enabled=true", [up.id]],
+      ["enabled=True", [up.id]],
+      ["enabled=1", [up.id]],
+      ["enabled=false", [down.id]],
+      ["enabled=False", [down.id]],
+      ["enabled=0", [down.id]],
+      [`virtual_machine_id=${vm.id}&enabled=True`, [up.id]],
+    ];
+    for (const [query, ids] of rows) {
+      const r = await inv.call("GET", `${IFACES}?${query}&fields=id`);
+      assert.equal(r.status, 200, `${query}: ${JSON.stringify(r.body)}`);
+      assert.deepEqual(r.body.results.map((x: { id: number }) => x.id), ids, query);
+      assert.equal(r.body.count, ids.length, query);
+    }
+  } finally {
+    inv.close();
+  }
+});
