@@ -1093,6 +1093,19 @@ export const EQUIVALENT: Equivalent[] = [
       "(config.ts refuses 0 at start), and the routes pass that or nothing",
   },
   {
+    module: "domain/jobs/service.ts",
+    what: "?? → ||",
+    line: "this.partPollMs = deps.partPollMs ?? DEFAULT_PART_POLL_MS;",
+    why: "a part poll of 0 ms is never configured: the app passes none (routes/inventory/mod.ts " +
+      "leaves the option unset) and tests pass positive values",
+  },
+  {
+    module: "domain/jobs/service.ts",
+    what: "?? → ||",
+    line: "if (status) counts[status] = (counts[status] ?? 0) + 1;",
+    why: "a count is absent or a positive number: || 0 and ?? 0 agree",
+  },
+  {
     module: "routes/ui/mod.ts",
     what: "?? → ||",
     line: "idleTimeoutMs: deps.terminalIdleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS,",
