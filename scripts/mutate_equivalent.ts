@@ -2061,4 +2061,18 @@ export const EQUIVALENT: Equivalent[] = [
     why: "matchTimestamp's default: its one caller passes only exact, n, gt, gte, lt, lte " +
       "(TIMESTAMP_LOOKUPS, `in` mapped to exact), so the default is never reached",
   },
+  {
+    module: "domain/sync/reconcile.ts",
+    what: "return null → undefined",
+    line: "return null;",
+    why: "rewriteEdited's results (an edited object not written) are read only as " +
+      "`object ?? u.current`: null and undefined alike; refId's own `return null;` is killed " +
+      "by tests/domain/sync/reconcile_test.ts (refId … null for anything else)",
+  },
+  {
+    module: "domain/sync/proxmox.ts",
+    what: "return null → undefined",
+    line: 'if (!value || value === "dhcp" || value === "auto" || value === "manual") return null;',
+    why: "staticAddress's one caller keeps an address only when it is truthy (`if (a)`)",
+  },
 ];
