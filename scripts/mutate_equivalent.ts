@@ -2024,13 +2024,6 @@ export const EQUIVALENT: Equivalent[] = [
     why:
       "a second end() releases by run id (storage/kv/sync_runs.ts deletes only holds of that run), clears a cleared timer and resolves a resolved promise: nothing another run holds is touched",
   },
-  {
-    module: "domain/sync/vm_policy.ts",
-    what: "> → >=",
-    line: "if (i > 0 && i % YIELD_EVERY === 0) {",
-    why: "one more turn given back before the first guest: the same answers, the same abort " +
-      "(tests/domain/sync/vm_policy_test.ts: the event loop's turn and the abort)",
-  },
   // The engine's issue22g draw (README, "Tests, benchmarks and mutation testing").
   {
     module: "domain/netbox/engine/render.ts",

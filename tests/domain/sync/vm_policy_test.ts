@@ -193,6 +193,21 @@ Deno.test("vm policy: matching many guests gives the event loop a turn (a timer 
   assert.equal(turned, true, "the matcher never yielded");
   assert.equal(tenantOf(1), 1);
 
+  // One turn per 500 guests, not one per guest: each turn costs a timer (4 ms once nested), so
+  // a turn per guest would add seconds to a run of thousands of guests.
+  const realSetTimeout = globalThis.setTimeout;
+  let turns = 0;
+  globalThis.setTimeout = ((fn: () => void, ms?: number) => {
+    if (!ms) turns++;
+    return realSetTimeout(fn, ms);
+  }) as typeof setTimeout;
+  try {
+    await tenantAssignment(context(inv, { tenantRules: rules }).ctx, many, new Map(), "lab");
+  } finally {
+    globalThis.setTimeout = realSetTimeout;
+  }
+  assert.equal(turns, 2, "1,200 guests: a turn after the 500th and the 1,000th");
+
   // Aborted before it starts: the first turn it gives back ends it.
   const aborted = new AbortController();
   aborted.abort();
