@@ -31,6 +31,8 @@ function cluster() {
     { iface: "vmbr1", type: "bridge", cidr: "10.1.0.1/24", gateway: "10.1.0.254" },
     { iface: "vmbr0", type: "bridge", cidr: "10.0.0.1/24", bridge_ports: "eno1", mtu: 1500 },
     { iface: "eno1", type: "eth", active: 1 },
+    // VLAN 1, the lowest there is.
+    { iface: "vmbr1.1", type: "vlan" },
   ];
   data["/nodes/n2/network"] = [
     // No gateway on vmbr0 for IPv4, but the IPv6 default route.
@@ -89,6 +91,10 @@ Deno.test("node network: interfaces field by field; the primary IPs are the know
     mode: null,
     untagged_vlan: null,
   });
+  assert.deepEqual([shown("n1", "vmbr1.1").mode, shown("n1", "vmbr1.1").untagged_vlan], [
+    "access",
+    vlan(1),
+  ]);
   assert.deepEqual(
     ["eno1", "vmbr1"].map((n) => [shown("n1", n).type, shown("n1", n).enabled]),
     [["other", true], ["bridge", true]],
@@ -114,7 +120,7 @@ Deno.test("node network: interfaces field by field; the primary IPs are the know
     inv.all("ipam/vlans/").map((v) => [v.vid, v.name] as [number, string]).sort((a, b) =>
       a[0] - b[0]
     ),
-    [[20, "VLAN 20"], [4094, "VLAN 4094"]],
+    [[1, "VLAN 1"], [20, "VLAN 20"], [4094, "VLAN 4094"]],
   );
   // Addresses: each interface's, with a mask only (vmbr0.20's has none).
   const ips = inv.all("ipam/ip-addresses/");
