@@ -2068,4 +2068,12 @@ export const EQUIVALENT: Equivalent[] = [
     line: 'if (!value || value === "dhcp" || value === "auto" || value === "manual") return null;',
     why: "staticAddress's one caller keeps an address only when it is truthy (`if (a)`)",
   },
+  {
+    module: "domain/netbox/engine/write.ts",
+    what: "remove line",
+    line: "if (inputs.length < 2) return;",
+    why: "the single-item shortcut of both bulk prefetches: one item's references are then read " +
+      "in one batch instead of one by one (the same records), and prefetchIndexed skips a " +
+      "value set of fewer than two anyway",
+  },
 ];

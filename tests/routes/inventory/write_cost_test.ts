@@ -334,3 +334,30 @@ Deno.test("a bulk create reads the objects it refers to once: the check for refe
     inv.close();
   }
 });
+
+Deno.test("a list by id reads the objects named, never the whole model", async () => {
+  const { counted, counts } = countingKv(await Deno.openKv(":memory:"));
+  const inv = await setup({}, { kv: counted });
+  try {
+    const w = await world(inv);
+    const vms = await inv.call(
+      "POST",
+      "/api/virtualization/virtual-machines/",
+      Array.from({ length: N }, (_, i) => ({ name: `bulk-${i}`, cluster: w.cluster })),
+    );
+    assert.equal(vms.status, 201, JSON.stringify(vms.body));
+    const [a, b] = [vms.body[3].id, vms.body[40].id];
+    for (const query of [`id=${a}&id=${b}`, `id__in=${a},${b}`]) {
+      const before = counts.list;
+      const r = await inv.call(
+        "GET",
+        `/api/virtualization/virtual-machines/?${query}&name__ic=bulk&ordering=-id&fields=id`,
+      );
+      assert.deepEqual(r.body.results, [{ id: b }, { id: a }], query);
+      // No list of the model's records (a scan) and no index range: the two ids are read.
+      assert.equal(counts.list - before, 0, query);
+    }
+  } finally {
+    inv.close();
+  }
+});
