@@ -102,8 +102,6 @@ interface ModelCache {
   lists: Map<string, readonly number[]>;
   /** How many ids `lists` holds in all. */
   listIds: number;
-  /** Records being read from KV now (id → its read), shared by calls made meanwhile. */
-  reading: Map<number, Promise<StoredObject | null>>;
 }
 
 /**
@@ -355,53 +353,23 @@ export class KvModelStore implements ModelStore {
       const record = cache.records.get(id);
       if (record !== undefined) hits.set(id, record);
     }
-    // Records another call of this generation is reading now are awaited, not read again: the
-    // sync reads a slice's VMs by id while a request for the same slice's interfaces reads them
-    // for its `virtual_machine_id=` filter (docs/sync.md, "Re-runs").
-    const shared = new Map<number, Promise<StoredObject | null>>();
-    const missing: number[] = [];
-    for (const id of new Set(ids)) {
-      if (hits.has(id)) continue;
-      const pending = cache.reading.get(id);
-      if (pending) shared.set(id, pending);
-      else missing.push(id);
-    }
-    const batches: Promise<Array<StoredObject | null>>[] = [];
+    const missing = [...new Set(ids.filter((id) => !hits.has(id)))];
+    const batches: Promise<Deno.KvEntryMaybe<StoredObject>[]>[] = [];
     for (let i = 0; i < missing.length; i += 10) {
-      const slice = missing.slice(i, i + 10);
-      const batch = this.kv.getMany<StoredObject[]>(
-        slice.map((id) => keys.inventoryObject(model, id)),
-      ).then((entries) => entries.map((entry) => deepFreeze(entry.value)));
-      batches.push(batch);
-      const ones = slice.map((id, k) => {
-        const one = batch.then((records) => records[k]);
-        one.catch(() => {}); // this call awaits the batch itself; sharers await `one`
-        cache.reading.set(id, one);
-        return one;
-      });
-      batch.finally(() => {
-        slice.forEach((id, k) => {
-          if (cache.reading.get(id) === ones[k]) cache.reading.delete(id);
-        });
-      }).catch(() => {});
+      const slice = missing.slice(i, i + 10).map((id) => keys.inventoryObject(model, id));
+      batches.push(this.kv.getMany<StoredObject[]>(slice));
     }
     const fetched = new Map<number, StoredObject | null>();
     let at = 0;
     for (const batch of await Promise.all(batches)) {
-      for (const record of batch) fetched.set(missing[at++], record);
+      for (const entry of batch) fetched.set(missing[at++], deepFreeze(entry.value));
     }
-    const others = new Map<number, StoredObject | null>();
-    for (const [id, pending] of shared) others.set(id, await pending);
     // The answer never reads the cache after the awaits: emptying it first lost every record
     // this call had found there (pages of 1,000 past 20,000 cached records came back short,
     // and a bulk write's reference check then took live objects for deleted ones).
     const out: StoredObject[] = [];
     for (const id of ids) {
-      const record = fetched.has(id)
-        ? fetched.get(id)
-        : others.has(id)
-        ? others.get(id)
-        : hits.get(id);
+      const record = fetched.has(id) ? fetched.get(id) : hits.get(id);
       if (record) out.push(record);
     }
     // One huge read is not kept (nor anything, with a bound of 0).
@@ -417,13 +385,7 @@ export class KvModelStore implements ModelStore {
     const generation = await this.#generation(model);
     const cached = this.#caches.get(model);
     if (cached && cached.generation === generation) return cached;
-    const fresh: ModelCache = {
-      generation,
-      records: new Map(),
-      lists: new Map(),
-      listIds: 0,
-      reading: new Map(),
-    };
+    const fresh: ModelCache = { generation, records: new Map(), lists: new Map(), listIds: 0 };
     // A reader that saw an older generation than the cache holds keeps its reads to itself.
     if (!cached || cached.generation < generation) this.#caches.set(model, fresh);
     return fresh;
