@@ -12,6 +12,7 @@
  * Counts, not times: the figures do not depend on the machine's load (docs/sync.md, "Writes:
  * round 5").
  */
+import { reportingMutations } from "../tests/_kv_mutations.ts";
 import { fullUpdate, startLoop } from "./sync_bench.ts";
 
 const SEED = Deno.env.get("BENCH_TALLY_SEED") ?? "nodes=1,vms=240,cts=60";
@@ -47,25 +48,7 @@ function tallyingKv(kv: Deno.Kv) {
     row.n++;
     tally.set(id, row);
   };
-  const wrap = (op: Deno.AtomicOperation): Deno.AtomicOperation =>
-    new Proxy(op, {
-      get(target, prop) {
-        const value = Reflect.get(target, prop, target);
-        if (typeof value !== "function") return value;
-        return (...args: unknown[]) => {
-          if (prop === "set" || prop === "delete" || prop === "sum") count(args[0] as Deno.KvKey);
-          const out = (value as (...a: unknown[]) => unknown).apply(target, args);
-          return out === target ? wrap(target) : out;
-        };
-      },
-    });
-  const counted = new Proxy(kv, {
-    get(target, prop) {
-      if (prop === "atomic") return () => wrap(target.atomic());
-      const value = Reflect.get(target, prop, target);
-      return typeof value === "function" ? value.bind(target) : value;
-    },
-  });
+  const counted = reportingMutations(kv, count);
   return { counted, tally };
 }
 

@@ -10,6 +10,33 @@ import type { ObjectWrite } from "../../../storage/ports.ts";
 import { setup } from "./_setup.ts";
 import { world } from "./_world.ts";
 
+/**
+ * An inventory whose store holds, once `hold()` was called, the first commit `matches` accepts:
+ * `held` resolves when it is reached, and `release()` lets it go on. Orders a racing request
+ * between a write's validation and its commit with signals, never with sleeps.
+ */
+async function heldAtCommit(matches: (writes: readonly ObjectWrite[]) => boolean) {
+  const kv = await Deno.openKv(":memory:");
+  let reached!: () => void;
+  const held = new Promise<void>((r) => reached = r);
+  let release!: () => void;
+  const released = new Promise<void>((r) => release = r);
+  let holding = false;
+  const models = new KvModelStore(kv, {
+    beforeCommit: async (writes: readonly ObjectWrite[]) => {
+      if (!holding || !matches(writes)) return;
+      holding = false;
+      reached();
+      await released;
+    },
+  });
+  const inv = await setup({}, {
+    kv,
+    storage: { ...createKvStorage(kv, { now: Date.now }), models },
+  });
+  return { inv, held, release, hold: () => void (holding = true) };
+}
+
 Deno.test("bulk PATCH spanning several atomics survives concurrent edits: never half written", async () => {
   const inv = await setup();
   try {
@@ -122,27 +149,9 @@ Deno.test("an update racing the delete of its new target never leaves a dangling
 Deno.test("a bulk create whose target is deleted before its commit is undone whole: a 400 leaves nothing", async () => {
   // The create is held at its commit (the store's beforeCommit hook) after it validated, while
   // the cluster one of its VMs points at is deleted; then it commits and must take itself back.
-  const kv = await Deno.openKv(":memory:");
-  let reached!: () => void;
-  const held = new Promise<void>((r) => reached = r);
-  let release!: () => void;
-  const released = new Promise<void>((r) => release = r);
-  let holding = false;
-  const models = new KvModelStore(kv, {
-    beforeCommit: async (writes: readonly ObjectWrite[]) => {
-      const createsVms = writes.some((w) =>
-        w.model === "virtualization.virtualmachine" && w.prev === null
-      );
-      if (!holding || !createsVms) return;
-      holding = false;
-      reached();
-      await released;
-    },
-  });
-  const inv = await setup({}, {
-    kv,
-    storage: { ...createKvStorage(kv, { now: Date.now }), models },
-  });
+  const { inv, hold, held, release } = await heldAtCommit((writes) =>
+    writes.some((w) => w.model === "virtualization.virtualmachine" && w.prev === null)
+  );
   try {
     const w = await world(inv);
     const kept = await inv.call("GET", `/api/virtualization/clusters/${w.cluster}/`);
@@ -150,7 +159,7 @@ Deno.test("a bulk create whose target is deleted before its commit is undone who
       name: "doomed",
       type: kept.body.type.id,
     });
-    holding = true;
+    hold();
     const creating = inv.call("POST", "/api/virtualization/virtual-machines/", [
       { name: "stays-out-1", cluster: w.cluster },
       { name: "stays-out-2", cluster: doomed },
@@ -185,25 +194,9 @@ Deno.test("a delete whose cascade lost an object to another delete meanwhile sti
   // Deleting a region takes its child region (CASCADE) and clears its sites' region
   // (SET_NULL). The child is deleted by another request while the first one is held at the
   // site's detach (the store's beforeCommit hook): the first must skip it, not fail.
-  const kv = await Deno.openKv(":memory:");
-  let reached!: () => void;
-  const held = new Promise<void>((r) => reached = r);
-  let release!: () => void;
-  const released = new Promise<void>((r) => release = r);
-  let holding = false;
-  const models = new KvModelStore(kv, {
-    beforeCommit: async (writes: readonly ObjectWrite[]) => {
-      const detachesSite = writes.some((w) => w.model === "dcim.site" && w.prev && w.next);
-      if (!holding || !detachesSite) return;
-      holding = false;
-      reached();
-      await released;
-    },
-  });
-  const inv = await setup({}, {
-    kv,
-    storage: { ...createKvStorage(kv, { now: Date.now }), models },
-  });
+  const { inv, hold, held, release } = await heldAtCommit((writes) =>
+    writes.some((w) => w.model === "dcim.site" && w.prev && w.next)
+  );
   try {
     const post = async (path: string, body: unknown) => {
       const r = await inv.call("POST", path, body);
@@ -217,7 +210,7 @@ Deno.test("a delete whose cascade lost an object to another delete meanwhile sti
       parent: region,
     });
     const site = await post("/api/dcim/sites/", { name: "AMS1", slug: "ams1", region });
-    holding = true;
+    hold();
     const deleting = inv.call("DELETE", `/api/dcim/regions/${region}/`);
     await held;
     const childGone = await inv.call("DELETE", `/api/dcim/regions/${child}/`);
@@ -239,33 +232,17 @@ Deno.test("a delete whose cascade lost an object to another delete meanwhile sti
 Deno.test("an update whose new tag is deleted before its commit keeps its other tags and loses that one only", async () => {
   // The PATCH is held at its commit after it validated, while one of the tags it sets is
   // deleted; it then commits and must drop exactly that tag, as the delete would have.
-  const kv = await Deno.openKv(":memory:");
-  let reached!: () => void;
-  const held = new Promise<void>((r) => reached = r);
-  let release!: () => void;
-  const released = new Promise<void>((r) => release = r);
-  let holding = false;
-  const models = new KvModelStore(kv, {
-    beforeCommit: async (writes: readonly ObjectWrite[]) => {
-      const updatesVm = writes.some((w) =>
-        w.model === "virtualization.virtualmachine" && w.prev !== null && w.next !== null
-      );
-      if (!holding || !updatesVm) return;
-      holding = false;
-      reached();
-      await released;
-    },
-  });
-  const inv = await setup({}, {
-    kv,
-    storage: { ...createKvStorage(kv, { now: Date.now }), models },
-  });
+  const { inv, hold, held, release } = await heldAtCommit((writes) =>
+    writes.some((w) =>
+      w.model === "virtualization.virtualmachine" && w.prev !== null && w.next !== null
+    )
+  );
   try {
     const w = await world(inv);
     const tag = async (slug: string) =>
       await w.post("/api/extras/tags/", { name: slug, slug }) as number;
     const [keep, doomed, other] = [await tag("keep"), await tag("doomed"), await tag("other")];
-    holding = true;
+    hold();
     const patching = inv.call("PATCH", `/api/virtualization/virtual-machines/${w.vm1}/`, {
       tags: [keep, doomed, other],
     });
@@ -286,27 +263,9 @@ Deno.test("a tag delete whose tagged object is deleted meanwhile still completes
   // Deleting a tag takes it out of every object it is on. The request is held at the first
   // object's detach (the store's beforeCommit hook) while another request deletes the second
   // object: the tag's delete must skip it, not fail.
-  const kv = await Deno.openKv(":memory:");
-  let reached!: () => void;
-  const held = new Promise<void>((r) => reached = r);
-  let release!: () => void;
-  const released = new Promise<void>((r) => release = r);
-  let holding = false;
-  const models = new KvModelStore(kv, {
-    beforeCommit: async (writes: readonly ObjectWrite[]) => {
-      const detachesVm = writes.some((w) =>
-        w.model === "virtualization.virtualmachine" && w.prev && w.next
-      );
-      if (!holding || !detachesVm) return;
-      holding = false;
-      reached();
-      await released;
-    },
-  });
-  const inv = await setup({}, {
-    kv,
-    storage: { ...createKvStorage(kv, { now: Date.now }), models },
-  });
+  const { inv, hold, held, release } = await heldAtCommit((writes) =>
+    writes.some((w) => w.model === "virtualization.virtualmachine" && w.prev && w.next)
+  );
   try {
     const w = await world(inv);
     const post = async (path: string, body: unknown) => {
@@ -318,7 +277,7 @@ Deno.test("a tag delete whose tagged object is deleted meanwhile still completes
     const VMS = "/api/virtualization/virtual-machines/";
     const first = await post(VMS, { name: "first", cluster: w.cluster, tags: [tag] });
     const second = await post(VMS, { name: "second", cluster: w.cluster, tags: [tag] });
-    holding = true;
+    hold();
     const deleting = inv.call("DELETE", `/api/extras/tags/${tag}/`);
     await held;
     const gone = await inv.call("DELETE", `${VMS}${second}/`);

@@ -18,6 +18,7 @@ import { createInventoryCore } from "../../../routes/inventory/mod.ts";
 import { INDEX_LAYOUT } from "../../../domain/netbox/engine.ts";
 import { createPlugin } from "../../../routes/plugin/mod.ts";
 import { testDeps } from "../../_helpers.ts";
+import { reportingMutations } from "../../_kv_mutations.ts";
 import { type Inv, setup } from "./_setup.ts";
 import { world } from "./_world.ts";
 
@@ -26,25 +27,7 @@ const N = 100;
 /** A KV handle counting the mutations (set, delete, sum) its atomics carry. */
 function mutationCountingKv(kv: Deno.Kv) {
   const tally = { mutations: 0 };
-  const wrap = (op: Deno.AtomicOperation): Deno.AtomicOperation =>
-    new Proxy(op, {
-      get(target, prop) {
-        const value = Reflect.get(target, prop, target);
-        if (typeof value !== "function") return value;
-        return (...args: unknown[]) => {
-          if (prop === "set" || prop === "delete" || prop === "sum") tally.mutations++;
-          const out = (value as (...a: unknown[]) => unknown).apply(target, args);
-          return out === target ? wrap(target) : out;
-        };
-      },
-    });
-  const counted = new Proxy(kv, {
-    get(target, prop) {
-      if (prop === "atomic") return () => wrap(target.atomic());
-      const value = Reflect.get(target, prop, target);
-      return typeof value === "function" ? value.bind(target) : value;
-    },
-  });
+  const counted = reportingMutations(kv, () => tally.mutations++);
   return { counted, tally };
 }
 
