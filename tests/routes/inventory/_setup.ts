@@ -1,3 +1,4 @@
+import assert from "node:assert/strict";
 import { createInventoryApp } from "../../../routes/inventory/mod.ts";
 import { testDeps, type TestOverrides } from "../../_helpers.ts";
 
@@ -14,6 +15,9 @@ export interface Inv {
     token?: string | null,
     // deno-lint-ignore no-explicit-any
   ): Promise<{ status: number; body: any; headers: Headers }>;
+  /** POST with the superuser token that must create (201); the created body. */
+  // deno-lint-ignore no-explicit-any
+  created(path: string, body: unknown): Promise<any>;
   close(): void;
 }
 
@@ -24,7 +28,7 @@ export async function setup(
 ): Promise<Inv> {
   const deps = await testDeps({ INVENTORY_BOOTSTRAP_TOKEN: TOKEN, ...env }, overrides);
   const app = await createInventoryApp(deps);
-  return {
+  const inv: Inv = {
     app,
     deps,
     async call(method, path, body, token = `Token ${TOKEN}`) {
@@ -43,8 +47,14 @@ export async function setup(
       } catch { /* not JSON */ }
       return { status: res.status, body: parsed, headers: res.headers };
     },
+    async created(path, body) {
+      const r = await inv.call("POST", path, body);
+      assert.equal(r.status, 201, `${path}: ${JSON.stringify(r.body)}`);
+      return r.body;
+    },
     close() {
       deps.kv.close();
     },
   };
+  return inv;
 }

@@ -1,13 +1,8 @@
-import assert from "node:assert/strict";
 import type { Inv } from "./_setup.ts";
 
 /** A cluster, two VMs with one interface each; returns their ids. */
 export async function world(inv: Inv) {
-  const post = async (path: string, body: unknown) => {
-    const r = await inv.call("POST", path, body);
-    assert.equal(r.status, 201, `${path}: ${JSON.stringify(r.body)}`);
-    return r.body.id as number;
-  };
+  const post = async (path: string, body: unknown) => (await inv.created(path, body)).id as number;
   const type = await post("/api/virtualization/cluster-types/", { name: "PVE", slug: "pve" });
   const cluster = await post("/api/virtualization/clusters/", { name: "c1", type });
   const vm1 = await post("/api/virtualization/virtual-machines/", { name: "vm1", cluster });

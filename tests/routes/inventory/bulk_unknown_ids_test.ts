@@ -10,11 +10,7 @@ import { type Inv, setup } from "./_setup.ts";
 const VMS = "/api/virtualization/virtual-machines/";
 
 async function seed(inv: Inv) {
-  const post = async (path: string, body: unknown) => {
-    const r = await inv.call("POST", path, body);
-    assert.equal(r.status, 201, `${path}: ${JSON.stringify(r.body)}`);
-    return r.body;
-  };
+  const post = inv.created;
   const type = await post("/api/virtualization/cluster-types/", { name: "PVE", slug: "pve" });
   const cluster = await post("/api/virtualization/clusters/", { name: "c1", type: type.id });
   const [vm1, vm2, vm3] = await post(VMS, [

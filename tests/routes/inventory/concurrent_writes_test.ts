@@ -198,11 +198,8 @@ Deno.test("a delete whose cascade lost an object to another delete meanwhile sti
     writes.some((w) => w.model === "dcim.site" && w.prev && w.next)
   );
   try {
-    const post = async (path: string, body: unknown) => {
-      const r = await inv.call("POST", path, body);
-      assert.equal(r.status, 201, `${path}: ${JSON.stringify(r.body)}`);
-      return r.body.id as number;
-    };
+    const post = async (path: string, body: unknown) =>
+      (await inv.created(path, body)).id as number;
     const region = await post("/api/dcim/regions/", { name: "Europe", slug: "europe" });
     const child = await post("/api/dcim/regions/", {
       name: "North",
@@ -268,11 +265,7 @@ Deno.test("a tag delete whose tagged object is deleted meanwhile still completes
   );
   try {
     const w = await world(inv);
-    const post = async (path: string, body: unknown) => {
-      const r = await inv.call("POST", path, body);
-      assert.equal(r.status, 201, `${path}: ${JSON.stringify(r.body)}`);
-      return r.body.id as number;
-    };
+    const post = w.post;
     const tag = await post("/api/extras/tags/", { name: "Doomed", slug: "doomed" });
     const VMS = "/api/virtualization/virtual-machines/";
     const first = await post(VMS, { name: "first", cluster: w.cluster, tags: [tag] });

@@ -15,11 +15,7 @@ const IPS = "/api/ipam/ip-addresses/";
 Deno.test("delete rules: PROTECT refuses whole requests, CASCADE and SET_NULL read back", async () => {
   const inv = await setup();
   try {
-    const post = async (path: string, body: unknown) => {
-      const r = await inv.call("POST", path, body);
-      assert.equal(r.status, 201, `${path}: ${JSON.stringify(r.body)}`);
-      return r.body;
-    };
+    const post = inv.created;
     const get = async (path: string) => (await inv.call("GET", path)).body;
     const type = await post("/api/virtualization/cluster-types/", { name: "PVE", slug: "pve" });
     const busy = await post(CLUSTERS, { name: "busy", type: type.id });

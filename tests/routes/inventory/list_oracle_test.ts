@@ -55,11 +55,7 @@ interface Model {
   tags: Map<string, number>;
 }
 
-const post = async (inv: Inv, path: string, body: unknown) => {
-  const r = await inv.call("POST", path, body);
-  assert.equal(r.status, 201, `${path}: ${JSON.stringify(r.body)}`);
-  return r.body;
-};
+const post = (inv: Inv, path: string, body: unknown) => inv.created(path, body);
 
 async function world(inv: Inv): Promise<Model> {
   const type = await post(inv, "/api/virtualization/cluster-types/", { name: "PVE", slug: "pve" });
