@@ -111,6 +111,7 @@ export const GROUPS: Record<string, { modules: string[]; tests: string[] }> = {
       "tests/routes/inventory/query_test.ts",
       "tests/routes/inventory/lookups_table_test.ts",
       "tests/routes/inventory/filter_edges_test.ts",
+      "tests/routes/inventory/falsy_values_test.ts",
       "tests/routes/inventory/delete_rules_test.ts",
       "tests/routes/inventory/list_oracle_test.ts",
       "tests/routes/inventory/netbox46_requests_test.ts",

@@ -2076,4 +2076,299 @@ export const EQUIVALENT: Equivalent[] = [
       "in one batch instead of one by one (the same records), and prefetchIndexed skips a " +
       "value set of fewer than two anyway",
   },
+  // Before the issue22h draw: `?? → ||` where the left side is never 0, false or "" (an
+  // object, an array, a record, a non-empty literal); tests/routes/inventory/falsy_values_test.ts
+  // holds the places where it can be (custom-field weights and values, change-log data).
+  {
+    module: "domain/netbox/engine/changelog.ts",
+    what: "?? → ||",
+    line: "if (def.customFields !== false) out.custom_fields = record.custom_fields ?? {};",
+    why: "the left side is an object or absent, never a falsy value: `||` picks the same side",
+  },
+  {
+    module: "domain/netbox/engine/changelog.ts",
+    what: "?? → ||",
+    line: "out.tags = ((record.tags as number[] | undefined) ?? [])",
+    why: "the left side is an array or absent, never a falsy value: `||` picks the same side",
+  },
+  {
+    module: "domain/netbox/engine/changelog.ts",
+    what: "?? → ||",
+    line: ".map((id) => tagNames.get(id) ?? String(id))",
+    why: "a tag's name is required and never blank (refused on write): `||` picks the same side",
+  },
+  {
+    module: "domain/netbox/engine/changelog.ts",
+    what: "?? → ||",
+    line: "for (const id of (r?.tags as number[] | undefined) ?? []) tagIds.add(id);",
+    why: "the left side is an array or absent, never a falsy value: `||` picks the same side",
+  },
+  {
+    module: "domain/netbox/engine/core.ts",
+    what: "?? → ||",
+    line: 'return u.name ?? u.fields.join("+");',
+    why: "a constraint's name is a non-empty literal of the model definitions, or absent",
+  },
+  {
+    module: "domain/netbox/engine/delete.ts",
+    what: "?? → ||",
+    line: 'const action = rel.def.onDelete ?? "protect";',
+    why: "onDelete is a non-empty literal of the model definitions, or absent",
+  },
+  {
+    module: "domain/netbox/engine/delete.ts",
+    what: "?? → ||",
+    line: "const current = (await core.store.get(n.model, n.id))?.record ?? null;",
+    why: "a stored record (an object) or nothing: `||` picks the same side",
+  },
+  {
+    module: "domain/netbox/engine/delete.ts",
+    what: "?? → ||",
+    line: "? ((current[n.field] as number[] | undefined) ?? []).filter((x) => x !== n.remove)",
+    why: "the left side is an array or absent, never a falsy value: `||` picks the same side",
+  },
+  {
+    module: "domain/netbox/engine/delete.ts",
+    what: "?? → ||",
+    line: 'const message = m === plan.root ? plan.messages?.get(r.id) ?? "" : "";',
+    why: 'a message is a string or absent: `"" || ""` is `""` as `"" ?? ""` is',
+  },
+  {
+    module: "domain/netbox/engine/index_state.ts",
+    what: "?? → ||",
+    line: 'return (def.ordering ?? []).filter((f) => f.replace(/^-/, "") !== "id").length;',
+    why: "the left side is an array or absent, never a falsy value: `||` picks the same side",
+  },
+  {
+    module: "domain/netbox/engine/index_state.ts",
+    what: "?? → ||",
+    line: "const first = def.orderedIndex ?? def.ordering?.[0];",
+    why: "orderedIndex is a non-empty field name of the model definitions, or absent",
+  },
+  {
+    module: "domain/netbox/engine/prepare.ts",
+    what: "?? → ||",
+    line: "const both = (add ?? []).filter((id) => remove?.includes(id));",
+    why: "the left side is an array or absent, never a falsy value: `||` picks the same side",
+  },
+  {
+    module: "domain/netbox/engine/prepare.ts",
+    what: "?? → ||",
+    line: "errors[f.typeField!] ??= [MESSAGES.choice(t)];",
+    why:
+      "`??=` on an error list or error object: the slot holds an array/object or nothing, never a falsy value, so `||=` assigns in the same cases",
+  },
+  {
+    module: "domain/netbox/engine/prepare.ts",
+    what: "?? → ||",
+    line: "if (!found.ok) errors[f.idField!] ??= [found.error];",
+    why:
+      "`??=` on an error list or error object: the slot holds an array/object or nothing, never a falsy value, so `||=` assigns in the same cases",
+  },
+  {
+    module: "domain/netbox/engine/prepare.ts",
+    what: "?? → ||",
+    line: "const current = (existing?.custom_fields as Record<string, unknown> | undefined) ?? {};",
+    why: "the left side is an object or absent, never a falsy value: `||` picks the same side",
+  },
+  {
+    module: "domain/netbox/engine/prepare.ts",
+    what: "?? → ||",
+    line: "const found = (await core.store.get(model, id))?.record ?? null;",
+    why: "a stored record (an object) or nothing: `||` picks the same side",
+  },
+  {
+    module: "domain/netbox/engine/prepare.ts",
+    what: "?? → ||",
+    line: "draft.tags = nextTags(tagInput, (existing?.tags as number[] | undefined) ?? []);",
+    why: "the left side is an array or absent, never a falsy value: `||` picks the same side",
+  },
+  {
+    module: "domain/netbox/engine/query.ts",
+    what: "?? → ||",
+    line: "const list = grouped.get(k) ?? [];",
+    why: "the left side is an array or absent, never a falsy value: `||` picks the same side",
+  },
+  {
+    module: "domain/netbox/engine/query.ts",
+    what: "?? → ||",
+    line: "const via = def.through?.[name] ??",
+    why: "the left side is an object or absent, never a falsy value: `||` picks the same side",
+  },
+  {
+    module: "domain/netbox/engine/query.ts",
+    what: "?? → ||",
+    line: 'const field = name === "id" ? null : own ?? rel!;',
+    why: "own is a field definition (an object) or undefined: `||` picks the same side",
+  },
+  {
+    module: "domain/netbox/engine/query.ts",
+    what: "?? → ||",
+    line: 'const cls = field ? DJANGO_FIELDS[field.type] ?? "Field" : "BigAutoField";',
+    why: "the table's values are non-empty class names: `||` picks the same side",
+  },
+  {
+    module: "domain/netbox/engine/references.ts",
+    what: "?? → ||",
+    line: "r = (await core.store.get(model, ref.id))?.record ?? null;",
+    why: "a stored record (an object) or nothing: `||` picks the same side",
+  },
+  {
+    module: "domain/netbox/engine/registry.ts",
+    what: "?? → ||",
+    line: "for (const target of f.models ?? []) {",
+    why: "the left side is an array or absent, never a falsy value: `||` picks the same side",
+  },
+  {
+    module: "domain/netbox/engine/registry.ts",
+    what: "?? → ||",
+    line: "const list = this.#reverse.get(target) ?? [];",
+    why: "the left side is an array or absent, never a falsy value: `||` picks the same side",
+  },
+  {
+    module: "domain/netbox/engine/registry.ts",
+    what: "?? → ||",
+    line: "return [...(this.#reverse.get(model) ?? []), ...this.#wildcard];",
+    why: "the left side is an array or absent, never a falsy value: `||` picks the same side",
+  },
+  {
+    module: "domain/netbox/engine/render.ts",
+    what: "?? → ||",
+    line: "const cache = options.known ?? newCache();",
+    why: "the left side is an object or absent, never a falsy value: `||` picks the same side",
+  },
+  {
+    module: "domain/netbox/engine/render.ts",
+    what: "?? → ||",
+    line:
+      'data[cf.name] = cf.type === "object" ? nested[0] ?? null : nested.filter((x) => x !== null);',
+    why:
+      "a nested form is an object or null (undefined past the end): `||` gives null in the same cases",
+  },
+  {
+    module: "domain/netbox/engine/render.ts",
+    what: "?? → ||",
+    line: 'const name = (id: unknown) => String(known.get(id as number)?.name ?? "");',
+    why: "a tag's name is required and never blank: `||` picks the same side",
+  },
+  {
+    module: "domain/netbox/engine/render.ts",
+    what: "?? → ||",
+    line: "for (const [value, label] of f.choices ?? []) {",
+    why: "the left side is an array or absent, never a falsy value: `||` picks the same side",
+  },
+  {
+    module: "domain/netbox/engine/search.ts",
+    what: "?? → ||",
+    line: 'for (const path of def.search ?? ["name"]) {',
+    why: "the left side is an array or absent, never a falsy value: `||` picks the same side",
+  },
+  {
+    module: "domain/netbox/engine/search.ts",
+    what: "?? → ||",
+    line: 'if (String(r[sub] ?? "").toLowerCase().includes(needle)) ids.add(r.id);',
+    why:
+      'the only related search path is a VM\'s name (replications): a non-empty string, never 0 or false, so `String(x || "")` reads the same text',
+  },
+  {
+    module: "domain/netbox/engine/write.ts",
+    what: "?? → ||",
+    line:
+      "const record = batch.get(holder) ?? (await core.store.get(model, holder))?.record ?? null;",
+    why: "a stored record (an object) or nothing: `||` picks the same side",
+  },
+  {
+    module: "domain/netbox/engine/write.ts",
+    what: "?? → ||",
+    line: "for (const read of def.batchIndexReads ?? []) {",
+    why: "the left side is an array or absent, never a falsy value: `||` picks the same side",
+  },
+  {
+    module: "domain/netbox/engine/write.ts",
+    what: "?? → ||",
+    line: "for (const u of def.unique ?? []) {",
+    why: "the left side is an array or absent, never a falsy value: `||` picks the same side",
+  },
+  {
+    module: "domain/netbox/engine/write.ts",
+    what: "?? → ||",
+    line: "errors ??= {};",
+    why:
+      "`??=` on an error list or error object: the slot holds an array/object or nothing, never a falsy value, so `||=` assigns in the same cases",
+  },
+  {
+    module: "domain/netbox/engine/write.ts",
+    what: "?? → ||",
+    line: "(errors[long] ??= []).push(MESSAGES.maxLength(maxLength));",
+    why:
+      "`??=` on an error list or error object: the slot holds an array/object or nothing, never a falsy value, so `||=` assigns in the same cases",
+  },
+  {
+    module: "domain/netbox/engine/write.ts",
+    what: "?? → ||",
+    line: "const holder = seen.get(key) ?? holders[lookup!];",
+    why: "seen holds draft ids, which start at 1: never 0, so `||` picks the same side",
+  },
+  {
+    module: "domain/netbox/engine/write.ts",
+    what: "?? → ||",
+    line: "const field = u.errorField ?? u.fields[u.fields.length - 1];",
+    why: "errorField is a non-empty field name of the model definitions, or absent",
+  },
+  {
+    module: "domain/netbox/engine/write.ts",
+    what: "?? → ||",
+    line: "(errors[field] ??= []).push(await uniqueMessage(core, def, u, holder, batch));",
+    why:
+      "`??=` on an error list or error object: the slot holds an array/object or nothing, never a falsy value, so `||=` assigns in the same cases",
+  },
+  {
+    module: "domain/netbox/engine/write.ts",
+    what: "?? → ||",
+    line: "if (uniq.some((e) => e !== null)) return uniq.map((e) => e ?? {});",
+    why: "the left side is an object or absent, never a falsy value: `||` picks the same side",
+  },
+  {
+    module: "domain/netbox/engine/write.ts",
+    what: "?? → ||",
+    line: "if (sizes.some((e) => e !== null)) return sizes.map((e) => e ?? {});",
+    why: "the left side is an object or absent, never a falsy value: `||` picks the same side",
+  },
+  {
+    module: "domain/netbox/engine/write.ts",
+    what: "?? → ||",
+    line: "errors: again.map((e) => e ?? {}),",
+    why: "the left side is an object or absent, never a falsy value: `||` picks the same side",
+  },
+  {
+    module: "domain/netbox/engine/write.ts",
+    what: "?? → ||",
+    line: "for (const x of dangling.get(p.draft.id) ?? []) {",
+    why: "the left side is an array or absent, never a falsy value: `||` picks the same side",
+  },
+  {
+    module: "domain/netbox/engine/write.ts",
+    what: "?? → ||",
+    line: "(e[key] ??= []).push(MESSAGES.pk(x.id));",
+    why:
+      "`??=` on an error list or error object: the slot holds an array/object or nothing, never a falsy value, so `||=` assigns in the same cases",
+  },
+  {
+    module: "domain/netbox/engine/write.ts",
+    what: "?? → ||",
+    line: "for (const p of prepared) out.push(byId.get(p.draft.id) ?? p.draft);",
+    why: "the left side is an object or absent, never a falsy value: `||` picks the same side",
+  },
+  {
+    module: "domain/netbox/engine/prepare.ts",
+    what: "return null → undefined",
+    line: "return null;",
+    why: "tagRules' one caller (prepare) tests the result for truth (`if (refused)`)",
+  },
+  {
+    module: "domain/netbox/engine/registry.ts",
+    what: "return null → undefined",
+    line: "return null;",
+    why: "naturalKey's one caller (query.ts, a reference by natural key) tests it for truth",
+  },
 ];
