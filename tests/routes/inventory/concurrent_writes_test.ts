@@ -288,3 +288,121 @@ Deno.test("a tag delete whose tagged object is deleted meanwhile still completes
     inv.close();
   }
 });
+
+/**
+ * One reference made to an object while its delete is held at the commit (after the delete
+ * gathered its dependents): `setup` makes the object and returns its delete path, `refer` makes
+ * the reference meanwhile, `after` reads back what the delete's clean-up left.
+ */
+interface LateReference {
+  name: string;
+  /** The model whose delete commit is held. */
+  model: string;
+  setup: (post: (path: string, body: unknown) => Promise<number>) => Promise<[string, number]>;
+  refer: (
+    post: (path: string, body: unknown) => Promise<number>,
+    doomed: number,
+  ) => Promise<number>;
+  /** The referrer's path and what it reads back as (null: it is gone too). */
+  after: (referrer: number) => [string, Record<string, unknown> | null];
+}
+
+const LATE_REFERENCES: LateReference[] = [
+  {
+    name: "CASCADE: an interface made on a VM being deleted goes with it",
+    model: "virtualization.virtualmachine",
+    setup: async (post) => {
+      const type = await post("/api/virtualization/cluster-types/", { name: "PVE", slug: "pve" });
+      const cluster = await post("/api/virtualization/clusters/", { name: "c1", type });
+      const vm = await post("/api/virtualization/virtual-machines/", { name: "vm1", cluster });
+      return [`/api/virtualization/virtual-machines/${vm}/`, vm];
+    },
+    refer: (post, vm) =>
+      post("/api/virtualization/interfaces/", { virtual_machine: vm, name: "e0" }),
+    after: (id) => [`/api/virtualization/interfaces/${id}/`, null],
+  },
+  {
+    name: "SET_NULL: a site made in a region being deleted keeps no region",
+    model: "dcim.region",
+    setup: async (post) => {
+      const region = await post("/api/dcim/regions/", { name: "Europe", slug: "europe" });
+      return [`/api/dcim/regions/${region}/`, region];
+    },
+    refer: (post, region) => post("/api/dcim/sites/", { name: "AMS1", slug: "ams1", region }),
+    after: (id) => [`/api/dcim/sites/${id}/`, { region: null, tenant: null }],
+  },
+  {
+    name: "PROTECT, nullable: a site given a tenant being deleted keeps no tenant",
+    model: "tenancy.tenant",
+    setup: async (post) => {
+      const tenant = await post("/api/tenancy/tenants/", { name: "Acme", slug: "acme" });
+      return [`/api/tenancy/tenants/${tenant}/`, tenant];
+    },
+    refer: (post, tenant) => post("/api/dcim/sites/", { name: "AMS1", slug: "ams1", tenant }),
+    after: (id) => [`/api/dcim/sites/${id}/`, { region: null, tenant: null }],
+  },
+  {
+    name: "PROTECT, required: a cluster of a type being deleted cannot stay",
+    model: "virtualization.clustertype",
+    setup: async (post) => {
+      const type = await post("/api/virtualization/cluster-types/", { name: "PVE", slug: "pve" });
+      return [`/api/virtualization/cluster-types/${type}/`, type];
+    },
+    refer: (post, type) => post("/api/virtualization/clusters/", { name: "c1", type }),
+    after: (id) => [`/api/virtualization/clusters/${id}/`, null],
+  },
+  {
+    name: "m2m: a site given a tag being deleted keeps its other tags",
+    model: "extras.tag",
+    setup: async (post) => {
+      await post("/api/extras/tags/", { name: "Keep", slug: "keep" });
+      const tag = await post("/api/extras/tags/", { name: "Doomed", slug: "doomed" });
+      return [`/api/extras/tags/${tag}/`, tag];
+    },
+    refer: (post, tag) =>
+      post("/api/dcim/sites/", { name: "AMS1", slug: "ams1", tags: [{ slug: "keep" }, tag] }),
+    after: (id) => [`/api/dcim/sites/${id}/`, { region: null, tenant: null, tags: ["keep"] }],
+  },
+];
+
+for (const late of LATE_REFERENCES) {
+  Deno.test(`a reference made while its target's delete is held at the commit: ${late.name}`, async () => {
+    // The delete gathered its dependents (none) and is held at its commit; the reference is
+    // made then (its target still exists), and the delete, once through, must clean it up as
+    // the rule says, and say so in the log.
+    const { inv, hold, held, release } = await heldAtCommit((writes) =>
+      writes.some((w) => w.model === late.model && w.next === null)
+    );
+    try {
+      const post = async (path: string, body: unknown) =>
+        (await inv.created(path, body)).id as number;
+      const [path, doomed] = await late.setup(post);
+      hold();
+      const deleting = inv.call("DELETE", path);
+      await held;
+      const referrer = await late.refer(post, doomed);
+      release();
+      const deleted = await deleting;
+      assert.deepEqual([deleted.status, deleted.body], [204, null]);
+      assert.equal((await inv.call("GET", path)).status, 404);
+      const [readPath, want] = late.after(referrer);
+      const read = await inv.call("GET", readPath);
+      if (want === null) assert.equal(read.status, 404, JSON.stringify(read.body));
+      else {
+        assert.equal(read.status, 200);
+        const got = Object.fromEntries(Object.keys(want).map((k) => [k, read.body[k]]));
+        if ("tags" in got) got.tags = (got.tags as Array<{ slug: string }>).map((t) => t.slug);
+        assert.deepEqual(got, want);
+      }
+      const warned = inv.deps.logger.at("warning")
+        .filter((l) => l.message === "references created during a delete were cleaned up");
+      assert.deepEqual(warned.map((l) => [l.model, l.id, l.ids]), [[late.model, doomed, [
+        referrer,
+      ]]]);
+      assert.deepEqual(inv.deps.logger.at("error"), []);
+    } finally {
+      release();
+      inv.close();
+    }
+  });
+}
