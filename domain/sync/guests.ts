@@ -11,7 +11,7 @@
 import { mapLimit, memo, type StageContext } from "./context.ts";
 import { clusterBase, PATHS, SYNCED_TAG } from "./base.ts";
 import type { ClusterResource, GuestConfig } from "./proxmox.ts";
-import { refId } from "./reconcile.ts";
+import { plain, refId } from "./reconcile.ts";
 import type { InventoryObject } from "./ports.ts";
 import { assignedTo, childrenOf } from "./owned.ts";
 
@@ -189,37 +189,72 @@ export async function sliceAssigned(
   return assignedTo(found, type, interfaces, valueOf);
 }
 
+/**
+ * What the virtual-machines stage compares and writes of a sync-state record, plus `id` and
+ * `last_updated` (the edit check): the per-run walk reads these, so the stage need not read
+ * the records again.
+ */
+export const STATE_FIELDS = [
+  "id",
+  "endpoint",
+  "vmid",
+  "vm_type",
+  "virtual_machine",
+  "node_name",
+  "name",
+  "status",
+  "config_digest",
+  "last_updated",
+] as const;
+
 export interface SyncStateIndex {
   /** vmid → sync-state record id */
   ids: Map<number, number>;
   /** vmid → inventory VM id (present or missing upstream) */
   vms: Map<number, number>;
+  /**
+   * vmid → the record as the walk read it, STATE_FIELDS' values in order, each reduced to what
+   * one writes (an id for a nested object, a choice's value): taken (and let go) by the
+   * virtual-machines stage, which compares them with what it would write.
+   */
+  read: Map<number, unknown[]>;
 }
 
-/** This endpoint's VM sync-state records, as numbers (one paged walk per run). */
+/** A record of `read` as an inventory object (plain values, which the diff compares alike). */
+export function stateRecord(values: readonly unknown[]): InventoryObject {
+  const out: Record<string, unknown> = {};
+  STATE_FIELDS.forEach((field, i) => out[field] = values[i]);
+  return out as InventoryObject;
+}
+
+/**
+ * This endpoint's VM sync-state records (one paged walk per run): as numbers for every stage,
+ * and the fields the virtual-machines stage compares, read here once rather than again by id
+ * in that stage (docs/sync.md, "Re-runs": a record and its nested VM per guest fewer).
+ */
 export function syncStates(ctx: StageContext): Promise<SyncStateIndex> {
   return memo(ctx, "sync-states", async () => {
     const base = await clusterBase(ctx);
     const ids = new Map<number, number>();
     const vms = new Map<number, number>();
-    const firstId = new Map<number, number>();
+    const read = new Map<number, unknown[]>();
     const filters = {
       endpoint_id: String(base.pluginEndpoint),
-      ...onlyFields(["id", "vmid", "virtual_machine"]),
+      ...onlyFields(STATE_FIELDS),
     };
     await eachPage(ctx, PATHS.syncState, filters, (page) => {
       for (const s of page) {
         const vmid = Number(s.vmid);
         // Later duplicates lose: the first record by id wins.
-        if (firstId.has(vmid) && firstId.get(vmid)! < s.id) continue;
-        firstId.set(vmid, s.id);
+        if (ids.has(vmid) && ids.get(vmid)! < s.id) continue;
         ids.set(vmid, s.id);
+        read.set(vmid, STATE_FIELDS.map((field) => plain(s[field])));
         const vm = refId(s.virtual_machine);
         if (vm !== null) vms.set(vmid, vm);
         else vms.delete(vmid);
       }
     });
-    return { ids, vms };
+    return { ids, vms, read };
   });
 }
 

@@ -16,6 +16,8 @@ import {
   onlyFields,
   ownedVms,
   SLICE,
+  STATE_FIELDS,
+  stateRecord,
   type SyncStateIndex,
   syncStates,
   vmsById,
@@ -407,6 +409,8 @@ export async function syncVirtualMachines(ctx: StageContext): Promise<void> {
     });
   }
   for (const vmid of [...owned.keys()]) if (!present.has(vmid)) owned.delete(vmid);
+  // What the walk read of records no slice took (none but duplicates) is let go with the stage.
+  states.read.clear();
   forget(ctx, "cluster-vms");
   ctx.progress(list.count, list.count, `${list.count} virtual machines synced`);
 }
@@ -414,32 +418,30 @@ export async function syncVirtualMachines(ctx: StageContext): Promise<void> {
 /** What the stage leaves out of the VMs it reads (NetBox 4.5.2's `omit`; ignored before). */
 export const VM_STAGE_OMITS = "interface_count,primary_ip,primary_ip4,primary_ip6,config_context";
 
-/** What the stage reads of a sync-state record: what it compares and writes. */
-const STATE_FIELDS = [
-  "id",
-  "endpoint",
-  "vmid",
-  "vm_type",
-  "virtual_machine",
-  "node_name",
-  "name",
-  "status",
-  "config_digest",
-  "last_updated",
-];
-
-/** The sync-state records of `vmids` (those this endpoint has), by vmid. */
+/**
+ * The sync-state records of `vmids` (those this endpoint has), by vmid: as the run's walk read
+ * them (each taken once, then let go), else read by id (one the walk did not see).
+ */
 async function statesOf(
   ctx: StageContext,
   states: SyncStateIndex,
   vmids: number[],
 ): Promise<Map<string, InventoryObject>> {
-  const ids = vmids.map((vmid) => states.ids.get(vmid)).filter((id) => id !== undefined);
+  const out = new Map<string, InventoryObject>();
+  const unread: number[] = [];
+  for (const vmid of vmids) {
+    const id = states.ids.get(vmid);
+    if (id === undefined) continue;
+    const values = states.read.get(vmid);
+    states.read.delete(vmid);
+    if (values && values[0] === id) out.set(String(vmid), stateRecord(values));
+    else unread.push(id);
+  }
+  if (!unread.length) return out;
   const byId = new Map(
-    (await listByIds(ctx, PATHS.syncState, "id", ids as number[], onlyFields(STATE_FIELDS)))
+    (await listByIds(ctx, PATHS.syncState, "id", unread, onlyFields(STATE_FIELDS)))
       .map((s) => [s.id, s]),
   );
-  const out = new Map<string, InventoryObject>();
   for (const vmid of vmids) {
     const state = byId.get(states.ids.get(vmid) ?? NaN);
     if (state) out.set(String(vmid), state);
