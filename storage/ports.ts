@@ -220,11 +220,17 @@ export interface ModelStore {
   /** countByIndex for several values of one field, in their order, in few reads. */
   countsByIndex(model: string, field: string, values: readonly IndexValue[]): Promise<number[]>;
   /**
-   * An id list derived from `model` alone (a filtered, sorted list result), kept under `key`
-   * while no commit touches the model: `make` runs only on a miss. Paged reads of one list
-   * then sort it once, not once per page.
+   * An id list derived from `model` (a filtered, sorted list result), kept under `key` while no
+   * commit touches the model, nor any of `alsoReads` (a list sorted by a related object's name
+   * reads that model too): `make` runs only on a miss. Paged reads of one list then sort it
+   * once, not once per page.
    */
-  derivedIds(model: string, key: string, make: () => Promise<number[]>): Promise<number[]>;
+  derivedIds(
+    model: string,
+    key: string,
+    make: () => Promise<number[]>,
+    alsoReads?: readonly string[],
+  ): Promise<number[]>;
   /** One page of ids under (field, value): by id, or by the ordered index when `ordered`. */
   pageByIndex(
     model: string,
@@ -278,7 +284,8 @@ export interface ModelStore {
   recordSize(value: unknown): number;
   /**
    * Sort key of a value as the ordered index keeps it, shared with in-memory sorting so both
-   * agree: strings case-insensitive in natural order (digit runs compare as numbers), bounded.
+   * agree: strings case-insensitive in natural order (digit runs compare as numbers), bounded;
+   * null after every value (PostgreSQL's NULLS LAST, so NULLS FIRST read backwards).
    */
   sortKey(value: unknown): IndexValue;
   /** Compares two sort keys in the store's key order. */

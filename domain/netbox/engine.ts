@@ -72,9 +72,11 @@ export interface EngineDeps {
  * state, backups and snapshots, by VM, vmid and volume), 4 the ordered index of models whose
  * default ordering names two fields (orderField: VM interfaces, virtual disks, snapshot records),
  * 5 the counters of the change log's `request_id` (indexed once per request's batch of entries),
- * 6 the value index of the fields in UNINDEXED_FIELDS.
+ * 6 the value index of the fields in UNINDEXED_FIELDS, 7 the ordered entries of a null value
+ * (an unnamed device) under null's own sort key, after every value instead of before
+ * (rewriteNullOrderedKeys).
  */
-export const INDEX_LAYOUT = 6;
+export const INDEX_LAYOUT = 7;
 
 /**
  * Fields an earlier layout kept a value index for and this one does not (no read used it): their
@@ -83,6 +85,10 @@ export const INDEX_LAYOUT = 6;
 const UNINDEXED_FIELDS: ReadonlyArray<{ model: string; field: string }> = [
   { model: "ipam.ipaddress", field: "address" },
 ];
+
+function isNullish(value: unknown): boolean {
+  return value === null || value === undefined;
+}
 
 export class ModelEngine implements EngineApi {
   readonly store: ModelStore;
@@ -142,8 +148,41 @@ export class ModelEngine implements EngineApi {
         dropped += await this.store.dropIndexKeys(model, field, "index");
       }
     }
+    await this.#rewriteNullOrderedKeys();
     await this.store.setIndexLayout(INDEX_LAYOUT);
     return dropped;
+  }
+
+  /**
+   * Layout 7: a record whose ordered field is null (a device without a name) had its ordered
+   * entries under the empty string's sort key, first in an ascending list; they move under null's
+   * own key (the store's sortKey), last, as PostgreSQL sorts NULL. Only models whose ordered
+   * field may be null are read; each such record is one version-checked commit (a record written
+   * meanwhile already has the new keys: its retry finds nothing to move).
+   */
+  async #rewriteNullOrderedKeys(): Promise<void> {
+    for (const def of this.#registry.models()) {
+      const order = orderField(def);
+      const field = order ? def.fields[order.field] : undefined;
+      if (!order || !field || (field.required && !field.nullable)) continue;
+      const model = this.#registry.nameOf(def);
+      for (const found of await this.store.scan(model)) {
+        if (found[order.field] !== null && found[order.field] !== undefined) continue;
+        for (let attempt = 0; attempt < 3; attempt++) {
+          const current = await this.store.get(model, found.id);
+          if (!current || !isNullish(current.record[order.field])) break;
+          const state = stateOf(this.store, def, current.record);
+          const earlier = (state.ordered ?? []).map(([f, v]) => [f, v, ""] as const);
+          const result = await this.store.commit([{
+            model,
+            id: found.id,
+            prev: { ...state, record: current.record, ordered: earlier, version: current.version },
+            next: { ...state, record: current.record },
+          }]);
+          if (result.ok) break;
+        }
+      }
+    }
   }
 
   register(...defs: ModelDef[]): this {

@@ -131,11 +131,21 @@ function deepFreeze<T>(value: T): T {
 }
 
 /**
+ * The sort key of no value (null): after every other key, as PostgreSQL sorts NULL in an
+ * ascending list (NULLS LAST) and so, read backwards, first in a descending one (NULLS FIRST),
+ * which is what NetBox answers for `?ordering=<field>` and `-<field>` (docs/api-behaviour.md,
+ * "Inventory: conventions"). A boolean sorts after strings and numbers in Deno KV's key order,
+ * and no other value has a boolean key (booleans sort as 0 and 1).
+ */
+export const NULL_SORT_KEY: IndexValue = true;
+
+/**
  * Sort key of a value, shared by in-memory sorting and the KV ordered index so both agree:
- * strings case-insensitive with digit runs zero-padded (natural order), null/empty first.
+ * strings case-insensitive with digit runs zero-padded (natural order), an empty string first,
+ * null last (NULL_SORT_KEY).
  */
 export function sortKey(v: unknown): IndexValue {
-  if (v === null || v === undefined) return "";
+  if (v === null || v === undefined) return NULL_SORT_KEY;
   if (typeof v === "number") return Number.isFinite(v) ? v : 0;
   if (typeof v === "boolean") return v ? 1 : 0;
   const text = (typeof v === "string" ? v : JSON.stringify(v)).toLowerCase().slice(0, 200);
@@ -146,9 +156,12 @@ export function sortKey(v: unknown): IndexValue {
   }).slice(0, 300);
 }
 
-/** Compares sort keys in Deno KV's key order (strings before numbers). */
+/** Deno KV's order of key part types: strings, then numbers, then big integers, then booleans. */
+const KEY_TYPE_RANK: Record<string, number> = { string: 0, number: 1, bigint: 2, boolean: 3 };
+
+/** Compares sort keys in Deno KV's key order (strings, numbers, then null's key). */
 export function compareSortKeys(a: IndexValue, b: IndexValue): number {
-  if (typeof a !== typeof b) return typeof a === "string" ? -1 : typeof b === "string" ? 1 : 0;
+  if (typeof a !== typeof b) return KEY_TYPE_RANK[typeof a] - KEY_TYPE_RANK[typeof b];
   if (typeof a === "number" && typeof b === "number") return a - b;
   return a < b ? -1 : a > b ? 1 : 0;
 }
@@ -653,8 +666,15 @@ export class KvModelStore implements ModelStore {
     return out.map((c) => (c >= 0 ? c : counts[next++]));
   }
 
-  derivedIds(model: string, key: string, make: () => Promise<number[]>): Promise<number[]> {
-    return this.#cachedList(model, ["derived", key], make);
+  async derivedIds(
+    model: string,
+    key: string,
+    make: () => Promise<number[]>,
+    alsoReads: readonly string[] = [],
+  ): Promise<number[]> {
+    // The other models' generations are part of the key: a commit to one of them misses.
+    const generations = await Promise.all(alsoReads.map((m) => this.#generation(m)));
+    return this.#cachedList(model, ["derived", key, generations.map(String)], make);
   }
 
   pageByIndex(

@@ -5,7 +5,13 @@
  */
 import type { IndexValue, StoredObject } from "../../../storage/ports.ts";
 import type { ModelDef } from "../types.ts";
-import { type EngineCore, newCache, type RequestCache } from "./core.ts";
+import {
+  cachedRecords,
+  type EngineCore,
+  newCache,
+  readUncached,
+  type RequestCache,
+} from "./core.ts";
 import { indexedString, indexShape, orderField } from "./index_state.ts";
 import { isPatternCondition, predicate } from "./lookups.ts";
 import { type Condition, parseConditions, splitList, typedFilterValue } from "./query.ts";
@@ -103,18 +109,20 @@ async function choosePage(
   const key = listKey(conditions, ordering);
   if (key === null) {
     const records = await filterRecords(core, def, conditions, plan.ids);
-    sortRecords(core, records, ordering);
+    await sortRecords(core, def, records, ordering, cache);
     return { count: records.length, records: records.slice(offset, offset + limit), limit, offset };
   }
   // The sorted ids are kept while the model is unchanged: the next pages of the same list
   // read their records only (a limit=1000 walk through 30,000 objects sorted them 30 times).
   const made: { records?: StoredObject[] } = {};
+  const related = ordering.map((o) => relatedOrdering(core, def, o.field)?.model)
+    .filter((m): m is string => m !== undefined);
   const ids = await core.store.derivedIds(model, key, async () => {
     const records = await filterRecords(core, def, conditions, plan.ids);
-    sortRecords(core, records, ordering);
+    await sortRecords(core, def, records, ordering, cache);
     made.records = records;
     return records.map((r) => r.id);
-  });
+  }, related);
   const records = made.records
     ? made.records.slice(offset, offset + limit)
     : await core.store.getMany(model, ids.slice(offset, offset + limit));
@@ -182,15 +190,83 @@ function orderingOf(def: ModelDef, raw: string | null): Ordering {
   return order;
 }
 
-function sortRecords(core: EngineCore, records: StoredObject[], ordering: Ordering): void {
+/** One part of a record's place in a list: a sort key, compared descending when `desc`. */
+type SortPart = { key: IndexValue; desc: boolean };
+
+/**
+ * Sorts records as PostgreSQL sorts NetBox's queryset: nulls last in an ascending list, first in
+ * a descending one (the store's sortKey), and a foreign key by the related object's own default
+ * ordering, as Django's `order_by("<fk>")` follows the related model's Meta.ordering (a
+ * `?ordering=tenant` list is in tenant name order, the VMs without a tenant last), not by the
+ * related id. The related records are read once per request into its cache (the answer nests
+ * them anyway). docs/api-behaviour.md, "Inventory: conventions".
+ */
+async function sortRecords(
+  core: EngineCore,
+  def: ModelDef,
+  records: StoredObject[],
+  ordering: Ordering,
+  cache: RequestCache,
+): Promise<void> {
   const { store } = core;
+  const partsOf: Array<(record: StoredObject) => SortPart[]> = [];
+  for (const { field, desc } of ordering) {
+    const target = relatedOrdering(core, def, field);
+    if (target === null) {
+      partsOf.push((r) => [{ key: store.sortKey(r[field]), desc }]);
+      continue;
+    }
+    const related = cachedRecords(cache, target.model);
+    await readUncached(store, cache, target.model, fkIds(records, field));
+    partsOf.push((r) => {
+      const other = typeof r[field] === "number" ? related.get(r[field] as number) : null;
+      if (!other) return [{ key: store.sortKey(null), desc }];
+      return target.fields.map((o) => ({
+        key: store.sortKey(other[o.field]),
+        desc: o.desc !== desc,
+      }));
+    });
+  }
+  const keys = new Map(records.map((r) => [r, partsOf.flatMap((parts) => parts(r))]));
   records.sort((a, b) => {
-    for (const { field, desc } of ordering) {
-      const c = store.compareSortKeys(store.sortKey(a[field]), store.sortKey(b[field]));
-      if (c !== 0) return desc ? -c : c;
+    const ka = keys.get(a)!, kb = keys.get(b)!;
+    for (let i = 0; i < ka.length; i++) {
+      const c = store.compareSortKeys(ka[i].key, kb[i].key);
+      if (c !== 0) return ka[i].desc ? -c : c;
     }
     return 0;
   });
+}
+
+/** The ids a foreign key of these records names. */
+function fkIds(records: readonly StoredObject[], field: string): Set<number> {
+  const ids = new Set<number>();
+  for (const r of records) if (typeof r[field] === "number") ids.add(r[field] as number);
+  return ids;
+}
+
+/**
+ * For a foreign key, the related model and the stored fields of its default ordering (Django
+ * expands `order_by("<fk>")` into them); null for any other field, or a related model ordered
+ * by id alone (the stored id then sorts as the related id would).
+ */
+function relatedOrdering(
+  core: EngineCore,
+  def: ModelDef,
+  field: string,
+): { model: string; fields: Array<{ field: string; desc: boolean }> } | null {
+  const f = def.fields[field];
+  if (f?.type !== "fk" || !f.model || !core.registry.has(f.model)) return null;
+  const target = core.registry.definition(f.model);
+  const fields = (target.ordering ?? []).map((item) => ({
+    field: item.replace(/^-/, ""),
+    desc: item.startsWith("-"),
+  })).filter((o) =>
+    o.field === "id" || o.field === "created" || o.field === "last_updated" ||
+    (target.fields[o.field] && !target.fields[o.field].compute)
+  );
+  if (fields.length === 0 || fields.every((o) => o.field === "id")) return null;
+  return { model: f.model, fields };
 }
 
 /**

@@ -43,6 +43,8 @@ interface Vm {
   serial: string;
   tags: Set<string>;
   rank: number | null;
+  /** Nullable: where a list puts the VMs without it (PostgreSQL: last ascending). */
+  memory: number | null;
 }
 
 interface Model {
@@ -51,6 +53,8 @@ interface Model {
   ifaces: Map<number, number>;
   clusters: number[];
   tenants: number[];
+  /** Tenant id → its current name (`?ordering=tenant` lists by it, as Django's order_by). */
+  tenantNames: Map<number, string>;
   /** Tag slug → its current id. */
   tags: Map<string, number>;
 }
@@ -63,9 +67,13 @@ async function world(inv: Inv): Promise<Model> {
   for (const name of ["c-a", "c-b", "c-c"]) {
     clusters.push((await post(inv, "/api/virtualization/clusters/", { name, type: type.id })).id);
   }
+  // Named against their id order: a list ordered by tenant id would not pass for one by name.
   const tenants = [];
-  for (const name of ["t-a", "t-b"]) {
-    tenants.push((await post(inv, "/api/tenancy/tenants/", { name, slug: name })).id);
+  const tenantNames = new Map<number, string>();
+  for (const name of ["t-b", "t-a"]) {
+    const id = (await post(inv, "/api/tenancy/tenants/", { name, slug: name })).id;
+    tenants.push(id);
+    tenantNames.set(id, name);
   }
   const tags = new Map<string, number>();
   for (const slug of ["red", "green", "blue"]) {
@@ -76,7 +84,7 @@ async function world(inv: Inv): Promise<Model> {
     object_types: ["virtualization.virtualmachine"],
     type: "integer",
   });
-  return { vms: new Map(), ifaces: new Map(), clusters, tenants, tags };
+  return { vms: new Map(), ifaces: new Map(), clusters, tenants, tenantNames, tags };
 }
 
 /** A VM's fields as the API takes them. */
@@ -90,6 +98,7 @@ function body(m: Model, vm: Omit<Vm, "id">): Record<string, unknown> {
     serial: vm.serial,
     tags: [...vm.tags].map((slug) => m.tags.get(slug)),
     custom_fields: { rank: vm.rank },
+    memory: vm.memory,
   };
 }
 
@@ -106,6 +115,7 @@ function readBack(r: Record<string, any>): Vm {
     serial: r.serial,
     tags: new Set((r.tags as Array<{ slug: string }>).map((t) => t.slug)),
     rank: r.custom_fields.rank,
+    memory: r.memory,
   };
 }
 
@@ -125,12 +135,13 @@ async function step(inv: Inv, m: Model, rng: Rng, names: { next: number }, label
     serial: rng.pick(SERIALS),
     tags: new Set(rng.subset([...m.tags.keys()])),
     rank: rng.next() < 0.3 ? null : rng.int(4),
+    memory: rng.next() < 0.4 ? null : rng.pick([512, 1024, 2048]),
   });
   const change = (): Partial<Vm> => {
     const all = fresh();
     const out: Partial<Vm> = {};
     const keys = rng.subset(
-      ["name", "cluster", "tenant", "status", "vcpus", "serial", "tags", "rank"] as const,
+      ["name", "cluster", "tenant", "status", "vcpus", "serial", "tags", "rank", "memory"] as const,
     );
     for (const k of keys.length ? keys : ["tags" as const]) {
       // deno-lint-ignore no-explicit-any
@@ -209,6 +220,22 @@ async function step(inv: Inv, m: Model, rng: Rng, names: { next: number }, label
       name: `eth${names.next++}`,
     });
     m.ifaces.set(made.id, vm);
+  } else if (rng.next() < 0.5) {
+    // The tenants swap names: a list ordered by tenant follows (no sorted list kept from before:
+    // the list is read, and so kept, just before).
+    await list(inv, "ordering=tenant&limit=1");
+    const [x, y] = m.tenants;
+    const [nx, ny] = [m.tenantNames.get(x)!, m.tenantNames.get(y)!];
+    for (const [id, name] of [[x, `${ny}~`], [y, nx], [x, ny]] as const) {
+      const r = await inv.call("PATCH", `/api/tenancy/tenants/${id}/`, { name });
+      assert.equal(r.status, 200, `${where}: ${JSON.stringify(r.body)}`);
+    }
+    m.tenantNames.set(x, ny);
+    m.tenantNames.set(y, nx);
+    const [query, compare] = orderings(m).find(([o]) => o === "tenant")!;
+    const expected = [...m.vms.values()].sort(compare).map((v) => v.id);
+    const after = await list(inv, `ordering=${query}&limit=1000`);
+    assert.deepEqual(after.results.map((r) => r.id), expected, `${where}: tenants renamed`);
   } else {
     // A deleted tag leaves every object it was on; the slug comes back as a new tag.
     const slug = rng.pick([...m.tags.keys()]);
@@ -258,6 +285,28 @@ function filters(m: Model, rng: Rng): Array<[string, (vm: Vm) => boolean]> {
   ];
 }
 
+/** Ascending with nulls last, as PostgreSQL sorts them (descending: reversed, nulls first). */
+function nullsLast<T extends string | number>(a: T | null, b: T | null): number {
+  if (a === null || b === null) return a === b ? 0 : a === null ? 1 : -1;
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+function orderings(m: Model): Array<[string, (a: Vm, b: Vm) => number]> {
+  const tenantName = (v: Vm) => (v.tenant === null ? null : m.tenantNames.get(v.tenant)!);
+  return [
+    ...ORDERINGS,
+    ["memory", (a, b) => nullsLast(a.memory, b.memory) || a.id - b.id],
+    ["-memory", (a, b) => nullsLast(b.memory, a.memory) || b.id - a.id],
+    ["tenant", (a, b) => nullsLast(tenantName(a), tenantName(b)) || a.id - b.id],
+    ["-tenant", (a, b) => nullsLast(tenantName(b), tenantName(a)) || b.id - a.id],
+    [
+      "tenant,-memory",
+      (a, b) =>
+        nullsLast(tenantName(a), tenantName(b)) || nullsLast(b.memory, a.memory) || a.id - b.id,
+    ],
+  ];
+}
+
 const ORDERINGS: Array<[string, (a: Vm, b: Vm) => number]> = [
   ["", (a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : a.id - b.id)],
   ["id", (a, b) => a.id - b.id],
@@ -276,7 +325,7 @@ async function list(inv: Inv, query: string) {
 
 async function check(inv: Inv, m: Model, rng: Rng, label: string) {
   for (const [filter, keep] of filters(m, rng)) {
-    for (const [ordering, compare] of [ORDERINGS[0], rng.pick(ORDERINGS)]) {
+    for (const [ordering, compare] of [ORDERINGS[0], rng.pick(orderings(m))]) {
       const expected = [...m.vms.values()].filter(keep).sort(compare).map((v) => v.id);
       const base = [filter, ordering ? `ordering=${ordering}` : ""].filter(Boolean).join("&");
       const where = `${label}: ?${base}`;

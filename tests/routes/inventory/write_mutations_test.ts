@@ -490,11 +490,15 @@ Deno.test("VM interfaces, virtual disks and snapshot records, listed by two fiel
     const models = ["virtualization.vminterface", "virtualization.virtualdisk"];
     for (const model of models) assert.equal(await orderedKeys(kv, model), 0, model);
     const answers = await listsByVm(first, iface, tag);
-    // What they must answer: by VM (its id: the FK's sort key), then id (the tie-break).
+    // What they must answer: by VM (in the VMs' own order, by name, as Django orders by a
+    // foreign key), then id (the tie-break).
     const all = await first.call("GET", "/api/virtualization/interfaces/?limit=1000");
+    const vms = await first.call("GET", "/api/virtualization/virtual-machines/?limit=1000");
+    const rank = new Map(vms.body.results.map((v: { id: number }, i: number) => [v.id, i]));
     type Row = { id: number; name: string; enabled: boolean; virtual_machine: { id: number } };
     const rows = (all.body.results as Row[]).sort((x, y) =>
-      x.virtual_machine.id - y.virtual_machine.id || x.id - y.id
+      (rank.get(x.virtual_machine.id) as number) - (rank.get(y.virtual_machine.id) as number) ||
+      x.id - y.id
     );
     assert.ok(rows.length >= N + 2);
     assert.deepEqual(answers["/api/virtualization/interfaces/?ordering=virtual_machine"], {

@@ -1,0 +1,147 @@
+/**
+ * Where a list puts objects without a value: PostgreSQL sorts NULL last in an ascending list and
+ * first in a descending one, so NetBox lists unnamed devices (Device.Meta.ordering
+ * `("name", "pk")`, "Name may be null") after the named ones, and `?ordering=-name` before them.
+ * Each path that answers a list must agree: the ordered index (no filter), its per-value twin
+ * (`site_id=`), the in-memory sort (two filters), in one page and walked by offset; and a store
+ * whose ordered keys an earlier build wrote (null under the empty string's key) is moved at
+ * start. The oracle in list_oracle_test.ts holds the same for a nullable number and a nullable
+ * foreign key of VMs.
+ */
+import assert from "node:assert/strict";
+import { type Inv, setup } from "./_setup.ts";
+import { keys } from "../../../storage/kv/keys.ts";
+import { createInventoryCore } from "../../../routes/inventory/mod.ts";
+import { orderField, stateOf } from "../../../domain/netbox/engine/index_state.ts";
+
+const DEVICES = "/api/dcim/devices/";
+
+async function estate(inv: Inv) {
+  const site = async (slug: string) =>
+    (await inv.created("/api/dcim/sites/", { name: slug, slug })).id as number;
+  const a = await site("a");
+  const b = await site("b");
+  const maker = (await inv.created("/api/dcim/manufacturers/", { name: "M", slug: "m" })).id;
+  const type = (await inv.created("/api/dcim/device-types/", {
+    manufacturer: maker,
+    model: "X",
+    slug: "x",
+  })).id;
+  const role = (await inv.created("/api/dcim/device-roles/", { name: "R", slug: "r" })).id;
+  const ids: Record<string, number> = {};
+  // Unnamed devices between named ones, in both sites, so id order is no answer.
+  const made: Array<[string, string | null, number]> = [
+    ["n1", null, a],
+    ["beta", "beta", a],
+    ["n2", null, b],
+    ["alpha", "alpha", a],
+    ["n3", null, a],
+    ["gamma", "gamma", b],
+    ["delta", "delta", a],
+  ];
+  for (const [label, name, at] of made) {
+    ids[label] = (await inv.created(DEVICES, { name, site: at, device_type: type, role })).id;
+  }
+  return { a, b, ids };
+}
+
+async function listed(inv: Inv, query: string): Promise<number[]> {
+  const whole = await inv.call("GET", `${DEVICES}?${query}&limit=1000`);
+  assert.equal(whole.status, 200, JSON.stringify(whole.body));
+  const ids = whole.body.results.map((r: { id: number }) => r.id);
+  assert.equal(whole.body.count, ids.length, query);
+  const walked: number[] = [];
+  for (let offset = 0; offset < ids.length + 2; offset += 2) {
+    const page = await inv.call("GET", `${DEVICES}?${query}&limit=2&offset=${offset}`);
+    assert.equal(page.body.count, ids.length, `${query} offset ${offset}`);
+    walked.push(...page.body.results.map((r: { id: number }) => r.id));
+  }
+  assert.deepEqual(walked, ids, `${query}: walked by 2 as listed whole`);
+  return ids;
+}
+
+async function assertNullsLast(inv: Inv, e: Awaited<ReturnType<typeof estate>>) {
+  const { ids, a } = e;
+  const all = [ids.alpha, ids.beta, ids.delta, ids.gamma, ids.n1, ids.n2, ids.n3];
+  const inA = [ids.alpha, ids.beta, ids.delta, ids.n1, ids.n3];
+  for (const query of ["", "ordering=name", "ordering=name,id"]) {
+    assert.deepEqual(await listed(inv, query), all, `?${query}: nulls last`);
+  }
+  assert.deepEqual(await listed(inv, "ordering=-name"), [...all].reverse(), "-name: nulls first");
+  // The ordered index's twin under one site.
+  assert.deepEqual(await listed(inv, `site_id=${a}`), inA, "site_id: nulls last");
+  assert.deepEqual(await listed(inv, `site_id=${a}&ordering=-name`), [...inA].reverse());
+  // Two filters: sorted in memory.
+  assert.deepEqual(await listed(inv, `site_id=${a}&status=active`), inA, "in memory");
+  assert.deepEqual(
+    await listed(inv, `site_id=${a}&status=active&ordering=-name`),
+    [...inA].reverse(),
+  );
+}
+
+Deno.test("unnamed devices list last by name and first by -name, on the ordered index, its twin and in memory, in pages", async () => {
+  const inv = await setup();
+  try {
+    const e = await estate(inv);
+    await assertNullsLast(inv, e);
+    // Named later: the device leaves the nulls for its place among the names.
+    const named = await inv.call("PATCH", `${DEVICES}${e.ids.n1}/`, { name: "aaa" });
+    assert.equal(named.status, 200, JSON.stringify(named.body));
+    const { ids } = e;
+    assert.deepEqual(await listed(inv, ""), [
+      ids.n1,
+      ids.alpha,
+      ids.beta,
+      ids.delta,
+      ids.gamma,
+      ids.n2,
+      ids.n3,
+    ]);
+  } finally {
+    inv.close();
+  }
+});
+
+Deno.test("a store whose unnamed devices an earlier build keyed first lists them last once this build starts on it", async () => {
+  const kv = await Deno.openKv(":memory:");
+  const first = await setup({}, { kv });
+  let second: Inv | undefined;
+  try {
+    const e = await estate(first);
+    // The earlier build's keys: a null name under the empty string's sort key, layout 6.
+    const store = first.deps.storage.models;
+    const def = createInventoryCore(first.deps).engine.definition("dcim.device");
+    assert.equal(orderField(def)?.field, "name");
+    for (const id of [e.ids.n1, e.ids.n2, e.ids.n3]) {
+      const found = await store.get("dcim.device", id);
+      const op = kv.atomic();
+      for (const [field, value, sort] of stateOf(store, def, found!.record).ordered) {
+        op.delete(keys.inventoryOrdered("dcim.device", field, value, sort, id));
+        op.set(keys.inventoryOrdered("dcim.device", field, value, "", id), null);
+      }
+      assert.ok((await op.commit()).ok);
+    }
+    await store.setIndexLayout(6);
+    // What the earlier keys answer: the unnamed devices first.
+    const before = await first.call("GET", `${DEVICES}?limit=1000`);
+    assert.deepEqual(before.body.results.slice(0, 3).map((r: { id: number }) => r.id), [
+      e.ids.n1,
+      e.ids.n2,
+      e.ids.n3,
+    ]);
+    second = await setup({}, { kv });
+    await assertNullsLast(second, e);
+    // Nothing of the earlier keys is left under the empty string's key.
+    const left = [];
+    for await (
+      const entry of kv.list({ prefix: keys.inventoryOrderedPrefix("dcim.device", "*", 0) })
+    ) {
+      left.push(entry.key);
+    }
+    assert.equal(left.length, 7);
+    assert.ok(left.every((k) => k[k.length - 2] !== ""), JSON.stringify(left));
+  } finally {
+    second?.close();
+    if (!second) first.close();
+  }
+});
