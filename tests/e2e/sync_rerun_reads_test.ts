@@ -7,67 +7,7 @@
  */
 import assert from "node:assert/strict";
 import { addInventoryCopy, syncWorld } from "./_sync_harness.ts";
-
-/** Inventory records (`["inventory", "obj", model, id]`) read from KV, by model. */
-class ReadCounter {
-  readonly byModel = new Map<string, number>();
-  counting = false;
-
-  add(key: Deno.KvKey): void {
-    if (!this.counting || key[0] !== "inventory" || key[1] !== "obj") return;
-    const model = String(key[2]);
-    this.byModel.set(model, (this.byModel.get(model) ?? 0) + 1);
-  }
-
-  total(): number {
-    let n = 0;
-    for (const v of this.byModel.values()) n += v;
-    return n;
-  }
-
-  /** A KV handle whose reads of records are counted (everything else passes through). */
-  wrap(kv: Deno.Kv): Deno.Kv {
-    return new Proxy(kv, {
-      get: (target, prop) => {
-        const value = Reflect.get(target, prop, target);
-        if (prop === "get") {
-          return (key: Deno.KvKey, options?: { consistency?: Deno.KvConsistencyLevel }) => {
-            this.add(key);
-            return target.get(key, options);
-          };
-        }
-        if (prop === "getMany") {
-          return (keys: Deno.KvKey[], options?: { consistency?: Deno.KvConsistencyLevel }) => {
-            for (const key of keys) this.add(key);
-            return target.getMany(keys, options);
-          };
-        }
-        if (prop === "list") {
-          return (selector: Deno.KvListSelector, options?: Deno.KvListOptions) => {
-            const iterator = target.list(selector, options);
-            const counted = {
-              get cursor() {
-                return iterator.cursor;
-              },
-              next: async () => {
-                const out = await iterator.next();
-                if (!out.done) this.add(out.value.key);
-                return out;
-              },
-              // A loop left early ends the list (KV's iterator needs no closing).
-              return: (v?: unknown) => Promise.resolve({ done: true as const, value: v }),
-              [Symbol.asyncIterator]() {
-                return counted;
-              },
-            };
-            return counted as unknown as Deno.KvListIterator<unknown>;
-          };
-        }
-        return typeof value === "function" ? value.bind(target) : value;
-      },
-    });
-  }
-}
+import { ReadCounter } from "../_kv_reads.ts";
 
 /** An unchanged re-run of `guests` guests: inventory records read from KV, per guest. */
 async function rerunReads(

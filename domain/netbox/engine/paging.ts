@@ -78,7 +78,7 @@ async function choosePage(
   const ordering = orderingOf(def, params.get("ordering"));
   const conditions = await parseConditions(core, def, params, cache, { query: true });
   const q = params.get("q");
-  if (q !== null && q.trim() !== "") conditions.push(await searchCondition(core, def, q.trim()));
+  if (q !== null && q.trim() !== "") conditions.push(searchCondition(core, def, q.trim(), cache));
 
   const byId = ordering.length === 1 && ordering[0].field === "id";
   const keyset = byId && !ordering[0].desc
@@ -389,13 +389,21 @@ async function filterRecords(
   const records = ids === null
     ? await core.store.scan(model)
     : await core.store.getMany(model, [...ids].sort((a, b) => a - b));
-  // Patterns last: a record another filter already refused costs no pattern work.
-  const ordered = [
-    ...conditions.filter((c) => !isPatternCondition(c)),
-    ...conditions.filter(isPatternCondition),
-  ];
-  const tests = ordered.map((c) => predicate(c));
-  return records.filter((r) => tests.every((t) => t(r)));
+  // Conditions that read other records next, on the records the others left; patterns last:
+  // a record another filter already refused costs no related read and no pattern work.
+  const reading = (c: Condition) => c.kind === "predicate" && c.prepare !== undefined;
+  const plain = conditions.filter((c) => !reading(c) && !isPatternCondition(c));
+  const tests = plain.map((c) => predicate(c));
+  let kept = records.filter((r) => tests.every((t) => t(r)));
+  for (const c of conditions.filter(reading)) {
+    if (c.kind === "predicate") await c.prepare!(kept);
+    const test = predicate(c);
+    kept = kept.filter((r) => test(r));
+  }
+  const patterns = conditions.filter((c) => !reading(c) && isPatternCondition(c)).map((c) =>
+    predicate(c)
+  );
+  return kept.filter((r) => patterns.every((t) => t(r)));
 }
 
 async function select(

@@ -90,7 +90,15 @@ export type Condition =
   }
   | { kind: "cf"; name: string; lookup: string; values: string[]; param: string; meter?: WorkMeter }
   | { kind: "ids"; ids: Set<number> }
-  | { kind: "predicate"; test: (r: StoredObject) => boolean }
+  | {
+    kind: "predicate";
+    test: (r: StoredObject) => boolean;
+    /**
+     * Run on the records left by the other conditions before `test` sees them: reads what the
+     * test needs of other models for those records only (a search across a foreign key).
+     */
+    prepare?: (records: readonly StoredObject[]) => Promise<void>;
+  }
   | { kind: "none" };
 
 export function splitList(values: string[]): string[] {
