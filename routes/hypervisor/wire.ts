@@ -122,32 +122,29 @@ const encoder = new TextEncoder();
 const GZIP_MIN_BYTES = 8 * 1024;
 
 interface CachedReply {
+  key: string;
   token: string;
   reply: Reply;
   bytes: Uint8Array;
-  gzip?: Promise<Uint8Array>;
+  /**
+   * The answer as served, built on first use per encoding. Each request gets a `clone()`: it
+   * shares the body, where `new Response(bytes)` copies the bytes on every request (Deno's
+   * `extractBody`), 37 KB per request of a 1,000-guest list, and that copy was most of its cost
+   * (docs/api-behaviour.md, Hypervisor: cached lists).
+   */
+  identity?: Response;
+  gzip?: Response;
+  /** The bytes this entry holds (raw, plus the bodies built): counted toward `maxBytes`. */
+  size: number;
 }
 
 /**
- * zlib level 3: as small as CompressionStream's default (within 2% on a 1,000-guest list) at a
- * fifth of its time; a cached list is rebuilt and compressed again every second (uptimes move).
+ * zlib's default level (6): the bytes CompressionStream gives, 12 % fewer than level 3 on a
+ * 1,000-guest list (37.6 KB instead of 42.7 KB) for 1.5 ms more per rebuild; a cached list is
+ * rebuilt and compressed again at most once a second (uptimes move).
  */
-function gzip(bytes: Uint8Array): Promise<Uint8Array> {
-  return Promise.resolve(new Uint8Array(gzipSync(bytes, { level: 3 })));
-}
-
-async function cachedResponse(entry: CachedReply, acceptGzip: boolean): Promise<Response> {
-  const { reply } = entry;
-  const init = { status: reply.status, statusText: reply.statusText };
-  if (acceptGzip && entry.bytes.length >= GZIP_MIN_BYTES) {
-    entry.gzip ??= gzip(entry.bytes);
-    const body = await entry.gzip;
-    return new Response(body as Uint8Array<ArrayBuffer>, {
-      ...init,
-      headers: { ...reply.headers, "content-encoding": "gzip", vary: "Accept-Encoding" },
-    });
-  }
-  return new Response(entry.bytes as Uint8Array<ArrayBuffer>, { ...init, headers: reply.headers });
+function gzip(bytes: Uint8Array): Uint8Array<ArrayBuffer> {
+  return new Uint8Array(gzipSync(bytes, { level: 6 }));
 }
 
 /**
@@ -166,10 +163,13 @@ export class ReplyCache {
   }
 
   set(key: string, token: string, reply: Reply): CachedReply {
+    const bytes = encoder.encode(reply.body);
     const entry: CachedReply = {
+      key,
       token,
       reply: { ...reply, body: "" },
-      bytes: encoder.encode(reply.body),
+      bytes,
+      size: bytes.length,
     };
     this.#drop(key);
     // Too big to keep: serve it once, uncached.
@@ -181,15 +181,51 @@ export class ReplyCache {
       this.#drop(this.#map.keys().next().value!);
     }
     this.#map.set(key, entry);
-    this.#bytes += entry.bytes.length;
+    this.#bytes += entry.size;
     return entry;
+  }
+
+  /**
+   * The entry's answer in the encoding the client takes: a clone of a Response built once per
+   * entry and encoding, so no request copies (or compresses) the body again. The built bodies
+   * count toward the cache's bytes.
+   */
+  respond(entry: CachedReply, acceptGzip: boolean): Response {
+    const { reply } = entry;
+    const init = { status: reply.status, statusText: reply.statusText };
+    if (acceptGzip && entry.bytes.length >= GZIP_MIN_BYTES) {
+      if (!entry.gzip) {
+        const body = gzip(entry.bytes);
+        entry.gzip = new Response(body, {
+          ...init,
+          headers: { ...reply.headers, "content-encoding": "gzip", vary: "Accept-Encoding" },
+        });
+        this.#grow(entry, body.length);
+      }
+      return entry.gzip.clone();
+    }
+    if (!entry.identity) {
+      entry.identity = new Response(entry.bytes as Uint8Array<ArrayBuffer>, {
+        ...init,
+        headers: reply.headers,
+      });
+      this.#grow(entry, entry.bytes.length);
+    }
+    return entry.identity.clone();
+  }
+
+  /** A body built for a kept entry; the bound is enforced again by the next `set`. */
+  #grow(entry: CachedReply, bytes: number): void {
+    if (this.#map.get(entry.key) !== entry) return;
+    entry.size += bytes;
+    this.#bytes += bytes;
   }
 
   #drop(key: string): void {
     const old = this.#map.get(key);
     if (!old) return;
     this.#map.delete(key);
-    this.#bytes -= old.bytes.length;
+    this.#bytes -= old.size;
   }
 }
 
@@ -317,7 +353,7 @@ export async function handleRequest(
     const q = req.url.indexOf("?");
     cacheKey = `${mount} ${path}${q < 0 ? "" : req.url.slice(q)}`;
     const hit = cache.get(cacheKey, engine.cacheToken());
-    if (hit) return cachedResponse(hit, acceptsGzip(req));
+    if (hit) return cache.respond(hit, acceptsGzip(req));
   }
   // Route and authenticate before a body is read: an anonymous client cannot make the server
   // read (or buffer) anything, and an unknown route answers 501 at once.
@@ -344,7 +380,7 @@ export async function handleRequest(
   login?.record(c, result.status);
   const reply = formatReply(mount, method, result, params);
   if (cacheKey && result.ok) {
-    return cachedResponse(cache!.set(cacheKey, engine.cacheToken(), reply), acceptsGzip(req));
+    return cache!.respond(cache!.set(cacheKey, engine.cacheToken(), reply), acceptsGzip(req));
   }
   return toResponse(reply);
 }
