@@ -37,6 +37,22 @@ async function heldAtCommit(matches: (writes: readonly ObjectWrite[]) => boolean
   return { inv, held, release, hold: () => void (holding = true) };
 }
 
+/**
+ * Waits for the hold to be reached; a request that answers first (it never got to its commit)
+ * fails the test at once instead of leaving it waiting.
+ */
+async function heldBefore(
+  held: Promise<void>,
+  request: Promise<{ status: number; body: unknown }>,
+) {
+  await Promise.race([
+    held,
+    request.then((r) => {
+      throw new Error(`answered before its commit: ${r.status} ${JSON.stringify(r.body)}`);
+    }),
+  ]);
+}
+
 Deno.test("bulk PATCH spanning several atomics survives concurrent edits: never half written", async () => {
   const inv = await setup();
   try {
@@ -164,7 +180,7 @@ Deno.test("a bulk create whose target is deleted before its commit is undone who
       { name: "stays-out-1", cluster: w.cluster },
       { name: "stays-out-2", cluster: doomed },
     ]);
-    await held;
+    await heldBefore(held, creating);
     const gone = await inv.call("DELETE", `/api/virtualization/clusters/${doomed}/`);
     assert.equal(gone.status, 204, JSON.stringify(gone.body));
     release();
@@ -209,7 +225,7 @@ Deno.test("a delete whose cascade lost an object to another delete meanwhile sti
     const site = await post("/api/dcim/sites/", { name: "AMS1", slug: "ams1", region });
     hold();
     const deleting = inv.call("DELETE", `/api/dcim/regions/${region}/`);
-    await held;
+    await heldBefore(held, deleting);
     const childGone = await inv.call("DELETE", `/api/dcim/regions/${child}/`);
     assert.equal(childGone.status, 204, JSON.stringify(childGone.body));
     release();
@@ -243,7 +259,7 @@ Deno.test("an update whose new tag is deleted before its commit keeps its other 
     const patching = inv.call("PATCH", `/api/virtualization/virtual-machines/${w.vm1}/`, {
       tags: [keep, doomed, other],
     });
-    await held;
+    await heldBefore(held, patching);
     const gone = await inv.call("DELETE", `/api/extras/tags/${doomed}/`);
     assert.equal(gone.status, 204, JSON.stringify(gone.body));
     release();
@@ -272,7 +288,7 @@ Deno.test("a tag delete whose tagged object is deleted meanwhile still completes
     const second = await post(VMS, { name: "second", cluster: w.cluster, tags: [tag] });
     hold();
     const deleting = inv.call("DELETE", `/api/extras/tags/${tag}/`);
-    await held;
+    await heldBefore(held, deleting);
     const gone = await inv.call("DELETE", `${VMS}${second}/`);
     assert.equal(gone.status, 204, JSON.stringify(gone.body));
     release();
@@ -379,7 +395,7 @@ for (const late of LATE_REFERENCES) {
       const [path, doomed] = await late.setup(post);
       hold();
       const deleting = inv.call("DELETE", path);
-      await held;
+      await heldBefore(held, deleting);
       const referrer = await late.refer(post, doomed);
       release();
       const deleted = await deleting;
@@ -406,3 +422,88 @@ for (const late of LATE_REFERENCES) {
     }
   });
 }
+
+Deno.test("a create whose unique values another create took before its commit is a 400 naming them, and writes nothing", async () => {
+  // The bulk create is held at its commit after it validated; another bulk create takes the
+  // slugs of both its items meanwhile. The held one then fails its commit's unique check, and
+  // must answer as validation would have (each item's field and NetBox's text), writing nothing.
+  const TENANTS = "/api/tenancy/tenants/";
+  const { inv, hold, held, release } = await heldAtCommit((writes) =>
+    writes.some((w) => w.model === "tenancy.tenant" && w.prev === null)
+  );
+  try {
+    hold();
+    const creating = inv.call("POST", TENANTS, [
+      { name: "First", slug: "first" },
+      { name: "Second", slug: "second" },
+    ]);
+    await heldBefore(held, creating);
+    const taken = await inv.created(TENANTS, [
+      { name: "Other 1", slug: "first" },
+      { name: "Other 2", slug: "second" },
+    ]);
+    release();
+    const refused = await creating;
+    const slug = { slug: ["tenant with this slug already exists."] };
+    assert.deepEqual([refused.status, refused.body], [400, [slug, slug]]);
+    const left = await inv.call("GET", `${TENANTS}?fields=id,name&ordering=id`);
+    assert.deepEqual(
+      left.body.results,
+      taken.map((t: { id: number; name: string }) => ({
+        id: t.id,
+        name: t.name,
+      })),
+    );
+    const log = await inv.call("GET", "/api/core/object-changes/?fields=object_repr");
+    assert.deepEqual(log.body.results.map((c: { object_repr: string }) => c.object_repr).sort(), [
+      "Other 1",
+      "Other 2",
+    ]);
+  } finally {
+    release();
+    inv.close();
+  }
+});
+
+Deno.test("an update whose object another update changed before its commit is retried on the new version: both changes kept", async () => {
+  // The PATCH is held at its commit; another PATCH of the same object commits meanwhile. The
+  // held one's commit then finds a newer version: it must prepare again from it (keeping the
+  // other's change) rather than overwrite it or give up.
+  const TENANTS = "/api/tenancy/tenants/";
+  const { inv, hold, held, release } = await heldAtCommit((writes) =>
+    writes.some((w) =>
+      w.model === "tenancy.tenant" && w.next !== null &&
+      (w.next.record as { description?: string }).description === "held"
+    )
+  );
+  try {
+    const tenant = await inv.created(TENANTS, { name: "Acme", slug: "acme" });
+    const path = `${TENANTS}${tenant.id}/`;
+    hold();
+    const patching = inv.call("PATCH", path, { description: "held" });
+    await heldBefore(held, patching);
+    const other = await inv.call("PATCH", path, { comments: "meanwhile" });
+    assert.equal(other.status, 200, JSON.stringify(other.body));
+    release();
+    const patched = await patching;
+    assert.equal(patched.status, 200, JSON.stringify(patched.body));
+    assert.deepEqual([patched.body.description, patched.body.comments], ["held", "meanwhile"]);
+    const read = (await inv.call("GET", path)).body;
+    assert.deepEqual([read.description, read.comments], ["held", "meanwhile"]);
+    const log = await inv.call("GET", `/api/core/object-changes/?changed_object_id=${tenant.id}`);
+    const updates = log.body.results.filter((c: { action: { value: string } }) =>
+      c.action.value === "update"
+    );
+    // The held update's pre-data is the version it overwrote: the other update's.
+    assert.deepEqual(
+      updates.map((c: { prechange_data: { comments: string; description: string } }) => [
+        c.prechange_data.comments,
+        c.prechange_data.description,
+      ]),
+      [["meanwhile", ""], ["", ""]],
+    );
+  } finally {
+    release();
+    inv.close();
+  }
+});
