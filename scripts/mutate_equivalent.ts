@@ -2266,7 +2266,7 @@ export const EQUIVALENT: Equivalent[] = [
   {
     module: "domain/netbox/engine/search.ts",
     what: "?? → ||",
-    line: 'if (String(r[sub] ?? "").toLowerCase().includes(needle)) ids.add(r.id);',
+    line: 'if (other && contains(other[rel.sub] ?? "")) rel.matched.add(id);',
     why:
       'the only related search path is a VM\'s name (replications): a non-empty string, never 0 or false, so `String(x || "")` reads the same text',
   },
@@ -2370,5 +2370,11 @@ export const EQUIVALENT: Equivalent[] = [
     what: "return null → undefined",
     line: "return null;",
     why: "naturalKey's one caller (query.ts, a reference by natural key) tests it for truth",
+  },
+  {
+    module: "domain/netbox/engine/paging.ts",
+    what: "?? → ||",
+    line: "const fields = (target.ordering ?? []).map((item) => ({",
+    why: "a model's ordering is an array or absent, never a falsy value: `||` picks the same side",
   },
 ];
