@@ -1,6 +1,9 @@
 import assert from "node:assert/strict";
 import { appendJobLog, createJob, updateJob } from "../../../domain/netbox/jobs.ts";
 import { createInventoryCore } from "../../../routes/inventory/mod.ts";
+import { createKvStorage } from "../../../storage/kv/mod.ts";
+import { KvModelStore } from "../../../storage/kv/models.ts";
+import type { ObjectWrite } from "../../../storage/ports.ts";
 import { type Inv, setup } from "./_setup.ts";
 
 async function cluster(inv: Inv, name = "c1") {
@@ -423,6 +426,12 @@ Deno.test("read-only resources answer 405 with NetBox's text; jobs are written b
     const ctx = createInventoryCore(inv.deps);
     const job = await createJob(ctx.engine, { name: "sync all", data: null });
     assert.equal(job.status, "pending");
+    // Running, and owned as the job runner owns a run (its lease): the app's recovery check,
+    // which runs at start and every lease period, errors a running job nobody holds and logs
+    // why. Held here by the test, the job is left alone whenever that check runs (a loaded
+    // machine ran it after this job turned running: a sixth line, the recovery's).
+    const lease = await inv.deps.storage.jobs.takeLease(job.id, "rules-test", 3_600_000);
+    assert.deepEqual(lease, { ok: true });
     await updateJob(ctx.engine, job.id, { status: "running" });
     await Promise.all(
       Array.from({ length: 5 }, (_, i) => appendJobLog(ctx.engine, job.id, "info", `line ${i}`)),
@@ -431,13 +440,69 @@ Deno.test("read-only resources answer 405 with NetBox's text; jobs are written b
     const got = await inv.call("GET", `/api/core/jobs/${job.id}/`);
     assert.equal(got.status, 200);
     assert.deepEqual(got.body.status, { value: "completed", label: "Completed" });
-    assert.equal(got.body.log.length, 5, "concurrent appends keep every line");
+    assert.deepEqual(
+      got.body.log.map((l: { message: string }) => l.message).sort(),
+      ["line 0", "line 1", "line 2", "line 3", "line 4"],
+      "concurrent appends keep every line, once",
+    );
     assert.deepEqual(got.body.log, got.body.log_entries);
     assert.ok(got.body.started && got.body.completed);
     assert.match(got.body.job_id, /^[0-9a-f-]{36}$/);
     const put = await inv.call("PUT", `/api/core/jobs/${job.id}/`, { name: "x" });
     assert.equal(put.status, 405);
     assert.equal((await inv.call("POST", `/api/tenancy/tenants/1/`, {})).status, 405);
+  } finally {
+    inv.close();
+  }
+});
+
+Deno.test("two job-log appends racing at the commit: the one that lost the race is written again on the fresh record, each line once", async () => {
+  // The first append is held after reading the job, at its commit; the second commits meanwhile.
+  const kv = await Deno.openKv(":memory:");
+  let holding = false;
+  let reached!: () => void;
+  const held = new Promise<void>((r) => reached = r);
+  let release!: () => void;
+  const released = new Promise<void>((r) => release = r);
+  const commits: string[][] = [];
+  const models = new KvModelStore(kv, {
+    beforeCommit: async (writes: readonly ObjectWrite[]) => {
+      // Appends only: a replacement of the job (its creation is no append).
+      const log = writes.find((w) => w.model === "core.job" && w.prev)?.next?.record.log_entries;
+      if (!Array.isArray(log)) return;
+      commits.push(log.map((l: { message: string }) => l.message));
+      if (!holding) return;
+      holding = false;
+      reached();
+      await released;
+    },
+  });
+  const inv = await setup({}, {
+    kv,
+    storage: { ...createKvStorage(kv, { now: Date.now }), models },
+  });
+  try {
+    const ctx = createInventoryCore(inv.deps);
+    const job = await createJob(ctx.engine, { name: "sync all", data: null });
+    await appendJobLog(ctx.engine, job.id, "info", "first");
+    holding = true;
+    const slow = appendJobLog(ctx.engine, job.id, "info", "slow");
+    await held;
+    await appendJobLog(ctx.engine, job.id, "info", "fast");
+    release();
+    await slow;
+    const got = await inv.call("GET", `/api/core/jobs/${job.id}/`);
+    assert.deepEqual(got.body.log.map((l: { message: string }) => l.message), [
+      "first",
+      "fast",
+      "slow",
+    ]);
+    // The held commit was refused (the job had changed) and made again from the fresh record.
+    assert.deepEqual(commits, [["first"], ["first", "slow"], ["first", "fast"], [
+      "first",
+      "fast",
+      "slow",
+    ]]);
   } finally {
     inv.close();
   }
