@@ -31,6 +31,8 @@
  * During each run the app's memory is sampled twice a second (`process_heap_used_bytes` from its
  * /metrics, VmRSS from /proc): each run prints its peak heap and RSS, so the MiB a run needs per
  * 10,000 guests shows as the difference between two seeds (docs/sync.md, Memory).
+ * The first run also prints the CPU seconds of the app's threads (main thread, V8's workers, the
+ * rest, such as Deno KV's SQLite worker): on a loaded machine they move far less than wall time.
  * BENCH_SNAPSHOT=<file> writes a digest of every inventory model after the first run, without
  * ids' timestamps: two runs of different code on one seed must write the same file (the
  * outputs-unchanged check).
@@ -195,6 +197,31 @@ function breakdown(
   };
   requestsOf("HTTP requests to the app", before, after);
   if (cluster) requestsOf("to the cluster", cluster.before, cluster.after);
+}
+
+/**
+ * CPU seconds the app's threads used so far, by kind (from /proc: clock ticks of 1/100 s): its
+ * main thread (JavaScript: the sync, the inventory, the (de)serialising of KV calls), V8's
+ * workers (concurrent garbage collection) and the rest (Deno KV's SQLite worker, I/O). Unlike
+ * seconds of wall time, they hold on a loaded machine: what a change saved per object shows here.
+ */
+function threadCpu(pid: number): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const entry of Deno.readDirSync(`/proc/${pid}/task`)) {
+    try {
+      const stat = Deno.readTextFileSync(`/proc/${pid}/task/${entry.name}/stat`);
+      const comm = stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"));
+      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      const ticks = Number(fields[11]) + Number(fields[12]); // utime + stime
+      const kind = entry.name === String(pid)
+        ? "main thread"
+        : comm.startsWith("V8 ")
+        ? "V8 workers"
+        : "other threads";
+      out.set(kind, (out.get(kind) ?? 0) + ticks / 100);
+    } catch { /* a thread that ended meanwhile */ }
+  }
+  return out;
 }
 
 function currentRss(pid: number): number {
@@ -387,12 +414,20 @@ try {
   const clusterMetrics = () => metricsOf(mock.base);
   const m0 = await metricsOf(app.base, key);
   const c0 = await clusterMetrics();
+  const cpu0 = threadCpu(app.pid);
   const first = await fullUpdate(app.base, key, app.pid);
   const m1 = await metricsOf(app.base, key);
   breakdown(`first run ${first.seconds.toFixed(1)} s`, m0, m1, {
     before: c0,
     after: await clusterMetrics(),
   });
+  const cpu1 = threadCpu(app.pid);
+  console.log(
+    `  app CPU of the first run: ${
+      [...cpu1].map(([kind, s]) => `${kind} ${(s - (cpu0.get(kind) ?? 0)).toFixed(1)} s`)
+        .join(", ")
+    }`,
+  );
   // What an object cost the store: every KV mutation of the run (its records, index entries,
   // counters, change log, the run's own records) over the objects it wrote.
   const mutations = (m1.get("kv_mutations") ?? 0) - (m0.get("kv_mutations") ?? 0);

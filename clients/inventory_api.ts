@@ -137,6 +137,23 @@ interface Guard {
   etag?: string | null;
 }
 
+/**
+ * The `fields` of a bulk write that asks for `wanted` back. NetBox's `fields` shapes the
+ * serializer that reads the body too (`BaseModelSerializer.fields`): a body field left out is
+ * ignored, as an unknown one is. So every field the bodies send is named, and `custom_fields`
+ * and `tags`, whose serializer fields do work on a create even when not sent (custom field
+ * defaults); and `id` and `last_updated`, which noting the run's own writes needs. A body's
+ * `changelog_message` is named too: left out, NetBox would not log it.
+ */
+export function answerFields(
+  wanted: readonly string[],
+  bodies: readonly InventoryBody[],
+): string[] {
+  const out = new Set(["id", "last_updated", ...wanted, "custom_fields", "tags"]);
+  for (const body of bodies) for (const field of Object.keys(body)) out.add(field);
+  return [...out];
+}
+
 export class InventoryApiClient implements InventoryApi {
   readonly api: string;
   readonly #send: typeof fetch;
@@ -351,32 +368,42 @@ export class InventoryApiClient implements InventoryApi {
     path: string,
     bodies: InventoryBody[],
     signal?: AbortSignal,
+    answer?: readonly string[],
   ): Promise<InventoryObject[]> {
-    return this.#bulk("POST", "create", path, bodies, signal);
+    return this.#bulk("POST", "create", path, bodies, signal, answer);
   }
 
   update(
     path: string,
     bodies: (InventoryBody & { id: number })[],
     signal?: AbortSignal,
+    answer?: readonly string[],
   ): Promise<InventoryObject[]> {
-    return this.#bulk("PATCH", "update", path, bodies, signal);
+    return this.#bulk("PATCH", "update", path, bodies, signal, answer);
   }
 
-  /** One bulk write; the objects it answered are noted as the run's own writes. */
+  /**
+   * One bulk write; the objects it answered are noted as the run's own writes. With `fields`,
+   * the inventory renders only those (answerFields): a 500-VM create answered whole objects
+   * (counts, config context, primary IPs, site) that the sync then dropped (docs/sync.md,
+   * "Writes: round 6").
+   */
   async #bulk(
     method: "POST" | "PATCH",
     what: "create" | "update",
     path: string,
     bodies: InventoryBody[],
     signal?: AbortSignal,
+    fields?: readonly string[],
   ): Promise<InventoryObject[]> {
     if (!bodies.length) return [];
+    const sent = this.#withMessage(bodies);
+    const query = fields?.length ? `?fields=${answerFields(fields, sent).join(",")}` : "";
     const answer = await this.#call(
       method,
       `bulk ${what} (${bodies.length}) on`,
-      this.api + path,
-      this.#withMessage(bodies),
+      this.api + path + query,
+      sent,
       signal,
     );
     const objects = Array.isArray(answer) ? answer : [answer as InventoryObject];

@@ -229,6 +229,8 @@ export class PlanningInventory implements InventoryApi {
     if (errors.some((e) => Object.keys(e).length)) throw new SimulatedRefusal(path, errors);
   }
 
+  // A stage's `answer` fields are not passed on: the plan's "old → new" of a later update reads
+  // the whole object a write answered.
   async create(path: string, bodies: InventoryBody[], signal?: AbortSignal) {
     if (this.dryRun) await this.#refuseDuplicates(path, bodies, signal);
     const made = this.dryRun

@@ -42,12 +42,23 @@ export interface InventoryApi {
     filters: Record<string, string | string[]>,
     signal?: AbortSignal,
   ): AsyncIterable<InventoryObject[]>;
-  create(path: string, bodies: InventoryBody[], signal?: AbortSignal): Promise<InventoryObject[]>;
+  /**
+   * `answer` names the fields the caller reads of the objects written (NetBox's `fields`, which
+   * a bulk write's answer honours as a list does): the inventory renders those only. An
+   * inventory that ignores `fields` answers whole objects, which hold them.
+   */
+  create(
+    path: string,
+    bodies: InventoryBody[],
+    signal?: AbortSignal,
+    answer?: readonly string[],
+  ): Promise<InventoryObject[]>;
   /** Each body carries its `id`; PATCH semantics (only the fields given change). */
   update(
     path: string,
     bodies: (InventoryBody & { id: number })[],
     signal?: AbortSignal,
+    answer?: readonly string[],
   ): Promise<InventoryObject[]>;
   delete(path: string, ids: number[], signal?: AbortSignal): Promise<void>;
   /**

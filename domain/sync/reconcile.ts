@@ -47,6 +47,12 @@ export interface ReconcileOptions {
     desired: Desired,
     answer: Record<string, unknown>,
   ) => Promise<InventoryObject | "conflict" | null>;
+  /**
+   * The fields the stage reads of the objects it gets back (those it read `existing` with):
+   * the writes ask the inventory to answer only those (InventoryApi.create). Absent: whole
+   * objects.
+   */
+  answer?: readonly string[];
 }
 
 export interface Reconciled {
@@ -325,7 +331,7 @@ export async function reconcile(ctx: StageContext, options: ReconcileOptions): P
       ctx,
       creates.map((d) => withTouch(d.body, options.touch)),
       creates.map((d) => d.label),
-      (chunk) => ctx.inv.create(options.path, chunk, ctx.signal),
+      (chunk) => ctx.inv.create(options.path, chunk, ctx.signal, options.answer),
       options.resolveRefused &&
         (async (i, answer) => {
           const outcome = await options.resolveRefused!(creates[i], answer);
@@ -357,7 +363,7 @@ export async function reconcile(ctx: StageContext, options: ReconcileOptions): P
       ctx,
       bulk.map((u) => u.patch),
       bulk.map((u) => u.desired.label),
-      (chunk) => ctx.inv.update(options.path, chunk, ctx.signal),
+      (chunk) => ctx.inv.update(options.path, chunk, ctx.signal, options.answer),
     );
     done.forEach((object, i) => {
       // A refused update leaves the object as it was: later stages still anchor on it.
@@ -370,7 +376,7 @@ export async function reconcile(ctx: StageContext, options: ReconcileOptions): P
       ctx,
       marks.map((m) => m.patch),
       marks.map((m) => `${options.path}${m.object.id}`),
-      (chunk) => ctx.inv.update(options.path, chunk, ctx.signal),
+      (chunk) => ctx.inv.update(options.path, chunk, ctx.signal, options.answer),
     );
     ctx.result.updated += marks.length;
   }

@@ -182,6 +182,26 @@ async function redacted<T>(
   return rendered;
 }
 
+/**
+ * A write's body as NetBox reads it under `?fields=` or `?omit=`: those shape the serializer that
+ * reads the body as well as the one that renders the answer (`BaseModelSerializer.fields`), so a
+ * field they leave out is ignored, as an unknown one is. A bulk update's `id` is read apart from
+ * the serializer and stays. A client asking for a short answer must name what it writes
+ * (docs/api-behaviour.md, Inventory: NetBox 4.6 writes).
+ */
+function readByFields(body: unknown, url: URL): unknown {
+  const fields = csv(url.searchParams.get("fields"));
+  const omit = fields ? undefined : csv(url.searchParams.get("omit"));
+  if (!fields && !omit) return body;
+  const keep = (key: string) =>
+    key === "id" || (fields ? fields.includes(key) : !omit!.includes(key));
+  const shape = (item: unknown) =>
+    item && typeof item === "object" && !Array.isArray(item)
+      ? Object.fromEntries(Object.entries(item).filter(([key]) => keep(key)))
+      : item;
+  return Array.isArray(body) ? body.map(shape) : shape(body);
+}
+
 function listItems(body: unknown, requireId: boolean): Array<{ id: number; data: unknown }> {
   if (!Array.isArray(body)) {
     throw new ApiError(400, {
@@ -411,7 +431,9 @@ export async function handleModelRequest(
   // (docs/api-behaviour.md, Inventory: change log).
   const change = { requestId: crypto.randomUUID(), userName: userNameOf(auth) };
   c.header("X-Request-ID", change.requestId);
-  const body = await readJsonBody(request);
+  const body = method === "DELETE"
+    ? await readJsonBody(request)
+    : readByFields(await readJsonBody(request), url);
   if (Array.isArray(body) && body.length > MAX_BULK_ITEMS) {
     throw new ApiError(400, bulkTooLarge(body.length));
   }

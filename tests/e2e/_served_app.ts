@@ -20,6 +20,11 @@ export interface ServedApp {
   app: Awaited<ReturnType<typeof createApp>>;
   /** Requests seen by the server, "METHOD /path" (query stripped), in order. */
   seen: string[];
+  /**
+   * Each write to the inventory API (POST, PUT, PATCH on /api/): "METHOD /path?query" and the
+   * bytes its answer's body held, in order of the answers.
+   */
+  writeAnswers: { request: string; bytes: number; objects: number }[];
   close(): Promise<void>;
 }
 
@@ -30,9 +35,21 @@ export async function serveApp(
   const deps = await testDeps(env, overrides);
   const app = await createApp(deps);
   const seen: string[] = [];
-  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, (r, i) => {
-    seen.push(`${r.method} ${new URL(r.url).pathname}`);
-    return app.fetch(r, i);
+  const writeAnswers: ServedApp["writeAnswers"] = [];
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, async (r, i) => {
+    const url = new URL(r.url);
+    seen.push(`${r.method} ${url.pathname}`);
+    const response = await app.fetch(r, i);
+    if (!/^(POST|PUT|PATCH)$/.test(r.method) || !url.pathname.startsWith("/api/")) return response;
+    const body = await response.text();
+    let objects = 0;
+    try {
+      const parsed = JSON.parse(body);
+      objects = Array.isArray(parsed) ? parsed.length : 1;
+    } catch { /* not JSON: no objects */ }
+    const request = `${r.method} ${url.pathname}${url.search}`;
+    writeAnswers.push({ request, bytes: new TextEncoder().encode(body).byteLength, objects });
+    return new Response(body, response);
   });
   const port = server.addr.port;
   return {
@@ -41,6 +58,7 @@ export async function serveApp(
     deps,
     app,
     seen,
+    writeAnswers,
     async close() {
       await server.shutdown();
       deps.kv.close();

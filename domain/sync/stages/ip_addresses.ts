@@ -218,6 +218,7 @@ async function syncSlice(
     desired,
     managedTags: tags.managed,
     orphan: "keep",
+    answer: IP_FIELDS,
     resolveRefused: adoptOrReport(ctx, {
       path: PATHS.ips,
       field: "address",
@@ -264,7 +265,12 @@ async function syncSlice(
     const vm = vmExisting.get(d.key)!;
     return !made.has(vm.id) && changes(vm, d.body, undefined) !== null;
   }).length;
-  await reconcile(ctx, { path: PATHS.vms, existing: vmExisting, desired: vmDesired });
+  await reconcile(ctx, {
+    path: PATHS.vms,
+    existing: vmExisting,
+    desired: vmDesired,
+    answer: PRIMARY_IP_FIELDS,
+  });
   // VMs are counted by their own stage; here only real changes count, as updates, and a VM
   // this run created is only being completed (its address had to exist first).
   ctx.result.unchanged = before.unchanged;

@@ -329,6 +329,7 @@ export async function syncVirtualMachines(ctx: StageContext): Promise<void> {
       existing: await read,
       desired: stateDesired,
       touch: { last_seen: now },
+      answer: STATE_FIELDS,
     });
     // Later stages of this run see what was just written.
     for (const [key, state] of saved.objects) {
@@ -371,6 +372,7 @@ export async function syncVirtualMachines(ctx: StageContext): Promise<void> {
       createOnly,
       touch,
       orphan,
+      answer: VM_ANSWER_FIELDS,
     });
     for (const [key, vm] of vms.objects) if (!existing.has(key)) made.add(vm.id);
     return vms.objects;
@@ -414,6 +416,12 @@ export async function syncVirtualMachines(ctx: StageContext): Promise<void> {
   forget(ctx, "cluster-vms");
   ctx.progress(list.count, list.count, `${list.count} virtual machines synced`);
 }
+
+/**
+ * What the stage reads of the VMs its writes answer: their ids (the sync-states and later stages
+ * anchor on them) and names; the edit re-check reads whole VMs itself (reconcile.ts).
+ */
+const VM_ANSWER_FIELDS = ["id", "name", "cluster", "last_updated"];
 
 /** What the stage leaves out of the VMs it reads (NetBox 4.5.2's `omit`; ignored before). */
 export const VM_STAGE_OMITS = "interface_count,primary_ip,primary_ip4,primary_ip6,config_context";

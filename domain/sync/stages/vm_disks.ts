@@ -57,6 +57,7 @@ export async function syncVmDisks(ctx: StageContext): Promise<void> {
       managedTags: tags.managed,
       createOnly: createOnlyFields(ctx.options, { description: "descriptions" }),
       orphan: "delete",
+      answer: DISK_FIELDS,
     });
   }
   ctx.progress(total, total, `${total} virtual disks synced`);

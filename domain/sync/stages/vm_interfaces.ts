@@ -112,6 +112,7 @@ async function syncSlice(
     managedTags: tags.managed,
     createOnly,
     orphan: "delete",
+    answer: IFACE_FIELDS,
   });
 
   // MAC addresses, one per interface, made the interface's primary MAC. An interface the
@@ -148,6 +149,7 @@ async function syncSlice(
     desired: macDesired,
     managedTags: tags.managed,
     orphan: "keep",
+    answer: MAC_FIELDS,
   });
   const primary: Desired[] = [];
   for (const { g, nics: n } of nics) {
@@ -172,6 +174,7 @@ async function syncSlice(
       path: PATHS.vmInterfaces,
       existing: new Map(primary.map((p) => [p.key, ifaces.objects.get(p.key)!])),
       desired: primary,
+      answer: IFACE_FIELDS,
     });
     ctx.result.updated = before.updated;
     ctx.result.unchanged = before.unchanged;
