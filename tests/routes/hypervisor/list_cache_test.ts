@@ -3,27 +3,36 @@
  * (app.ts) on a real socket, the built-in catalogue, 1,000 guests on one node, the clock held so
  * every request hits one cache entry. Guards issue 25's list-vs-static row by counting, not
  * timing: a request of a cached list builds no Response body (each `new Response(bytes)` copies
- * the bytes), and the shared body reaches every client intact.
+ * the bytes) and makes no KV call, and the shared body reaches every client intact.
  */
 import assert from "node:assert/strict";
+import { AsyncLocalStorage } from "node:async_hooks";
 import { request as httpRequest } from "node:http";
 import { gunzipSync } from "node:zlib";
 import { createApp } from "../../../app.ts";
 import { testDeps } from "../../_helpers.ts";
+import { noopMetrics } from "../../../infra/metrics.ts";
 
 const LIST = "/api2/json/nodes/pve1/qemu";
 
 /** A server on 127.0.0.1:0 with the whole app (every surface), 1,000 guests, a held clock. */
 async function listServer() {
   const clock = { now: Date.UTC(2026, 2, 1, 12, 0, 0) };
+  // The KV calls made while answering a request (storage/kv/timed_kv.ts reports each call to the
+  // metrics); the app's timers (the job poller) run outside any request and are not counted.
+  const inRequest = new AsyncLocalStorage<true>();
+  const kv = { calls: 0 };
+  const kvOperation = () => {
+    if (inRequest.getStore()) kv.calls++;
+  };
   const deps = await testDeps(
     { HYPERVISOR_MOCK_SEED: "nodes=1,vms=1000,cts=0,storages=2" },
-    { now: () => clock.now },
+    { now: () => clock.now, metrics: { ...noopMetrics, kvOperation } },
   );
   const app = await createApp(deps);
   const server = Deno.serve(
     { hostname: "127.0.0.1", port: 0, onListen: () => {} },
-    (request, info) => app.fetch(request, info),
+    (request, info) => inRequest.run(true, () => app.fetch(request, info)),
   );
   const base = `http://127.0.0.1:${server.addr.port}`;
   const login = await fetch(`${base}/api2/json/access/ticket`, {
@@ -44,6 +53,7 @@ async function listServer() {
   const token = (await made.json()).data.value;
   return {
     port: server.addr.port,
+    kv,
     authorization: `PVEAPIToken=root@pam!lists=${token}`,
     async close() {
       await server.shutdown();
@@ -109,7 +119,7 @@ async function countBodies(run: () => Promise<void>): Promise<{ bodies: number; 
   return seen;
 }
 
-Deno.test("hypervisor list cache: a cached 1,000-guest list builds no body per request", async () => {
+Deno.test("hypervisor list cache: a cached 1,000-guest list builds no body and reads no KV per request", async () => {
   const s = await listServer();
   try {
     const gzip = { authorization: s.authorization, "accept-encoding": "gzip" };
@@ -121,6 +131,7 @@ Deno.test("hypervisor list cache: a cached 1,000-guest list builds no body per r
     assert.equal(firstPlain.headers["content-encoding"], undefined);
     const repeats = 20;
     const served: Raw[] = [];
+    const kvBefore = s.kv.calls;
     const seen = await countBodies(async () => {
       for (let i = 0; i < repeats; i++) {
         served.push(await rawGet(s.port, LIST, gzip));
@@ -129,6 +140,8 @@ Deno.test("hypervisor list cache: a cached 1,000-guest list builds no body per r
     });
     // Each body built per request was a copy of the list (37 KB gzip, 277 KB plain).
     assert.deepEqual(seen, { bodies: 0, bytes: 0 }, `bodies built for ${2 * repeats} requests`);
+    // The mock's login lives in memory: a list request waits on no KV read.
+    assert.equal(s.kv.calls - kvBefore, 0, `KV calls for ${2 * repeats} requests`);
     for (const [i, res] of served.entries()) {
       assert.equal(res.status, 200);
       assert.deepEqual(res.body, i % 2 === 0 ? first.body : firstPlain.body);
