@@ -224,6 +224,22 @@ function indexId(entry: IndexEntry): string {
   return JSON.stringify([entry[0], typeof v === "bigint" ? `${v}n` : v, typeof v]);
 }
 
+const CHECK = 0;
+const SET = 1;
+const DELETE = 2;
+
+/** One write's share of an atomic (KvModelStore.#diff). */
+interface WriteDiff {
+  steps: Array<
+    | [typeof CHECK, Deno.KvKey, string | null]
+    | [typeof SET, Deno.KvKey, unknown]
+    | [typeof DELETE, Deno.KvKey]
+  >;
+  bumps: Array<{ id: string; model: string; field: string; value: IndexValue; delta: number }>;
+  countDelta: number;
+  cost: Cost;
+}
+
 interface Cost {
   checks: number;
   mutations: number;
@@ -266,6 +282,8 @@ export class KvModelStore implements ModelStore {
   readonly #generations = new Map<string, Promise<bigint>>();
   readonly #maxCachedRecords: number;
   readonly #maxCachedRecordsTotal: number;
+  /** Each planned write's atomic steps and cost (#diff), until the write is let go. */
+  readonly #diffs = new WeakMap<ObjectWrite, WriteDiff>();
 
   constructor(
     private readonly kv: Deno.Kv,
@@ -937,74 +955,24 @@ export class KvModelStore implements ModelStore {
     const op = this.kv.atomic();
     const counts = new Map<string, number>();
     const valueCounts = new Map<string, { key: Deno.KvKey; delta: number }>();
-    // A counter is named by its model and index entry (no key serialised per entry).
-    const bump = (
-      model: string,
-      entry: string,
-      field: string,
-      value: IndexValue,
-      delta: number,
-    ) => {
-      const id = `${model}\u0000${entry}`;
-      let counter = valueCounts.get(id);
-      if (!counter) {
-        counter = { key: keys.inventoryIndexCount(model, field, value), delta: 0 };
-        valueCounts.set(id, counter);
-      }
-      counter.delta += delta;
-    };
     for (const write of writes) {
-      const { model, id, prev, next } = write;
-      const objectKey = keys.inventoryObject(model, id);
-      // New objects get ids reserved by allocateIds, so only replacements need a check.
-      if (prev) op.check({ key: objectKey, versionstamp: prev.version });
-      const prevIndexes = new Map((prev?.indexes ?? []).map((e) => [indexId(e), e]));
-      const nextIndexes = new Map((next?.indexes ?? []).map((e) => [indexId(e), e]));
-      const prevUniques = new Map((prev?.uniques ?? []).map((e) => [uniqueId(e), e]));
-      const nextUniques = new Map((next?.uniques ?? []).map((e) => [uniqueId(e), e]));
-      for (const [k, [field, value, counted]] of prevIndexes) {
-        if (nextIndexes.has(k)) continue;
-        op.delete(keys.inventoryIndex(model, field, value, id));
-        if (counted !== false) bump(model, k, field, value, -1);
+      const diff = this.#diff(write);
+      for (const step of diff.steps) {
+        if (step[0] === CHECK) op.check({ key: step[1], versionstamp: step[2] });
+        else if (step[0] === SET) op.set(step[1], step[2]);
+        else op.delete(step[1]);
       }
-      if (!prev && next) {
-        // A new object: nothing to compare its ordered entries with.
-        for (const [field, value, sort] of next.ordered ?? []) {
-          op.set(keys.inventoryOrdered(model, field, value, sort, id), null);
+      for (const { id, model, field, value, delta } of diff.bumps) {
+        let counter = valueCounts.get(id);
+        if (!counter) {
+          counter = { key: keys.inventoryIndexCount(model, field, value), delta: 0 };
+          valueCounts.set(id, counter);
         }
-      } else {
-        const prevOrdered = new Map((prev?.ordered ?? []).map((e) => [orderedId(e), e]));
-        const nextOrdered = new Map((next?.ordered ?? []).map((e) => [orderedId(e), e]));
-        for (const [k, [field, value, sort]] of prevOrdered) {
-          if (!nextOrdered.has(k)) op.delete(keys.inventoryOrdered(model, field, value, sort, id));
-        }
-        for (const [k, [field, value, sort]] of nextOrdered) {
-          if (next && !prevOrdered.has(k)) {
-            op.set(keys.inventoryOrdered(model, field, value, sort, id), null);
-          }
-        }
+        counter.delta += delta;
       }
-      for (const [k, [constraint, values]] of prevUniques) {
-        if (!nextUniques.has(k)) op.delete(keys.inventoryUnique(model, constraint, [...values]));
+      if (diff.countDelta !== 0) {
+        counts.set(write.model, (counts.get(write.model) ?? 0) + diff.countDelta);
       }
-      if (next) {
-        op.set(objectKey, next.record);
-        for (const [k, [field, value, counted]] of nextIndexes) {
-          if (prevIndexes.has(k)) continue;
-          op.set(keys.inventoryIndex(model, field, value, id), null);
-          if (counted !== false) bump(model, k, field, value, 1);
-        }
-        for (const [k, [constraint, values]] of nextUniques) {
-          if (prevUniques.has(k)) continue;
-          const key = keys.inventoryUnique(model, constraint, [...values]);
-          op.check({ key, versionstamp: null });
-          op.set(key, id);
-        }
-      } else {
-        op.delete(objectKey);
-      }
-      const delta = (prev ? 0 : 1) - (next ? 0 : 1);
-      if (delta !== 0) counts.set(model, (counts.get(model) ?? 0) + delta);
     }
     const sum = (key: Deno.KvKey, delta: number) => {
       if (delta === 0) return;
@@ -1021,66 +989,104 @@ export class KvModelStore implements ModelStore {
   }
 
   #cost(write: ObjectWrite): Cost {
+    return this.#diff(write).cost;
+  }
+
+  /**
+   * What one write puts in an atomic, in order (the object's version check, index, ordered and
+   * unique-claim changes, the record), the value counters it moves, and its cost against KV's
+   * limits. Computed once per write: planning sizes it and the commit replays it (each index
+   * entry's id, key and size were built twice, docs/sync.md "Writes: round 6"). A write is not
+   * changed between plan() and commit().
+   */
+  #diff(write: ObjectWrite): WriteDiff {
+    const known = this.#diffs.get(write);
+    if (known) return known;
     const { model, id, prev, next } = write;
+    const steps: WriteDiff["steps"] = [];
+    const bumps: WriteDiff["bumps"] = [];
+    const counters = new Map<string, number>();
     const objectKey = keys.inventoryObject(model, id);
     let checks = prev ? 1 : 0;
     let mutations = 1;
     // The object's key is set, and checked too when it replaces a version.
-    let kb = keyBytes(objectKey) * (prev ? 2 : 1);
-    let total = kb + (next ? JSON.stringify(next.record).length * 2 : 0);
-    const prevIdx = new Set((prev?.indexes ?? []).map(indexId));
-    const nextIdx = new Set((next?.indexes ?? []).map(indexId));
-    const prevUq = new Set((prev?.uniques ?? []).map(uniqueId));
-    const nextUq = new Set((next?.uniques ?? []).map(uniqueId));
+    const objectBytes = keyBytes(objectKey) * (prev ? 2 : 1);
+    let kb = objectBytes;
+    // New objects get ids reserved by allocateIds, so only replacements need a check.
+    if (prev) steps.push([CHECK, objectKey, prev.version]);
+    const prevIndexes = new Map((prev?.indexes ?? []).map((e) => [indexId(e), e]));
+    const nextIndexes = new Map((next?.indexes ?? []).map((e) => [indexId(e), e]));
+    const prevUniques = new Map((prev?.uniques ?? []).map((e) => [uniqueId(e), e]));
+    const nextUniques = new Map((next?.uniques ?? []).map((e) => [uniqueId(e), e]));
     // Each index change also moves its value's counter (plan counts each counter once a group).
-    const counters = new Map<string, number>();
-    const indexChange = (e: IndexEntry, entry: string) => {
+    const indexChange = (entry: string, [field, value, counted]: IndexEntry, delta: number) => {
+      const key = keys.inventoryIndex(model, field, value, id);
+      if (delta < 0) steps.push([DELETE, key]);
+      else steps.push([SET, key, null]);
       mutations++;
-      kb += keyBytes(keys.inventoryIndex(model, e[0], e[1], id));
-      if (e[2] === false) return;
-      counters.set(
-        `${model}\u0000${entry}`,
-        keyBytes(keys.inventoryIndexCount(model, e[0], e[1])) + 16,
-      );
+      kb += keyBytes(key);
+      if (counted === false) return;
+      // A counter is named by its model and index entry (no key serialised per entry).
+      const counter = `${model}\u0000${entry}`;
+      bumps.push({ id: counter, model, field, value, delta });
+      if (!counters.has(counter)) {
+        counters.set(counter, keyBytes(keys.inventoryIndexCount(model, field, value)) + 16);
+      }
     };
-    for (const e of prev?.indexes ?? []) {
-      const entry = indexId(e);
-      if (!nextIdx.has(entry)) indexChange(e, entry);
-    }
-    for (const e of next?.indexes ?? []) {
-      const entry = indexId(e);
-      if (!prevIdx.has(entry)) indexChange(e, entry);
-    }
-    // Ordered entries are compared only for a replacement (a create or delete moves them all).
-    const both = prev !== null && next !== null;
-    const prevOrd = new Set(both ? (prev.ordered ?? []).map(orderedId) : []);
-    const nextOrd = new Set(both ? (next.ordered ?? []).map(orderedId) : []);
-    for (const e of prev?.ordered ?? []) {
-      if (!both || !nextOrd.has(orderedId(e))) {
-        mutations++;
-        kb += keyBytes(keys.inventoryOrdered(model, e[0], e[1], e[2], id));
+    for (const [k, e] of prevIndexes) if (!nextIndexes.has(k)) indexChange(k, e, -1);
+    const orderedChange = ([field, value, sort]: OrderedEntry, set: boolean) => {
+      const key = keys.inventoryOrdered(model, field, value, sort, id);
+      steps.push(set ? [SET, key, null] : [DELETE, key]);
+      mutations++;
+      kb += keyBytes(key);
+    };
+    if (!prev && next) {
+      // A new object: nothing to compare its ordered entries with.
+      for (const e of next.ordered ?? []) orderedChange(e, true);
+    } else {
+      const prevOrdered = new Map((prev?.ordered ?? []).map((e) => [orderedId(e), e]));
+      const nextOrdered = new Map((next?.ordered ?? []).map((e) => [orderedId(e), e]));
+      for (const [k, e] of prevOrdered) if (!nextOrdered.has(k)) orderedChange(e, false);
+      if (next) {
+        for (const [k, e] of nextOrdered) if (!prevOrdered.has(k)) orderedChange(e, true);
       }
     }
-    for (const e of next?.ordered ?? []) {
-      if (!both || !prevOrd.has(orderedId(e))) {
-        mutations++;
-        kb += keyBytes(keys.inventoryOrdered(model, e[0], e[1], e[2], id));
-      }
+    for (const [k, [constraint, values]] of prevUniques) {
+      if (nextUniques.has(k)) continue;
+      const key = keys.inventoryUnique(model, constraint, [...values]);
+      steps.push([DELETE, key]);
+      mutations++;
+      kb += keyBytes(key);
     }
-    for (const e of prev?.uniques ?? []) {
-      if (!nextUq.has(uniqueId(e))) {
-        mutations++;
-        kb += keyBytes(keys.inventoryUnique(model, e[0], [...e[1]]));
-      }
-    }
-    for (const e of next?.uniques ?? []) {
-      if (!prevUq.has(uniqueId(e))) {
+    if (next) {
+      steps.push([SET, objectKey, next.record]);
+      for (const [k, e] of nextIndexes) if (!prevIndexes.has(k)) indexChange(k, e, 1);
+      for (const [k, [constraint, values]] of nextUniques) {
+        if (prevUniques.has(k)) continue;
+        const key = keys.inventoryUnique(model, constraint, [...values]);
+        steps.push([CHECK, key, null]);
+        steps.push([SET, key, id]);
         mutations++;
         checks++;
-        kb += 2 * keyBytes(keys.inventoryUnique(model, e[0], [...e[1]])) + 16;
+        kb += 2 * keyBytes(key) + 16;
       }
+    } else {
+      steps.push([DELETE, objectKey]);
     }
-    total += kb;
-    return { checks, mutations, keyBytes: kb, totalBytes: total, counters };
+    const recordBytes = next ? JSON.stringify(next.record).length * 2 : 0;
+    const diff: WriteDiff = {
+      steps,
+      bumps,
+      countDelta: (prev ? 0 : 1) - (next ? 0 : 1),
+      cost: {
+        checks,
+        mutations,
+        keyBytes: kb,
+        totalBytes: objectBytes + recordBytes + kb,
+        counters,
+      },
+    };
+    this.#diffs.set(write, diff);
+    return diff;
   }
 }
