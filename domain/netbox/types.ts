@@ -216,6 +216,12 @@ export interface ModelDef {
   model: string;
   /** Human name (singular), used in messages: "virtual machine". */
   verbose: string;
+  /**
+   * The Django class name ("VirtualMachine"), which NetBox's 404 names: "No VirtualMachine
+   * matches the given query." Default: the verbose name's words capitalised and joined
+   * (objectNameOf); set where that is not the class (a VM interface is "VMInterface").
+   */
+  objectName?: string;
   /** Path under /api/, with slashes: "virtualization/virtual-machines/". */
   path: string;
   fields: Record<string, FieldDef>;
@@ -375,4 +381,13 @@ export interface EngineApi {
   definition(model: string): ModelDef;
   /** Size of a value as the store counts it (for size budgets such as a job's log). */
   recordSize(value: unknown): number;
+}
+
+/**
+ * A model's Django class name (its `objectName`, else the verbose name's words with their first
+ * letter upper-cased, joined: "IP address" → "IPAddress"). Its lower case is the model name.
+ */
+export function objectNameOf(def: ModelDef): string {
+  return def.objectName ??
+    def.verbose.split(/\s+/).map((w) => w.charAt(0).toUpperCase() + w.slice(1)).join("");
 }

@@ -585,6 +585,7 @@ export function pluginModels(services: PluginServices): ModelDef[] {
     app: APP,
     model: "taskhistory",
     verbose: "task",
+    objectName: "TaskHistory",
     path: "plugins/service/task-history/",
     brief: ["upid", "task_type", "status"],
     display: (r) => String(r.upid),

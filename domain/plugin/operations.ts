@@ -13,6 +13,7 @@ import type {
   WriteRefusal,
   WriteResult,
 } from "../netbox/types.ts";
+import { objectNameOf } from "../netbox/types.ts";
 import { sshFacts } from "./models.ts";
 import { MODELS, SECRET_FIELDS } from "./names.ts";
 import { isEncrypted, openWithKeyring, sealSecret } from "./secrets.ts";
@@ -41,7 +42,14 @@ export type OpResult =
   | { outcome: OpOutcome; body: unknown; headers?: Record<string, string> }
   | { outcome: "relayed"; upstreamStatus: number; body: unknown; headers?: undefined };
 
-const NOT_FOUND: OpResult = { outcome: "not_found", body: { detail: "Not found." } };
+/**
+ * No record of `model` has the id: NetBox's text for a detail action's get_object ("No
+ * HypervisorEndpoint matches the given query.", docs/api-behaviour.md, "Inventory: errors").
+ */
+function noObject(engine: EngineApi, model: string): OpResult {
+  const name = objectNameOf(engine.definition(model));
+  return { outcome: "not_found", body: { detail: `No ${name} matches the given query.` } };
+}
 
 /** Endpoint kinds whose records hold sealed secrets, and those fields. */
 const SEALED = [
@@ -64,7 +72,7 @@ export async function keepalive(
   timeoutMs: number,
 ): Promise<OpResult> {
   const record = await hypervisor(engine, id);
-  if (!record) return NOT_FOUND;
+  if (!record) return noObject(engine, MODELS.hypervisor);
   const base = {
     id: record.id,
     name: record.name,
@@ -129,7 +137,7 @@ export async function sshSecrets(
   id: number,
 ): Promise<OpResult> {
   const record = await hypervisor(engine, id);
-  if (!record) return NOT_FOUND;
+  if (!record) return noObject(engine, MODELS.hypervisor);
   if (record.enabled === false) {
     return {
       outcome: "conflict",
@@ -280,7 +288,7 @@ export async function pushNow(
   id: number,
 ): Promise<OpResult> {
   const record = await engine.get(MODELS[kind], id);
-  if (!record) return NOT_FOUND;
+  if (!record) return noObject(engine, MODELS[kind]);
   const lastPush = kind === "hypervisor"
     ? await services.pushHypervisor(engine, record)
     : kind === "inventory"
@@ -317,9 +325,11 @@ export async function setBackendToken(
       body: { token: ["Give the backend API key: 32 to 512 characters, no whitespace."] },
     };
   }
-  if (!Number.isSafeInteger(id) || !(await engine.get(MODELS.backend, id))) return NOT_FOUND;
+  if (!Number.isSafeInteger(id) || !(await engine.get(MODELS.backend, id))) {
+    return noObject(engine, MODELS.backend);
+  }
   const lastPush = await services.setBackendToken(engine, id, token);
-  if (!lastPush) return NOT_FOUND;
+  if (!lastPush) return noObject(engine, MODELS.backend);
   return { outcome: "ok", body: { id, token, last_push: lastPush } };
 }
 

@@ -5,7 +5,12 @@
  */
 import type { Context } from "hono";
 import { AUTH_MESSAGES, can } from "../../domain/netbox/tokens.ts";
-import type { AuthInfo, WriteRefusal } from "../../domain/netbox/types.ts";
+import {
+  type AuthInfo,
+  type ModelDef,
+  objectNameOf,
+  type WriteRefusal,
+} from "../../domain/netbox/types.ts";
 import { BodyTooLarge, readLimitedBytes } from "../_lib/body.ts";
 
 export const MAX_BODY_BYTES = 1024 * 1024;
@@ -42,6 +47,13 @@ export const WRITE_REFUSAL_STATUS = {
 } as const satisfies Record<WriteRefusal, number>;
 
 export const notFound = () => new ApiError(404, { detail: "Not found." });
+/**
+ * An object asked for by an id no object of the model has: NetBox 4.6 answers Django's
+ * get_object_or_404 text, which DRF passes on ("No VirtualMachine matches the given query.");
+ * an id that is no number stays "Not found." (docs/api-behaviour.md, "Inventory: errors").
+ */
+export const noObject = (def: ModelDef) =>
+  new ApiError(404, { detail: `No ${objectNameOf(def)} matches the given query.` });
 export const forbidden = () => new ApiError(403, { detail: AUTH_MESSAGES.denied });
 export const methodNotAllowed = (method: string) =>
   new ApiError(405, { detail: `Method "${method}" not allowed.` });

@@ -20,6 +20,7 @@ import {
   bulkTooLarge,
   MAX_BULK_ITEMS,
   methodNotAllowed,
+  noObject,
   notFound,
   readJsonBody,
   requirePermission,
@@ -56,6 +57,7 @@ async function unwrapGuarded<T>(
   id: number,
   result: WriteResult<T>,
 ): Promise<{ value: T; extras?: Record<string, unknown> }> {
+  if (!result.ok && result.reason === "not_found") throw noObject(ctx.engine.definition(model));
   if (!result.ok && result.reason === "precondition_failed") {
     const current = await ctx.engine.get(model, id);
     const etag = current ? etagOf(current) : null;
@@ -421,7 +423,7 @@ export async function handleModelRequest(
   }
   if (method === "GET") {
     const record = await ctx.engine.get(model, id!);
-    if (!record) throw notFound();
+    if (!record) throw noObject(def);
     return respondRecords(ctx, c, url, model, [record], 200);
   }
 

@@ -11,7 +11,7 @@
  */
 import type { AppDeps } from "../_lib/deps.ts";
 import { noopMetrics } from "../../infra/metrics.ts";
-import type { AuthInfo, EngineApi } from "../../domain/netbox/types.ts";
+import { type AuthInfo, type EngineApi, objectNameOf } from "../../domain/netbox/types.ts";
 import { JOB_MODEL } from "../../domain/netbox/jobs.ts";
 import { DEFAULT_TIMING } from "../../domain/jobs/runner.ts";
 import {
@@ -245,7 +245,11 @@ export function createJobRoutes(
     if (request.method !== "DELETE") return null; // reads go to the generic model routes
     if (!can(auth, "core.delete_job", true)) return json({ detail: DENIED }, 403);
     const result = await service.cancel(id);
-    if (result === "missing") return json({ detail: "Not found." }, 404);
+    if (result === "missing") {
+      return json({
+        detail: `No ${objectNameOf(engine.definition(JOB_MODEL))} matches the given query.`,
+      }, 404);
+    }
     if (result === "running") {
       return json({ detail: "A running job cannot be deleted; wait for it to finish." }, 409);
     }

@@ -1095,6 +1095,7 @@ export const VM_INTERFACE: ModelDef = {
   app: "virtualization",
   model: "vminterface",
   verbose: "interface",
+  objectName: "VMInterface",
   path: "virtualization/interfaces/",
   fields: interfaceFields("virtual_machine"),
   brief: ["virtual_machine", "name", "description"],

@@ -67,7 +67,7 @@ Deno.test("a bulk PATCH or PUT passes over unknown ids and answers the objects i
     ]);
     const one = await inv.call("PATCH", `${VMS}99999/`, { name: "ghost" });
     assert.equal(one.status, 404);
-    assert.deepEqual(one.body, { detail: "Not found." });
+    assert.deepEqual(one.body, { detail: "No VirtualMachine matches the given query." });
   } finally {
     inv.close();
   }
@@ -88,7 +88,7 @@ Deno.test("a bulk DELETE passes over unknown ids and deletes the objects that ex
     assert.deepEqual((await changes(inv)).slice(before), [["delete", "vm2"]]);
     const one = await inv.call("DELETE", `${VMS}99999/`);
     assert.equal(one.status, 404);
-    assert.deepEqual(one.body, { detail: "Not found." });
+    assert.deepEqual(one.body, { detail: "No VirtualMachine matches the given query." });
   } finally {
     inv.close();
   }

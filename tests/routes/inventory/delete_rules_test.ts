@@ -58,7 +58,9 @@ Deno.test("delete rules: PROTECT refuses whole requests, CASCADE and SET_NULL re
     assert.equal((await inv.call("DELETE", `${IFACES}${eth0.id}/`)).status, 204);
     const vm = await get(`${VMS}${vmA.id}/`);
     assert.deepEqual([vm.primary_ip4, vm.primary_ip, vm.interface_count], [null, null, 1]);
-    assert.deepEqual(await get(`${IPS}${ip0.id}/`), { detail: "Not found." });
+    assert.deepEqual(await get(`${IPS}${ip0.id}/`), {
+      detail: "No IPAddress matches the given query.",
+    });
     const ips = await get(`${IPS}?virtual_machine_id=${vmA.id}`);
     assert.deepEqual(ips.results.map((i: { id: number }) => i.id), [ip1.id]);
     assert.equal(ips.count, 1);
@@ -66,16 +68,28 @@ Deno.test("delete rules: PROTECT refuses whole requests, CASCADE and SET_NULL re
     // Deleting the VM takes the rest along; then the cluster may go, and gone answers 404.
     const del = await inv.call("DELETE", VMS, [{ id: vmA.id }, { id: vmB.id }]);
     assert.equal(del.status, 204);
-    for (const path of [`${IFACES}${eth1.id}/`, `${IPS}${ip1.id}/`, `${VMS}${vmA.id}/`]) {
+    for (
+      const [path, name] of [
+        [`${IFACES}${eth1.id}/`, "VMInterface"],
+        [`${IPS}${ip1.id}/`, "IPAddress"],
+        [`${VMS}${vmA.id}/`, "VirtualMachine"],
+      ]
+    ) {
       const gone = await inv.call("GET", path);
-      assert.deepEqual([gone.status, gone.body], [404, { detail: "Not found." }], path);
+      assert.deepEqual(
+        [gone.status, gone.body],
+        [404, { detail: `No ${name} matches the given query.` }],
+        path,
+      );
     }
     assert.equal((await get(`${IPS}?address=192.0.2.11/24`)).count, 0);
     assert.deepEqual(await get(IFACES), { count: 0, next: null, previous: null, results: [] });
     assert.equal((await get(`${CLUSTERS}${busy.id}/`)).virtualmachine_count, 0);
     assert.equal((await inv.call("DELETE", `${CLUSTERS}${busy.id}/`)).status, 204);
     const again = await inv.call("DELETE", `${CLUSTERS}${busy.id}/`);
-    assert.deepEqual([again.status, again.body], [404, { detail: "Not found." }]);
+    assert.deepEqual([again.status, again.body], [404, {
+      detail: "No Cluster matches the given query.",
+    }]);
     const left = await get(`${CLUSTERS}?ordering=id`);
     assert.deepEqual(left.results.map((c: { id: number }) => c.id), [empty.id]);
     assert.equal(left.count, 1);

@@ -228,7 +228,7 @@ Deno.test("refused writes: DRF's texts per field and per item, and nothing writt
         name: ["This field is required."],
       }]],
       ["DELETE", `${VMS}99999/`, undefined, 404, {
-        detail: "Not found.",
+        detail: "No VirtualMachine matches the given query.",
       }],
       ["POST", TENANTS, { name: "Acme2", slug: "acme" }, 400, {
         slug: ["tenant with this slug already exists."],
