@@ -2377,4 +2377,12 @@ export const EQUIVALENT: Equivalent[] = [
     line: "const fields = (target.ordering ?? []).map((item) => ({",
     why: "a model's ordering is an array or absent, never a falsy value: `||` picks the same side",
   },
+  {
+    module: "domain/netbox/engine/paging.ts",
+    what: "|| → &&",
+    line: 'o.field === "id" || o.field === "created" || o.field === "last_updated" ||',
+    mutant: '"created" && o.field',
+    why: "only journal entries and jobs are ordered by created, and no foreign key names either " +
+      "model: an FK's related ordering never meets created or last_updated",
+  },
 ];

@@ -74,6 +74,9 @@ const LISTED: Array<[string, number[]]> = [
   ["memory__lt=2000", [1]],
   ["memory__empty=true", [3, 4, 5]],
   ["memory__empty=false&memory__empty=true", [3, 4, 5]],
+  // Five patterns is the limit, not past it (a sixth is refused above); values of one filter
+  // are alternatives, as for every multi-value filter.
+  ["name__regex=^vm1$&name__regex=^vm3$&name__regex=x&name__regex=y&name__iregex=VM", [1, 3]],
 ];
 
 const PAGE = `http://inv.test${VMS}`;
