@@ -10,6 +10,7 @@ import { fetchFor } from "./hypervisor_probe.ts";
 import { UpstreamCallError } from "./upstream_error.ts";
 import { redactSecrets } from "../domain/redaction.ts";
 import {
+  type ChangeEntry,
   type InventoryApi,
   type InventoryBody,
   type InventoryObject,
@@ -17,6 +18,8 @@ import {
 } from "../domain/sync/ports.ts";
 
 export const PAGE_SIZE = 1000;
+const CHANGES_PATH = "core/object-changes/";
+const CHANGE_FIELDS = "id,request_id,action,changed_object_type,changed_object_id";
 const CONTEXT_PATHS = new Set(["dcim/devices/", "virtualization/virtual-machines/"]);
 const EXCERPT_CHARS = 400;
 
@@ -168,6 +171,12 @@ export class InventoryApiClient implements InventoryApi {
    */
   changelogMessage: string | null = null;
 
+  /**
+   * Told the `X-Request-ID` of each write this client makes: the sync's ledger tells its own
+   * change-log entries from everyone else's by it (docs/sync.md, "Re-runs").
+   */
+  onWriteRequest: ((requestId: string) => void) | null = null;
+
   /** The `API-Version` the inventory announced, null until its first answer. */
   apiVersion(): string | null {
     return this.#apiVersion;
@@ -251,6 +260,8 @@ export class InventoryApiClient implements InventoryApi {
     }
     const text = await response.text().catch(() => "");
     this.#apiVersion = response.headers.get("api-version") ?? this.#apiVersion;
+    const requestId = response.headers.get("x-request-id");
+    if (method !== "GET" && requestId) this.onWriteRequest?.(requestId);
     if (guard) {
       guard.status = response.status;
       guard.etag = response.headers.get("etag");
@@ -322,12 +333,55 @@ export class InventoryApiClient implements InventoryApi {
    * The pages of `list`, one at a time: the sync keeps what it needs of a page (an id, a name)
    * and lets the page go, so a walk over 100,000 objects holds one page (docs/sync.md, Memory).
    */
-  async *pages(
+  pages(
     path: string,
     filters: Record<string, string | string[]>,
     signal?: AbortSignal,
   ): AsyncGenerator<InventoryObject[]> {
-    for (let after = 0;;) {
+    return this.#walk(path, filters, 0, signal);
+  }
+
+  changesAfter(after: number, signal?: AbortSignal): AsyncIterable<ChangeEntry[]> {
+    return this.#walk(CHANGES_PATH, { fields: CHANGE_FIELDS }, after, signal) as AsyncIterable<
+      ChangeEntry[]
+    >;
+  }
+
+  async changesById(ids: number[], signal?: AbortSignal): Promise<ChangeEntry[]> {
+    const out: ChangeEntry[] = [];
+    for (let i = 0; i < ids.length; i += 100) {
+      const id = ids.slice(i, i + 100).map(String);
+      out.push(
+        ...await this.list(
+          CHANGES_PATH,
+          { id, fields: CHANGE_FIELDS },
+          signal,
+        ) as unknown as ChangeEntry[],
+      );
+    }
+    return out;
+  }
+
+  async changeBounds(signal?: AbortSignal): Promise<{ oldest: number; newest: number } | null> {
+    const first = async (ordering: string) => {
+      const url = `${this.api}${CHANGES_PATH}?ordering=${ordering}&limit=1&fields=id`;
+      const page = await this.#call("GET", `list ${CHANGES_PATH}`, url, undefined, signal) as
+        | { results?: { id?: unknown }[] }
+        | null;
+      const id = page?.results?.[0]?.id;
+      return typeof id === "number" ? id : null;
+    };
+    const [oldest, newest] = await Promise.all([first("id"), first("-id")]);
+    return oldest === null || newest === null ? null : { oldest, newest };
+  }
+
+  async *#walk(
+    path: string,
+    filters: Record<string, string | string[]>,
+    from: number,
+    signal?: AbortSignal,
+  ): AsyncGenerator<InventoryObject[]> {
+    for (let after = from;;) {
       const query = new URLSearchParams();
       for (const [k, v] of Object.entries(filters)) {
         for (const value of Array.isArray(v) ? v : [v]) query.append(k, value);

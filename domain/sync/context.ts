@@ -5,6 +5,7 @@
  */
 import type { HypervisorReader, InventoryApi, SyncEndpoint } from "./ports.ts";
 import type { SyncOptions } from "./options.ts";
+import type { SyncLedger } from "./ledger.ts";
 
 export interface StageResult {
   created: number;
@@ -65,6 +66,12 @@ export interface StageContext {
    * Reported, not a failure. Absent: not reported.
    */
   itemEdited?: (object: string, detail: string) => void;
+  /**
+   * This endpoint's ledger on the inventory (docs/sync.md, "Re-runs: guests that did not
+   * change"): the guest stages skip the guests it vouches for. Absent (a dry run, a port
+   * without a change log): every guest is compared.
+   */
+  ledger?: SyncLedger;
 }
 
 /** Memoise one value per run and endpoint under `key`. */

@@ -88,6 +88,16 @@ export interface InventoryApi {
     etag: string | null,
     signal?: AbortSignal,
   ): Promise<InventoryObject | "changed" | "gone">;
+  /**
+   * The change log's entries (`core/object-changes/`) after id `after`, in id order, page by
+   * page, with the fields the sync's ledger reads (docs/sync.md, "Re-runs: guests that did not
+   * change"). Absent: the ledger is not kept and every run compares every guest.
+   */
+  changesAfter?(after: number, signal?: AbortSignal): AsyncIterable<ChangeEntry[]>;
+  /** The change log's entries of `ids` (those there are). */
+  changesById?(ids: number[], signal?: AbortSignal): Promise<ChangeEntry[]>;
+  /** The lowest and highest change-log ids now; null when the log is empty. */
+  changeBounds?(signal?: AbortSignal): Promise<{ oldest: number; newest: number } | null>;
   /** GET one document that is not a list (a settings singleton); null when there is none. */
   read?(path: string, signal?: AbortSignal): Promise<Record<string, unknown> | null>;
   /**
@@ -95,6 +105,17 @@ export interface InventoryApi {
    * when it sent none: the stages use what that version offers (docs/sync.md, NetBox versions).
    */
   apiVersion?(): string | null;
+}
+
+/** One change-log entry, as far as the sync reads it. */
+export interface ChangeEntry {
+  id: number;
+  /** The request that made the change (its answer's `X-Request-ID`). */
+  request_id: string | null;
+  action: string;
+  /** `app_label.model`, e.g. `virtualization.virtualmachine`. */
+  changed_object_type: string;
+  changed_object_id: number;
 }
 
 /**

@@ -3,6 +3,7 @@
  * bulk beforehand), then create, update and mark in bulk. Nothing is written for an object
  * whose fields already match, so a second run with nothing changed writes nothing.
  */
+import { readLog } from "./ledger.ts";
 import type { StageContext } from "./context.ts";
 import {
   type CallFailure,
@@ -387,6 +388,10 @@ export async function reconcile(ctx: StageContext, options: ReconcileOptions): P
     }
     ctx.result.deleted += deletes.length;
   }
+  // The ledger reads the change log on after enough writes, so a bounded log never drops an
+  // entry it has not read (ledger.ts; a guest stage's slice reads it itself).
+  const wrote = creates.length + updates.length + marks.length + deletes.length;
+  if (wrote && ctx.ledger?.wrote(wrote)) await readLog(ctx);
   return { objects };
 }
 

@@ -6,6 +6,7 @@
 import { CredentialError } from "../credentials.ts";
 import { type Metrics, noopMetrics } from "../../infra/metrics.ts";
 import { noopTracer, type Tracer } from "../../infra/tracing.ts";
+import type { SyncLedger } from "./ledger.ts";
 import { addResults, emptyResult, type StageContext, type StageResult } from "./context.ts";
 import type { CallFailure, HypervisorReader, InventoryApi, SyncEndpoint } from "./ports.ts";
 import { syncDevices } from "./stages/devices.ts";
@@ -202,6 +203,11 @@ export interface RunOptions {
   metrics?: Metrics;
   /** A `sync.run` span with a `sync.stage <type>` child per stage (docs/metrics.md). */
   tracer?: Tracer;
+  /**
+   * The ledger of one endpoint on the run's inventory, kept between runs (docs/sync.md,
+   * "Re-runs: guests that did not change"); default: none, every guest compared.
+   */
+  ledger?: (endpoint: SyncEndpoint) => SyncLedger;
 }
 
 function describeFailure(
@@ -280,6 +286,19 @@ async function runStages(options: RunOptions, tracer: Tracer): Promise<CompleteF
   let cancelled = false;
   const syncOptions = options.syncOptions ?? DEFAULT_SYNC_OPTIONS;
   const runStartedAt = now();
+  /** Each endpoint's ledger, read up to the log's end before its first stage (none: dry run). */
+  const ledgers = new Map<number, SyncLedger | undefined>();
+  const ledgerOf = async (endpoint: SyncEndpoint, dryRun: boolean) => {
+    if (ledgers.has(endpoint.id)) return ledgers.get(endpoint.id);
+    const ledger = dryRun ? undefined : options.ledger?.(endpoint);
+    ledgers.set(endpoint.id, ledger);
+    if (ledger) {
+      ledger.startRun();
+      // A log that cannot be read leaves the ledger empty: this run compares every guest.
+      await ledger.catchUp(options.inventory, signal).catch(() => {});
+    }
+    return ledger;
+  };
 
   for (const stage of options.stages) {
     if (signal.aborted) {
@@ -344,9 +363,11 @@ async function runStages(options: RunOptions, tracer: Tracer): Promise<CompleteF
           pending.push(Promise.resolve(options.emit({ event, data: frame })));
         };
       };
+      const ledger = await ledgerOf(endpoint, syncOptions.dryRun || endpointOptions.dryRun);
       const ctx: StageContext = {
         endpoint,
         hv,
+        ledger,
         inv: options.inventory,
         signal,
         result: emptyResult(),
@@ -438,6 +459,14 @@ async function runStages(options: RunOptions, tracer: Tracer): Promise<CompleteF
         elapsed_ms: Math.round(elapsed),
       },
     });
+  }
+
+  // The run's own writes read from the log now, not by the next run after others' writes
+  // may have pushed them out of a bounded log.
+  if (!cancelled) {
+    for (const ledger of ledgers.values()) {
+      await ledger?.catchUp(options.inventory, signal).catch(() => {});
+    }
   }
 
   let complete: CompleteFrame;

@@ -13,6 +13,7 @@ import { endpointLabel } from "../../domain/endpoints.ts";
 import { redactDeep } from "../../domain/redaction.ts";
 import { noopMetrics } from "../../infra/metrics.ts";
 import { runSync, type StageDef, STAGES, type SyncEvent } from "../../domain/sync/runner.ts";
+import { SyncLedgers } from "../../domain/sync/ledger.ts";
 import type { HypervisorReader, SyncEndpoint } from "../../domain/sync/ports.ts";
 import { HypervisorApiClient, HypervisorApiError } from "../../clients/hypervisor_api.ts";
 import { InventoryApiClient } from "../../clients/inventory_api.ts";
@@ -266,6 +267,9 @@ export function syncRoutes(services: BackendServices, options: SyncRouteOptions 
   const keepaliveMs = options.keepaliveMs ?? KEEPALIVE_MS;
   // A run's hold expires like a job's lease (SERVICE_JOB_LEASE_MS): a process killed mid-run
   // keeps its endpoints no longer than that (docs/sync.md, "One run per endpoint").
+  // The sync's ledgers on the inventory, kept while the process lives (docs/sync.md, "Re-runs:
+  // guests that did not change").
+  const ledgers = new SyncLedgers();
   const runLocks = new SyncRunLocks(
     services.deps.storage.syncRuns,
     services.deps.now,
@@ -311,14 +315,28 @@ export function syncRoutes(services: BackendServices, options: SyncRouteOptions 
       ]),
     ].map((p) => p.catch(() => null)));
     const secrets = opened.filter((v): v is string => typeof v === "string" && v !== "");
-    return { endpoints: endpoints.map(toSyncEndpoint), inventoryApi, hypervisor, all, secrets };
+    // Which inventory a ledger is about: the copy and where it points.
+    const inventoryKey = `${inventory.id} ${inventoryApi.api}`;
+    inventoryApi.onWriteRequest = (requestId) => ledgers.noteOwn(inventoryKey, requestId);
+    return {
+      endpoints: endpoints.map(toSyncEndpoint),
+      inventoryApi,
+      inventoryKey,
+      hypervisor,
+      all,
+      secrets,
+    };
   }
 
   /**
    * The run's options from its query, and the inventory it writes through: a dry run (or
    * `plan=true`) goes through the planner, which records each write and, dry, answers it.
    */
-  function runOptions(query: Record<string, string>, inventoryApi: InventoryApiClient) {
+  function runOptions(
+    query: Record<string, string>,
+    inventoryApi: InventoryApiClient,
+    inventoryKey: string,
+  ) {
     const syncOptions = mergeOptions(optionsFromQuery(query));
     const recording = syncOptions.dryRun || query.plan === "true" || query.plan === "1";
     const listeners: ((item: PlanItem) => void)[] = [];
@@ -338,6 +356,10 @@ export function syncRoutes(services: BackendServices, options: SyncRouteOptions 
           optionsFromQuery(query),
         ),
       inventory: planner ?? inventoryApi,
+      /** A run that writes as it goes keeps the ledger; a planned one compares every guest. */
+      ledger: planner
+        ? undefined
+        : (endpoint: SyncEndpoint) => ledgers.ledger(inventoryKey, endpoint.id),
       onItem: (listener: (item: PlanItem) => void) => {
         if (planner) listeners.push(listener);
       },
@@ -387,7 +409,7 @@ export function syncRoutes(services: BackendServices, options: SyncRouteOptions 
    */
   async function begin(what: string, query: Record<string, string>) {
     const prepared = await prepare(query.hypervisor_endpoint_ids);
-    const run = runOptions(query, prepared.inventoryApi);
+    const run = runOptions(query, prepared.inventoryApi, prepared.inventoryKey);
     const abort = new AbortController();
     const held = await hold(prepared.all, prepared.endpoints, what, abort);
     prepared.inventoryApi.changelogMessage = `Bridgebox sync run ${held.runId} (${what})`;
@@ -419,6 +441,7 @@ export function syncRoutes(services: BackendServices, options: SyncRouteOptions 
       endpoints,
       hypervisor,
       inventory: run.inventory,
+      ledger: run.ledger,
       syncOptions: run.syncOptions,
       syncOptionsFor: run.optionsFor(all),
       emit: run.tracking(scrubbed),
@@ -613,6 +636,7 @@ export function syncRoutes(services: BackendServices, options: SyncRouteOptions 
         endpoints,
         hypervisor,
         inventory: run.inventory,
+        ledger: run.ledger,
         syncOptions: run.syncOptions,
         syncOptionsFor: run.optionsFor(all),
         emit: run.tracking(() => {}),

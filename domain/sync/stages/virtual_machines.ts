@@ -35,8 +35,12 @@ import { type Desired, reconcile, type ReconcileOptions } from "../reconcile.ts"
 import { createOnlyFields } from "../options.ts";
 import { tenantAssignment, vmRole } from "../vm_policy.ts";
 import { type InventoryObject, versionAtLeast } from "../ports.ts";
+import { digestOf, LEDGER_MODELS, readLog } from "../ledger.ts";
 
 const NAME_MAX = 64;
+
+/** This stage's name in the ledger. */
+const STAGE = "virtual-machines";
 
 /**
  * The description of the tags the sync makes for guest tags: how a later run knows one again
@@ -302,26 +306,32 @@ export async function syncVirtualMachines(ctx: StageContext): Promise<void> {
   const made = createdThisRun(ctx);
   // The sidecar: identity and last-seen facts, one per guest ever synced.
   const now = new Date(ctx.now()).toISOString();
+  const stateBody = (g: Guest, vm: number | null, digest: string) => ({
+    endpoint: base.pluginEndpoint,
+    vmid: g.vmid,
+    vm_type: g.type,
+    virtual_machine: vm,
+    node_name: g.node,
+    name: names.get(g.vmid),
+    status: "present",
+    config_digest: digest,
+  });
   const writeStates = async (
     slice: Guest[],
     written: Map<string, InventoryObject>,
     read: Promise<Map<string, InventoryObject>> = statesOf(ctx, states, slice.map((g) => g.vmid)),
+    digests: Map<number, string> = new Map(),
   ) => {
     const stateDesired: Desired[] = [];
     for (const g of slice) {
       stateDesired.push({
         key: String(g.vmid),
         label: `VM sync-state ${g.type}/${g.vmid}`,
-        body: {
-          endpoint: base.pluginEndpoint,
-          vmid: g.vmid,
-          vm_type: g.type,
-          virtual_machine: written.get(String(g.vmid))?.id ?? null,
-          node_name: g.node,
-          name: names.get(g.vmid),
-          status: "present",
-          config_digest: await configDigest(g.config),
-        },
+        body: stateBody(
+          g,
+          written.get(String(g.vmid))?.id ?? null,
+          digests.get(g.vmid) ?? await configDigest(g.config),
+        ),
       });
     }
     const saved = await reconcile(ctx, {
@@ -341,6 +351,15 @@ export async function syncVirtualMachines(ctx: StageContext): Promise<void> {
         owned.set(vmid, vm.id);
       }
     }
+  };
+  /** A guest's VM and sync-state, as far as they are known. */
+  const guestObjects = (vmid: number) => {
+    const out: [string, number][] = [];
+    const vm = owned.get(vmid);
+    const state = states.ids.get(vmid);
+    if (vm !== undefined) out.push([LEDGER_MODELS.vm, vm]);
+    if (state !== undefined) out.push([LEDGER_MODELS.state, state]);
+    return out;
   };
   /** Writes `slice` and the VMs of `gone` (vmids), read first; the VMs written, by vmid. */
   const writeVms = async (
@@ -377,20 +396,79 @@ export async function syncVirtualMachines(ctx: StageContext): Promise<void> {
     for (const [key, vm] of vms.objects) if (!existing.has(key)) made.add(vm.id);
     return vms.objects;
   };
+  // The ledger (docs/sync.md, "Re-runs: guests that did not change"): a guest whose VM and
+  // sync-state would be written from the same as when the ledger recorded them, and which nobody
+  // else touched since, is not read again. What shapes the writes besides each guest's objects
+  // goes into every guest's digest.
+  const ledger = await readLog(ctx);
+  const shape = {
+    managed: [...managed].sort((a, b) => a - b),
+    createOnly: [...createOnly].sort(),
+    touch: touch !== undefined,
+  };
+  /** What a guest's VM and sync-state are written from, with the VM it has now. */
+  const digestFor = (g: Guest, config: string) =>
+    digestOf([
+      shape,
+      desiredOf(g, undefined).body,
+      stateBody(g, owned.get(g.vmid) ?? null, config),
+    ]);
   const deferred: Guest[] = [];
   for (const slice of list.slices()) {
     const ready = slice.filter((g) => !waits(g));
-    for (const g of slice) if (waits(g)) deferred.push(g);
+    for (const g of slice) {
+      if (!waits(g)) continue;
+      deferred.push(g);
+      ledger?.forgetGuest(g.vmid);
+    }
     if (!ready.length) continue;
-    // The slice's sync-states are read while its VMs are read and written: neither read depends
-    // on the other's writes, and one request at a time left the app idle between them.
-    const stateRead = statesOf(ctx, states, ready.map((g) => g.vmid));
-    stateRead.catch(() => {}); // awaited in writeStates; a failed VM write must not leave it unhandled
-    await writeStates(ready, await writeVms(ready), stateRead);
+    const mark = ledger?.beginSlice() ?? 0;
+    try {
+      const configDigests = new Map<number, string>();
+      let todo = ready;
+      if (ledger) {
+        todo = [];
+        for (const g of ready) {
+          const config = await configDigest(g.config);
+          configDigests.set(g.vmid, config);
+          const vm = owned.get(g.vmid);
+          const digest = digestFor(g, config);
+          if (
+            vm !== undefined && states.ids.has(g.vmid) && ledger.unchanged(STAGE, g.vmid, digest)
+          ) {
+            // Its VM and sync-state, as a compare would have counted them.
+            ctx.result.unchanged += 2;
+            states.read.delete(g.vmid);
+          } else todo.push(g);
+        }
+        for (const g of todo) ledger.track(g.vmid, guestObjects(g.vmid));
+      }
+      if (!todo.length) continue;
+      const failed = ctx.result.failed;
+      // The slice's sync-states are read while its VMs are read and written: neither read
+      // depends on the other's writes, and one request at a time left the app idle between them.
+      const stateRead = statesOf(ctx, states, todo.map((g) => g.vmid));
+      stateRead.catch(() => {}); // awaited in writeStates; a failed VM write must not leave it unhandled
+      await writeStates(todo, await writeVms(todo), stateRead, configDigests);
+      if (!ledger) continue;
+      for (const g of todo) ledger.track(g.vmid, guestObjects(g.vmid));
+      // Entries made since the slice's read (someone's edit meanwhile) forget their guest.
+      await readLog(ctx);
+      if (ctx.result.failed !== failed) continue; // a refused write: compared again next run
+      for (const g of todo) {
+        if (owned.has(g.vmid) && states.ids.has(g.vmid)) {
+          // With the VM it has now (one made by this slice included).
+          ledger.record(STAGE, g.vmid, digestFor(g, configDigests.get(g.vmid)!), mark);
+        }
+      }
+    } finally {
+      ledger?.endSlice();
+    }
   }
   // Then the guests that waited for a rename, and the VMs whose guest is gone upstream (marked,
   // or deleted with delete_orphans), a slice at a time.
   const gone = [...owned].filter(([vmid]) => !present.has(vmid)).map(([vmid]) => vmid);
+  for (const vmid of gone) ledger?.forgetGuest(vmid);
   const orphan: ReconcileOptions["orphan"] = ctx.options.deleteOrphans
     ? "delete"
     : () => ({ status: "decommissioning", tags: [tags.synced, tags.missing] });

@@ -6,10 +6,14 @@
  */
 import type { StageContext } from "../context.ts";
 import { PATHS, syncTags } from "../base.ts";
-import { guests, sliceChildren, vmAnchors } from "../guests.ts";
+import { type Guest, guests, sliceChildren, vmAnchors } from "../guests.ts";
+import { digestOf, LEDGER_MODELS, readLog } from "../ledger.ts";
 import { guestDisks } from "../proxmox.ts";
 import { type Desired, reconcile } from "../reconcile.ts";
 import { createOnlyFields } from "../options.ts";
+
+/** This stage's name in the ledger. */
+const STAGE = "vm-disks";
 
 /** What the stage reads of a disk: what it compares and writes, and the edit check's stamp. */
 const DISK_FIELDS = [
@@ -32,33 +36,65 @@ export async function syncVmDisks(ctx: StageContext): Promise<void> {
     for (const g of slice) if (anchors.has(g.vmid)) total += guestDisks(g.type, g.config).length;
   }
   ctx.progress(0, total, `${total} virtual disks`);
+  const createOnly = createOnlyFields(ctx.options, { description: "descriptions" });
+  // The ledger (docs/sync.md, "Re-runs: guests that did not change"): a guest whose disks would
+  // be written from the same as when it recorded them, untouched since, is not read again.
+  const ledger = await readLog(ctx);
+  const shape = { managed: [...tags.managed].sort((a, b) => a - b), createOnly: [...createOnly] };
+  const desiredOf = (g: Guest): Desired[] => {
+    const vm = anchors.get(g.vmid)!;
+    return guestDisks(g.type, g.config).map((d) => ({
+      key: `${vm}:${d.name}`,
+      label: `virtual disk ${d.name} of vmid ${g.vmid}`,
+      body: {
+        virtual_machine: vm,
+        name: d.name,
+        size: d.sizeMb,
+        description: (d.cdrom ? `CD-ROM: ${d.volume || "none"}` : d.volume).slice(0, 200),
+        tags: [tags.synced],
+      },
+    }));
+  };
   for (const slice of list.slices()) {
-    const present = slice.filter((g) => anchors.has(g.vmid));
-    const parents = new Set(present.map((g) => anchors.get(g.vmid)!));
-    const existing = await sliceChildren(ctx, PATHS.disks, parents, DISK_FIELDS);
-    const desired: Desired[] = present.flatMap((g) => {
-      const vm = anchors.get(g.vmid)!;
-      return guestDisks(g.type, g.config).map((d) => ({
-        key: `${vm}:${d.name}`,
-        label: `virtual disk ${d.name} of vmid ${g.vmid}`,
-        body: {
-          virtual_machine: vm,
-          name: d.name,
-          size: d.sizeMb,
-          description: (d.cdrom ? `CD-ROM: ${d.volume || "none"}` : d.volume).slice(0, 200),
-          tags: [tags.synced],
-        },
-      }));
-    });
-    await reconcile(ctx, {
-      path: PATHS.disks,
-      existing,
-      desired,
-      managedTags: tags.managed,
-      createOnly: createOnlyFields(ctx.options, { description: "descriptions" }),
-      orphan: "delete",
-      answer: DISK_FIELDS,
-    });
+    const mark = ledger?.beginSlice() ?? 0;
+    try {
+      const wanted = new Map<number, { desired: Desired[]; digest: number }>();
+      for (const g of slice) {
+        if (!anchors.has(g.vmid)) continue;
+        const desired = desiredOf(g);
+        const digest = digestOf([shape, desired.map((d) => d.body)]);
+        if (ledger?.unchanged(STAGE, g.vmid, digest)) ctx.result.unchanged += desired.length;
+        else wanted.set(g.vmid, { desired, digest });
+      }
+      if (!wanted.size) continue;
+      const vmids = new Map([...wanted.keys()].map((vmid) => [anchors.get(vmid)!, vmid]));
+      const existing = await sliceChildren(ctx, PATHS.disks, new Set(vmids.keys()), DISK_FIELDS);
+      const track = (objects: Map<string, { id: number }>) => {
+        for (const [key, disk] of objects) {
+          const vmid = vmids.get(Number(key.split(":")[0]));
+          if (vmid !== undefined) ledger?.track(vmid, [[LEDGER_MODELS.disk, disk.id]]);
+        }
+      };
+      track(existing);
+      const failed = ctx.result.failed;
+      const saved = await reconcile(ctx, {
+        path: PATHS.disks,
+        existing,
+        desired: [...wanted.values()].flatMap((w) => w.desired),
+        managedTags: tags.managed,
+        createOnly,
+        orphan: "delete",
+        answer: DISK_FIELDS,
+      });
+      if (!ledger) continue;
+      track(saved.objects);
+      // Entries made since the slice's read (someone's edit meanwhile) forget their guest.
+      await readLog(ctx);
+      if (ctx.result.failed !== failed) continue; // a refused write: compared again next run
+      for (const [vmid, w] of wanted) ledger.record(STAGE, vmid, w.digest, mark);
+    } finally {
+      ledger?.endSlice();
+    }
   }
   ctx.progress(total, total, `${total} virtual disks synced`);
 }

@@ -10,6 +10,8 @@ import { guestNics } from "../proxmox.ts";
 import { createOnlyFields } from "../options.ts";
 import { deleteOrphans, type Desired, reconcile, refId } from "../reconcile.ts";
 import { ensureVlans } from "../owned.ts";
+import { digestOf, LEDGER_MODELS, readLog, type SyncLedger } from "../ledger.ts";
+import type { InventoryObject } from "../ports.ts";
 
 export const VM_IFACE = "virtualization.vminterface";
 
@@ -58,10 +60,67 @@ export async function syncVmInterfaces(ctx: StageContext): Promise<void> {
   const vlans = await ensureVlans(ctx, base.site, vids);
   const createOnly = createOnlyFields(ctx.options, { description: "descriptions" });
   ctx.progress(0, total, `${total} VM interfaces`);
+  // The ledger (docs/sync.md, "Re-runs: guests that did not change"): a guest whose interfaces
+  // and MAC addresses would be written from the same as when it recorded them, untouched since,
+  // is not read again.
+  const ledger = await readLog(ctx);
+  const shape = { managed: [...tags.managed].sort((a, b) => a - b), createOnly: [...createOnly] };
   for (const slice of list.slices()) {
-    await syncSlice(ctx, slice, anchors, vlans, tags, createOnly);
+    const mark = ledger?.beginSlice() ?? 0;
+    try {
+      const digests = new Map<number, number>();
+      const todo: Guest[] = [];
+      for (const g of slice) {
+        if (!anchors.has(g.vmid)) continue;
+        const vm = anchors.get(g.vmid)!;
+        const nics = guestNics(g.type, g.config);
+        const digest = digestOf([
+          shape,
+          nics.map((nic) => [interfaceBody(vm, nic, vlans, tags), nic.mac ?? null]),
+        ]);
+        if (ledger?.unchanged(STAGE, g.vmid, digest)) {
+          // Its interfaces and MAC addresses, as a compare would have counted them.
+          ctx.result.unchanged += nics.length + nics.filter((nic) => nic.mac).length;
+        } else {
+          todo.push(g);
+          digests.set(g.vmid, digest);
+        }
+      }
+      if (!todo.length) continue;
+      const failed = ctx.result.failed;
+      await syncSlice(ctx, todo, anchors, vlans, tags, createOnly, ledger);
+      if (!ledger) continue;
+      // Entries made since the slice's read (someone's edit meanwhile) forget their guest.
+      await readLog(ctx);
+      if (ctx.result.failed !== failed) continue; // a refused write: compared again next run
+      for (const [vmid, digest] of digests) ledger.record(STAGE, vmid, digest, mark);
+    } finally {
+      ledger?.endSlice();
+    }
   }
   ctx.progress(total, total, `${total} VM interfaces synced`);
+}
+
+/** This stage's name in the ledger. */
+const STAGE = "vm-interfaces";
+
+/** What the sync writes of one guest NIC's interface. */
+function interfaceBody(
+  vm: number,
+  nic: ReturnType<typeof guestNics>[number],
+  vlans: Map<number, number>,
+  tags: Awaited<ReturnType<typeof syncTags>>,
+) {
+  return {
+    virtual_machine: vm,
+    name: nic.name,
+    enabled: true,
+    description: [nic.guestName ?? "", nic.bridge ? `bridge ${nic.bridge}` : ""]
+      .filter(Boolean).join(", "),
+    mode: nic.vlan ? "access" : null,
+    untagged_vlan: nic.vlan ? vlans.get(nic.vlan) ?? null : null,
+    tags: [tags.synced],
+  };
 }
 
 async function syncSlice(
@@ -71,11 +130,26 @@ async function syncSlice(
   vlans: Map<number, number>,
   tags: Awaited<ReturnType<typeof syncTags>>,
   createOnly: ReadonlySet<string>,
+  ledger: SyncLedger | null = null,
 ): Promise<void> {
   const present = slice.filter((g) => anchors.has(g.vmid));
   const parents = new Set(present.map((g) => anchors.get(g.vmid)!));
   const nics = present.map((g) => ({ g, nics: guestNics(g.type, g.config) }));
   const existing = await sliceChildren(ctx, PATHS.vmInterfaces, parents, IFACE_FIELDS);
+  // The objects read and written, each noted with its guest in the ledger (a key starts with
+  // its interface's VM, a MAC's with its interface).
+  const vmids = new Map(present.map((g) => [anchors.get(g.vmid)!, g.vmid]));
+  const ifaceVm = new Map<number, number>();
+  const track = (model: string, objects: Map<string, InventoryObject>) => {
+    if (!ledger) return;
+    for (const [key, o] of objects) {
+      const head = Number(key.split(":")[0]);
+      const vmid = model === LEDGER_MODELS.mac ? ifaceVm.get(head) : vmids.get(head);
+      if (model === LEDGER_MODELS.vmInterface) ifaceVm.set(o.id, vmids.get(head) ?? NaN);
+      if (vmid !== undefined && !Number.isNaN(vmid)) ledger.track(vmid, [[model, o.id]]);
+    }
+  };
+  track(LEDGER_MODELS.vmInterface, existing);
   // Interfaces are named by the Proxmox key (`net0`) for containers too; one an earlier version
   // named by the container's `name=` (`eth0`) is renamed, not made again.
   for (const { g, nics: n } of nics) {
@@ -93,16 +167,7 @@ async function syncSlice(
     return n.map((nic) => ({
       key: `${vm}:${nic.name}`,
       label: `interface ${nic.name} of vmid ${g.vmid}`,
-      body: {
-        virtual_machine: vm,
-        name: nic.name,
-        enabled: true,
-        description: [nic.guestName ?? "", nic.bridge ? `bridge ${nic.bridge}` : ""]
-          .filter(Boolean).join(", "),
-        mode: nic.vlan ? "access" : null,
-        untagged_vlan: nic.vlan ? vlans.get(nic.vlan) ?? null : null,
-        tags: [tags.synced],
-      },
+      body: interfaceBody(vm, nic, vlans, tags),
     }));
   });
   const ifaces = await reconcile(ctx, {
@@ -114,6 +179,7 @@ async function syncSlice(
     orphan: "delete",
     answer: IFACE_FIELDS,
   });
+  track(LEDGER_MODELS.vmInterface, ifaces.objects);
 
   // MAC addresses, one per interface, made the interface's primary MAC. An interface the
   // inventory refused (reported above) has none: the other guests' MACs are written all the same.
@@ -127,6 +193,7 @@ async function syncSlice(
     MAC_FIELDS,
     (m) => String(m.mac_address).toUpperCase(),
   );
+  track(LEDGER_MODELS.mac, macs);
   const macDesired: Desired[] = nics.flatMap(({ g, nics: n }) => {
     const vm = anchors.get(g.vmid)!;
     return n.filter((nic) => nic.mac && written(vm, nic)).map((nic) => {
@@ -151,6 +218,7 @@ async function syncSlice(
     orphan: "keep",
     answer: MAC_FIELDS,
   });
+  track(LEDGER_MODELS.mac, savedMacs.objects);
   const primary: Desired[] = [];
   for (const { g, nics: n } of nics) {
     const vm = anchors.get(g.vmid)!;

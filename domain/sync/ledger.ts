@@ -1,0 +1,314 @@
+/**
+ * The sync's ledger of one endpoint on one inventory (docs/sync.md, "Re-runs: guests that did
+ * not change"): for each guest and guest stage, a digest of what the stage last wrote or found
+ * right (its desired objects and the run options that shape them), and the ids of the objects
+ * it found so. A later run skips a guest in a stage, without reading its objects, when the
+ * digest is the same and nobody else has touched those objects since: the inventory's change
+ * log, read from a cursor, tells (entries made by the sync's own requests, known by their
+ * `X-Request-ID`, are not someone else's).
+ *
+ * Whenever the log cannot tell, the guests are compared in full: a ledger just made (the
+ * process's first run), entries missing that should be there (pruned before they were read), an
+ * object of a guest model made by someone else (whose guest is unknown), any delete by someone
+ * else but of an IP address (a referenced object gone may have changed the guests' objects
+ * without an entry of theirs), a custom field changed, an inventory without a change log.
+ *
+ * Kept in the process's memory: a restarted process compares every guest once.
+ */
+import type { ChangeEntry, InventoryApi } from "./ports.ts";
+
+/** Entries the sync's own writes may leave unread before the ledger reads on (well below a log's bound). */
+const READ_AFTER_WRITES = 5_000;
+
+/** Ids seen missing at most: past this the ledger starts over (the log cannot tell). */
+const MAX_PENDING = 10_000;
+
+/** The models of the objects a ledger records, as the change log names them (`app_label.model`). */
+export const LEDGER_MODELS = {
+  vm: "virtualization.virtualmachine",
+  state: "service.vmsyncstate",
+  disk: "virtualization.virtualdisk",
+  vmInterface: "virtualization.vminterface",
+  mac: "dcim.macaddress",
+} as const;
+
+const TRACKED = new Set<string>(Object.values(LEDGER_MODELS));
+
+/** A model a ledger records (the sync-state by its model name, whatever the plugin's app). */
+function tracked(model: string): boolean {
+  return TRACKED.has(model) || model.endsWith(".vmsyncstate");
+}
+
+function modelKey(model: string): string {
+  return model.endsWith(".vmsyncstate") ? LEDGER_MODELS.state : model;
+}
+
+/**
+ * A 52-bit digest of a JSON-able value (two FNV-1a lanes): a guest's desired objects. Not a
+ * secret's hash: nothing secret goes in.
+ */
+export function digestOf(value: unknown): number {
+  const text = JSON.stringify(value);
+  let a = 0x811c9dc5;
+  let b = 0x01000193 ^ text.length;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    a = Math.imul(a ^ c, 0x01000193);
+    b = Math.imul(b ^ c, 0x5bd1e995);
+    b ^= b >>> 15;
+  }
+  return (a >>> 0) * 0x100000 + ((b >>> 0) & 0xfffff);
+}
+
+export class SyncLedger {
+  /** The newest change-log id read; null: nothing is known (every guest is compared). */
+  #cursor: number | null = null;
+  /** Ids below the cursor not seen yet (an entry still being written), with the run that saw them missing. */
+  #pending = new Map<number, number>();
+  #run = 0;
+  /** stage → vmid → digest */
+  #digests = new Map<string, Map<number, number>>();
+  /** model → object id → vmid */
+  #owners = new Map<string, Map<number, number>>();
+  /** A counter of what was forgotten: a guest (its number in `#touched`) or everything. */
+  #seq = 0;
+  #touched = new Map<number, number>();
+  #resetAt = 0;
+  #unread = 0;
+  #checked = -1;
+  /** A guest stage is between its read of a slice and its record: the log is read by it. */
+  #slice = false;
+
+  /** `own`: whether a request id is one of the sync's own writes (this process's). */
+  constructor(readonly own: (requestId: string) => boolean) {}
+
+  /** Whether the ledger can skip at all (its cursor is known). */
+  get usable(): boolean {
+    return this.#cursor !== null;
+  }
+
+  /** How many guests a stage holds a digest for (tests, docs). */
+  size(stage: string): number {
+    return this.#digests.get(stage)?.size ?? 0;
+  }
+
+  /** Every digest and object forgotten: each guest is compared in full once more. */
+  reset(): void {
+    this.#digests.clear();
+    this.#owners.clear();
+    this.#touched.clear();
+    this.#resetAt = ++this.#seq;
+  }
+
+  /** One guest forgotten in every stage (someone else touched one of its objects). */
+  forgetGuest(vmid: number): void {
+    for (const stage of this.#digests.values()) stage.delete(vmid);
+    this.#touched.set(vmid, ++this.#seq);
+  }
+
+  /** Whether `stage` may skip `vmid`: the same digest, its objects untouched since. */
+  unchanged(stage: string, vmid: number, digest: number): boolean {
+    return this.#cursor !== null && this.#digests.get(stage)?.get(vmid) === digest;
+  }
+
+  /**
+   * A stage starts on a slice (after `catchUp`): what it reads from now on is checked by the
+   * `catchUp` before its `record`s, which take the mark returned here. Until then the log is
+   * read by the stage only (not after writes), so no entry about an object the slice reads or
+   * writes is read before that object is `track`ed.
+   */
+  beginSlice(): number {
+    this.#slice = true;
+    return this.#seq;
+  }
+
+  /** The slice's records are made (or given up). */
+  endSlice(): void {
+    this.#slice = false;
+  }
+
+  /** The objects of `vmid` a stage read or wrote: someone else's entry about one forgets it. */
+  track(vmid: number, objects: Iterable<readonly [model: string, id: number]>): void {
+    if (this.#cursor === null) return;
+    for (const [model, id] of objects) {
+      let owners = this.#owners.get(model);
+      if (!owners) this.#owners.set(model, owners = new Map());
+      owners.set(id, vmid);
+    }
+  }
+
+  /**
+   * `stage` wrote or found right `vmid`'s objects (tracked), made from what `digest` digests,
+   * with nothing forgotten since `mark` (`beginSlice`): a later run may skip it.
+   */
+  record(stage: string, vmid: number, digest: number, mark: number): void {
+    if (this.#cursor === null || this.#resetAt > mark) return;
+    if ((this.#touched.get(vmid) ?? 0) > mark) return;
+    let digests = this.#digests.get(stage);
+    if (!digests) this.#digests.set(stage, digests = new Map());
+    digests.set(vmid, digest);
+  }
+
+  /** The sync wrote `count` objects: whether the log should be read on now. */
+  wrote(count: number): boolean {
+    this.#unread += count;
+    return !this.#slice && this.#unread >= READ_AFTER_WRITES;
+  }
+
+  /** Marks a new run: ids still missing since an earlier run are taken as never written. */
+  startRun(): void {
+    this.#run++;
+  }
+
+  /**
+   * Reads the change log from the cursor to its end and forgets what others touched. Without a
+   * cursor (a new ledger), it starts from the log's end with nothing recorded. A failure leaves
+   * the ledger unusable for the run (every guest compared) and is thrown.
+   */
+  async catchUp(inv: InventoryApi, signal: AbortSignal): Promise<void> {
+    this.#unread = 0;
+    if (!inv.changesAfter || !inv.changesById || !inv.changeBounds) {
+      this.#startOver(null);
+      return;
+    }
+    try {
+      // The log's ends: for a new ledger, a new run (the log may have gone back: another
+      // inventory behind the same address), and ids seen missing (pruned, or still coming).
+      const bounds = this.#cursor === null || this.#pending.size || this.#checked < this.#run
+        ? await inv.changeBounds(signal)
+        : undefined;
+      this.#checked = this.#run;
+      if (
+        this.#cursor === null || (bounds !== undefined && bounds !== null &&
+          bounds.newest < this.#cursor)
+      ) {
+        // A new ledger, or a log that went back (another inventory behind the same address).
+        this.#startOver(bounds?.newest ?? 0);
+        return;
+      }
+      if (this.#pending.size) {
+        const found = await inv.changesById([...this.#pending.keys()], signal);
+        for (const entry of found) {
+          this.#pending.delete(entry.id);
+          this.#apply(entry);
+        }
+        for (const [id, run] of this.#pending) {
+          if (!bounds || id < bounds.oldest) {
+            // Pruned before it was read: what it said is unknown.
+            this.#pending.clear();
+            this.reset();
+            break;
+          }
+          // Still missing a run later: a write that failed before its entry was made.
+          if (run < this.#run) this.#pending.delete(id);
+        }
+      }
+      let expect = this.#cursor + 1;
+      for await (const page of inv.changesAfter(this.#cursor, signal)) {
+        for (const entry of page) {
+          if (entry.id - expect > MAX_PENDING) {
+            this.#pending.clear();
+            this.reset();
+          } else {
+            for (let id = expect; id < entry.id; id++) this.#pending.set(id, this.#run);
+          }
+          this.#apply(entry);
+          expect = entry.id + 1;
+          this.#cursor = entry.id;
+        }
+      }
+      if (this.#pending.size > MAX_PENDING) {
+        this.#pending.clear();
+        this.reset();
+      }
+      if (bounds) {
+        for (const id of this.#pending.keys()) {
+          if (id < bounds.oldest) {
+            this.#pending.clear();
+            this.reset();
+            break;
+          }
+        }
+      }
+    } catch (error) {
+      this.#startOver(null);
+      throw error;
+    }
+  }
+
+  #startOver(cursor: number | null): void {
+    this.#cursor = cursor;
+    this.#pending.clear();
+    this.reset();
+  }
+
+  /** One entry: the sync's own is nothing; someone else's forgets what it may have changed. */
+  #apply(entry: ChangeEntry): void {
+    if (entry.request_id && this.own(entry.request_id)) return;
+    const model = String(entry.changed_object_type);
+    const vmid = this.#owners.get(modelKey(model))?.get(Number(entry.changed_object_id));
+    if (vmid !== undefined) {
+      this.forgetGuest(vmid);
+      return;
+    }
+    if (tracked(model)) {
+      // Another object of a guest model: one made by hand may be a guest's (which one is not
+      // known); one edited or deleted that no guest holds changes nothing the ledger skips.
+      if (entry.action === "create") this.reset();
+      return;
+    }
+    // A referenced object gone may have cleared references without entries of their own (a
+    // device's VMs, a tag's members); a custom field renamed moves values the same way.
+    if (entry.action === "delete" && model !== "ipam.ipaddress") this.reset();
+    else if (model === "extras.customfield") this.reset();
+  }
+}
+
+/**
+ * Reads the change log on for a stage (`ctx.ledger`): the ledger when it can skip, else null (a
+ * log that could not be read leaves this run comparing every guest; an abort is thrown).
+ */
+export async function readLog(
+  ctx: { ledger?: SyncLedger; inv: InventoryApi; signal: AbortSignal },
+): Promise<SyncLedger | null> {
+  const ledger = ctx.ledger;
+  if (!ledger) return null;
+  try {
+    await ledger.catchUp(ctx.inv, ctx.signal);
+  } catch (error) {
+    if (ctx.signal.aborted) throw error;
+  }
+  return ledger.usable ? ledger : null;
+}
+
+/**
+ * The ledgers of one process, by inventory address and endpoint, and the request ids of the
+ * sync's own writes there (every run's, so one endpoint's run does not take another's writes for
+ * an admin's). Made by the app (`createApp`), never a module singleton.
+ */
+export class SyncLedgers {
+  #ledgers = new Map<string, SyncLedger>();
+  #own = new Map<string, Set<string>>();
+
+  /** Request ids kept per inventory: far more than the writes between two reads of the log. */
+  static readonly OWN_REQUESTS = 50_000;
+
+  /** Notes a request id of the sync's own writes on `inventory`. */
+  noteOwn(inventory: string, requestId: string): void {
+    let own = this.#own.get(inventory);
+    if (!own) this.#own.set(inventory, own = new Set());
+    own.add(requestId);
+    if (own.size > SyncLedgers.OWN_REQUESTS) own.delete(own.values().next().value!);
+  }
+
+  /** The ledger of `endpointId` on `inventory` (made empty on first use). */
+  ledger(inventory: string, endpointId: number): SyncLedger {
+    const key = `${inventory} ${endpointId}`;
+    let ledger = this.#ledgers.get(key);
+    if (!ledger) {
+      ledger = new SyncLedger((id) => this.#own.get(inventory)?.has(id) ?? false);
+      this.#ledgers.set(key, ledger);
+    }
+    return ledger;
+  }
+}

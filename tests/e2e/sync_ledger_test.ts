@@ -1,0 +1,178 @@
+/**
+ * The ledger (docs/sync.md, "Re-runs: guests that did not change"): a re-run skips the reads of
+ * guests whose objects would be written from the same as before and that nobody touched since
+ * (the change log tells), and compares them in full whenever something else may have changed
+ * them: a hand edit or delete, an upstream change, a policy, a log that lost entries.
+ */
+// deno-lint-ignore-file no-explicit-any
+import assert from "node:assert/strict";
+import { addInventoryCopy, type SyncWorld, syncWorld } from "./_sync_harness.ts";
+
+const FAST = { HYPERVISOR_MOCK_TASK_DELAY_MS: "0" };
+
+/** Runs a full update; the result, and the inventory paths the run read ("GET /api/…"). */
+async function run(world: SyncWorld, query = "") {
+  const from = world.seen.length;
+  const r = await world.backend("GET", `/full-update${query}`);
+  assert.equal(r.status, 200, JSON.stringify(r.body));
+  assert.equal(r.body.result.failed, 0, JSON.stringify(r.body));
+  const reads = world.seen.slice(from).filter((s) => s.startsWith("GET /api/"));
+  return {
+    result: r.body.result,
+    /** Requests of the stages that read a slice's disks and MAC addresses (only those stages). */
+    guestReads:
+      reads.filter((s) =>
+        s === "GET /api/virtualization/virtual-disks/" || s === "GET /api/dcim/mac-addresses/"
+      ).length,
+  };
+}
+
+async function synced(world: SyncWorld) {
+  const [vm] = (await world.inventory("virtualization/virtual-machines/?tag=bridgebox-synced"))
+    .sort((a: any, b: any) => a.id - b.id);
+  const [disk] = await world.inventory(`virtualization/virtual-disks/?virtual_machine_id=${vm.id}`);
+  const macs = await world.inventory("dcim/mac-addresses/?tag=bridgebox-synced");
+  return { vm, disk, macs };
+}
+
+Deno.test("e2e sync ledger: an unchanged re-run skips every guest's reads; hand edits and deletes of the sync's objects are still put back, then skipped again", async () => {
+  const world = await syncWorld("nodes=1,vms=8,cts=2,storages=1", FAST);
+  try {
+    await addInventoryCopy(world);
+    await world.addHypervisorCopy("lab");
+    const first = await run(world);
+    assert.ok(first.result.created > 20, JSON.stringify(first.result));
+    assert.ok(first.guestReads > 0);
+
+    const again = await run(world);
+    assert.deepEqual(
+      { created: again.result.created, updated: again.result.updated },
+      { created: 0, updated: 0 },
+    );
+    assert.equal(again.guestReads, 0, "no guest's disks or MAC addresses read");
+    // Skipped objects count as unchanged, as a compare counts them: a planned run keeps no
+    // ledger and reads every guest.
+    const compared = await run(world, "?plan=true");
+    assert.ok(compared.guestReads > 0, "a planned run reads every guest");
+    assert.equal(again.result.unchanged, compared.result.unchanged);
+
+    // Hand edits of fields the sync owns (the same token as the sync's: the request tells).
+    const before = await synced(world);
+    const edits = [
+      await world.inventoryCall("PATCH", `virtualization/virtual-machines/${before.vm.id}/`, {
+        vcpus: 77,
+      }),
+      await world.inventoryCall("PATCH", `virtualization/virtual-disks/${before.disk.id}/`, {
+        size: 1,
+      }),
+      await world.inventoryCall("DELETE", `dcim/mac-addresses/${before.macs[0].id}/`),
+    ];
+    assert.deepEqual(edits.map((e) => e.status), [200, 200, 204]);
+    const fixed = await run(world);
+    assert.ok(fixed.guestReads > 0, "the edited guests are read");
+    const after = await synced(world);
+    assert.equal(after.vm.vcpus, before.vm.vcpus, "the VM's vCPUs put back");
+    assert.equal(after.disk.size, before.disk.size, "the disk's size put back");
+    assert.deepEqual(
+      after.macs.map((m: any) => m.mac_address).sort(),
+      before.macs.map((m: any) => m.mac_address).sort(),
+      "the deleted MAC address made again",
+    );
+    assert.ok(fixed.result.created >= 1 && fixed.result.updated >= 2, JSON.stringify(fixed.result));
+
+    const quiet = await run(world);
+    assert.equal(quiet.result.created + quiet.result.updated, 0, JSON.stringify(quiet.result));
+    assert.equal(quiet.guestReads, 0, "skipped again once put back");
+  } finally {
+    await world.close();
+  }
+});
+
+Deno.test("e2e sync ledger: an upstream change and a changed policy are written though nothing was edited in the inventory", async () => {
+  const world = await syncWorld("nodes=1,vms=3,cts=1,storages=1", FAST);
+  try {
+    await addInventoryCopy(world);
+    await world.addHypervisorCopy("lab");
+    await run(world);
+    await run(world);
+    const [guest] = (await world.hypervisor("GET", "/cluster/resources", { type: "vm" }))
+      .filter((r: any) => r.type === "qemu").sort((a: any, b: any) => a.vmid - b.vmid);
+    await world.hypervisor("PUT", `/nodes/${guest.node}/qemu/${guest.vmid}/config`, {
+      memory: "3333",
+      scsi1: `local-lvm:vm-${guest.vmid}-disk-9,size=4G`,
+      net1: "virtio=BC:24:11:00:00:B1,bridge=vmbr0",
+    });
+    const upstream = await run(world);
+    assert.ok(upstream.result.updated >= 1, JSON.stringify(upstream.result));
+    const state = (await world.inventory(`plugins/service/vm-sync-state/?vmid=${guest.vmid}`))[0];
+    const vm =
+      (await world.inventory(`virtualization/virtual-machines/?id=${state.virtual_machine.id}`))[0];
+    assert.equal(vm.memory, 3333);
+    const children = async (path: string) =>
+      (await world.inventory(`${path}?virtual_machine_id=${vm.id}`)).map((o: any) => o.name);
+    assert.ok((await children("virtualization/virtual-disks/")).includes("scsi1"));
+    assert.ok((await children("virtualization/interfaces/")).includes("net1"));
+    const macs = await world.inventory("dcim/mac-addresses/?mac_address=BC:24:11:00:00:B1");
+    assert.equal(macs.length, 1, "the new NIC's MAC address");
+
+    // A role policy: every QEMU VM takes the role the run names.
+    const role = await world.inventoryCall("POST", "dcim/device-roles/", {
+      name: "Ledger role",
+      slug: "ledger-role",
+      vm_role: true,
+    });
+    assert.equal(role.status, 201, JSON.stringify(role.body));
+    await run(world, "?qemu_role=ledger-role");
+    const qemu = (await world.inventory("virtualization/virtual-machines/?tag=bridgebox-synced"))
+      .filter((v: any) =>
+        v.custom_fields?.hypervisor_vm_type !== "lxc" && v.role?.slug !== "container"
+      );
+    assert.ok(qemu.length >= 3, JSON.stringify(qemu.map((v: any) => v.role)));
+    assert.ok(
+      qemu.every((v: any) => v.role?.slug === "ledger-role"),
+      JSON.stringify(qemu.map((v: any) => v.role)),
+    );
+  } finally {
+    await world.close();
+  }
+});
+
+Deno.test("e2e sync ledger: a change log pruned past the ledger's cursor loses the skip, not the hand edit", async () => {
+  // A small bound: entries go long before the next run reads them.
+  const world = await syncWorld("nodes=1,vms=3,cts=1,storages=1", {
+    ...FAST,
+    INVENTORY_CHANGELOG_MAX_ENTRIES: "40",
+  });
+  try {
+    await addInventoryCopy(world);
+    await world.addHypervisorCopy("lab");
+    await run(world);
+    await run(world);
+    const quiet = await run(world);
+    assert.equal(quiet.guestReads, 0, "skipped while the log holds what it must");
+    const before = await synced(world);
+    const edit = await world.inventoryCall(
+      "PATCH",
+      `virtualization/virtual-machines/${before.vm.id}/`,
+      { vcpus: 55 },
+    );
+    assert.equal(edit.status, 200);
+    // Enough other writes that the edit's entry (and those after the cursor) are pruned.
+    for (let i = 0; i < 3; i++) {
+      const made = await world.inventoryCall(
+        "POST",
+        "extras/tags/",
+        Array.from(
+          { length: 30 },
+          (_, k) => ({ name: `filler ${i}-${k}`, slug: `filler-${i}-${k}` }),
+        ),
+      );
+      assert.equal(made.status, 201, JSON.stringify(made.body));
+    }
+    const fixed = await run(world);
+    assert.ok(fixed.guestReads > 0, "every guest compared");
+    assert.equal((await synced(world)).vm.vcpus, before.vm.vcpus, "the edit put back");
+  } finally {
+    await world.close();
+  }
+});
