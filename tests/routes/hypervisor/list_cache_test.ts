@@ -3,13 +3,15 @@
  * (app.ts) on a real socket, the built-in catalogue, 1,000 guests on one node, the clock held so
  * every request hits one cache entry. Guards issue 25's list-vs-static row by counting, not
  * timing: a request of a cached list builds no Response body (each `new Response(bytes)` copies
- * the bytes) and makes no KV call, and the shared body reaches every client intact.
+ * the bytes) and makes no KV call, and the shared body reaches every client intact. Also the
+ * wire format's booleans (0/1), which no other test held.
  */
 import assert from "node:assert/strict";
 import { AsyncLocalStorage } from "node:async_hooks";
 import { request as httpRequest } from "node:http";
 import { gunzipSync } from "node:zlib";
 import { createApp } from "../../../app.ts";
+import { formatReply } from "../../../routes/hypervisor/wire.ts";
 import { testDeps } from "../../_helpers.ts";
 import { noopMetrics } from "../../../infra/metrics.ts";
 
@@ -178,4 +180,27 @@ Deno.test("hypervisor list cache: concurrent clients all get the shared body int
   } finally {
     await s.close();
   }
+});
+
+Deno.test("hypervisor wire format: booleans go out as 0/1 at any depth, on /api2/json only", () => {
+  const deep = { a: [{ b: { c: [{ d: { e: { f: { g: true } } } }] } }] };
+  const data = [{ vmid: 100, template: false, agent: true, name: "true", deep }];
+  const result = {
+    ok: true as const,
+    status: 200,
+    data,
+    total: 1,
+    template: "/nodes/{node}/qemu",
+    operation: { method: "GET" as const },
+  };
+  const api2 = JSON.parse(formatReply("api2", "GET", result).body);
+  assert.deepEqual(api2.data, [{
+    vmid: 100,
+    template: 0,
+    agent: 1,
+    name: "true",
+    deep: { a: [{ b: { c: [{ d: { e: { f: { g: 1 } } } }] } }] },
+  }]);
+  // The bare mount answers JSON as it is.
+  assert.deepEqual(JSON.parse(formatReply("pve", "GET", result).body), data);
 });
