@@ -202,8 +202,8 @@ function breakdown(
 /**
  * CPU seconds the app's threads used so far, by kind (from /proc: clock ticks of 1/100 s): its
  * main thread (JavaScript: the sync, the inventory, the (de)serialising of KV calls), V8's
- * workers (concurrent garbage collection) and the rest (Deno KV's SQLite worker, I/O). Unlike
- * seconds of wall time, they hold on a loaded machine: what a change saved per object shows here.
+ * workers (concurrent garbage collection) and the rest (Deno KV's SQLite worker, I/O). They move
+ * less than wall time on a loaded machine, but they do move (caches and cores are shared).
  */
 function threadCpu(pid: number): Map<string, number> {
   const out = new Map<string, number>();
@@ -222,6 +222,19 @@ function threadCpu(pid: number): Map<string, number> {
     } catch { /* a thread that ended meanwhile */ }
   }
   return out;
+}
+
+/**
+ * The app's main thread from the scheduler's side (/proc/<pid>/task/<pid>/schedstat): seconds on
+ * a CPU and seconds runnable but waiting for one (the machine's load). The rest of a run's wall
+ * time the thread was blocked: waiting on Deno KV's worker, sockets, timers. On an idle machine
+ * the wait is near zero, so on-CPU plus blocked is what the run would take there, and blocked is
+ * what overlapping a stage's next read with its write could fill (docs/sync.md, round 6).
+ */
+function mainThreadSched(pid: number): { cpu: number; waiting: number } {
+  const [cpu, waiting] = Deno.readTextFileSync(`/proc/${pid}/task/${pid}/schedstat`).split(" ")
+    .map(Number);
+  return { cpu: cpu / 1e9, waiting: waiting / 1e9 };
 }
 
 function currentRss(pid: number): number {
@@ -415,6 +428,7 @@ try {
   const m0 = await metricsOf(app.base, key);
   const c0 = await clusterMetrics();
   const cpu0 = threadCpu(app.pid);
+  const sched0 = mainThreadSched(app.pid);
   const first = await fullUpdate(app.base, key, app.pid);
   const m1 = await metricsOf(app.base, key);
   breakdown(`first run ${first.seconds.toFixed(1)} s`, m0, m1, {
@@ -422,6 +436,14 @@ try {
     after: await clusterMetrics(),
   });
   const cpu1 = threadCpu(app.pid);
+  const sched1 = mainThreadSched(app.pid);
+  const onCpu = sched1.cpu - sched0.cpu;
+  const waiting = sched1.waiting - sched0.waiting;
+  console.log(
+    `  app main thread in the first run: on a CPU ${onCpu.toFixed(1)} s, waiting for one ${
+      waiting.toFixed(1)
+    } s, blocked ${Math.max(0, first.seconds - onCpu - waiting).toFixed(1)} s (KV, sockets)`,
+  );
   console.log(
     `  app CPU of the first run: ${
       [...cpu1].map(([kind, s]) => `${kind} ${(s - (cpu0.get(kind) ?? 0)).toFixed(1)} s`)
