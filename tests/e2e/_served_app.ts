@@ -41,14 +41,15 @@ export async function serveApp(
     seen.push(`${r.method} ${url.pathname}`);
     const response = await app.fetch(r, i);
     if (!/^(POST|PUT|PATCH)$/.test(r.method) || !url.pathname.startsWith("/api/")) return response;
-    const body = await response.text();
+    // The answer's bytes are passed on as they are (whatever their encoding), counted on the way.
+    const body = await response.arrayBuffer();
     let objects = 0;
     try {
-      const parsed = JSON.parse(body);
+      const parsed = JSON.parse(new TextDecoder().decode(body));
       objects = Array.isArray(parsed) ? parsed.length : 1;
     } catch { /* not JSON: no objects */ }
     const request = `${r.method} ${url.pathname}${url.search}`;
-    writeAnswers.push({ request, bytes: new TextEncoder().encode(body).byteLength, objects });
+    writeAnswers.push({ request, bytes: body.byteLength, objects });
     return new Response(body, response);
   });
   const port = server.addr.port;
