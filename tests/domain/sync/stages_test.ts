@@ -474,6 +474,36 @@ Deno.test("stages: a backend copy takes the plugin endpoint record of its name o
   assert.ok(inv2.all("plugins/service/nodes/").every((n) => n.endpoint === 5));
 });
 
+Deno.test("stages: a backend copy whose record another run makes at the same moment takes that one, not an older record of its name for another host", async () => {
+  const EPS = "plugins/service/endpoints/hypervisor/";
+  const direct: SyncEndpoint = { ...LAB, name: "direct", ip: "10.0.0.1", port: 8006 };
+  const inv = new RacingInventory();
+  // The older record (the lower id), written past the race: only the run's own create races.
+  const [other] = await FakeInventory.prototype.create.call(inv, EPS, [
+    { name: "direct", domain: "10.9.9.9", port: 8006 },
+  ]);
+  const { complete } = await run(inv, new FakeHypervisor(smallCluster()), {
+    endpoints: [direct],
+    stages: STAGES.slice(0, 1),
+  });
+  assert.equal(complete.ok, true, JSON.stringify(complete.errors));
+  const records = inv.all(EPS).map((e) => [e.id, e.name, e.domain, e.port]);
+  assert.equal(records.length, 2, JSON.stringify(records));
+  assert.ok(inv.raced.includes(`${EPS}direct`));
+  const raced = inv.all(EPS).find((e) => e.id !== other.id)!;
+  assert.ok(raced.id > other.id);
+  assert.deepEqual([raced.name, raced.domain, raced.port], ["direct", "10.0.0.1", 8006]);
+  const nodes = inv.all("plugins/service/nodes/");
+  assert.deepEqual(nodes.map((n) => n.endpoint), [raced.id, raced.id]);
+  // The other host's record is untouched, and nothing hangs on it.
+  assert.deepEqual(inv.table(EPS).get(other.id), {
+    id: other.id,
+    name: "direct",
+    domain: "10.9.9.9",
+    port: 8006,
+  });
+});
+
 Deno.test("stages: a device made by hand in the cluster, with tags of its own, is never taken or marked by the sync", async () => {
   const inv = new FakeInventory();
   seedPluginEndpoint(inv);
