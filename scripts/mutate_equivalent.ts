@@ -2024,6 +2024,13 @@ export const EQUIVALENT: Equivalent[] = [
     why:
       "a second end() releases by run id (storage/kv/sync_runs.ts deletes only holds of that run), clears a cleared timer and resolves a resolved promise: nothing another run holds is touched",
   },
+  {
+    module: "domain/sync/run_lock.ts",
+    what: "true → false",
+    line: "ended = true;",
+    why:
+      "the flag only makes a second end() return early; without it that second end() does what the entry above says is harmless (a release by run id, a cleared timer, a resolved promise)",
+  },
   // The engine's issue22g draw (README, "Tests, benchmarks and mutation testing").
   {
     module: "domain/netbox/engine/render.ts",
