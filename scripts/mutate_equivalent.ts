@@ -2392,4 +2392,12 @@ export const EQUIVALENT: Equivalent[] = [
     why: "only journal entries and jobs are ordered by created, and no foreign key names either " +
       "model: an FK's related ordering never meets created or last_updated",
   },
+  {
+    module: "domain/sync/stages/network_interfaces.ts",
+    what: "&& → ||",
+    line: "mtu: Number.isInteger(mtu) && mtu > 0 ? mtu : null,",
+    why: "Proxmox's schema types a node interface's mtu as an integer of 1280 to 65520: no " +
+      "answer holds a negative integer or a positive fraction, the only values the two tests " +
+      "judge apart (a missing or text mtu is NaN, null either way)",
+  },
 ];

@@ -644,3 +644,38 @@ Deno.test("records: a node's task archive is read page by page until a short pag
   await run(setUp(), endless);
   assert.equal(endless.pages.filter((p) => p.startsWith("/nodes/n1/")).length, 20);
 });
+
+Deno.test("records: recorded tasks are looked up 100 UPIDs a request; no task, no look-up (an empty filter would list the whole history)", async () => {
+  class CountingInventory extends FakeInventory {
+    readonly lookups: number[] = [];
+    override list(path: string, query: Record<string, string | string[]>) {
+      if (path === "plugins/service/task-history/") {
+        assert.ok("upid" in query, `a task-history read without upids: ${JSON.stringify(query)}`);
+        this.lookups.push([query.upid].flat().length);
+      }
+      return super.list(path, query);
+    }
+  }
+  const lookups = async (n1: number, n2: number) => {
+    const inv = new CountingInventory();
+    inv.table("plugins/service/endpoints/hypervisor/").set(7, { id: 7, name: "lab" });
+    const data = cluster();
+    const tasks = (n: number, node: string) =>
+      Array.from({ length: n }, (_, i) => ({
+        upid: `UPID:${node}:${i}:c:qmstart:101:root@pam:`,
+        type: "qmstart",
+        status: "OK",
+        starttime: T0 + i,
+        endtime: T0 + i + 1,
+      }));
+    data["/nodes/n1/tasks"] = tasks(n1, "n1");
+    data["/nodes/n2/tasks"] = tasks(n2, "n2");
+    await run(inv, new PagingHypervisor(data));
+    assert.equal(inv.all("plugins/service/task-history/").length, n1 + n2);
+    return inv.lookups;
+  };
+  assert.deepEqual(await lookups(0, 0), []);
+  assert.deepEqual(await lookups(60, 40), [100]);
+  assert.deepEqual(await lookups(150, 50), [100, 100]);
+  assert.deepEqual(await lookups(1, 0), [1]);
+});

@@ -564,3 +564,103 @@ Deno.test("stages: a guest's agent is asked for addresses only when its config t
   // A guest that is not running has no agent to answer.
   assert.equal(await asked("1", "stopped"), false);
 });
+
+Deno.test("stages: a guest agent's addresses go to the interface of their MAC (any case); loopback, link-local, unknown MACs and empty entries are left out; the primary IPs are the first of each family", async () => {
+  const data = smallCluster();
+  const config = data["/nodes/n1/qemu/101/config"] as Record<string, unknown>;
+  Object.assign(config, {
+    agent: "1",
+    net1: "virtio=BC:24:11:00:65:01,bridge=vmbr1",
+    net2: "virtio=BC:24:11:00:65:02,bridge=vmbr1",
+  });
+  const agent = "/nodes/n1/qemu/101/agent";
+  data[`${agent}/network-get-interfaces`] = {
+    result: [
+      {
+        name: "lo",
+        "hardware-address": "00:00:00:00:00:00",
+        "ip-addresses": [{ "ip-address": "127.0.0.1", prefix: 8 }, { "ip-address": "::1" }],
+      },
+      // net1's, listed first by the agent: still net1's (interface order decides the primary).
+      {
+        name: "eth1",
+        "hardware-address": "bc:24:11:00:65:01",
+        "ip-addresses": [
+          { "ip-address": "10.1.0.5", prefix: 16 },
+          { "ip-address": "fe80::be24:11ff:fe00:6501", prefix: 64 },
+          { "ip-address": "2001:db8::5" },
+          { prefix: 24 },
+        ],
+      },
+      {
+        name: "eth0",
+        "hardware-address": "BC:24:11:00:65:00",
+        "ip-addresses": [
+          { "ip-address": "169.254.10.1", prefix: 16 },
+          { "ip-address": "127.0.1.1", prefix: 8 },
+          { "ip-address": "::1", prefix: 128 },
+          { "ip-address": "10.0.0.5" },
+          { "ip-address": "2001:db8::1", prefix: 64 },
+        ],
+      },
+      { name: "docker0", "ip-addresses": [{ "ip-address": "172.17.0.1", prefix: 16 }] },
+      {
+        name: "eth9",
+        "hardware-address": "bc:24:11:00:65:99",
+        "ip-addresses": [{ "ip-address": "10.99.0.1", prefix: 24 }],
+      },
+      { name: "eth2", "hardware-address": "bc:24:11:00:65:02" },
+    ],
+  };
+  const inv = new FakeInventory();
+  seedPluginEndpoint(inv);
+  const stages = STAGES.filter((s) =>
+    ["devices", "virtual-machines", "vm-interfaces", "ip-addresses"].includes(s.type)
+  );
+  const { complete } = await run(inv, new FakeHypervisor(data), { stages });
+  assert.equal(complete.ok, true, JSON.stringify(complete.errors));
+  const vm = inv.all("plugins/service/vm-sync-state/").find((s) => s.vmid === 101)!
+    .virtual_machine;
+  const ifaces = new Map(
+    inv.all("virtualization/interfaces/").filter((i) => i.virtual_machine === vm).map((
+      i,
+    ) => [i.id, String(i.name)]),
+  );
+  const byIface = (name: string) =>
+    inv.all("ipam/ip-addresses/")
+      .filter((a) => ifaces.get(Number(a.assigned_object_id)) === name)
+      .map((a) => a.address).sort();
+  assert.deepEqual(byIface("net0"), ["10.0.0.5/32", "2001:db8::1/64"]);
+  assert.deepEqual(byIface("net1"), ["10.1.0.5/16", "2001:db8::5/128"]);
+  assert.deepEqual(byIface("net2"), []);
+  assert.deepEqual(
+    inv.all("ipam/ip-addresses/").map((a) => a.address).filter((a) =>
+      /^(127\.|::1|fe80|169\.254|172\.17|10\.99)/.test(String(a))
+    ),
+    [],
+  );
+  const machine = inv.table("virtualization/virtual-machines/").get(Number(vm))!;
+  const address = (id: unknown) => inv.table("ipam/ip-addresses/").get(Number(id))?.address;
+  assert.deepEqual([address(machine.primary_ip4), address(machine.primary_ip6)], [
+    "10.0.0.5/32",
+    "2001:db8::1/64",
+  ]);
+});
+
+Deno.test("stages: a cluster renamed upstream gets a plugin cluster record and a cluster of its new name; the old record is not taken over", async () => {
+  const inv = new FakeInventory();
+  seedPluginEndpoint(inv);
+  const data = smallCluster();
+  const hv = new FakeHypervisor(data);
+  await run(inv, hv, { stages: STAGES.slice(0, 1) });
+  const [oldRecord] = inv.all("plugins/service/clusters/");
+  (data["/cluster/status"] as { type: string; name: string }[])[0].name = "lab2";
+  const { complete } = await run(inv, hv, { stages: STAGES.slice(0, 1) });
+  assert.equal(complete.ok, true, JSON.stringify(complete.errors));
+  const records = inv.all("plugins/service/clusters/");
+  assert.deepEqual(records.map((r) => [r.name, r.endpoint]), [["lab", 7], ["lab2", 7]]);
+  assert.deepEqual(inv.table("plugins/service/clusters/").get(oldRecord.id), oldRecord);
+  const clusters = new Map(inv.all("virtualization/clusters/").map((c) => [c.id, c.name]));
+  assert.equal(clusters.get(Number(records[1].cluster)), "lab2");
+  assert.equal(clusters.get(Number(records[0].cluster)), "lab");
+});
