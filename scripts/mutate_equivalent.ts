@@ -2400,4 +2400,11 @@ export const EQUIVALENT: Equivalent[] = [
       "answer holds a negative integer or a positive fraction, the only values the two tests " +
       "judge apart (a missing or text mtu is NaN, null either way)",
   },
+  {
+    module: "domain/sync/guests.ts",
+    what: "< → <=",
+    line: "for (const group of [all.filter((id) => id < 0), all.filter((id) => id >= 0)]) {",
+    why: "an id of 0 is the only value the two tests judge apart: NetBox ids start at 1 and a " +
+      "dry run's made-up ids at -1 (plan.ts), so no id of 0 is ever asked for",
+  },
 ];
