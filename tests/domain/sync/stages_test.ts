@@ -664,3 +664,30 @@ Deno.test("stages: a cluster renamed upstream gets a plugin cluster record and a
   assert.equal(clusters.get(Number(records[1].cluster)), "lab2");
   assert.equal(clusters.get(Number(records[0].cluster)), "lab");
 });
+
+Deno.test("stages: of two sync-state records of one guest, the first by id is the guest's, whatever order the walk reads them in", async () => {
+  const STATES = "plugins/service/vm-sync-state/";
+  const inv = new FakeInventory();
+  seedPluginEndpoint(inv);
+  const hv = new FakeHypervisor(smallCluster());
+  await run(inv, hv, { stages: STAGES.slice(0, 3) });
+  const state = inv.all(STATES).find((s) => s.vmid === 102)!;
+  // A second record of guest 102 with a lower id, read after the first (a hand-made copy
+  // with only some of its fields).
+  inv.table(STATES).set(1, {
+    id: 1,
+    endpoint: 7,
+    vmid: 102,
+    vm_type: "qemu",
+    virtual_machine: state.virtual_machine,
+  });
+  assert.deepEqual([...inv.table(STATES).keys()].slice(-1), [1]);
+  const before = inv.writes.length;
+  const { complete } = await run(inv, hv, { stages: STAGES.slice(0, 3) });
+  assert.equal(complete.ok, true, JSON.stringify(complete.errors));
+  assert.deepEqual(inv.writes.slice(before), [`PATCH ${STATES}1`]);
+  const { id: _a, last_updated: _b, ...kept } = state;
+  const { id: _c, last_updated: _d, ...written } = inv.table(STATES).get(1)!;
+  assert.deepEqual(written, kept);
+  assert.deepEqual(inv.table(STATES).get(state.id), state);
+});
