@@ -26,11 +26,64 @@ export const MESSAGES = {
   min: (n: number) => `Ensure this value is greater than or equal to ${n}.`,
   pk: (id: unknown) => `Related object not found using the provided numeric ID: ${String(id)}`,
   pkType: (got: string) => `Incorrect type. Expected pk value, received ${got}.`,
-  attrs: (attrs: unknown) =>
-    `Related object not found using the provided attributes: ${JSON.stringify(attrs)}`,
-  multiple: (attrs: unknown) =>
-    `Multiple objects match the provided attributes: ${JSON.stringify(attrs)}`,
+  attrs: (attrs: Record<string, unknown>) =>
+    `Related object not found using the provided attributes: ${pyRepr(filterParams(attrs))}`,
+  multiple: (attrs: Record<string, unknown>) =>
+    `Multiple objects match the provided attributes: ${pyRepr(filterParams(attrs))}`,
+  unrecognized: (value: unknown) =>
+    "Related objects must be referenced by numeric ID or by dictionary of attributes. " +
+    `Received an unrecognized value: ${pyStr(value)}`,
 };
+
+/**
+ * A nested reference's attributes as NetBox's `dict_to_filter_params` flattens them before the
+ * look-up (and names them in its errors): `{"type": {"slug": "pve"}}` → `{type__slug: "pve"}`.
+ */
+export function filterParams(
+  attrs: Record<string, unknown>,
+  prefix = "",
+): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(attrs)) {
+    if (v !== null && typeof v === "object" && !Array.isArray(v)) {
+      Object.assign(out, filterParams(v as Record<string, unknown>, `${prefix}${k}__`));
+    } else out[`${prefix}${k}`] = v;
+  }
+  return out;
+}
+
+/** Python's repr() of a JSON value (NetBox's error texts format its dicts): `{'slug': 'x'}`. */
+export function pyRepr(value: unknown): string {
+  if (value === null || value === undefined) return "None";
+  if (typeof value === "boolean") return value ? "True" : "False";
+  if (typeof value === "number") return String(value);
+  if (typeof value === "string") return pyStringRepr(value);
+  if (Array.isArray(value)) return `[${value.map(pyRepr).join(", ")}]`;
+  const entries = Object.entries(value as Record<string, unknown>);
+  return `{${entries.map(([k, v]) => `${pyStringRepr(k)}: ${pyRepr(v)}`).join(", ")}}`;
+}
+
+/** Python's str(): a string as itself, anything else as its repr. */
+function pyStr(value: unknown): string {
+  return typeof value === "string" ? value : pyRepr(value);
+}
+
+/** Python's repr() of a str: single quotes unless it holds one and no double quote. */
+function pyStringRepr(text: string): string {
+  const quote = text.includes("'") && !text.includes('"') ? '"' : "'";
+  let out = quote;
+  for (const ch of text) {
+    const code = ch.codePointAt(0)!;
+    if (ch === "\\") out += "\\\\";
+    else if (ch === quote) out += `\\${ch}`;
+    else if (ch === "\n") out += "\\n";
+    else if (ch === "\r") out += "\\r";
+    else if (ch === "\t") out += "\\t";
+    else if (code < 0x20 || code === 0x7f) out += `\\x${code.toString(16).padStart(2, "0")}`;
+    else out += ch;
+  }
+  return out + quote;
+}
 
 export type Coerced = { ok: true; value: unknown } | { ok: false; error: string };
 
@@ -105,13 +158,21 @@ export function parseDate(value: unknown): string | undefined {
   return new Date(t).toISOString().slice(0, 10);
 }
 
-/** Shapes a related-object reference: 5, "5", {id: 5} or {name: "x"}. */
+/**
+ * Shapes a related-object reference: 5, "5", {id: 5} or {name: "x"}. As NetBox's
+ * get_related_object_by_attrs: anything else is cast with Python's int() (a boolean is 1 or 0, a
+ * number loses its fraction), and what int() refuses is an unrecognized value.
+ */
 export function parseRef(
   value: unknown,
 ): { ok: true; ref: RefInput } | { ok: false; error: string } {
-  const id = parseInt32ish(value);
-  if (id !== undefined && typeof value !== "boolean") {
-    if (id < 1 || id > Number.MAX_SAFE_INTEGER) return { ok: false, error: MESSAGES.pk(value) };
+  const id = typeof value === "boolean"
+    ? Number(value)
+    : typeof value === "number" && Number.isFinite(value)
+    ? Math.trunc(value)
+    : parseInt32ish(value);
+  if (id !== undefined) {
+    if (id < 1 || id > Number.MAX_SAFE_INTEGER) return { ok: false, error: MESSAGES.pk(id) };
     return { ok: true, ref: { id } };
   }
   if (value && typeof value === "object" && !Array.isArray(value)) {
@@ -123,10 +184,9 @@ export function parseRef(
       }
       return { ok: true, ref: { id: inner } };
     }
-    if (Object.keys(obj).length === 0) return { ok: false, error: MESSAGES.attrs(obj) };
     return { ok: true, ref: { attrs: obj } };
   }
-  return { ok: false, error: MESSAGES.pkType(pyType(value)) };
+  return { ok: false, error: MESSAGES.unrecognized(value) };
 }
 
 /** Coerces a scalar, choice, json or list value. FK/m2m are handled by the engine. */

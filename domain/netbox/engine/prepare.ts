@@ -134,7 +134,7 @@ export async function prepare(
     if (name in data && data[name] !== undefined) {
       const value = data[name];
       const r = f.type === "fk" || f.type === "m2m"
-        ? await parseRelation(core, f, value, cache)
+        ? await parseRelation(core, f, value, cache, auth)
         : coerce(f, value);
       if (!r.ok) errors[name] = [r.error];
       else {
@@ -174,7 +174,7 @@ export async function prepare(
   if (def.tags !== false) {
     for (const [key, slot] of [["tags", "tags"], ["add_tags", "add"], ["remove_tags", "remove"]]) {
       if (!(key in data) || data[key] === undefined) continue;
-      const r = await parseRelation(core, TAGS_FIELD, data[key], cache);
+      const r = await parseRelation(core, TAGS_FIELD, data[key], cache, auth);
       if (!r.ok) errors[key] = [r.error];
       else tagInput[slot as keyof TagInput] = r.value as number[];
     }

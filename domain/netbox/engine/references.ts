@@ -5,7 +5,7 @@
  */
 import type { StoredObject } from "../../../storage/ports.ts";
 import { MESSAGES, parseRef, type RefInput } from "../fields.ts";
-import type { FieldDef, ModelDef } from "../types.ts";
+import type { AuthInfo, FieldDef, ModelDef } from "../types.ts";
 import { cachedRecords, type EngineCore, type RequestCache } from "./core.ts";
 import { find } from "./paging.ts";
 import { LOOKUPS, nestedAttrProblem } from "./query.ts";
@@ -20,11 +20,19 @@ export interface Ref {
   id: number;
 }
 
+/**
+ * The object a reference names, as NetBox's get_related_object_by_attrs finds it: by id always;
+ * by attributes only among the objects the token may view (`viewer`; null for the engine's own
+ * writes): a token that may not list sites cannot probe them by slug, as NetBox restricts the
+ * queryset to the user's view permission before the look-up. Errors name the attributes as NetBox
+ * flattens them (`{'type__slug': 'pve'}`).
+ */
 export async function resolveRef(
   core: EngineCore,
   model: string,
   ref: RefInput,
   cache: RequestCache,
+  viewer: AuthInfo | null = null,
 ): Promise<Resolved> {
   if ("id" in ref) {
     const map = cachedRecords(cache, model);
@@ -35,9 +43,14 @@ export async function resolveRef(
     }
     return r ? { ok: true, id: ref.id } : { ok: false, error: MESSAGES.pk(ref.id) };
   }
+  if (viewer !== null && !mayView(viewer, model)) {
+    return { ok: false, error: MESSAGES.attrs(ref.attrs) };
+  }
   const filters: Record<string, string[]> = {};
   const target = core.registry.definition(model);
   for (const [k, v] of Object.entries(joined(target, ref.attrs))) {
+    // An empty nested dict adds no look-up (NetBox's flattening drops it).
+    if (isEmptyDict(v)) continue;
     // Attributes must name something the model can be looked up by: an unknown one would be
     // ignored by the filter engine and match every object (NetBox refuses the query).
     const problem = nestedAttrProblem(target, k);
@@ -59,7 +72,10 @@ export async function resolveRef(
   }
   let found: StoredObject[];
   try {
-    found = await find(core, model, filters);
+    // No look-up at all (`{}`): NetBox's get() over the whole model; two ids tell "several".
+    found = Object.keys(filters).length === 0
+      ? await core.store.page(model, 0, 2, false)
+      : await find(core, model, filters);
   } catch {
     return { ok: false, error: MESSAGES.attrs(ref.attrs) };
   }
@@ -67,6 +83,16 @@ export async function resolveRef(
   if (found.length > 1) return { ok: false, error: MESSAGES.multiple(ref.attrs) };
   cachedRecords(cache, model).set(found[0].id, found[0]);
   return { ok: true, id: found[0].id };
+}
+
+function isEmptyDict(v: unknown): boolean {
+  return v !== null && typeof v === "object" && !Array.isArray(v) && Object.keys(v).length === 0;
+}
+
+/** Whether the token may list `model` (NetBox's `restrict(user, "view")`). */
+function mayView(viewer: AuthInfo, model: string): boolean {
+  const [app, name] = model.split(".");
+  return viewer.isSuperuser || viewer.permissions.has(`${app}.view_${name}`);
 }
 
 /**
@@ -96,6 +122,7 @@ export async function parseRelation(
   f: FieldDef,
   value: unknown,
   cache: RequestCache,
+  viewer: AuthInfo | null = null,
 ): Promise<{ ok: true; value: unknown } | { ok: false; error: string }> {
   if (f.type === "fk") {
     if (value === null) {
@@ -103,7 +130,7 @@ export async function parseRelation(
     }
     const ref = parseRef(value);
     if (!ref.ok) return ref;
-    const r = await resolveRef(core, f.model!, ref.ref, cache);
+    const r = await resolveRef(core, f.model!, ref.ref, cache, viewer);
     return r.ok ? { ok: true, value: r.id } : r;
   }
   if (value === null) return { ok: true, value: [] };
@@ -119,7 +146,7 @@ export async function parseRelation(
   for (const item of value) {
     const ref = parseRef(item);
     if (!ref.ok) return ref;
-    const r = await resolveRef(core, f.model!, ref.ref, cache);
+    const r = await resolveRef(core, f.model!, ref.ref, cache, viewer);
     if (!r.ok) return r;
     if (!ids.includes(r.id)) ids.push(r.id);
   }

@@ -10,12 +10,16 @@ import assert from "node:assert/strict";
 import { type Inv, setup } from "./_setup.ts";
 
 const VMS = "/api/virtualization/virtual-machines/";
-const notFound = (attrs: unknown) =>
-  `Related object not found using the provided attributes: ${JSON.stringify(attrs)}`;
-const several = (attrs: unknown) =>
-  `Multiple objects match the provided attributes: ${JSON.stringify(attrs)}`;
+// NetBox's texts name the attributes as its dict_to_filter_params flattened them, in Python's
+// repr (utilities/api.py, get_related_object_by_attrs).
+const notFound = (params: string) =>
+  `Related object not found using the provided attributes: ${params}`;
+const several = (params: string) => `Multiple objects match the provided attributes: ${params}`;
 const noId = (id: unknown) => `Related object not found using the provided numeric ID: ${id}`;
 const noPk = (type: string) => `Incorrect type. Expected pk value, received ${type}.`;
+const unrecognized = (value: string) =>
+  "Related objects must be referenced by numeric ID or by dictionary of attributes. " +
+  `Received an unrecognized value: ${value}`;
 
 async function seed(inv: Inv) {
   const pve = await inv.created("/api/virtualization/cluster-types/", { name: "PVE", slug: "pve" });
@@ -60,29 +64,36 @@ function rows(w: World): Row[] {
     ["cluster", { tenant: { slug: "acme" } }, w.c3],
     ["cluster", { name: "c2", tenant: null }, w.c2],
     ["cluster", { name: "c2", type: { slug: "pve" } }, w.c2],
-    ["cluster", { type: { slug: "pve" } }, several({ type: { slug: "pve" } })],
-    ["cluster", { type__slug: "pve" }, several({ type__slug: "pve" })],
-    ["cluster", { tenant: null }, several({ tenant: null })],
-    ["cluster", { name: "c9" }, notFound({ name: "c9" })],
+    ["cluster", { type: { slug: "pve" } }, several("{'type__slug': 'pve'}")],
+    ["cluster", { type__slug: "pve" }, several("{'type__slug': 'pve'}")],
+    ["cluster", { tenant: null }, several("{'tenant': None}")],
+    ["cluster", { name: "c9" }, notFound("{'name': 'c9'}")],
     [
       "cluster",
       { name: "c3", type: { slug: "pve" } },
-      notFound({ name: "c3", type: { slug: "pve" } }),
+      notFound("{'name': 'c3', 'type__slug': 'pve'}"),
     ],
-    ["cluster", { type: { slug: "nope" } }, notFound({ type: { slug: "nope" } })],
-    ["cluster", {}, notFound({})],
+    ["cluster", { type: { slug: "nope" } }, notFound("{'type__slug': 'nope'}")],
+    ["cluster", { name: "it's" }, notFound(`{'name': "it's"}`)],
+    // No look-up at all: NetBox's get() over every cluster (three of them).
+    ["cluster", {}, several("{}")],
+    ["cluster", { name: "c2", type: {} }, w.c2],
     ["cluster", 9999, noId(9999)],
     ["cluster", { id: 9999 }, noId(9999)],
     ["cluster", 0, noId(0)],
     ["cluster", { id: "x" }, noPk("str")],
-    ["cluster", true, noPk("bool")],
-    ["cluster", [], noPk("list")],
+    // Python's int(): true is 1, a fraction is dropped; what int() refuses is unrecognized.
+    ["cluster", `${w.c2}.0`, unrecognized(`${w.c2}.0`)],
+    ["cluster", w.c2 + 0.5, w.c2],
+    ["cluster", "c2", unrecognized("c2")],
+    ["cluster", [], unrecognized("[]")],
+    ["cluster", [w.c2, "x"], unrecognized(`[${w.c2}, 'x']`)],
     ["tags", [w.gold, { slug: "gold" }, { name: "Gold" }], [w.gold]],
     ["tags", [{ slug: "prod" }, w.gold], [w.gold, w.prod]],
     ["tags", [], []],
-    ["tags", [{ slug: "nope" }], notFound({ slug: "nope" })],
+    ["tags", [{ slug: "nope" }], notFound("{'slug': 'nope'}")],
     ["tags", [w.gold, 9999], noId(9999)],
-    ["tags", [{ name: "Gold" }, {}], notFound({})],
+    ["tags", [{ name: "Gold" }, {}], several("{}")],
     ["tags", { slug: "gold" }, 'Expected a list of items but got type "dict".'],
   ];
 }
