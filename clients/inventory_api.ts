@@ -333,55 +333,12 @@ export class InventoryApiClient implements InventoryApi {
    * The pages of `list`, one at a time: the sync keeps what it needs of a page (an id, a name)
    * and lets the page go, so a walk over 100,000 objects holds one page (docs/sync.md, Memory).
    */
-  pages(
+  async *pages(
     path: string,
     filters: Record<string, string | string[]>,
     signal?: AbortSignal,
   ): AsyncGenerator<InventoryObject[]> {
-    return this.#walk(path, filters, 0, signal);
-  }
-
-  changesAfter(after: number, signal?: AbortSignal): AsyncIterable<ChangeEntry[]> {
-    return this.#walk(CHANGES_PATH, { fields: CHANGE_FIELDS }, after, signal) as AsyncIterable<
-      ChangeEntry[]
-    >;
-  }
-
-  async changesById(ids: number[], signal?: AbortSignal): Promise<ChangeEntry[]> {
-    const out: ChangeEntry[] = [];
-    for (let i = 0; i < ids.length; i += 100) {
-      const id = ids.slice(i, i + 100).map(String);
-      out.push(
-        ...await this.list(
-          CHANGES_PATH,
-          { id, fields: CHANGE_FIELDS },
-          signal,
-        ) as unknown as ChangeEntry[],
-      );
-    }
-    return out;
-  }
-
-  async changeBounds(signal?: AbortSignal): Promise<{ oldest: number; newest: number } | null> {
-    const first = async (ordering: string) => {
-      const url = `${this.api}${CHANGES_PATH}?ordering=${ordering}&limit=1&fields=id`;
-      const page = await this.#call("GET", `list ${CHANGES_PATH}`, url, undefined, signal) as
-        | { results?: { id?: unknown }[] }
-        | null;
-      const id = page?.results?.[0]?.id;
-      return typeof id === "number" ? id : null;
-    };
-    const [oldest, newest] = await Promise.all([first("id"), first("-id")]);
-    return oldest === null || newest === null ? null : { oldest, newest };
-  }
-
-  async *#walk(
-    path: string,
-    filters: Record<string, string | string[]>,
-    from: number,
-    signal?: AbortSignal,
-  ): AsyncGenerator<InventoryObject[]> {
-    for (let after = from;;) {
+    for (let after = 0;;) {
       const query = new URLSearchParams();
       for (const [k, v] of Object.entries(filters)) {
         for (const value of Array.isArray(v) ? v : [v]) query.append(k, value);
@@ -416,6 +373,29 @@ export class InventoryApiClient implements InventoryApi {
       // earlier); an empty page ends the walk.
       if (!page?.next && results.length < PAGE_SIZE) return;
     }
+  }
+
+  async changesById(ids: number[], signal?: AbortSignal): Promise<ChangeEntry[]> {
+    // 100 ids a request (the URL stays under 4 KiB), the requests at once.
+    const groups: string[][] = [];
+    for (let i = 0; i < ids.length; i += 100) groups.push(ids.slice(i, i + 100).map(String));
+    const pages = await Promise.all(
+      groups.map((id) => this.list(CHANGES_PATH, { id, fields: CHANGE_FIELDS }, signal)),
+    );
+    return pages.flat() as unknown as ChangeEntry[];
+  }
+
+  async changeBounds(signal?: AbortSignal): Promise<{ oldest: number; newest: number } | null> {
+    const first = async (ordering: string) => {
+      const url = `${this.api}${CHANGES_PATH}?ordering=${ordering}&limit=1&fields=id`;
+      const page = await this.#call("GET", `list ${CHANGES_PATH}`, url, undefined, signal) as
+        | { results?: { id?: unknown }[] }
+        | null;
+      const id = page?.results?.[0]?.id;
+      return typeof id === "number" ? id : null;
+    };
+    const [oldest, newest] = await Promise.all([first("id"), first("-id")]);
+    return oldest === null || newest === null ? null : { oldest, newest };
   }
 
   create(

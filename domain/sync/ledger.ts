@@ -23,6 +23,12 @@ const READ_AFTER_WRITES = 5_000;
 /** Ids seen missing at most: past this the ledger starts over (the log cannot tell). */
 const MAX_PENDING = 10_000;
 
+/** Change-log ids asked for per read of the log (the port splits them into requests). */
+const READ_PAGE = 400;
+
+/** Entries after the cursor read at most; past this the ledger starts over from the log's end. */
+const MAX_SCAN = 50_000;
+
 /** The models of the objects a ledger records, as the change log names them (`app_label.model`). */
 export const LEDGER_MODELS = {
   vm: "virtualization.virtualmachine",
@@ -75,7 +81,6 @@ export class SyncLedger {
   #touched = new Map<number, number>();
   #resetAt = 0;
   #unread = 0;
-  #checked = -1;
   /** A guest stage is between its read of a slice and its record: the log is read by it. */
   #slice = false;
 
@@ -167,68 +172,48 @@ export class SyncLedger {
    */
   async catchUp(inv: InventoryApi, signal: AbortSignal): Promise<void> {
     this.#unread = 0;
-    if (!inv.changesAfter || !inv.changesById || !inv.changeBounds) {
+    if (!inv.changesById || !inv.changeBounds) {
       this.#startOver(null);
       return;
     }
     try {
-      // The log's ends: for a new ledger, a new run (the log may have gone back: another
-      // inventory behind the same address), and ids seen missing (pruned, or still coming).
-      const bounds = this.#cursor === null || this.#pending.size || this.#checked < this.#run
-        ? await inv.changeBounds(signal)
-        : undefined;
-      this.#checked = this.#run;
-      if (
-        this.#cursor === null || (bounds !== undefined && bounds !== null &&
-          bounds.newest < this.#cursor)
-      ) {
-        // A new ledger, or a log that went back (another inventory behind the same address).
-        this.#startOver(bounds?.newest ?? 0);
+      // The log's ends (its newest and its oldest entry: two reads of one entry each).
+      const bounds = await inv.changeBounds(signal);
+      const newest = bounds?.newest ?? 0;
+      if (this.#cursor === null || newest < this.#cursor || newest - this.#cursor > MAX_SCAN) {
+        // A new ledger, a log that went back (another inventory behind the same address), or
+        // more entries than are worth reading (someone else's large run): it cannot tell.
+        this.#startOver(newest);
         return;
       }
-      if (this.#pending.size) {
-        const found = await inv.changesById([...this.#pending.keys()], signal);
-        for (const entry of found) {
-          this.#pending.delete(entry.id);
+      // The entries after the cursor and those missing before, by id: a list by ids reads
+      // those entries only (a page "after an id" may count the whole log to answer its count).
+      const before = new Map(this.#pending);
+      const ids = [...before.keys()];
+      for (let id = this.#cursor + 1; id <= newest; id++) ids.push(id);
+      const found = new Set<number>();
+      for (let i = 0; i < ids.length; i += READ_PAGE) {
+        for (const entry of await inv.changesById(ids.slice(i, i + READ_PAGE), signal)) {
+          if (found.has(entry.id)) continue;
+          found.add(entry.id);
           this.#apply(entry);
         }
-        for (const [id, run] of this.#pending) {
-          if (!bounds || id < bounds.oldest) {
-            // Pruned before it was read: what it said is unknown.
-            this.#pending.clear();
-            this.reset();
-            break;
-          }
-          // Still missing a run later: a write that failed before its entry was made.
-          if (run < this.#run) this.#pending.delete(id);
-        }
       }
-      let expect = this.#cursor + 1;
-      for await (const page of inv.changesAfter(this.#cursor, signal)) {
-        for (const entry of page) {
-          if (entry.id - expect > MAX_PENDING) {
-            this.#pending.clear();
-            this.reset();
-          } else {
-            for (let id = expect; id < entry.id; id++) this.#pending.set(id, this.#run);
-          }
-          this.#apply(entry);
-          expect = entry.id + 1;
-          this.#cursor = entry.id;
-        }
+      let unknown = false;
+      for (const [id, run] of before) {
+        if (found.has(id)) this.#pending.delete(id);
+        else if (bounds === null || id < bounds.oldest) unknown = true; // pruned unread
+        else if (run < this.#run) this.#pending.delete(id); // a write that failed before its entry
       }
-      if (this.#pending.size > MAX_PENDING) {
+      for (let id = this.#cursor + 1; id <= newest; id++) {
+        if (found.has(id)) continue;
+        if (bounds === null || id < bounds.oldest) unknown = true;
+        else this.#pending.set(id, this.#run); // still being written, or never
+      }
+      this.#cursor = newest;
+      if (unknown || this.#pending.size > MAX_PENDING) {
         this.#pending.clear();
         this.reset();
-      }
-      if (bounds) {
-        for (const id of this.#pending.keys()) {
-          if (id < bounds.oldest) {
-            this.#pending.clear();
-            this.reset();
-            break;
-          }
-        }
       }
     } catch (error) {
       this.#startOver(null);

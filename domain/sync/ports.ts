@@ -89,12 +89,10 @@ export interface InventoryApi {
     signal?: AbortSignal,
   ): Promise<InventoryObject | "changed" | "gone">;
   /**
-   * The change log's entries (`core/object-changes/`) after id `after`, in id order, page by
-   * page, with the fields the sync's ledger reads (docs/sync.md, "Re-runs: guests that did not
-   * change"). Absent: the ledger is not kept and every run compares every guest.
+   * The change log's entries (`core/object-changes/`) of `ids` (those there are), with the
+   * fields the sync's ledger reads (docs/sync.md, "Re-runs: guests that did not change").
+   * Absent: the ledger is not kept and every run compares every guest.
    */
-  changesAfter?(after: number, signal?: AbortSignal): AsyncIterable<ChangeEntry[]>;
-  /** The change log's entries of `ids` (those there are). */
   changesById?(ids: number[], signal?: AbortSignal): Promise<ChangeEntry[]>;
   /** The lowest and highest change-log ids now; null when the log is empty. */
   changeBounds?(signal?: AbortSignal): Promise<{ oldest: number; newest: number } | null>;
