@@ -135,6 +135,7 @@ export const GROUPS: Record<string, { modules: string[]; tests: string[] }> = {
       "tests/routes/inventory/render_snapshot_test.ts",
       "tests/routes/inventory/list_detail_render_test.ts",
       "tests/routes/inventory/write_cost_test.ts",
+      "tests/routes/plugin/long_unique_values_test.ts",
       "tests/security/patterns_test.ts",
     ],
   },
