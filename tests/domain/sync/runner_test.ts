@@ -502,3 +502,47 @@ Deno.test("runner: metrics and trace spans get each stage's counts and time and 
   await run([ticking("one", {})], { now: () => clock, tracer });
   assert.deepEqual(spans.map((s) => s.failed), [undefined, undefined]);
 });
+
+Deno.test("runner: an emit that answers later (a slow reader) has every frame of a stage delivered before the stage's completed frame", async () => {
+  const delivered: string[] = [];
+  const calls: string[] = [];
+  const name = (e: SyncEvent) =>
+    `${e.event}:${(e.data as any).status ?? ""}:${(e.data as any).object ?? ""}`;
+  /** Each frame is taken at once and delivered a few turns of the microtask queue later. */
+  const emit = (e: SyncEvent) => {
+    calls.push(`${name(e)} (delivered before: ${delivered.length})`);
+    let p = Promise.resolve();
+    for (let i = 0; i < 5; i++) p = p.then(() => {});
+    return p.then(() => {
+      delivered.push(name(e));
+    });
+  };
+  const complete = await runSync({
+    stages: [
+      stage("one", (ctx) => {
+        ctx.progress(0, 2, "start");
+        ctx.itemFailed("object a", new Error("refused"));
+        ctx.itemConflict("object b", "held");
+        ctx.progress(2, 2, "end");
+        return Promise.resolve();
+      }),
+    ],
+    endpoints: [EAST],
+    hypervisor: () => new FakeHypervisor({}),
+    inventory: new FakeInventory(),
+    emit,
+    signal: new AbortController().signal,
+    now: () => 0,
+  });
+  assert.equal(complete.ok, false);
+  const completedCall = calls.find((c) => c.startsWith("step:completed"))!;
+  // started, two progress frames, an error and a conflict: all delivered before it is sent.
+  assert.equal(completedCall, "step:completed: (delivered before: 5)");
+  assert.deepEqual(delivered.slice(0, 5).sort(), [
+    "conflict::object b",
+    "error:failed:object a",
+    "step:progress:",
+    "step:progress:",
+    "step:started:",
+  ]);
+});

@@ -691,3 +691,43 @@ Deno.test("stages: of two sync-state records of one guest, the first by id is th
   assert.deepEqual(written, kept);
   assert.deepEqual(inv.table(STATES).get(state.id), state);
 });
+
+Deno.test("stages: a VM moved by hand to another cluster while the run is under way gets no primary IPs from it", async () => {
+  const VMS = "virtualization/virtual-machines/";
+  /** Moves guest 200's VM to cluster 999 just before the ip-addresses stage reads the VMs. */
+  class MovingInventory extends FakeInventory {
+    moved: number | null = null;
+    override list(path: string, query: Record<string, string | string[]>) {
+      if (path === VMS && String(query.fields ?? "").includes("primary_ip4") && this.moved) {
+        const vm = this.table(VMS).get(this.moved)!;
+        this.table(VMS).set(vm.id, { ...vm, cluster: 999 });
+      }
+      return super.list(path, query);
+    }
+  }
+  const inv = new MovingInventory();
+  seedPluginEndpoint(inv);
+  const stages = STAGES.filter((s) =>
+    ["devices", "virtual-machines", "vm-interfaces", "ip-addresses"].includes(s.type)
+  );
+  const data = smallCluster();
+  const hv = new FakeHypervisor(data);
+  await run(inv, hv, { stages });
+  const vm = Number(
+    inv.all("plugins/service/vm-sync-state/").find((s) => s.vmid === 200)!.virtual_machine,
+  );
+  const first = inv.table(VMS).get(vm)!;
+  assert.equal(
+    inv.table("ipam/ip-addresses/").get(Number(first.primary_ip4))?.address,
+    "10.0.0.50/24",
+  );
+  // Upstream the container's address changes; meanwhile an admin moves its VM elsewhere.
+  (data["/nodes/n1/lxc/200/config"] as Record<string, unknown>).net0 =
+    "name=eth0,bridge=vmbr0,hwaddr=BC:24:11:00:C8:00,ip=10.0.0.51/24";
+  inv.moved = vm;
+  const before = inv.writes.length;
+  const { complete } = await run(inv, hv, { stages });
+  assert.equal(complete.ok, true, JSON.stringify(complete.errors));
+  assert.deepEqual(inv.writes.slice(before).filter((w) => w.startsWith(`PATCH ${VMS}`)), []);
+  assert.equal(inv.table(VMS).get(vm)!.primary_ip4, first.primary_ip4);
+});
