@@ -9,7 +9,7 @@ import type {
 import assert from "node:assert/strict";
 import { emptyResult, type StageContext } from "../../../domain/sync/context.ts";
 import { DEFAULT_SYNC_OPTIONS } from "../../../domain/sync/options.ts";
-import { runSync, STAGES } from "../../../domain/sync/runner.ts";
+import { runSync, STAGES, type SyncEvent } from "../../../domain/sync/runner.ts";
 
 /** The one endpoint the domain sync tests run against. */
 export const LAB: SyncEndpoint = {
@@ -28,19 +28,31 @@ export const GUEST_STAGES = STAGES.filter((s) =>
     .includes(s.type)
 );
 
-/** One run of the guest stages on LAB against `hv`, which must end ok. */
-export async function runGuestStages(inv: FakeInventory, hv: FakeHypervisor) {
+/**
+ * One run of the stages of `types` on LAB against `hv`, which must end ok and without an error
+ * frame; what it streamed is returned with it.
+ */
+export async function runStages(inv: FakeInventory, hv: FakeHypervisor, types: readonly string[]) {
+  const events: SyncEvent[] = [];
   const complete = await runSync({
-    stages: GUEST_STAGES,
+    stages: STAGES.filter((s) => types.includes(s.type)),
     endpoints: [LAB],
     hypervisor: () => hv,
     inventory: inv,
-    emit: () => {},
+    emit: (e) => {
+      events.push(e);
+    },
     signal: new AbortController().signal,
     now: () => Date.UTC(2026, 0, 1),
   });
+  assert.deepEqual(events.filter((e) => e.event === "error").map((e) => e.data), []);
   assert.equal(complete.ok, true, JSON.stringify(complete.errors));
-  return complete;
+  return { complete, events };
+}
+
+/** One run of the guest stages on LAB against `hv`, which must end ok. */
+export async function runGuestStages(inv: FakeInventory, hv: FakeHypervisor) {
+  return (await runStages(inv, hv, GUEST_STAGES.map((s) => s.type))).complete;
 }
 
 export class FakeInventory implements InventoryApi {

@@ -7,8 +7,7 @@
  */
 // deno-lint-ignore-file no-explicit-any
 import assert from "node:assert/strict";
-import { FakeHypervisor, FakeInventory, LAB, smallCluster } from "./_fakes.ts";
-import { runSync, STAGES, type SyncEvent } from "../../../domain/sync/runner.ts";
+import { FakeHypervisor, FakeInventory, runStages, smallCluster } from "./_fakes.ts";
 
 const ROUTINES = "plugins/service/backup-routines/";
 
@@ -63,20 +62,7 @@ function cluster(): Record<string, any> {
 }
 
 async function run(inv: FakeInventory, hv: FakeHypervisor) {
-  const events: SyncEvent[] = [];
-  const complete = await runSync({
-    stages: STAGES.filter((s) => ["devices", "storage", "backup-routines"].includes(s.type)),
-    endpoints: [LAB],
-    hypervisor: () => hv,
-    inventory: inv,
-    emit: (e) => {
-      events.push(e);
-    },
-    signal: new AbortController().signal,
-    now: () => Date.UTC(2026, 0, 1),
-  });
-  assert.deepEqual(events.filter((e) => e.event === "error").map((e) => e.data), []);
-  assert.equal(complete.ok, true, JSON.stringify(complete.errors));
+  const { complete } = await runStages(inv, hv, ["devices", "storage", "backup-routines"]);
   const r = complete.stages.find((s) => s.step === "backup-routines")!.result;
   return [r.created, r.updated, r.unchanged, r.deleted, r.failed];
 }

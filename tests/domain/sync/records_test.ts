@@ -9,8 +9,7 @@
  */
 // deno-lint-ignore-file no-explicit-any
 import assert from "node:assert/strict";
-import { FakeHypervisor, FakeInventory, LAB } from "./_fakes.ts";
-import { runSync, STAGES, type SyncEvent } from "../../../domain/sync/runner.ts";
+import { FakeHypervisor, FakeInventory, runStages } from "./_fakes.ts";
 import { TASK_PAGE } from "../../../domain/sync/stages/task_history.ts";
 
 const STAGE_TYPES = [
@@ -203,20 +202,7 @@ function cluster(): Record<string, unknown> {
 }
 
 async function run(inv: FakeInventory, hv: FakeHypervisor) {
-  const events: SyncEvent[] = [];
-  const complete = await runSync({
-    stages: STAGES.filter((s) => STAGE_TYPES.includes(s.type)),
-    endpoints: [LAB],
-    hypervisor: () => hv,
-    inventory: inv,
-    emit: (e) => {
-      events.push(e);
-    },
-    signal: new AbortController().signal,
-    now: () => Date.UTC(2026, 0, 1),
-  });
-  assert.deepEqual(events.filter((e) => e.event === "error").map((e) => e.data), []);
-  assert.equal(complete.ok, true, JSON.stringify(complete.errors));
+  const { complete } = await runStages(inv, hv, STAGE_TYPES);
   const result = (step: string) => {
     const r = complete.stages.find((s) => s.step === step)!.result;
     return [r.created, r.updated, r.unchanged, r.deleted];

@@ -6,8 +6,7 @@
  */
 // deno-lint-ignore-file no-explicit-any
 import assert from "node:assert/strict";
-import { FakeHypervisor, FakeInventory, LAB, smallCluster } from "./_fakes.ts";
-import { runSync, STAGES, type SyncEvent } from "../../../domain/sync/runner.ts";
+import { FakeHypervisor, FakeInventory, runStages, smallCluster } from "./_fakes.ts";
 
 const PREFIXES = "ipam/prefixes/";
 const VLANS = "ipam/vlans/";
@@ -48,20 +47,8 @@ function cluster(): Record<string, any> {
 }
 
 async function run(inv: FakeInventory, hv: FakeHypervisor) {
-  const events: SyncEvent[] = [];
-  const complete = await runSync({
-    stages: STAGES.filter((s) => s.type === "devices" || s.type === "sdn"),
-    endpoints: [LAB],
-    hypervisor: () => hv,
-    inventory: inv,
-    emit: (e) => {
-      events.push(e);
-    },
-    signal: new AbortController().signal,
-    now: () => Date.UTC(2026, 0, 1),
-  });
+  const { complete, events } = await runStages(inv, hv, ["devices", "sdn"]);
   assert.deepEqual(events.filter((e) => e.event !== "step" && e.event !== "complete"), []);
-  assert.equal(complete.ok, true, JSON.stringify(complete.errors));
   const r = complete.stages.find((s) => s.step === "sdn")!.result;
   return [r.created, r.updated, r.unchanged, r.deleted, r.failed];
 }
