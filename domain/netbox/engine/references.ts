@@ -133,7 +133,9 @@ export async function parseRelation(
     const r = await resolveRef(core, f.model!, ref.ref, cache, viewer);
     return r.ok ? { ok: true, value: r.id } : r;
   }
-  if (value === null) return { ok: true, value: [] };
+  // A many-to-many field is not nullable in NetBox's serializers (DRF: "This field may not be
+  // null."); `[]` clears it (docs/api-behaviour.md).
+  if (value === null) return { ok: false, error: MESSAGES.null };
   if (!Array.isArray(value)) {
     return {
       ok: false,

@@ -95,6 +95,8 @@ function rows(w: World): Row[] {
     ["tags", [w.gold, 9999], noId(9999)],
     ["tags", [{ name: "Gold" }, {}], several("{}")],
     ["tags", { slug: "gold" }, 'Expected a list of items but got type "dict".'],
+    // DRF's many-related field is not nullable in NetBox's serializers: `[]` clears the tags.
+    ["tags", null, "This field may not be null."],
   ];
 }
 
