@@ -5,10 +5,22 @@
  * longer; these tests hold the batch's reads to a number that does not grow with N.
  */
 import assert from "node:assert/strict";
-import { setup } from "./_setup.ts";
+import { type Inv, setup } from "./_setup.ts";
 import { world } from "./_world.ts";
 
 const N = 60;
+
+/** N VMs in `cluster` made by one bulk create (`<prefix>-<i>`), as answered. */
+function bulkVms(
+  inv: Inv,
+  cluster: number,
+  prefix: string,
+): Promise<Array<{ id: number; name: string }>> {
+  return inv.created(
+    "/api/virtualization/virtual-machines/",
+    Array.from({ length: N }, (_, i) => ({ name: `${prefix}-${i}`, cluster })),
+  );
+}
 
 /** A KV handle counting the reads made through it (get, getMany, list), by kind. */
 function countingKv(kv: Deno.Kv) {
@@ -34,16 +46,11 @@ Deno.test("bulk writes of MACs, primary MACs and primary IPs read the store a nu
   const inv = await setup({}, { kv: counted });
   try {
     const w = await world(inv);
-    const vms = await inv.call(
-      "POST",
-      "/api/virtualization/virtual-machines/",
-      Array.from({ length: N }, (_, i) => ({ name: `bulk-${i}`, cluster: w.cluster })),
-    );
-    assert.equal(vms.status, 201, JSON.stringify(vms.body));
+    const vms = await bulkVms(inv, w.cluster, "bulk");
     const ifaces = await inv.call(
       "POST",
       "/api/virtualization/interfaces/",
-      vms.body.map((vm: { id: number }) => ({ virtual_machine: vm.id, name: "net0" })),
+      vms.map((vm: { id: number }) => ({ virtual_machine: vm.id, name: "net0" })),
     );
     assert.equal(ifaces.status, 201, JSON.stringify(ifaces.body));
     const ifaceIds: number[] = ifaces.body.map((i: { id: number }) => i.id);
@@ -67,11 +74,11 @@ Deno.test("bulk writes of MACs, primary MACs and primary IPs read the store a nu
     const nested = await measure(
       "POST",
       "/api/virtualization/interfaces/",
-      vms.body.map((vm: { id: number }) => ({ virtual_machine: { id: vm.id }, name: "net1" })),
+      vms.map((vm: { id: number }) => ({ virtual_machine: { id: vm.id }, name: "net1" })),
     );
     assert.deepEqual(
       nested.body.map((i: { virtual_machine: { id: number } }) => i.virtual_machine.id),
-      vms.body.map((vm: { id: number }) => vm.id),
+      vms.map((vm: { id: number }) => vm.id),
     );
     assert.ok(nested.reads.get <= 20, `nested references: ${JSON.stringify(nested.reads)}`);
 
@@ -135,7 +142,7 @@ Deno.test("bulk writes of MACs, primary MACs and primary IPs read the store a nu
     const primaryIp = await measure(
       "PATCH",
       "/api/virtualization/virtual-machines/",
-      vms.body.map((vm: { id: number }, i: number) => ({ id: vm.id, primary_ip4: ips.body[i].id })),
+      vms.map((vm: { id: number }, i: number) => ({ id: vm.id, primary_ip4: ips.body[i].id })),
     );
     assert.deepEqual(
       primaryIp.body.map((vm: { primary_ip4: { id: number } }) => vm.primary_ip4.id),
@@ -160,13 +167,8 @@ Deno.test("a list filtered by many parents reads their index entries together an
   const inv = await setup({}, { kv: counted });
   try {
     const w = await world(inv);
-    const vms = await inv.call(
-      "POST",
-      "/api/virtualization/virtual-machines/",
-      Array.from({ length: N }, (_, i) => ({ name: `many-${i}`, cluster: w.cluster })),
-    );
-    assert.equal(vms.status, 201, JSON.stringify(vms.body));
-    const vmIds: number[] = vms.body.map((vm: { id: number }) => vm.id);
+    const vms = await bulkVms(inv, w.cluster, "many");
+    const vmIds: number[] = vms.map((vm: { id: number }) => vm.id);
     const made = await inv.call(
       "POST",
       "/api/virtualization/interfaces/",
@@ -241,13 +243,8 @@ Deno.test("a bulk create of virtual disks sets each VM's disk total without read
   try {
     const w = await world(inv);
     const disks = "/api/virtualization/virtual-disks/";
-    const vms = await inv.call(
-      "POST",
-      "/api/virtualization/virtual-machines/",
-      Array.from({ length: N }, (_, i) => ({ name: `disky-${i}`, cluster: w.cluster })),
-    );
-    assert.equal(vms.status, 201, JSON.stringify(vms.body));
-    const vmIds: number[] = vms.body.map((vm: { id: number }) => vm.id);
+    const vms = await bulkVms(inv, w.cluster, "disky");
+    const vmIds: number[] = vms.map((vm: { id: number }) => vm.id);
     const made = await inv.call(
       "POST",
       disks,
@@ -293,13 +290,8 @@ Deno.test("a bulk create reads the objects it refers to once: the check for refe
   const inv = await setup({}, { kv: counted });
   try {
     const w = await world(inv);
-    const vms = await inv.call(
-      "POST",
-      "/api/virtualization/virtual-machines/",
-      Array.from({ length: N }, (_, i) => ({ name: `ref-${i}`, cluster: w.cluster })),
-    );
-    assert.equal(vms.status, 201, JSON.stringify(vms.body));
-    const vmIds: number[] = vms.body.map((vm: { id: number }) => vm.id);
+    const vms = await bulkVms(inv, w.cluster, "ref");
+    const vmIds: number[] = vms.map((vm: { id: number }) => vm.id);
     vmReads.length = 0;
     const made = await inv.call(
       "POST",
@@ -313,7 +305,7 @@ Deno.test("a bulk create reads the objects it refers to once: the check for refe
         i.virtual_machine.id,
         i.virtual_machine.name,
       ]),
-      vms.body.map((vm: { id: number; name: string }) => [vm.id, vm.name]),
+      vms.map((vm: { id: number; name: string }) => [vm.id, vm.name]),
     );
     assert.deepEqual([...vmReads].sort((a, b) => a - b), vmIds, "each VM read once");
     // A VM deleted before the write: still refused as NetBox does (read afresh, not cached stale).
@@ -340,13 +332,8 @@ Deno.test("a list by id reads the objects named, never the whole model", async (
   const inv = await setup({}, { kv: counted });
   try {
     const w = await world(inv);
-    const vms = await inv.call(
-      "POST",
-      "/api/virtualization/virtual-machines/",
-      Array.from({ length: N }, (_, i) => ({ name: `bulk-${i}`, cluster: w.cluster })),
-    );
-    assert.equal(vms.status, 201, JSON.stringify(vms.body));
-    const [a, b] = [vms.body[3].id, vms.body[40].id];
+    const vms = await bulkVms(inv, w.cluster, "bulk");
+    const [a, b] = [vms[3].id, vms[40].id];
     for (const query of [`id=${a}&id=${b}`, `id__in=${a},${b}`]) {
       const before = counts.list;
       const r = await inv.call(
