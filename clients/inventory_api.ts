@@ -43,6 +43,11 @@ export class InventoryApiError extends UpstreamCallError {
   itemIndex?: number;
   /** A bulk write NetBox refused item by item: one error object per item (`{}` = fine). */
   itemErrors?: Record<string, unknown>[];
+  /**
+   * A refusal answered as one error object although a list was sent: NetBox's bulk update (and
+   * its sequential device create) stops at the first refused object and names no position.
+   */
+  fieldErrors?: Record<string, unknown>;
   object?: string;
   /** The inventory answered and refused the data (validation, "already exists"): 400/409. */
   refused?: boolean;
@@ -284,6 +289,8 @@ export class InventoryApiClient implements InventoryApi {
           const at = parsed.findIndex((e) => e && Object.keys(e).length > 0);
           if (at >= 0) error.itemIndex = at;
           if (Array.isArray(body) && parsed.length === body.length) error.itemErrors = parsed;
+        } else if (parsed && typeof parsed === "object" && error.refused) {
+          error.fieldErrors = parsed;
         }
       } catch { /* not JSON: the excerpt says what it was */ }
       throw error;

@@ -236,6 +236,11 @@ export interface ModelDef {
   displayUrl?: boolean;
   /** Creates, updates and deletes through the API are recorded in the change log (default true). */
   changelog?: boolean;
+  /**
+   * A bulk create validates and saves the items one after another, and a refusal is the first
+   * refused item's errors alone, not a list (NetBox 4.6's SequentialBulkCreatesMixin: devices).
+   */
+  sequentialBulkCreate?: boolean;
   /** Fields searched (case-insensitive substring) by `?q=`. */
   search?: string[];
   /**

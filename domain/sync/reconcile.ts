@@ -205,8 +205,34 @@ function nameObject(error: unknown, labels: string[]): never {
 }
 
 function itemErrorsOf(error: unknown, count: number): Record<string, unknown>[] | null {
-  const list = (error as { itemErrors?: unknown } | null)?.itemErrors;
-  return Array.isArray(list) && list.length === count ? list : null;
+  const failure = error as { itemErrors?: unknown; fieldErrors?: unknown } | null;
+  const list = failure?.itemErrors;
+  if (Array.isArray(list) && list.length === count) return list;
+  // One item refused with one error object: that object is the item's answer.
+  const one = failure?.fieldErrors;
+  return count === 1 && one && typeof one === "object" ? [one as Record<string, unknown>] : null;
+}
+
+/**
+ * A refusal of several items that does not say which: NetBox's bulk update answers the errors
+ * of the first object it refused alone (docs/sync.md, "Bulk writes on NetBox").
+ */
+function unplacedRefusal(error: unknown, count: number): boolean {
+  const failure = error as { refused?: boolean; fieldErrors?: unknown } | null;
+  return count > 1 && failure?.refused === true && failure.fieldErrors !== undefined;
+}
+
+/**
+ * A bulk update's answer paired with its items by id: NetBox answers the objects in the model's
+ * ordering (its bulk view re-reads them through the queryset), not in the request's, and leaves
+ * out ids no object has any more (null here, as a refused item).
+ */
+function pairedById(
+  items: ReadonlyArray<{ id: number }>,
+  answered: InventoryObject[],
+): (InventoryObject | null)[] {
+  const byId = new Map(answered.map((o) => [o.id, o]));
+  return items.map((item) => byId.get(item.id) ?? null);
 }
 
 /**
@@ -229,6 +255,12 @@ async function inChunks<T, R>(
     try {
       return await write(at.map((k) => items[k]));
     } catch (error) {
+      if (unplacedRefusal(error, at.length) && !ctx.signal.aborted) {
+        // Each half is tried on its own until the refused items stand alone; a refused
+        // request wrote nothing, so the good items are written by the halves that pass.
+        const half = Math.ceil(at.length / 2);
+        return [...await attempt(at.slice(0, half)), ...await attempt(at.slice(half))];
+      }
       const perItem = itemErrorsOf(error, at.length);
       if (!perItem || ctx.signal.aborted) {
         const failure = error as { itemIndex?: number };
@@ -364,7 +396,8 @@ export async function reconcile(ctx: StageContext, options: ReconcileOptions): P
       ctx,
       bulk.map((u) => u.patch),
       bulk.map((u) => u.desired.label),
-      (chunk) => ctx.inv.update(options.path, chunk, ctx.signal, options.answer),
+      async (chunk) =>
+        pairedById(chunk, await ctx.inv.update(options.path, chunk, ctx.signal, options.answer)),
     );
     done.forEach((object, i) => {
       // A refused update leaves the object as it was: later stages still anchor on it.
@@ -377,7 +410,8 @@ export async function reconcile(ctx: StageContext, options: ReconcileOptions): P
       ctx,
       marks.map((m) => m.patch),
       marks.map((m) => `${options.path}${m.object.id}`),
-      (chunk) => ctx.inv.update(options.path, chunk, ctx.signal, options.answer),
+      async (chunk) =>
+        pairedById(chunk, await ctx.inv.update(options.path, chunk, ctx.signal, options.answer)),
     );
     ctx.result.updated += marks.length;
   }

@@ -454,7 +454,7 @@ export async function handleModelRequest(
     if (id === null) {
       const items = listItems(body, true);
       const { value } = unwrap(
-        await ctx.engine.updateMany(model, items, partial, auth, { change, skipMissing: true }),
+        await ctx.engine.updateMany(model, items, partial, auth, { change, bulkView: true }),
       );
       return respondRecords(ctx, c, url, model, value, 200, undefined, true);
     }

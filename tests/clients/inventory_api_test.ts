@@ -188,3 +188,49 @@ Deno.test("inventory client: pages come one at a time and make the list; its own
     assert.equal(client.isOwnWrite("dcim/sites/", ids[0], theirs.last_updated), false);
   });
 });
+
+Deno.test("inventory client: a refused bulk create names each item; a refused bulk update carries the one error object NetBox answers", async () => {
+  await withInventory(async (port, call) => {
+    const type = await call("POST", "virtualization/cluster-types/", { name: "T", slug: "t" });
+    const cluster = await call("POST", "virtualization/clusters/", { name: "c", type: type.id });
+    const client = clientFor(port, fetch);
+    const created = await client.create(VMS, [
+      { name: "b", cluster: cluster.id },
+      { name: "a", cluster: cluster.id },
+    ]);
+    const refusal = async (write: Promise<unknown>) => {
+      try {
+        await write;
+      } catch (error) {
+        const e = error as { refused?: boolean; itemErrors?: unknown; fieldErrors?: unknown };
+        return { refused: e.refused, itemErrors: e.itemErrors, fieldErrors: e.fieldErrors };
+      }
+      assert.fail("the write was not refused");
+    };
+    assert.deepEqual(
+      await refusal(client.create(VMS, [{ name: "ok", cluster: cluster.id }, { name: "" }])),
+      {
+        refused: true,
+        itemErrors: [{}, { name: ["This field may not be blank."] }],
+        fieldErrors: undefined,
+      },
+    );
+    assert.deepEqual(
+      await refusal(client.update(VMS, [
+        { id: created[0].id, memory: -1 },
+        { id: created[1].id, memory: 5 },
+      ])),
+      {
+        refused: true,
+        itemErrors: undefined,
+        fieldErrors: { memory: ["Ensure this value is greater than or equal to 0."] },
+      },
+    );
+    // The answer of an update that passes is in the model's ordering: a before b.
+    const done = await client.update(VMS, [
+      { id: created[0].id, memory: 2 },
+      { id: created[1].id, memory: 1 },
+    ]);
+    assert.deepEqual(done.map((o) => [o.name, o.memory]), [["a", 1], ["b", 2]]);
+  });
+});

@@ -190,6 +190,15 @@ function orderingOf(def: ModelDef, raw: string | null): Ordering {
   return order;
 }
 
+/** Sorts records in place in the model's default ordering (its Meta.ordering, then id). */
+export async function sortByDefaultOrdering(
+  core: EngineCore,
+  def: ModelDef,
+  records: StoredObject[],
+): Promise<void> {
+  if (records.length > 1) await sortRecords(core, def, records, orderingOf(def, null), newCache());
+}
+
 /** One part of a record's place in a list: a sort key, compared descending when `desc`. */
 type SortPart = { key: IndexValue; desc: boolean };
 

@@ -27,6 +27,7 @@ import {
 import { type ChangeRequest, recordChanges } from "./changelog.ts";
 import { deleteMany } from "./delete.ts";
 import { indexedString, type IndexState, stateOf } from "./index_state.ts";
+import { sortByDefaultOrdering } from "./paging.ts";
 import { dropRef } from "./patch.ts";
 import { prepare, type Prepared } from "./prepare.ts";
 import { danglingRefs } from "./references.ts";
@@ -47,6 +48,15 @@ export interface WriteOptions {
    * filter the request's ids through the queryset (docs/api-behaviour.md, Inventory: errors).
    */
   skipMissing?: boolean;
+  /**
+   * A bulk (list) PUT or PATCH as NetBox 4.6's bulk view answers it (docs/api-behaviour.md,
+   * Inventory: errors): ids that name no object are passed over, an id given twice is updated
+   * once with its last item (the view maps the items by id), the answer lists the objects in
+   * the model's default ordering (it re-reads them through the queryset), and a refusal is the
+   * error object of the first refused object in that ordering (each object is validated and
+   * saved in turn, and the first error ends the request), not a list.
+   */
+  bulkView?: boolean;
 }
 
 async function uniqueMessage(
@@ -245,6 +255,25 @@ function sizeError(core: EngineCore, draft: StoredObject): FieldErrors | null {
  * The checks every prepared batch passes before it is written: uniqueness, then the before-save
  * hooks, then the stored size. Null when all may be written, else one error object per draft.
  */
+/** The first refused item's errors (a bulk create that saves its items in turn). */
+function firstRefused(errors: FieldErrors[]): FieldErrors {
+  return errors.find((e) => Object.keys(e).length > 0) ?? {};
+}
+
+/**
+ * The errors of the refused object a NetBox bulk view meets first: it walks the objects in the
+ * model's default ordering, as they stood before the request.
+ */
+async function firstInOrder(
+  core: EngineCore,
+  def: ModelDef,
+  refusals: Array<{ record: StoredObject; errors: FieldErrors }>,
+): Promise<FieldErrors> {
+  const records = refusals.map((r) => r.record);
+  await sortByDefaultOrdering(core, def, records);
+  return refusals.find((r) => r.record === records[0])?.errors ?? {};
+}
+
 async function checkDrafts(
   core: EngineCore,
   def: ModelDef,
@@ -347,11 +376,21 @@ export async function createMany(
     return {
       ok: false,
       reason: "invalid",
-      errors: inputs.length === 1 && !Array.isArray(inputs) ? errors[0] : errors,
+      errors: inputs.length === 1 && !Array.isArray(inputs)
+        ? errors[0]
+        : def.sequentialBulkCreate
+        ? firstRefused(errors)
+        : errors,
     };
   }
   const refused = await checkDrafts(core, def, prepared, options);
-  if (refused) return { ok: false, reason: "invalid", errors: refused };
+  if (refused) {
+    return {
+      ok: false,
+      reason: "invalid",
+      errors: def.sequentialBulkCreate ? firstRefused(refused) : refused,
+    };
+  }
   const writes: ObjectWrite[] = prepared.map((p) => ({
     model,
     id: p.draft.id,
@@ -446,6 +485,12 @@ export async function updateMany(
   options: WriteOptions,
 ): Promise<WriteResult<StoredObject[]>> {
   const def = core.registry.definition(model);
+  if (options.bulkView) {
+    const lastById = new Map<number, unknown>();
+    for (const { id, data } of inputs) lastById.set(id, data);
+    inputs = [...lastById].map(([id, data]) => ({ id, data }));
+    options = { ...options, skipMissing: true };
+  }
   // Groups (atomics) already committed by an earlier attempt: a conflict in a later group
   // retries only the items not yet written, so a bulk update is never left half done.
   const done: Prepared[] = [];
@@ -500,9 +545,23 @@ export async function updateMany(
         prevState: stateOf(core.store, def, current.record),
       });
     }
-    if (failed) return { ok: false, reason: "invalid", errors };
+    if (failed) {
+      if (!options.bulkView) return { ok: false, reason: "invalid", errors };
+      const refusals = pending.flatMap((_, at) =>
+        currents[at] && Object.keys(errors[at]).length
+          ? [{ record: currents[at]!.record, errors: errors[at] }]
+          : []
+      );
+      return { ok: false, reason: "invalid", errors: await firstInOrder(core, def, refusals) };
+    }
     const refused = await checkDrafts(core, def, prepared, options);
-    if (refused) return { ok: false, reason: "invalid", errors: refused };
+    if (refused) {
+      if (!options.bulkView) return { ok: false, reason: "invalid", errors: refused };
+      const refusals = prepared.flatMap((p, at) =>
+        Object.keys(refused[at]).length ? [{ record: p.ctx.existing!, errors: refused[at] }] : []
+      );
+      return { ok: false, reason: "invalid", errors: await firstInOrder(core, def, refusals) };
+    }
     const writes: ObjectWrite[] = prepared.map((p) => ({
       model,
       id: p.draft.id,
@@ -578,6 +637,7 @@ export async function updateMany(
     const fresh = reread
       ? await core.store.getMany(model, order)
       : order.map((id) => written.get(id)!);
+    if (options.bulkView) await sortByDefaultOrdering(core, def, fresh);
     return {
       ok: true,
       value: fresh,

@@ -777,6 +777,7 @@ export const DEVICE: ModelDef = {
   model: "device",
   verbose: "device",
   path: "dcim/devices/",
+  sequentialBulkCreate: true,
   fields: {
     name: str(64, { nullable: true, default: null, index: true, fewPerValue: true }),
     device_type: reqFk("dcim.devicetype"),

@@ -55,6 +55,12 @@ export async function runGuestStages(inv: FakeInventory, hv: FakeHypervisor) {
   return (await runStages(inv, hv, GUEST_STAGES.map((s) => s.type))).complete;
 }
 
+/** A model ordering such as VirtualMachine's (name, then pk). */
+function netboxOrder(a: InventoryObject, b: InventoryObject): number {
+  const [x, y] = [String(a.name ?? ""), String(b.name ?? "")];
+  return x < y ? -1 : x > y ? 1 : a.id - b.id;
+}
+
 export class FakeInventory implements InventoryApi {
   readonly tables = new Map<string, Map<number, InventoryObject>>();
   readonly writes: string[] = [];
@@ -139,15 +145,34 @@ export class FakeInventory implements InventoryApi {
     return Promise.resolve(structuredClone(made));
   }
 
+  /**
+   * As NetBox 4.6's bulk view: ids no object has are passed over, the objects are walked in
+   * their ordering (here name, then id) and the first refused one's errors alone are the
+   * answer (no position), and the answer lists the objects in that ordering.
+   */
   update(path: string, bodies: (InventoryBody & { id: number })[]) {
-    this.#refused(path, bodies);
-    const done = bodies.map((b) => {
+    const ordered = bodies.filter((b) => this.table(path).has(b.id)).sort((a, b) =>
+      netboxOrder(this.table(path).get(a.id)!, this.table(path).get(b.id)!)
+    );
+    for (const b of ordered) {
+      const errors = this.refuse?.(path, b);
+      if (errors && Object.keys(errors).length) {
+        throw Object.assign(new Error(`bulk write on ${path}: HTTP 400`), {
+          operation: "bulk write on",
+          url: `http://inventory.test/api/${path}`,
+          status: 400,
+          refused: true,
+          fieldErrors: errors,
+        });
+      }
+    }
+    const done = ordered.map((b) => {
       const o = { ...this.table(path).get(b.id)!, ...structuredClone(b) };
       this.table(path).set(o.id, o);
       return o;
     });
     this.writes.push(...bodies.map((b) => `PATCH ${path}${b.id}`));
-    return Promise.resolve(structuredClone(done));
+    return Promise.resolve(structuredClone(done.sort(netboxOrder)));
   }
 
   delete(path: string, ids: number[]) {

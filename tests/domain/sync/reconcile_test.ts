@@ -704,3 +704,54 @@ Deno.test("reconcile: indexBy keeps the lowest id of objects sharing a key and s
   );
   assert.deepEqual([...index].map(([k, o]) => [k, o.id]), [["a", 3], ["b", 5]]);
 });
+
+Deno.test("reconcile: a bulk update's answer is paired with its objects by id, not by position (NetBox answers in the model's ordering)", async () => {
+  const inv = new FakeInventory();
+  const existing = seed(inv, VMS, [
+    { name: "c", memory: 1 },
+    { name: "a", memory: 1 },
+    { name: "b", memory: 1 },
+  ]);
+  const { ctx } = context(inv);
+  const { objects } = await reconcile(ctx, {
+    path: VMS,
+    existing: byName(existing),
+    // The request names c, a, b; the inventory answers a, b, c.
+    desired: [want("c", { memory: 30 }), want("a", { memory: 10 }), want("b", { memory: 20 })],
+  });
+  assert.deepEqual(
+    ["a", "b", "c"].map((k) => [k, objects.get(k)?.name, objects.get(k)?.memory]),
+    [["a", "a", 10], ["b", "b", 20], ["c", "c", 30]],
+  );
+  assert.deepEqual(ctx.result, { created: 0, updated: 3, unchanged: 0, deleted: 0, failed: 0 });
+});
+
+Deno.test("reconcile: a bulk update refused without a position is split until each refused object stands alone; the rest is written once", async () => {
+  const inv = new FakeInventory();
+  const existing = seed(
+    inv,
+    VMS,
+    ["a", "b", "c", "d", "e", "f", "g"].map((name) => ({ name, memory: 1 })),
+  );
+  inv.refuse = (_path, body) => body.memory === -1 ? { memory: ["Too small."] } : null;
+  const { ctx, heard } = context(inv);
+  const memory: Record<string, number> = { a: 2, b: -1, c: 3, d: 4, e: 5, f: -1, g: 6 };
+  await reconcile(ctx, {
+    path: VMS,
+    existing: byName(existing),
+    desired: Object.entries(memory).map(([name, m]) => want(name, { memory: m })),
+  });
+  assert.deepEqual(heard.failed.map((f) => [f.object, f.bodyExcerpt]), [
+    ["virtual machine b", `{"memory":["Too small."]}`],
+    ["virtual machine f", `{"memory":["Too small."]}`],
+  ]);
+  const rows = byName(inv.all(VMS));
+  assert.deepEqual(
+    [...rows.values()].map((o) => [o.name, o.memory]).sort(),
+    [["a", 2], ["b", 1], ["c", 3], ["d", 4], ["e", 5], ["f", 1], ["g", 6]],
+  );
+  // Each good object is written once: refused requests wrote nothing.
+  const patched = inv.writes.filter((w) => w.startsWith("PATCH"));
+  assert.deepEqual([patched.length, new Set(patched).size], [5, 5]);
+  assert.deepEqual(ctx.result, { created: 0, updated: 5, unchanged: 0, deleted: 0, failed: 0 });
+});

@@ -126,7 +126,7 @@ Deno.test("references in writes: each spelling resolves the same in single and b
         assert.deepEqual([single.status, single.body], [400, error], `single ${label}`);
         assert.deepEqual([bulk.status, bulk.body], [400, [{}, error]], `bulk ${label}`);
         assert.deepEqual([patch.status, patch.body], [400, error], `patch ${label}`);
-        assert.deepEqual([bulkPatch.status, bulkPatch.body], [400, [error]], `bulk patch ${label}`);
+        assert.deepEqual([bulkPatch.status, bulkPatch.body], [400, error], `bulk patch ${label}`);
         assert.equal((await inv.call("GET", `${VMS}?limit=1`)).body.count, count, label);
         const now = (await inv.call("GET", base)).body;
         assert.deepEqual([now.cluster, now.tags, now.last_updated], [

@@ -258,7 +258,7 @@ Deno.test("bulk create, bulk update (PUT/PATCH lists), bulk delete", async () =>
       cluster: c1,
     }]);
     assert.equal(putMissing.status, 400);
-    assert.deepEqual(putMissing.body[0], { name: ["This field is required."] });
+    assert.deepEqual(putMissing.body, { name: ["This field is required."] });
     const noId = await inv.call("PATCH", "/api/virtualization/virtual-machines/", [{
       status: "active",
     }]);
