@@ -369,3 +369,40 @@ Deno.test("changelog: each entry's whole pre- and post-data: stored fields, cust
     inv.close();
   }
 });
+
+Deno.test("changelog: an update of a large object keeps its whole prechange_data (the entry stores the unchanged fields once)", async () => {
+  // A site with 22,000 characters of comments and as many of notes: an entry holding either
+  // unchanged field twice would pass the store's record limit and lose its pre-data; one
+  // holding the changed fields alone fits.
+  const inv = await setup();
+  try {
+    await inv.created("/api/extras/custom-fields/", {
+      name: "notes",
+      type: "longtext",
+      object_types: ["dcim.site"],
+    });
+    const notes = "n".repeat(22_000);
+    const comments = "c".repeat(22_000);
+    const id = (await inv.created("/api/dcim/sites/", {
+      name: "AMS1",
+      slug: "ams1",
+      comments,
+      custom_fields: { notes },
+    })).id;
+    const patched = await inv.call("PATCH", `/api/dcim/sites/${id}/`, { description: "moved" });
+    assert.equal(patched.status, 200, JSON.stringify(patched.body).slice(0, 300));
+    const log = await inv.call(
+      "GET",
+      `${CHANGES}?changed_object_type=dcim.site&changed_object_id=${id}&action=update`,
+    );
+    assert.equal(log.body.count, 1);
+    const [entry] = log.body.results;
+    assert.equal(entry.prechange_data?.description, "", JSON.stringify(entry).slice(0, 300));
+    assert.equal(entry.postchange_data.description, "moved");
+    assert.equal(entry.prechange_data.comments, comments);
+    assert.deepEqual(entry.prechange_data.custom_fields, { notes });
+    assert.deepEqual({ ...entry.prechange_data, description: "moved" }, entry.postchange_data);
+  } finally {
+    inv.close();
+  }
+});

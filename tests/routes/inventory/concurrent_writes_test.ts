@@ -206,6 +206,45 @@ Deno.test("a bulk create whose target is deleted before its commit is undone who
   }
 });
 
+Deno.test("an address assigned (generic FK) to an interface deleted before its commit is undone: the 400 validation gives, nothing left", async () => {
+  // A generic FK is a reference like any FK: the create checks after its commit that the
+  // interface it names still exists, and takes itself back when a delete removed it meanwhile.
+  const { inv, hold, held, release } = await heldAtCommit((writes) =>
+    writes.some((w) => w.model === "ipam.ipaddress" && w.prev === null)
+  );
+  try {
+    const w = await world(inv);
+    hold();
+    const creating = inv.call("POST", "/api/ipam/ip-addresses/", [
+      { address: "192.0.2.20/24" },
+      {
+        address: "192.0.2.21/24",
+        assigned_object_type: "virtualization.vminterface",
+        assigned_object_id: w.if2,
+      },
+    ]);
+    await heldBefore(held, creating);
+    const gone = await inv.call("DELETE", `/api/virtualization/interfaces/${w.if2}/`);
+    assert.equal(gone.status, 204, JSON.stringify(gone.body));
+    release();
+    const created = await creating;
+    // The same answer validation gives the same request once the interface is gone.
+    const late = await inv.call("POST", "/api/ipam/ip-addresses/", {
+      address: "192.0.2.21/24",
+      assigned_object_type: "virtualization.vminterface",
+      assigned_object_id: w.if2,
+    });
+    assert.equal(late.status, 400);
+    assert.deepEqual([created.status, created.body], [400, [{}, late.body]]);
+    const all = await inv.call("GET", "/api/ipam/ip-addresses/?limit=0");
+    const addresses = all.body.results.map((r: { address: string }) => r.address);
+    assert.deepEqual(addresses.filter((a: string) => a.startsWith("192.0.2.2")), []);
+  } finally {
+    release();
+    inv.close();
+  }
+});
+
 Deno.test("a delete whose cascade lost an object to another delete meanwhile still completes", async () => {
   // Deleting a region takes its child region (CASCADE) and clears its sites' region
   // (SET_NULL). The child is deleted by another request while the first one is held at the

@@ -176,3 +176,34 @@ Deno.test("boolean filters take Django's spellings of true and false", async () 
     inv.close();
   }
 });
+
+Deno.test("__empty on a field that holds a list: an empty list is empty, a list with members is not", async () => {
+  const inv = await setup();
+  try {
+    const TAGS = "/api/extras/tags/";
+    const scoped = await inv.created(TAGS, {
+      name: "Scoped",
+      slug: "scoped",
+      object_types: ["dcim.site"],
+    });
+    const twice = await inv.created(TAGS, {
+      name: "Twice",
+      slug: "twice",
+      object_types: ["dcim.site", "virtualization.virtualmachine"],
+    });
+    const anywhere = await inv.created(TAGS, { name: "Anywhere", slug: "anywhere" });
+    const rows: Array<[string, number[]]> = [
+      ["object_types__empty=true", [anywhere.id]],
+      ["object_types__empty=false", [scoped.id, twice.id]],
+      ["object_types__empty=true&name__n=Anywhere", []],
+    ];
+    for (const [query, ids] of rows) {
+      const r = await inv.call("GET", `${TAGS}?${query}&ordering=id&fields=id`);
+      assert.equal(r.status, 200, `${query}: ${JSON.stringify(r.body)}`);
+      assert.deepEqual(r.body.results.map((x: { id: number }) => x.id), ids, query);
+      assert.equal(r.body.count, ids.length, query);
+    }
+  } finally {
+    inv.close();
+  }
+});
