@@ -348,3 +348,42 @@ Deno.test("a list by id reads the objects named, never the whole model", async (
     inv.close();
   }
 });
+
+Deno.test("a bulk create of two reads the store as often as one of three: the objects it refers to are read in one batch too", async () => {
+  const { counted, counts } = countingKv(await Deno.openKv(":memory:"));
+  const inv = await setup({}, { kv: counted });
+  try {
+    const w = await world(inv);
+    const type = (await inv.call("GET", `/api/virtualization/clusters/${w.cluster}/`)).body.type;
+    const clusters: number[] = [];
+    for (let i = 0; i < 5; i++) {
+      clusters.push(
+        (await inv.created("/api/virtualization/clusters/", {
+          name: `batch-${i}`,
+          type: type.id,
+        })).id,
+      );
+    }
+    const measure = async (of: number[], prefix: string) => {
+      const before = { ...counts };
+      const made = await inv.call(
+        "POST",
+        "/api/virtualization/virtual-machines/",
+        of.map((cluster, i) => ({ name: `${prefix}-${i}`, cluster })),
+      );
+      assert.equal(made.status, 201, JSON.stringify(made.body));
+      assert.deepEqual(made.body.map((vm: { cluster: { id: number } }) => vm.cluster.id), of);
+      return {
+        get: counts.get - before.get,
+        getMany: counts.getMany - before.getMany,
+        list: counts.list - before.list,
+      };
+    };
+    assert.deepEqual(
+      await measure(clusters.slice(0, 2), "two"),
+      await measure(clusters.slice(2, 5), "three"),
+    );
+  } finally {
+    inv.close();
+  }
+});
