@@ -2421,4 +2421,162 @@ export const EQUIVALENT: Equivalent[] = [
     why: "only the order the gone guests are visited in: their slices of 500 cover every one, " +
       "each snapshot is marked stale once in the same run, with the same writes and counts",
   },
+  // The engine, listed before its issue22j draw: issue22i's survivors no user could tell
+  // apart, and the lines of the same classes (exact-ms bounds, ids of 0, values JSON cannot
+  // carry, generic FKs half given, plan thresholds and batch shortcuts of equal answers).
+  {
+    module: "domain/netbox/engine/changelog.ts",
+    what: "< → <=",
+    line: "now - state.lastAgeSweep < AGE_SWEEP_EVERY_MS) return;",
+    why: "differs only for a write in the very millisecond the sweep period ends (the sweep " +
+      "then runs one write later)",
+  },
+  {
+    module: "domain/netbox/engine/changelog.ts",
+    what: "< → <=",
+    line: "const expired = oldest.filter((r) => Date.parse(String(r.time)) < cutoff);",
+    why: "differs only for an entry exactly retentionDays old to the millisecond of the sweep",
+  },
+  {
+    module: "domain/netbox/engine/changelog.ts",
+    what: "> → >=",
+    line: "if (tagIds.size > 0) {",
+    why: "the store's getMany of no ids answers [] without reading anything",
+  },
+  {
+    module: "domain/netbox/engine/changelog.ts",
+    what: "&& → ||",
+    line: 'if (typeof v === "object" && v !== null && JSON.stringify(v) === JSON.stringify(w))',
+    mutant: "v !== null || JSON",
+    why: "two JSON values that are not === (tested just above) and are no objects never " +
+      "serialize alike (JSON has no NaN nor undefined, and -0 === 0)",
+  },
+  {
+    module: "domain/netbox/engine/prepare.ts",
+    what: "|| → &&",
+    line: "if (!(key in data) || data[key] === undefined) continue;",
+    why: "a body is parsed JSON, which has no undefined: a key present is never undefined",
+  },
+  {
+    module: "domain/netbox/engine/query.ts",
+    what: "> → >=",
+    line:
+      'const seen = new Set(ids.filter((id): id is number => typeof id === "number" && id > 0));',
+    why: "a tree filter's ids are resolved objects' ids or null: an id of 0 is refused before " +
+      "(`Select a valid choice. 0 is not one of the available choices.`)",
+  },
+  {
+    module: "domain/netbox/engine/query.ts",
+    what: "<= → <",
+    line: 'return [...ids.filter((id) => typeof id !== "number" || id <= 0), ...seen];',
+    why: "the other half of withDescendants' id test: no id of 0 reaches a tree filter",
+  },
+  {
+    module: "domain/netbox/engine/paging.ts",
+    what: "> → >=",
+    line: 'typeof c.ids[0] === "number" && c.ids[0] > 0',
+    why: "a reference filter's id of 0 is refused before (`Select a valid choice. 0 is not " +
+      "one of the available choices.`); resolved names give positive ids",
+  },
+  {
+    module: "domain/netbox/engine/lookups.ts",
+    what: "&& → ||",
+    line: 'if (typeof a === "boolean" && typeof b === "boolean") return Number(a) - Number(b);',
+    why: "a field holds one type (null and undefined are sorted just above): a boolean is " +
+      "only ever compared with a boolean",
+  },
+  {
+    module: "domain/netbox/engine/index_state.ts",
+    what: "&& → ||",
+    line: 'if (typeof t === "string" && typeof i === "number") add(name, `${t}:${i}`);',
+    why: "a generic FK's type without its id, or an id without its type, is refused before " +
+      "it is stored (`This field is required.` on the missing one)",
+  },
+  {
+    module: "domain/netbox/engine/references.ts",
+    what: "&& → ||",
+    line: 'if (typeof t === "string" && typeof i === "number" && core.registry.has(t)) {',
+    why: "a generic FK's type without its id, or an id without its type, is refused before " +
+      "it is stored, and a stored type is a model of the registry",
+  },
+  {
+    module: "domain/netbox/engine/references.ts",
+    what: "&& → ||",
+    line: '} else if (f.type === "gfk" && !f.weak) {',
+    why: "other fields have no typeField (no type is found below); the only weak generic FK " +
+      "is the change log's, whose entries no create or update that checks references writes",
+  },
+  {
+    module: "domain/netbox/engine/write.ts",
+    what: "< → <=",
+    line: "if (inputs.length < 2) return;",
+    why: "prefetchIndexed's shortcut: under the store's RANGE_MIN_VALUES each value's index is " +
+      "listed apart either way (the same KV calls; prefetchRefs' line of the same text is " +
+      "killed by write_cost_test)",
+  },
+  {
+    module: "domain/netbox/engine/write.ts",
+    what: "< → <=",
+    line: "if (values.size < 2) continue;",
+    why: "the same: two values are listed one list each, batched or not",
+  },
+  {
+    module: "domain/netbox/engine/write.ts",
+    what: "> → >=",
+    line: "if (wanted.size > 0) await fetch(wanted);",
+    why: "a fetch of no models reads nothing",
+  },
+  {
+    module: "domain/netbox/engine/write.ts",
+    what: "> → >=",
+    line: "const reread = dangling.size > 0 || written.size !== order.length ||",
+    why: "re-reading the objects just committed answers the same records (one batched read)",
+  },
+  {
+    module: "domain/netbox/engine/write.ts",
+    what: "< → <=",
+    line: "for (let attempt = 0; attempt < 8;) {",
+    why: "one retry more after eight lost contentions for the same records: no request meets it",
+  },
+  {
+    module: "domain/netbox/engine/patch.ts",
+    what: "< → <=",
+    line: "for (let attempt = 0; attempt < 50; attempt++) {",
+    why: "one retry more after fifty lost contentions for one record: no request meets it",
+  },
+  {
+    module: "domain/netbox/engine/paging.ts",
+    what: "> → >=",
+    line: "if (c.ids.size > MAX_KEYED_IDS) return null;",
+    why: "a list of exactly MAX_KEYED_IDS ids is not kept in the derived-ids cache: the same " +
+      "answer, computed again",
+  },
+  {
+    module: "domain/netbox/engine/paging.ts",
+    what: "> → >=",
+    line: "if (uncounted.has(read.field) || read.values.length > SIZED_VALUES) return -1;",
+    why: "a plan choice: an index of exactly SIZED_VALUES values is read unsized (first); the " +
+      "intersection of the reads is the same in any order",
+  },
+  {
+    module: "domain/netbox/engine/paging.ts",
+    what: ">= → >",
+    line: "size >= 0 && known !== null && known.size <= FEW_CANDIDATES &&",
+    why: "a plan choice: an index value of no objects is read (an empty list) instead of left " +
+      "to the per-record test, which finds nothing either",
+  },
+  {
+    module: "domain/netbox/engine/paging.ts",
+    what: "<= → <",
+    line: "size >= 0 && known !== null && known.size <= FEW_CANDIDATES &&",
+    why: "a plan choice at exactly FEW_CANDIDATES candidates: the index is read instead of " +
+      "each candidate tested, the same ids either way",
+  },
+  {
+    module: "domain/netbox/engine/paging.ts",
+    what: "> → >=",
+    line: "size > LARGER_INDEX * known.size",
+    why: "a plan choice at exactly LARGER_INDEX times the candidates: the candidates are " +
+      "tested instead of the index read, the same ids either way",
+  },
 ];
