@@ -2579,4 +2579,53 @@ export const EQUIVALENT: Equivalent[] = [
     why: "a plan choice at exactly LARGER_INDEX times the candidates: the candidates are " +
       "tested instead of the index read, the same ids either way",
   },
+  {
+    module: "domain/netbox/engine/query.ts",
+    what: "return null → undefined",
+    line: "if (values === null) return null;",
+    why: "condition()'s only caller keeps its answer when truthy (`if (cond)`)",
+  },
+  {
+    module: "domain/netbox/engine/query.ts",
+    what: "return null → undefined",
+    line: "if (!TIMESTAMP_LOOKUPS.has(lookup)) return null;",
+    why: "condition()'s only caller keeps its answer when truthy (`if (cond)`)",
+  },
+  {
+    module: "domain/netbox/engine/query.ts",
+    what: "return null → undefined",
+    line: "if (kept === null) return null;",
+    why: "condition()'s only caller keeps its answer when truthy (`if (cond)`)",
+  },
+  {
+    module: "domain/netbox/engine/query.ts",
+    what: "return null → undefined",
+    line: "return null; // unknown filters are ignored, as NetBox does",
+    why: "condition()'s only caller keeps its answer when truthy (`if (cond)`)",
+  },
+  {
+    module: "domain/netbox/engine/query.ts",
+    what: "return null → undefined",
+    line: 'if (lookup !== "exact" && lookup !== "n") return null;',
+    why: "throughCondition's answer is condition()'s, kept when truthy only (`if (cond)`)",
+  },
+  {
+    module: "domain/netbox/engine/render.ts",
+    what: "return null → undefined",
+    line: 'if ((f.type !== "fk" && f.type !== "m2m") || !f.model) return null;',
+    why: "referenceOf's caller keeps its answer when truthy only (`if (reference)`)",
+  },
+  {
+    module: "domain/netbox/engine/index_state.ts",
+    what: "remove line",
+    line: "shapes.set(def, shape = { fewPerValue, uncounted });",
+    why: "the memo of a pure function of the model definition: computed again, the same sets",
+  },
+  {
+    module: "domain/netbox/engine/render.ts",
+    what: "remove line",
+    line: "if (cachedRecords(cache, model).has(id)) return;",
+    why:
+      "a record already in the request's cache is read again into it (a cost: the same record, read in the same batch)",
+  },
 ];
