@@ -2628,4 +2628,11 @@ export const EQUIVALENT: Equivalent[] = [
     why:
       "a record already in the request's cache is read again into it (a cost: the same record, read in the same batch)",
   },
+  {
+    module: "domain/netbox/engine/references.ts",
+    what: "false → true",
+    line: "? await core.store.page(model, 0, 2, false)",
+    why:
+      "a look-up of nothing reads two objects to tell one from several: newest or oldest first, one object is the same one and two are several either way",
+  },
 ];
