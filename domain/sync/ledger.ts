@@ -24,7 +24,7 @@ const READ_AFTER_WRITES = 5_000;
 const MAX_PENDING = 10_000;
 
 /** Change-log ids asked for per read of the log (the port splits them into requests). */
-const READ_PAGE = 400;
+const READ_PAGE = 2_000;
 
 /** Entries after the cursor read at most; past this the ledger starts over from the log's end. */
 const MAX_SCAN = 50_000;

@@ -81,6 +81,8 @@ async function choosePage(
   if (q !== null && q.trim() !== "") conditions.push(searchCondition(core, def, q.trim(), cache));
 
   const byId = ordering.length === 1 && ordering[0].field === "id";
+  const span = byId ? await spanPage(core, def, conditions, ordering[0].desc, offset, limit) : null;
+  if (span !== null) return span;
   const keyset = byId && !ordering[0].desc
     ? await keysetPage(core, def, conditions, offset, limit)
     : null;
@@ -511,6 +513,55 @@ function indexTarget(
     return { field: c.field, value: typed };
   }
   return null;
+}
+
+/** The widest id range a span page reads whole (one page's worth of ids). */
+const MAX_SPAN = MAX_PAGE_SIZE;
+
+/**
+ * The ids a list is bounded to from both sides (`id__gte=a&id__lte=b`, each bound one value),
+ * `[low, high]`; null without both bounds.
+ */
+function idSpan(conditions: Condition[]): [number, number] | null {
+  let low = -Infinity;
+  let high = Infinity;
+  for (const c of conditions) {
+    if (c.kind !== "id" || c.values.length !== 1 || !/^\d{1,15}$/.test(c.values[0].trim())) {
+      continue;
+    }
+    const v = Number(c.values[0].trim());
+    if (c.lookup === "gt") low = Math.max(low, v + 1);
+    else if (c.lookup === "gte") low = Math.max(low, v);
+    else if (c.lookup === "lt") high = Math.min(high, v - 1);
+    else if (c.lookup === "lte") high = Math.min(high, v);
+  }
+  return Number.isFinite(low) && Number.isFinite(high) ? [low, high] : null;
+}
+
+/**
+ * A page of an id range at most a page wide (`id__gte=a&id__lte=b`, how the sync reads the
+ * change log since its cursor: docs/sync.md, "Re-runs"): the range's records are read by id
+ * and every condition tested on them, so the count is exact and nothing outside the range is
+ * listed (a keyset page's count lists the ids below its bound). Null for a wider range.
+ */
+async function spanPage(
+  core: EngineCore,
+  def: ModelDef,
+  conditions: Condition[],
+  desc: boolean,
+  offset: number,
+  limit: number,
+): Promise<ListPage | null> {
+  const span = idSpan(conditions);
+  if (span === null) return null;
+  const [low, high] = span;
+  if (high < low) return { count: 0, records: [], limit, offset };
+  if (high - low + 1 > MAX_SPAN) return null;
+  const ids = new Set<number>();
+  for (let id = low; id <= high; id++) ids.add(id);
+  const records = await filterRecords(core, def, conditions, ids);
+  records.sort((a, b) => desc ? b.id - a.id : a.id - b.id);
+  return { count: records.length, records: records.slice(offset, offset + limit), limit, offset };
 }
 
 /**

@@ -205,3 +205,97 @@ Deno.test("a list filtered by its parents nests them without reading them again,
     inv.close();
   }
 });
+
+Deno.test("a read of the change log between two ids costs the same KV reads whatever the log's length, and answers exactly that range", async () => {
+  // How the sync reads the log since its cursor (`id__gte=a&id__lte=b`, at most a page wide:
+  // docs/sync.md, "Re-runs"). Answered by reading the range's entries; listing the log below or
+  // above it would make a first run, which reads back every entry it writes, grow with the log.
+  const { counted, tally } = keyCountingKv(await Deno.openKv(":memory:"));
+  const inv = await setup({}, { kv: counted });
+  try {
+    const w = await world(inv);
+    let made = 0;
+    const grow = (count: number) =>
+      bulk(
+        inv,
+        VMS,
+        Array.from({ length: count }, () => ({ name: `vm-${made++}`, cluster: w.cluster })),
+      );
+    const CHANGES = "/api/core/object-changes/";
+    const newest = async () =>
+      (await inv.call("GET", `${CHANGES}?ordering=-id&limit=1&fields=id`)).body.results[0].id;
+    /** The log's last `span` ids, read as the sync reads them, and what that read cost. */
+    const readTail = async (span: number, extra = "") => {
+      const high = await newest();
+      const low = high - span + 1;
+      const before = { ...tally };
+      const r = await inv.call(
+        "GET",
+        `${CHANGES}?id__gte=${low}&id__lte=${high}&ordering=id&limit=1000&fields=id,request_id,action${extra}`,
+      );
+      assert.equal(r.status, 200, JSON.stringify(r.body));
+      return {
+        low,
+        high,
+        body: r.body,
+        cost: { listed: tally.listed - before.listed, got: tally.got - before.got },
+      };
+    };
+
+    await grow(600);
+    const small = await readTail(500);
+    const expected = Array.from({ length: 500 }, (_, i) => small.low + i);
+    assert.deepEqual(small.body.results.map((e: { id: number }) => e.id), expected);
+    assert.equal(small.body.count, 500);
+    assert.ok(
+      small.body.results.every((e: { action: { value: string } }) => e.action.value === "create"),
+    );
+
+    await grow(3000); // the log six times longer
+    const large = await readTail(500);
+    assert.equal(large.body.count, 500);
+    assert.deepEqual(
+      large.body.results.map((e: { id: number }) => e.id),
+      Array.from({ length: 500 }, (_, i) => large.low + i),
+    );
+    const costs = `KV keys read by one range read of 500 entries: ${
+      JSON.stringify(small.cost)
+    } at 600 entries, ${JSON.stringify(large.cost)} at 3,600`;
+    assert.ok(small.cost.listed < 50 && small.cost.got < 700, costs);
+    assert.ok(
+      large.cost.listed <= small.cost.listed + 5 && large.cost.got <= small.cost.got + 5,
+      costs,
+    );
+
+    // The other filters still apply and the count is theirs; ids past the log's end are none;
+    // offset and a descending order page the same range.
+    const none = await readTail(500, "&action=delete");
+    assert.deepEqual([none.body.count, none.body.results.length], [0, 0]);
+    const top = await newest();
+    const past = await inv.call(
+      "GET",
+      `${CHANGES}?id__gt=${top - 3}&id__lte=${top + 500}&fields=id`,
+    );
+    assert.deepEqual(past.body.results.map((e: { id: number }) => e.id).sort(), [
+      top - 2,
+      top - 1,
+      top,
+    ]);
+    assert.equal(past.body.count, 3);
+    const desc = await inv.call(
+      "GET",
+      `${CHANGES}?id__gte=${top - 9}&id__lte=${top}&ordering=-id&limit=4&offset=2&fields=id`,
+    );
+    assert.equal(desc.body.count, 10);
+    assert.deepEqual(desc.body.results.map((e: { id: number }) => e.id), [
+      top - 2,
+      top - 3,
+      top - 4,
+      top - 5,
+    ]);
+    const empty = await inv.call("GET", `${CHANGES}?id__gte=${top}&id__lte=${top - 1}&fields=id`);
+    assert.deepEqual([empty.body.count, empty.body.results.length], [0, 0]);
+  } finally {
+    inv.close();
+  }
+});
