@@ -444,17 +444,14 @@ export class InventoryApiClient implements InventoryApi {
     return out;
   }
 
-  async changeBounds(signal?: AbortSignal): Promise<{ oldest: number; newest: number } | null> {
-    const first = async (ordering: string) => {
-      const url = `${this.api}${CHANGES_PATH}?ordering=${ordering}&limit=1&fields=id`;
-      const page = await this.#call("GET", `list ${CHANGES_PATH}`, url, undefined, signal) as
-        | { results?: { id?: unknown }[] }
-        | null;
-      const id = page?.results?.[0]?.id;
-      return typeof id === "number" ? id : null;
-    };
-    const [oldest, newest] = await Promise.all([first("id"), first("-id")]);
-    return oldest === null || newest === null ? null : { oldest, newest };
+  async changeEnd(end: "oldest" | "newest", signal?: AbortSignal): Promise<number | null> {
+    const ordering = end === "oldest" ? "id" : "-id";
+    const url = `${this.api}${CHANGES_PATH}?ordering=${ordering}&limit=1&fields=id`;
+    const page = await this.#call("GET", `list ${CHANGES_PATH}`, url, undefined, signal) as
+      | { results?: { id?: unknown }[] }
+      | null;
+    const id = page?.results?.[0]?.id;
+    return typeof id === "number" ? id : null;
   }
 
   create(

@@ -172,22 +172,22 @@ export class SyncLedger {
    */
   async catchUp(inv: InventoryApi, signal: AbortSignal): Promise<void> {
     this.#unread = 0;
-    if (!inv.changesById || !inv.changeBounds) {
+    if (!inv.changesById || !inv.changeEnd) {
       this.#startOver(null);
       return;
     }
     try {
-      // The log's ends (its newest and its oldest entry: two reads of one entry each).
-      const bounds = await inv.changeBounds(signal);
-      const newest = bounds?.newest ?? 0;
+      // The log's newest entry (a read of one entry); its oldest is asked for only when an id
+      // is missing (was it pruned?), which a catch-up past the sync's own writes seldom finds.
+      const newest = await inv.changeEnd("newest", signal) ?? 0;
       if (this.#cursor === null || newest < this.#cursor || newest - this.#cursor > MAX_SCAN) {
         // A new ledger, a log that went back (another inventory behind the same address), or
         // more entries than are worth reading (someone else's large run): it cannot tell.
         this.#startOver(newest);
         return;
       }
-      // The entries after the cursor and those missing before, by id: a list by ids reads
-      // those entries only (a page "after an id" may count the whole log to answer its count).
+      // The entries after the cursor and those missing before, by id: the client reads a run
+      // of consecutive ids as one range (`id__gte`/`id__lte`), the scattered ones by id.
       const before = new Map(this.#pending);
       const ids = [...before.keys()];
       for (let id = this.#cursor + 1; id <= newest; id++) ids.push(id);
@@ -199,15 +199,21 @@ export class SyncLedger {
           this.#apply(entry);
         }
       }
+      // Read after the entries: a prune meanwhile only makes more ids count as pruned.
+      let oldest: number | null | undefined;
+      const pruned = async (id: number) => {
+        if (oldest === undefined) oldest = await inv.changeEnd!("oldest", signal);
+        return oldest === null || id < oldest;
+      };
       let unknown = false;
       for (const [id, run] of before) {
         if (found.has(id)) this.#pending.delete(id);
-        else if (bounds === null || id < bounds.oldest) unknown = true; // pruned unread
+        else if (await pruned(id)) unknown = true; // pruned unread
         else if (run < this.#run) this.#pending.delete(id); // a write that failed before its entry
       }
       for (let id = this.#cursor + 1; id <= newest; id++) {
         if (found.has(id)) continue;
-        if (bounds === null || id < bounds.oldest) unknown = true;
+        if (await pruned(id)) unknown = true;
         else this.#pending.set(id, this.#run); // still being written, or never
       }
       this.#cursor = newest;

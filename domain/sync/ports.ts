@@ -94,8 +94,11 @@ export interface InventoryApi {
    * Absent: the ledger is not kept and every run compares every guest.
    */
   changesById?(ids: number[], signal?: AbortSignal): Promise<ChangeEntry[]>;
-  /** The lowest and highest change-log ids now; null when the log is empty. */
-  changeBounds?(signal?: AbortSignal): Promise<{ oldest: number; newest: number } | null>;
+  /**
+   * The change log's lowest (`oldest`) or highest (`newest`) id now, one read of one entry;
+   * null when the log is empty.
+   */
+  changeEnd?(end: "oldest" | "newest", signal?: AbortSignal): Promise<number | null>;
   /** GET one document that is not a list (a settings singleton); null when there is none. */
   read?(path: string, signal?: AbortSignal): Promise<Record<string, unknown> | null>;
   /**

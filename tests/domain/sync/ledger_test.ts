@@ -1,0 +1,101 @@
+/**
+ * The ledger's reads of the change log (docs/sync.md, "Re-runs: guests that did not change"),
+ * counted on a log kept in memory: a catch-up asks for the log's newest id and the entries after
+ * its cursor; the oldest id only when an id it expects is missing (pruned, or still being
+ * written). The e2e file tests/e2e/sync_ledger_test.ts runs the same over HTTP.
+ */
+import assert from "node:assert/strict";
+import { SyncLedger } from "../../../domain/sync/ledger.ts";
+import type { ChangeEntry, InventoryApi } from "../../../domain/sync/ports.ts";
+
+/** A change log in memory: the entries there are, and the calls the ledger made. */
+function memoryLog() {
+  const entries = new Map<number, ChangeEntry>();
+  const calls = { newest: 0, oldest: 0, reads: 0, idsRead: 0 };
+  let next = 1;
+  const inv = {
+    changeEnd(end: "oldest" | "newest") {
+      calls[end]++;
+      const ids = [...entries.keys()];
+      if (ids.length === 0) return Promise.resolve(null);
+      return Promise.resolve(end === "oldest" ? Math.min(...ids) : Math.max(...ids));
+    },
+    changesById(ids: number[]) {
+      calls.reads++;
+      calls.idsRead += ids.length;
+      return Promise.resolve(ids.flatMap((id) => entries.get(id) ?? []));
+    },
+  } as unknown as InventoryApi;
+  /** `count` entries by `requestId` about VMs from `firstVm` on. */
+  const log = (count: number, requestId: string, firstVm = 1) => {
+    for (let i = 0; i < count; i++) {
+      const id = next++;
+      entries.set(id, {
+        id,
+        request_id: requestId,
+        action: "update",
+        changed_object_type: "virtualization.virtualmachine",
+        changed_object_id: firstVm + i,
+      });
+    }
+  };
+  /** An id taken without its entry (written later, or never). */
+  const skip = () => next++;
+  return { inv, calls, entries, log, skip };
+}
+
+const signal = new AbortController().signal;
+
+Deno.test("ledger: a catch-up past the sync's own entries asks for the log's newest id only, and reads each entry once", async () => {
+  const log = memoryLog();
+  const ledger = new SyncLedger((id) => id === "own");
+  log.log(5, "admin");
+  await ledger.catchUp(log.inv, signal); // a new ledger: starts at the log's end
+  for (let round = 0; round < 4; round++) {
+    log.log(700, "own");
+    await ledger.catchUp(log.inv, signal);
+  }
+  assert.deepEqual(
+    { newest: log.calls.newest, oldest: log.calls.oldest, idsRead: log.calls.idsRead },
+    { newest: 5, oldest: 0, idsRead: 2_800 },
+  );
+  assert.ok(ledger.usable);
+});
+
+Deno.test("ledger: an id missing after the cursor asks for the oldest; pruned, the guests are compared again; still being written, it is read next time", async () => {
+  const log = memoryLog();
+  const ledger = new SyncLedger((id) => id === "own");
+  log.log(3, "own");
+  await ledger.catchUp(log.inv, signal);
+  ledger.track(7, [["virtualization.virtualmachine", 7]]);
+  ledger.record("virtual-machines", 7, 42, ledger.beginSlice());
+  ledger.endSlice();
+
+  // An entry not there yet (its request is still writing): pending, the record kept.
+  const late = log.skip();
+  log.log(2, "own", 100);
+  await ledger.catchUp(log.inv, signal);
+  assert.equal(log.calls.oldest, 1);
+  assert.ok(ledger.unchanged("virtual-machines", 7, 42));
+  // Its entry arrives (someone else's edit of guest 7's VM): read by id, the guest forgotten.
+  log.entries.set(late, {
+    id: late,
+    request_id: "admin",
+    action: "update",
+    changed_object_type: "virtualization.virtualmachine",
+    changed_object_id: 7,
+  });
+  await ledger.catchUp(log.inv, signal);
+  assert.equal(ledger.unchanged("virtual-machines", 7, 42), false);
+
+  // An id pruned before it was read: the log cannot tell, every guest is compared.
+  ledger.record("virtual-machines", 8, 43, ledger.beginSlice());
+  ledger.endSlice();
+  assert.ok(ledger.unchanged("virtual-machines", 8, 43));
+  const lost = log.skip();
+  log.log(2, "own", 200);
+  for (const id of [...log.entries.keys()]) if (id < lost + 1) log.entries.delete(id);
+  await ledger.catchUp(log.inv, signal);
+  assert.equal(ledger.unchanged("virtual-machines", 8, 43), false);
+  assert.equal(ledger.size("virtual-machines"), 0);
+});
