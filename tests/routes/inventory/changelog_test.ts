@@ -406,3 +406,87 @@ Deno.test("changelog: an update of a large object keeps its whole prechange_data
     inv.close();
   }
 });
+
+Deno.test("changelog: each kind of object's related object (NetBox's related_object), per parent field and generic reference", async () => {
+  const inv = await setup();
+  try {
+    const ok = async (path: string, body: Record<string, unknown>) => {
+      const r = await inv.call("POST", path, body);
+      assert.equal(r.status, 201, `${path} ${JSON.stringify(r.body)}`);
+      return r.body.id as number;
+    };
+    const siteId = await site(inv);
+    const manufacturer = await ok("/api/dcim/manufacturers/", { name: "Acme", slug: "acme" });
+    const deviceType = await ok("/api/dcim/device-types/", {
+      manufacturer,
+      model: "Node",
+      slug: "node",
+    });
+    const role = await ok("/api/dcim/device-roles/", { name: "Host", slug: "host" });
+    const device = await ok("/api/dcim/devices/", {
+      name: "pve1",
+      device_type: deviceType,
+      role,
+      site: siteId,
+    });
+    const vm = await ok("/api/virtualization/virtual-machines/", { name: "web1", site: siteId });
+    const devIf = await ok("/api/dcim/interfaces/", { device, name: "eno1", type: "1000base-t" });
+    const vmIf = await ok("/api/virtualization/interfaces/", { virtual_machine: vm, name: "net0" });
+    const disk = await ok("/api/virtualization/virtual-disks/", {
+      virtual_machine: vm,
+      name: "scsi0",
+      size: 10,
+    });
+    const onDev = await ok("/api/ipam/ip-addresses/", {
+      address: "192.0.2.1/24",
+      assigned_object_type: "dcim.interface",
+      assigned_object_id: devIf,
+    });
+    const onVm = await ok("/api/ipam/ip-addresses/", {
+      address: "192.0.2.2/24",
+      assigned_object_type: "virtualization.vminterface",
+      assigned_object_id: vmIf,
+    });
+    const loose = await ok("/api/ipam/ip-addresses/", { address: "192.0.2.3/24" });
+    const mac = await ok("/api/dcim/mac-addresses/", {
+      mac_address: "BC:24:11:00:00:01",
+      assigned_object_type: "virtualization.vminterface",
+      assigned_object_id: vmIf,
+    });
+    const looseMac = await ok("/api/dcim/mac-addresses/", { mac_address: "BC:24:11:00:00:02" });
+    // Which objects' entries each parent (type, id) collects: the parent field of a component,
+    // the generic reference of an address, nothing for an object of another kind.
+    const related = async (type: string, id: number) =>
+      (await inv.call("GET", `${CHANGES}?related_object_type=${type}&related_object_id=${id}`))
+        .body.results.map((e: { changed_object_type: string; changed_object_id: number }) =>
+          `${e.changed_object_type}:${e.changed_object_id}`
+        ).sort();
+    const table: [string, number, string[]][] = [
+      ["dcim.device", device, [`dcim.interface:${devIf}`]],
+      ["virtualization.virtualmachine", vm, [
+        `virtualization.virtualdisk:${disk}`,
+        `virtualization.vminterface:${vmIf}`,
+      ]],
+      ["dcim.interface", devIf, [`ipam.ipaddress:${onDev}`]],
+      ["virtualization.vminterface", vmIf, [`dcim.macaddress:${mac}`, `ipam.ipaddress:${onVm}`]],
+      ["dcim.site", siteId, []],
+    ];
+    for (const [type, id, want] of table) {
+      assert.deepEqual(await related(type, id), want, `${type}:${id}`);
+    }
+    // An address, a MAC or a VM with no parent: its entry has no related object, and a filter
+    // on an empty related_object_type finds exactly those entries of those kinds.
+    const unrelated = (await inv.call("GET", `${CHANGES}?related_object_id__isnull=true&limit=100`))
+      .body.results.map((e: { changed_object_type: string; changed_object_id: number }) =>
+        `${e.changed_object_type}:${e.changed_object_id}`
+      );
+    for (const orphan of [`ipam.ipaddress:${loose}`, `dcim.macaddress:${looseMac}`]) {
+      assert.ok(unrelated.includes(orphan), `${orphan} in ${unrelated}`);
+    }
+    for (const child of [`ipam.ipaddress:${onVm}`, `dcim.interface:${devIf}`]) {
+      assert.ok(!unrelated.includes(child), `${child} not in ${unrelated}`);
+    }
+  } finally {
+    inv.close();
+  }
+});
