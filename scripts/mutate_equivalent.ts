@@ -2635,4 +2635,66 @@ export const EQUIVALENT: Equivalent[] = [
     why:
       "a look-up of nothing reads two objects to tell one from several: newest or oldest first, one object is the same one and two are several either way",
   },
+  {
+    module: "domain/netbox/engine/changelog.ts",
+    what: "&& → ||",
+    line: 'return typeof t === "string" && typeof i === "number" ? [t, i] : [null, null];',
+    why:
+      "a generic FK's type without its id, or an id without its type, is refused before it is stored: both are given or neither",
+  },
+  {
+    module: "domain/netbox/engine/render.ts",
+    what: "&& → ||",
+    line: 'if (typeof t === "string" && registry.has(t)) want(t, r[ref.idField!]);',
+    why:
+      "a stored generic FK type (and a change log entry's object type) is always a model of the registry; a type that is no text is never one",
+  },
+  {
+    module: "domain/netbox/engine/index_state.ts",
+    what: "|| → &&",
+    line: "if (v === null || v === undefined) return;",
+    why:
+      "null and undefined are neither text, number nor boolean: the test just below leaves them out of the index all the same",
+  },
+  {
+    module: "domain/netbox/engine/index_state.ts",
+    what: "remove line",
+    line: "if (v === null || v === undefined) return;",
+    why:
+      "null and undefined are neither text, number nor boolean: the test just below leaves them out of the index all the same",
+  },
+  {
+    module: "domain/netbox/engine/write.ts",
+    what: "|| → &&",
+    line: "if (id === null || id <= 0) return;",
+    why:
+      "a prefetch of an id of 0 or less finds nothing (no such object), and validation refuses that id as before, from the same cache",
+  },
+  {
+    module: "domain/netbox/engine/write.ts",
+    what: "<= → <",
+    line: "if (id === null || id <= 0) return;",
+    why:
+      "a prefetch of an id of 0 or less finds nothing (no such object), and validation refuses that id as before, from the same cache",
+  },
+  {
+    module: "domain/netbox/engine/core.ts",
+    what: "remove line",
+    line: "if (missing.length === 0) return [];",
+    why:
+      "a shortcut: the store's getMany of no ids answers [] without reading, and no id is marked",
+  },
+  {
+    module: "domain/netbox/engine/prepare.ts",
+    what: "remove line",
+    line: "if (ids.length === 0) return [];",
+    why: "a shortcut: the lines below read no ids and map none, the same []",
+  },
+  {
+    module: "domain/netbox/engine/render.ts",
+    what: "remove line",
+    line: "if (plan.counts.length === 0) return [];",
+    why:
+      "a shortcut: plan.counts.map below answers the same [] (the lines between only name things)",
+  },
 ];
