@@ -418,6 +418,40 @@ const LATE_REFERENCES: LateReference[] = [
       post("/api/dcim/sites/", { name: "AMS1", slug: "ams1", tags: [{ slug: "keep" }, tag] }),
     after: (id) => [`/api/dcim/sites/${id}/`, { region: null, tenant: null, tags: ["keep"] }],
   },
+  {
+    name: "generic FK, CASCADE: a journal entry made on a VM being deleted goes with it",
+    model: "virtualization.virtualmachine",
+    setup: async (post) => {
+      const site = await post("/api/dcim/sites/", { name: "AMS1", slug: "ams1" });
+      const vm = await post("/api/virtualization/virtual-machines/", { name: "vm1", site });
+      return [`/api/virtualization/virtual-machines/${vm}/`, vm];
+    },
+    refer: (post, vm) =>
+      post("/api/extras/journal-entries/", {
+        assigned_object_type: "virtualization.virtualmachine",
+        assigned_object_id: vm,
+        comments: "made during the delete",
+      }),
+    after: (id) => [`/api/extras/journal-entries/${id}/`, null],
+  },
+  {
+    name: "generic FK, SET_NULL: a cluster scoped to a site being deleted keeps no scope",
+    model: "dcim.site",
+    setup: async (post) => {
+      const site = await post("/api/dcim/sites/", { name: "AMS1", slug: "ams1" });
+      return [`/api/dcim/sites/${site}/`, site];
+    },
+    refer: async (post, site) => {
+      const type = await post("/api/virtualization/cluster-types/", { name: "PVE", slug: "pve" });
+      return await post("/api/virtualization/clusters/", {
+        name: "c1",
+        type,
+        scope_type: "dcim.site",
+        scope_id: site,
+      });
+    },
+    after: (id) => [`/api/virtualization/clusters/${id}/`, { scope_type: null, scope_id: null }],
+  },
 ];
 
 for (const late of LATE_REFERENCES) {
