@@ -80,6 +80,8 @@ export const GROUPS: Record<string, { modules: string[]; tests: string[] }> = {
       "tests/e2e/sync_writes_test.ts",
       "tests/e2e/sync_fields_test.ts",
       "tests/e2e/sync_strict_test.ts",
+      // The ledger's skips on a real inventory: a hand edit put back, an upstream change written.
+      "tests/e2e/sync_ledger_test.ts",
     ],
   },
   jobs: {

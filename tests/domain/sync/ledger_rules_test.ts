@@ -1,0 +1,315 @@
+/**
+ * What the ledger lets a re-run skip (docs/sync.md, "Re-runs: guests that did not change"), on a
+ * change log kept in memory: a guest is skipped only when its digest is the same and nobody but
+ * the sync touched its objects since; whenever the log cannot tell (a new ledger, a log that went
+ * back or ran far ahead, ids missing, another writer's create, a delete, a custom field), every
+ * guest is compared again. A skip that should not happen is a hand edit never put back or an
+ * upstream change never written; tests/e2e/sync_ledger_test.ts shows those over HTTP.
+ */
+import assert from "node:assert/strict";
+import { digestOf, readLog, SyncLedger, SyncLedgers } from "../../../domain/sync/ledger.ts";
+import type { ChangeEntry, InventoryApi } from "../../../domain/sync/ports.ts";
+
+const signal = new AbortController().signal;
+const VM = "virtualization.virtualmachine";
+const DISK = "virtualization.virtualdisk";
+
+/** A change log in memory, and how many ids the ledger asked for. */
+function memoryLog() {
+  const entries = new Map<number, ChangeEntry>();
+  const calls = { idsRead: 0 };
+  let next = 1;
+  const inv = {
+    changeEnd(end: "oldest" | "newest") {
+      const ids = [...entries.keys()];
+      if (ids.length === 0) return Promise.resolve(null);
+      return Promise.resolve(end === "oldest" ? Math.min(...ids) : Math.max(...ids));
+    },
+    changesById(ids: number[]) {
+      calls.idsRead += ids.length;
+      return Promise.resolve(ids.flatMap((id) => entries.get(id) ?? []));
+    },
+  } as unknown as InventoryApi;
+  const add = (entry: Omit<ChangeEntry, "id">) => {
+    const id = next++;
+    entries.set(id, { id, ...entry });
+    return id;
+  };
+  /** `count` entries of the sync's own (request "own"). */
+  const own = (count: number) => {
+    for (let i = 0; i < count; i++) {
+      add({ request_id: "own", action: "update", changed_object_type: VM, changed_object_id: 1 });
+    }
+  };
+  /** An id taken without its entry (written later, or never). */
+  const skip = () => next++;
+  return { inv, calls, entries, add, own, skip };
+}
+
+/**
+ * A ledger caught up on `log` with guests 1 and 2 recorded in stage "vms" (digests 11 and 22):
+ * guest 1 holds VM 1 and disk 10, guest 2 VM 2, disk 20 and sync-state 200.
+ */
+async function recorded(log = memoryLog()) {
+  const ledger = new SyncLedger((id) => id === "own");
+  log.own(1);
+  await ledger.catchUp(log.inv, signal);
+  const mark = ledger.beginSlice();
+  ledger.track(1, [[VM, 1], [DISK, 10]]);
+  ledger.track(2, [[VM, 2], [DISK, 20], ["service.vmsyncstate", 200]]);
+  ledger.record("vms", 1, 11, mark);
+  ledger.record("vms", 2, 22, mark);
+  ledger.endSlice();
+  const skips = () => [ledger.unchanged("vms", 1, 11), ledger.unchanged("vms", 2, 22)];
+  assert.deepEqual(skips(), [true, true]);
+  return { log, ledger, skips };
+}
+
+Deno.test("ledger: someone else's entry forgets the guest whose object it names, the sync's own entries nothing; another digest is not skipped", async () => {
+  const { log, ledger, skips } = await recorded();
+  assert.equal(ledger.unchanged("vms", 1, 12), false, "a changed digest (upstream) is compared");
+  assert.equal(ledger.unchanged("disks", 1, 11), false, "another stage recorded nothing");
+
+  log.add({ request_id: "own", action: "update", changed_object_type: VM, changed_object_id: 1 });
+  log.add({
+    request_id: "own",
+    action: "delete",
+    changed_object_type: "dcim.site",
+    changed_object_id: 3,
+  });
+  await ledger.catchUp(log.inv, signal);
+  assert.deepEqual(skips(), [true, true], "the sync's own writes forget nothing");
+
+  log.add({
+    request_id: "admin",
+    action: "update",
+    changed_object_type: DISK,
+    changed_object_id: 10,
+  });
+  await ledger.catchUp(log.inv, signal);
+  assert.deepEqual(skips(), [false, true], "a hand edit of guest 1's disk: guest 1 compared");
+  assert.equal(ledger.size("vms"), 1);
+
+  // The sync-state under the plugin's own app label, by a request without an id (a shell).
+  log.add({
+    request_id: null,
+    action: "update",
+    changed_object_type: "netbox_bridgebox.vmsyncstate",
+    changed_object_id: 200,
+  });
+  await ledger.catchUp(log.inv, signal);
+  assert.deepEqual(skips(), [false, false], "guest 2's sync-state edited");
+});
+
+Deno.test("ledger: another writer's create of a guest model, a delete (but of an IP address) or a custom field makes every guest compared; other edits keep the skips", async () => {
+  const rows: [Omit<ChangeEntry, "id">, boolean][] = [
+    [
+      { request_id: "admin", action: "create", changed_object_type: DISK, changed_object_id: 99 },
+      false,
+    ],
+    [{
+      request_id: "admin",
+      action: "create",
+      changed_object_type: "x.vmsyncstate",
+      changed_object_id: 99,
+    }, false],
+    [
+      { request_id: "admin", action: "update", changed_object_type: DISK, changed_object_id: 99 },
+      true,
+    ],
+    [
+      { request_id: "admin", action: "delete", changed_object_type: DISK, changed_object_id: 99 },
+      true,
+    ],
+    [{
+      request_id: "admin",
+      action: "delete",
+      changed_object_type: "dcim.device",
+      changed_object_id: 5,
+    }, false],
+    [{
+      request_id: "admin",
+      action: "delete",
+      changed_object_type: "ipam.ipaddress",
+      changed_object_id: 5,
+    }, true],
+    [{
+      request_id: "admin",
+      action: "update",
+      changed_object_type: "extras.customfield",
+      changed_object_id: 5,
+    }, false],
+    [{
+      request_id: "admin",
+      action: "update",
+      changed_object_type: "dcim.site",
+      changed_object_id: 5,
+    }, true],
+    [{
+      request_id: "admin",
+      action: "create",
+      changed_object_type: "dcim.site",
+      changed_object_id: 5,
+    }, true],
+  ];
+  for (const [entry, kept] of rows) {
+    const { log, ledger, skips } = await recorded();
+    log.add(entry);
+    await ledger.catchUp(log.inv, signal);
+    assert.deepEqual(skips(), [kept, kept], JSON.stringify(entry));
+  }
+});
+
+Deno.test("ledger: a guest forgotten or a reset while a stage reads its slice is not recorded by that slice; the next slice records it", async () => {
+  const { log, ledger, skips } = await recorded();
+  let mark = ledger.beginSlice();
+  log.add({ request_id: "admin", action: "update", changed_object_type: VM, changed_object_id: 1 });
+  await ledger.catchUp(log.inv, signal);
+  ledger.record("vms", 1, 11, mark);
+  ledger.record("vms", 2, 22, mark);
+  ledger.endSlice();
+  assert.deepEqual(skips(), [false, true], "guest 1 was edited after the slice read it");
+
+  mark = ledger.beginSlice();
+  ledger.record("vms", 1, 11, mark);
+  ledger.endSlice();
+  assert.deepEqual(skips(), [true, true]);
+
+  mark = ledger.beginSlice();
+  log.add({ request_id: "admin", action: "create", changed_object_type: VM, changed_object_id: 7 });
+  await ledger.catchUp(log.inv, signal);
+  ledger.record("vms", 1, 11, mark);
+  ledger.endSlice();
+  assert.deepEqual(skips(), [false, false], "a reset during the slice: nothing it read is kept");
+});
+
+Deno.test("ledger: nothing is skipped before the log is read, without a change log, or after a read that failed", async () => {
+  const log = memoryLog();
+  const ledger = new SyncLedger((id) => id === "own");
+  ledger.track(1, [[VM, 1]]);
+  ledger.record("vms", 1, 11, ledger.beginSlice());
+  ledger.endSlice();
+  assert.equal(ledger.usable, false);
+  assert.equal(ledger.unchanged("vms", 1, 11), false, "a new ledger skips nothing");
+  assert.equal(ledger.size("vms"), 0);
+
+  log.own(1);
+  await ledger.catchUp(log.inv, signal);
+  ledger.record("vms", 1, 11, ledger.beginSlice());
+  ledger.endSlice();
+  assert.ok(ledger.unchanged("vms", 1, 11));
+
+  const noLog = {} as InventoryApi;
+  assert.equal(await readLog({ ledger, inv: noLog, signal }), null, "an inventory without a log");
+  assert.equal(ledger.unchanged("vms", 1, 11), false);
+  assert.equal(await readLog({ inv: log.inv, signal }), null, "a dry run keeps no ledger");
+
+  await ledger.catchUp(log.inv, signal);
+  ledger.record("vms", 1, 11, ledger.beginSlice());
+  ledger.endSlice();
+  const failing = {
+    changeEnd: () => Promise.reject(new Error("503")),
+    changesById: () => Promise.resolve([]),
+  } as unknown as InventoryApi;
+  assert.equal(await readLog({ ledger, inv: failing, signal }), null, "a log that failed");
+  assert.equal(ledger.usable, false);
+  assert.equal(ledger.unchanged("vms", 1, 11), false);
+  assert.equal((await readLog({ ledger, inv: log.inv, signal })) === ledger, true, "read again");
+
+  const aborted = new AbortController();
+  aborted.abort();
+  await assert.rejects(readLog({ ledger, inv: failing, signal: aborted.signal }), /503/);
+});
+
+Deno.test("ledger: a log that went back, or ran more than 50,000 entries ahead, starts over; 50,000 are read", async () => {
+  {
+    const { log, ledger, skips } = await recorded();
+    log.own(3);
+    await ledger.catchUp(log.inv, signal);
+    for (const id of [...log.entries.keys()]) if (id > 1) log.entries.delete(id);
+    // Another inventory behind the same address: its log ends below the cursor.
+    await ledger.catchUp(log.inv, signal);
+    assert.deepEqual(skips(), [false, false]);
+    assert.ok(ledger.usable, "starts again from that log's end");
+  }
+  {
+    const { log, ledger, skips } = await recorded();
+    log.own(50_000);
+    await ledger.catchUp(log.inv, signal);
+    assert.deepEqual(skips(), [true, true], "50,000 of the sync's own entries are read");
+    assert.equal(log.calls.idsRead, 50_000);
+    log.own(50_001);
+    await ledger.catchUp(log.inv, signal);
+    assert.deepEqual(skips(), [false, false], "50,001 are not: every guest compared");
+    assert.equal(log.calls.idsRead, 50_000, "none of them read");
+  }
+});
+
+Deno.test("ledger: an id missing in an earlier run is taken as never written; more than 10,000 missing ids make every guest compared", async () => {
+  {
+    const { log, ledger, skips } = await recorded();
+    ledger.startRun();
+    log.skip();
+    log.own(1);
+    await ledger.catchUp(log.inv, signal);
+    const read = log.calls.idsRead;
+    await ledger.catchUp(log.inv, signal);
+    assert.equal(log.calls.idsRead - read, 1, "still missing in this run: asked for again");
+    ledger.startRun();
+    await ledger.catchUp(log.inv, signal);
+    assert.equal(log.calls.idsRead - read, 2, "asked once in the next run, then given up");
+    await ledger.catchUp(log.inv, signal);
+    assert.equal(log.calls.idsRead - read, 2);
+    assert.deepEqual(skips(), [true, true]);
+  }
+  for (const [missing, kept] of [[10_000, true], [10_001, false]] as const) {
+    const { log, ledger, skips } = await recorded();
+    for (let i = 0; i < missing; i++) log.skip();
+    log.own(1);
+    await ledger.catchUp(log.inv, signal);
+    assert.deepEqual(skips(), [kept, kept], `${missing} ids missing`);
+  }
+});
+
+Deno.test("ledger: the log is read on after 5,000 writes, not while a stage reads its slice, and a read starts the count again", async () => {
+  const { log, ledger } = await recorded();
+  assert.equal(ledger.wrote(4_999), false);
+  assert.equal(ledger.wrote(1), true, "5,000 written");
+  await ledger.catchUp(log.inv, signal);
+  assert.equal(ledger.wrote(4_999), false, "counted again from the read");
+  ledger.beginSlice();
+  assert.equal(ledger.wrote(10), false, "a slice reads the log itself");
+  ledger.endSlice();
+  assert.equal(ledger.wrote(0), true);
+});
+
+Deno.test("ledgers: one per inventory and endpoint; the sync's own request ids are its own on that inventory only, the newest 50,000 kept", () => {
+  const ledgers = new SyncLedgers();
+  const a = ledgers.ledger("http://a", 1);
+  assert.equal(ledgers.ledger("http://a", 1), a);
+  assert.notEqual(ledgers.ledger("http://a", 2), a);
+  assert.notEqual(ledgers.ledger("http://b", 1), a);
+  ledgers.noteOwn("http://a", "r-1");
+  assert.equal(a.own("r-1"), true);
+  assert.equal(ledgers.ledger("http://a", 2).own("r-1"), true, "another endpoint's run's writes");
+  assert.equal(ledgers.ledger("http://b", 1).own("r-1"), false, "another inventory's request");
+  assert.equal(a.own("r-2"), false);
+  for (let i = 2; i <= SyncLedgers.OWN_REQUESTS; i++) ledgers.noteOwn("http://a", `r-${i}`);
+  assert.equal(a.own("r-1"), true, "50,000 kept");
+  ledgers.noteOwn("http://a", "r-next");
+  assert.deepEqual([a.own("r-1"), a.own("r-2"), a.own("r-next")], [false, true, true]);
+});
+
+Deno.test("ledger: a digest tells apart what a guest's objects are made from", () => {
+  const base = { name: "vm-1", vcpus: 2, disks: [{ name: "scsi0", size: 4096 }] };
+  assert.equal(digestOf(base), digestOf(structuredClone(base)));
+  const others = [
+    { ...base, vcpus: 3 },
+    { ...base, name: "vm-2" },
+    { ...base, disks: [{ name: "scsi0", size: 4097 }] },
+    { ...base, disks: [] },
+  ].map(digestOf);
+  assert.equal(new Set([digestOf(base), ...others]).size, 5);
+  assert.ok(others.every((d) => Number.isSafeInteger(d) && d >= 0));
+  assert.notEqual(digestOf("ab"), digestOf("ba"));
+});
