@@ -580,3 +580,103 @@ Deno.test("an update whose object another update changed before its commit is re
     inv.close();
   }
 });
+
+/**
+ * An update that points a generic FK at an object whose delete went through while the update
+ * was held at its commit: the update's new reference is what the delete would have cleaned up,
+ * so it is dealt with by the reference's rule (CASCADE: the record goes; SET_NULL: both its
+ * type and id fields are cleared), and the record keeps no reference to a deleted object.
+ */
+const LATE_GENERIC_UPDATES: Array<{
+  name: string;
+  model: string;
+  setup: (post: (path: string, body: unknown) => Promise<number>) => Promise<{
+    path: string;
+    patch: Record<string, unknown>;
+    doomed: string;
+  }>;
+  after: Record<string, unknown> | null;
+}> = [
+  {
+    name: "CASCADE: an address moved to an interface being deleted goes with it",
+    model: "ipam.ipaddress",
+    setup: async (post) => {
+      const site = await post("/api/dcim/sites/", { name: "AMS1", slug: "ams1" });
+      const vm = await post("/api/virtualization/virtual-machines/", { name: "vm1", site });
+      const kept = await post("/api/virtualization/interfaces/", {
+        virtual_machine: vm,
+        name: "e0",
+      });
+      const doomed = await post("/api/virtualization/interfaces/", {
+        virtual_machine: vm,
+        name: "e1",
+      });
+      const ip = await post("/api/ipam/ip-addresses/", {
+        address: "192.0.2.30/24",
+        assigned_object_type: "virtualization.vminterface",
+        assigned_object_id: kept,
+      });
+      return {
+        path: `/api/ipam/ip-addresses/${ip}/`,
+        patch: { assigned_object_id: doomed },
+        doomed: `/api/virtualization/interfaces/${doomed}/`,
+      };
+    },
+    after: null,
+  },
+  {
+    name: "SET_NULL: a cluster moved to a site being deleted keeps no scope",
+    model: "virtualization.cluster",
+    setup: async (post) => {
+      const kept = await post("/api/dcim/sites/", { name: "AMS1", slug: "ams1" });
+      const doomed = await post("/api/dcim/sites/", { name: "FRA1", slug: "fra1" });
+      const type = await post("/api/virtualization/cluster-types/", { name: "PVE", slug: "pve" });
+      const cluster = await post("/api/virtualization/clusters/", {
+        name: "c1",
+        type,
+        scope_type: "dcim.site",
+        scope_id: kept,
+      });
+      return {
+        path: `/api/virtualization/clusters/${cluster}/`,
+        patch: { scope_id: doomed },
+        doomed: `/api/dcim/sites/${doomed}/`,
+      };
+    },
+    after: { name: "c1", scope_type: null, scope_id: null },
+  },
+];
+
+for (const late of LATE_GENERIC_UPDATES) {
+  Deno.test(`an update whose new generic-FK target is deleted before its commit: ${late.name}`, async () => {
+    const { inv, hold, held, release } = await heldAtCommit((writes) =>
+      writes.some((w) => w.model === late.model && w.prev !== null && w.next !== null)
+    );
+    try {
+      const post = async (path: string, body: unknown) =>
+        (await inv.created(path, body)).id as number;
+      const { path, patch, doomed } = await late.setup(post);
+      hold();
+      const updating = inv.call("PATCH", path, patch);
+      await heldBefore(held, updating);
+      const gone = await inv.call("DELETE", doomed);
+      assert.deepEqual([gone.status, gone.body], [204, null]);
+      release();
+      await updating;
+      const read = await inv.call("GET", path);
+      if (late.after === null) assert.equal(read.status, 404, JSON.stringify(read.body));
+      else {
+        assert.equal(read.status, 200, JSON.stringify(read.body));
+        const got = Object.fromEntries(Object.keys(late.after).map((k) => [k, read.body[k]]));
+        assert.deepEqual(got, late.after);
+      }
+      const warned = inv.deps.logger.at("warning")
+        .filter((l) => l.message === "dropped references to objects deleted concurrently");
+      assert.equal(warned.length, 1, JSON.stringify(inv.deps.logger.at("warning")));
+      assert.deepEqual(inv.deps.logger.at("error"), []);
+    } finally {
+      release();
+      inv.close();
+    }
+  });
+}
