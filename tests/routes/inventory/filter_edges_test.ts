@@ -207,3 +207,36 @@ Deno.test("__empty on a field that holds a list: an empty list is empty, a list 
     inv.close();
   }
 });
+
+Deno.test("?ordering= names only fields a client can read: a hidden field or a token's digest is ignored, the default order stays", async () => {
+  const inv = await setup();
+  try {
+    const IPS = "/api/ipam/ip-addresses/";
+    for (const address of ["10.0.0.9/24", "10.0.0.10/24", "10.0.0.1/24"]) {
+      await inv.created(IPS, { address });
+    }
+    const order = async (path: string, query: string) => {
+      const r = await inv.call("GET", `${path}?${query}`);
+      assert.equal(r.status, 200, `${query}: ${JSON.stringify(r.body)}`);
+      return r.body.results.map((x: { id: number }) => x.id);
+    };
+    const byAddress = await order(IPS, "ordering=address");
+    assert.equal(byAddress.length, 3);
+    // `host` is the stored, hidden canonical form of the address (an index), no field of NetBox.
+    for (const query of ["ordering=-host", "ordering=host", "ordering=-unique_space", ""]) {
+      assert.deepEqual(await order(IPS, query), byAddress, query);
+    }
+    // Ordering by a secret's digest would tell a client how the digests compare.
+    const TOKENS = "/api/users/tokens/";
+    for (let i = 0; i < 8; i++) {
+      await inv.created(TOKENS, { version: 2, description: `t${i}` });
+    }
+    const byId = await order(TOKENS, "ordering=id&limit=0");
+    assert.ok(byId.length >= 8);
+    for (const query of ["ordering=-digest", "ordering=digest", "ordering=-encrypted"]) {
+      assert.deepEqual(await order(TOKENS, `${query}&limit=0`), byId, query);
+    }
+  } finally {
+    inv.close();
+  }
+});
