@@ -206,3 +206,61 @@ Deno.test("e2e sync ledger: a first run reads back the change log it writes in r
   // written when a catch-up read the log's end).
   assert.ok((large.logReads - small.logReads) * 400 <= large.entries - small.entries, figures);
 });
+
+Deno.test("e2e sync ledger: a guest whose write was refused is compared again next run, once the cause is fixed by a rename nobody's guest holds", async () => {
+  const world = await syncWorld("nodes=1,vms=3,cts=1,storages=1", FAST);
+  try {
+    await addInventoryCopy(world);
+    await world.addHypervisorCopy("lab");
+    await run(world);
+    await run(world);
+    const [guest] = (await world.hypervisor("GET", "/cluster/resources", { type: "vm" }))
+      .filter((r: any) => r.type === "qemu").sort((a: any, b: any) => a.vmid - b.vmid);
+    const state = (await world.inventory(`plugins/service/vm-sync-state/?vmid=${guest.vmid}`))[0];
+    const vm = state.virtual_machine.id;
+    // An admin's disk and interface, untagged, under the names the guest is about to get.
+    const handDisk = await world.inventoryCall("POST", "virtualization/virtual-disks/", {
+      virtual_machine: vm,
+      name: "scsi7",
+      size: 1,
+    });
+    const handNic = await world.inventoryCall("POST", "virtualization/interfaces/", {
+      virtual_machine: vm,
+      name: "net7",
+    });
+    assert.deepEqual([handDisk.status, handNic.status], [201, 201], JSON.stringify(handNic.body));
+    await world.hypervisor("PUT", `/nodes/${guest.node}/qemu/${guest.vmid}/config`, {
+      scsi7: `local-lvm:vm-${guest.vmid}-disk-7,size=4G`,
+      net7: "virtio=BC:24:11:00:00:C7,bridge=vmbr0",
+    });
+    const refused = await world.backend("GET", "/full-update");
+    // Both creates refused (a name unique per VM), the rest of the run done.
+    assert.equal(refused.status, 502, JSON.stringify(refused.body));
+    assert.deepEqual(
+      refused.body.errors.map((e: any) => [e.step, e.upstream_status]),
+      [["vm-disks", 400], ["vm-interfaces", 400]],
+    );
+
+    // Renamed: an edit of an object no guest's record holds, which alone skips nothing anew.
+    const renames = [
+      await world.inventoryCall("PATCH", `virtualization/virtual-disks/${handDisk.body.id}/`, {
+        name: "admin-disk",
+      }),
+      await world.inventoryCall("PATCH", `virtualization/interfaces/${handNic.body.id}/`, {
+        name: "admin-nic",
+      }),
+    ];
+    assert.deepEqual(renames.map((r) => r.status), [200, 200]);
+    const fixed = await run(world);
+    assert.ok(fixed.result.created >= 3, JSON.stringify(fixed.result));
+    const synced = async (path: string) =>
+      (await world.inventory(`${path}?virtual_machine_id=${vm}&tag=bridgebox-synced`))
+        .map((o: any) => o.name);
+    assert.ok((await synced("virtualization/virtual-disks/")).includes("scsi7"), "the disk made");
+    assert.ok((await synced("virtualization/interfaces/")).includes("net7"), "the NIC made");
+    const macs = await world.inventory("dcim/mac-addresses/?mac_address=BC:24:11:00:00:C7");
+    assert.equal(macs.length, 1, "the NIC's MAC address");
+  } finally {
+    await world.close();
+  }
+});
