@@ -490,3 +490,57 @@ Deno.test("changelog: each kind of object's related object (NetBox's related_obj
     inv.close();
   }
 });
+
+Deno.test("retention by age: only entries older than the days go, 0 days keeps every age, and the sweep runs at most once a minute", async () => {
+  const DAY = 86_400_000;
+  const start = Date.parse("2026-01-01T00:00:00Z");
+  // Each row: retention days, then [days since start, site name] writes in order, and the
+  // entries left after the last write, newest first.
+  const table: Array<[string, Array<[number, string]>, string[]]> = [
+    ["90", [[0, "old"], [50, "mid"], [91, "new"]], ["new", "mid"]],
+    ["90", [[0, "old"], [89, "mid"], [140, "new"]], ["new", "mid"]],
+    ["0", [[0, "old"], [50, "mid"], [1000, "new"]], ["new", "mid", "old"]],
+    ["30", [[0, "a"], [10, "b"], [100, "c"]], ["c"]],
+  ];
+  for (const [days, writes, want] of table) {
+    let now = start;
+    const inv = await setup({ INVENTORY_CHANGELOG_RETENTION_DAYS: days }, { now: () => now });
+    try {
+      for (const [at, name] of writes) {
+        now = start + at * DAY;
+        const r = await inv.call("POST", "/api/dcim/sites/", { name, slug: name });
+        assert.equal(r.status, 201, JSON.stringify(r.body));
+      }
+      const left = await inv.call("GET", `${CHANGES}?limit=0`);
+      assert.deepEqual(
+        left.body.results.map((e: { object_repr: string }) => e.object_repr),
+        want,
+        `${days} days: ${JSON.stringify(writes)}`,
+      );
+    } finally {
+      inv.close();
+    }
+  }
+  // The sweep that ran at a write is not run again within the minute: an entry that expired
+  // meanwhile stays until a write a minute after the sweep.
+  let now = start;
+  const inv = await setup({ INVENTORY_CHANGELOG_RETENTION_DAYS: "1" }, { now: () => now });
+  try {
+    const write = async (name: string, at: number) => {
+      now = at;
+      assert.equal((await inv.call("POST", "/api/dcim/sites/", { name, slug: name })).status, 201);
+    };
+    const left = async () =>
+      (await inv.call("GET", `${CHANGES}?limit=0`)).body.results.map((
+        e: { object_repr: string },
+      ) => e.object_repr);
+    await write("first", start);
+    await write("second", start + DAY - 10_000); // sweeps: nothing expired yet
+    await write("third", start + DAY + 20_000); // "first" expired, but within the minute
+    assert.deepEqual(await left(), ["third", "second", "first"]);
+    await write("fourth", start + DAY + 60_000); // a minute after the sweep
+    assert.deepEqual(await left(), ["fourth", "third", "second"]);
+  } finally {
+    inv.close();
+  }
+});
