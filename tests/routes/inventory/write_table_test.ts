@@ -289,3 +289,70 @@ Deno.test("refused writes: DRF's texts per field and per item, and nothing writt
     inv.close();
   }
 });
+
+Deno.test("generic FK writes: a PATCH of one half keeps the other, a half left empty is required, a type of any model (journal) must exist", async () => {
+  const inv = await setup();
+  try {
+    const w = await seed(inv);
+    const eth1 = await inv.created("/api/virtualization/interfaces/", {
+      virtual_machine: w.vm2,
+      name: "eth1",
+    });
+    const ip = (await inv.call("GET", `${IPS}?address=192.0.2.1/24`)).body.results[0].id;
+    const url = `${IPS}${ip}/`;
+    const assigned = async () => {
+      const r = await inv.call("GET", url);
+      return [r.body.assigned_object_type, r.body.assigned_object_id];
+    };
+    const VMIF = "virtualization.vminterface";
+    // Each row: the PATCH, its status and error body (null: 200), then what the address holds.
+    const rows: Array<[Record<string, unknown>, number, unknown, unknown[]]> = [
+      [{ assigned_object_id: eth1.id }, 200, null, [VMIF, eth1.id]],
+      [{ assigned_object_id: null }, 400, {
+        assigned_object_id: ["This field is required."],
+      }, [VMIF, eth1.id]],
+      [{ assigned_object_type: null }, 400, {
+        assigned_object_type: ["This field is required."],
+      }, [VMIF, eth1.id]],
+      [{ assigned_object_type: "dcim.interface" }, 400, {
+        assigned_object_id: [`Related object not found using the provided numeric ID: ${eth1.id}`],
+      }, [VMIF, eth1.id]],
+      [{ assigned_object_type: "dcim.site", assigned_object_id: 1 }, 400, {
+        assigned_object_type: ['"dcim.site" is not a valid choice.'],
+      }, [VMIF, eth1.id]],
+      [{ assigned_object_type: null, assigned_object_id: null }, 200, null, [null, null]],
+      [{ assigned_object_type: VMIF, assigned_object_id: w.eth0 }, 200, null, [VMIF, w.eth0]],
+    ];
+    for (const [patch, status, error, holds] of rows) {
+      const r = await inv.call("PATCH", url, patch);
+      const what = JSON.stringify(patch);
+      assert.equal(r.status, status, `${what}: ${JSON.stringify(r.body)}`);
+      if (error !== null) assert.deepEqual(r.body, error, what);
+      assert.deepEqual(await assigned(), holds, what);
+    }
+    // A journal entry may name an object of any model that exists (a generic FK over "*").
+    const JOURNAL = "/api/extras/journal-entries/";
+    const journalRows: Array<[Record<string, unknown>, number, unknown]> = [
+      [{ assigned_object_type: "dcim.nothing", assigned_object_id: 1 }, 400, {
+        assigned_object_type: ['"dcim.nothing" is not a valid choice.'],
+      }],
+      [{ assigned_object_type: "virtualization.virtualmachine", assigned_object_id: 99999 }, 400, {
+        assigned_object_id: ["Related object not found using the provided numeric ID: 99999"],
+      }],
+      [{ assigned_object_type: "tenancy.tenant", assigned_object_id: w.acme }, 201, null],
+    ];
+    for (const [target, status, error] of journalRows) {
+      const r = await inv.call("POST", JOURNAL, { ...target, comments: "note" });
+      const what = JSON.stringify(target);
+      assert.equal(r.status, status, `${what}: ${JSON.stringify(r.body)}`);
+      if (error !== null) assert.deepEqual(r.body, error, what);
+    }
+    const notes = await inv.call("GET", `${JOURNAL}?assigned_object_type=tenancy.tenant`);
+    assert.deepEqual(
+      notes.body.results.map((n: { assigned_object_id: number }) => n.assigned_object_id),
+      [w.acme],
+    );
+  } finally {
+    inv.close();
+  }
+});
