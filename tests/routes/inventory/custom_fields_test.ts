@@ -110,6 +110,17 @@ Deno.test("object custom fields render nested (as NetBox) and accept what they r
     const listed = await inv.call("GET", "/api/virtualization/virtual-machines/?cf_twin=" + w.vm2);
     assert.equal(listed.body.count, 1);
     assert.equal(listed.body.results[0].custom_fields.twin.id, w.vm2);
+    // Unset, or cleared: null, as NetBox serializes an empty object field (never [] or {}).
+    const unset = await inv.call("GET", `/api/virtualization/virtual-machines/${w.vm2}/`);
+    assert.deepEqual(unset.body.custom_fields, { twin: null, peers: null });
+    const cleared = await inv.call("PATCH", path, { custom_fields: { twin: null, peers: null } });
+    assert.equal(cleared.status, 200, JSON.stringify(cleared.body));
+    assert.deepEqual(cleared.body.custom_fields, { twin: null, peers: null });
+    const both = await inv.call("GET", "/api/virtualization/virtual-machines/?ordering=id");
+    assert.deepEqual(
+      both.body.results.map((r: { custom_fields: unknown }) => r.custom_fields),
+      [{ twin: null, peers: null }, { twin: null, peers: null }],
+    );
   } finally {
     inv.close();
   }
