@@ -680,3 +680,28 @@ for (const late of LATE_GENERIC_UPDATES) {
     }
   });
 }
+
+Deno.test("a create whose name another create took in another case before its commit is a 400: the stored unique key is case-folded", async () => {
+  // NetBox's tenant name is unique whatever its case (Lower(name)): validation saw no holder, so
+  // the commit's unique key alone must refuse "ACME" once "acme" is stored.
+  const TENANTS = "/api/tenancy/tenants/";
+  const { inv, hold, held, release } = await heldAtCommit((writes) =>
+    writes.some((w) => w.model === "tenancy.tenant" && w.prev === null)
+  );
+  try {
+    hold();
+    const creating = inv.call("POST", TENANTS, { name: "ACME", slug: "acme-upper" });
+    await heldBefore(held, creating);
+    const taken = await inv.created(TENANTS, { name: "acme", slug: "acme" });
+    release();
+    const refused = await creating;
+    assert.deepEqual([refused.status, refused.body], [400, {
+      name: ["tenant with this name already exists."],
+    }]);
+    const left = await inv.call("GET", `${TENANTS}?fields=id,name`);
+    assert.deepEqual(left.body.results, [{ id: taken.id, name: "acme" }]);
+  } finally {
+    release();
+    inv.close();
+  }
+});
