@@ -14,6 +14,7 @@ import type { ClusterResource, GuestConfig } from "./proxmox.ts";
 import { plain, refId } from "./reconcile.ts";
 import type { InventoryObject } from "./ports.ts";
 import { assignedTo, childrenOf } from "./owned.ts";
+import type { KeptWalks } from "./ledger.ts";
 
 export interface Guest extends ClusterResource {
   config: GuestConfig;
@@ -234,6 +235,10 @@ export function stateRecord(values: readonly unknown[]): InventoryObject {
  */
 export function syncStates(ctx: StageContext): Promise<SyncStateIndex> {
   return memo(ctx, "sync-states", async () => {
+    const { kept } = await keptWalks(ctx);
+    // As the last run's virtual-machines stage left them, nobody else having touched one since
+    // (ledger.ts): nothing read. The stage then reads the records it compares by id.
+    if (kept) return { ids: kept.stateIds, vms: kept.stateVms, read: new Map() };
     const base = await clusterBase(ctx);
     const ids = new Map<number, number>();
     const vms = new Map<number, number>();
@@ -258,9 +263,24 @@ export function syncStates(ctx: StageContext): Promise<SyncStateIndex> {
   });
 }
 
+/**
+ * The walks the ledger kept from the last run (docs/sync.md, "Re-runs: guests that did not
+ * change"), taken once per run before any walk reads, with the mark the virtual-machines stage
+ * keeps this run's by; none without a ledger (every run walks).
+ */
+export function keptWalks(ctx: StageContext): Promise<{ kept: KeptWalks | null; mark: number }> {
+  return memo(
+    ctx,
+    "kept-walks",
+    () => Promise.resolve(ctx.ledger?.takeWalks() ?? { kept: null, mark: -1 }),
+  );
+}
+
 /** Every VM of this endpoint's cluster, hand-made ones included, as id → name. */
 export function clusterVmNames(ctx: StageContext): Promise<Map<number, string>> {
   return memo(ctx, "cluster-vms", async () => {
+    const { kept } = await keptWalks(ctx);
+    if (kept) return kept.clusterNames;
     const base = await clusterBase(ctx);
     const names = new Map<number, string>();
     const filters = { cluster_id: String(base.cluster), ...onlyFields(["id", "name", "cluster"]) };

@@ -66,6 +66,17 @@ export function digestOf(value: unknown): number {
   return (a >>> 0) * 0x100000 + ((b >>> 0) & 0xfffff);
 }
 
+/**
+ * What a run's walks read, kept for the next run (docs/sync.md, "Re-runs: guests that did not
+ * change"): this endpoint's sync-states as vmid → record id and vmid → VM id, and the names of
+ * every VM of its cluster (hand-made ones included) by id.
+ */
+export interface KeptWalks {
+  stateIds: Map<number, number>;
+  stateVms: Map<number, number>;
+  clusterNames: Map<number, string>;
+}
+
 export class SyncLedger {
   /** The newest change-log id read; null: nothing is known (every guest is compared). */
   #cursor: number | null = null;
@@ -83,6 +94,10 @@ export class SyncLedger {
   #unread = 0;
   /** A guest stage is between its read of a slice and its record: the log is read by it. */
   #slice = false;
+  /** The walks the last virtual-machines stage ended with; null: the next run walks. */
+  #walks: KeptWalks | null = null;
+  /** Bumped whenever kept walks may be wrong: walks read before a bump are not kept. */
+  #walkSeq = 0;
 
   /** `own`: whether a request id is one of the sync's own writes (this process's). */
   constructor(readonly own: (requestId: string) => boolean) {}
@@ -103,6 +118,36 @@ export class SyncLedger {
     this.#owners.clear();
     this.#touched.clear();
     this.#resetAt = ++this.#seq;
+    this.#dropWalks();
+  }
+
+  #dropWalks(): void {
+    this.#walks = null;
+    this.#walkSeq++;
+  }
+
+  /**
+   * The walks kept by the last run, handed over once (null: walk), and the mark to keep the
+   * walks this run ends with by (`keepWalks`). Taken before the walks are read.
+   */
+  takeWalks(): { kept: KeptWalks | null; mark: number } {
+    const kept = this.#cursor === null ? null : this.#walks;
+    this.#walks = null;
+    return { kept, mark: this.#walkSeq };
+  }
+
+  /**
+   * The virtual-machines stage ended with `walks` (what the run's walks read, with its own
+   * writes applied) and read the log past its writes: the next run may take them instead of
+   * walking, unless an entry since `mark` (`takeWalks`) may have changed them.
+   */
+  keepWalks(walks: KeptWalks, mark: number): void {
+    if (this.#cursor === null || mark !== this.#walkSeq) return;
+    this.#walks = {
+      stateIds: new Map(walks.stateIds),
+      stateVms: new Map(walks.stateVms),
+      clusterNames: new Map(walks.clusterNames),
+    };
   }
 
   /** One guest forgotten in every stage (someone else touched one of its objects). */
@@ -235,8 +280,18 @@ export class SyncLedger {
 
   /** One entry: the sync's own is nothing; someone else's forgets what it may have changed. */
   #apply(entry: ChangeEntry): void {
-    if (entry.request_id && this.own(entry.request_id)) return;
     const model = String(entry.changed_object_type);
+    const own = Boolean(entry.request_id && this.own(entry.request_id));
+    // The kept walks hold every VM of the cluster and every sync-state of the endpoint: any
+    // entry about one that the stage did not write for one of its guests (someone else's; the
+    // sync's own about an object no guest holds: another endpoint's, a guest's written outside
+    // a slice) may have changed what they read.
+    const walked = modelKey(model);
+    if (
+      (walked === LEDGER_MODELS.vm || walked === LEDGER_MODELS.state) &&
+      (!own || !this.#owners.get(walked)?.has(Number(entry.changed_object_id)))
+    ) this.#dropWalks();
+    if (own) return;
     const vmid = this.#owners.get(modelKey(model))?.get(Number(entry.changed_object_id));
     if (vmid !== undefined) {
       this.forgetGuest(vmid);

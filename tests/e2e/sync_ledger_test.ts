@@ -264,3 +264,69 @@ Deno.test("e2e sync ledger: a guest whose write was refused is compared again ne
     await world.close();
   }
 });
+
+/** Requests of a run that walk or read the endpoint's sync-states (only the VM stage's walk and its reads by id). */
+function stateReads(world: SyncWorld, from: number): number {
+  return world.seen.slice(from).filter((s) => s === "GET /api/plugins/service/vm-sync-state/")
+    .length;
+}
+
+Deno.test("e2e sync ledger: a re-run takes the walks the last run kept (no sync-state listed); a guest added upstream is made once, a hand rename of a VM the sync does not own walks again", async () => {
+  const world = await syncWorld("nodes=1,vms=3,cts=1,storages=1", FAST);
+  try {
+    await addInventoryCopy(world);
+    await world.addHypervisorCopy("lab");
+    await run(world);
+    // A VM of the cluster the sync does not own, made by hand (its create starts the ledger over).
+    const { vm: ours } = await synced(world);
+    const handMade = await world.inventoryCall("POST", "virtualization/virtual-machines/", {
+      name: "hand-made",
+      cluster: ours.cluster.id,
+    });
+    assert.equal(handMade.status, 201, JSON.stringify(handMade.body));
+    await run(world);
+    let from = world.seen.length;
+    const quiet = await run(world);
+    assert.equal(quiet.result.created + quiet.result.updated, 0, JSON.stringify(quiet.result));
+    assert.equal(stateReads(world, from), 0, "no sync-state walked or read");
+
+    // A guest added upstream: created on the kept walks, which then hold it (the sync's own
+    // writes): the next run finds it, neither a second VM nor a second sync-state.
+    const [guest] = await world.hypervisor("GET", "/cluster/resources", { type: "vm" });
+    await world.hypervisor("POST", `/nodes/${guest.node}/qemu`, {
+      vmid: "990",
+      name: "added-upstream",
+      memory: "1024",
+    });
+    const added = await run(world);
+    assert.ok(added.result.created >= 2, JSON.stringify(added.result));
+    from = world.seen.length;
+    const found = await run(world);
+    assert.equal(found.result.created + found.result.updated, 0, JSON.stringify(found.result));
+    assert.equal(stateReads(world, from), 0, "the added guest's sync-state kept too");
+    const named = await world.inventory("virtualization/virtual-machines/?q=added-upstream");
+    assert.deepEqual(named.map((v: any) => v.name), ["added-upstream"]);
+
+    // The hand-made VM renamed by hand to the name of a guest about to appear upstream: the
+    // kept names no longer hold, the walk reads the cluster again and the newcomer is suffixed
+    // (on the kept names its create would be refused: the name is taken in the cluster).
+    const renamed = await world.inventoryCall(
+      "PATCH",
+      `virtualization/virtual-machines/${handMade.body.id}/`,
+      { name: "newcomer" },
+    );
+    assert.equal(renamed.status, 200, JSON.stringify(renamed.body));
+    await world.hypervisor("POST", `/nodes/${guest.node}/qemu`, {
+      vmid: "991",
+      name: "newcomer",
+      memory: "1024",
+    });
+    from = world.seen.length;
+    await run(world);
+    assert.ok(stateReads(world, from) > 0, "the walks read again");
+    const newcomers = await world.inventory("virtualization/virtual-machines/?q=newcomer");
+    assert.deepEqual(newcomers.map((v: any) => v.name).sort(), ["newcomer", "newcomer (2)"]);
+  } finally {
+    await world.close();
+  }
+});

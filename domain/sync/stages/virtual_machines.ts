@@ -12,6 +12,7 @@ import {
   clusterVmNames,
   type Guest,
   guests,
+  keptWalks,
   listByIds,
   onlyFields,
   ownedVms,
@@ -31,7 +32,7 @@ import {
   propertyString,
   slugify,
 } from "../proxmox.ts";
-import { type Desired, reconcile, type ReconcileOptions } from "../reconcile.ts";
+import { type Desired, reconcile, type ReconcileOptions, refId } from "../reconcile.ts";
 import { createOnlyFields } from "../options.ts";
 import { tenantAssignment, vmRole } from "../vm_policy.ts";
 import { type InventoryObject, versionAtLeast } from "../ports.ts";
@@ -174,6 +175,9 @@ export async function syncVirtualMachines(ctx: StageContext): Promise<void> {
   const tags = await syncTags(ctx);
   const list = await guests(ctx);
   const { devices } = await nodeIndex(ctx);
+  // Taken before the walks read (docs/sync.md, "Re-runs: guests that did not change").
+  const walks = await keptWalks(ctx);
+  const failedBefore = ctx.result.failed;
   const states = await syncStates(ctx);
   const owned = await ownedVms(ctx);
   // The policy's roles (docs/sync.md, "Roles and tenants"); null: the one it names is unusable
@@ -393,7 +397,13 @@ export async function syncVirtualMachines(ctx: StageContext): Promise<void> {
       orphan,
       answer: VM_ANSWER_FIELDS,
     });
-    for (const [key, vm] of vms.objects) if (!existing.has(key)) made.add(vm.id);
+    for (const [key, vm] of vms.objects) {
+      if (!existing.has(key)) made.add(vm.id);
+      // The cluster's names as this stage leaves them: what the next run takes for its walk.
+      if (refId(vm.cluster) === base.cluster && typeof vm.name === "string") {
+        inCluster.set(vm.id, vm.name);
+      } else inCluster.delete(vm.id);
+    }
     return vms.objects;
   };
   // The ledger (docs/sync.md, "Re-runs: guests that did not change"): a guest whose VM and
@@ -491,6 +501,17 @@ export async function syncVirtualMachines(ctx: StageContext): Promise<void> {
   for (const vmid of [...owned.keys()]) if (!present.has(vmid)) owned.delete(vmid);
   // What the walk read of records no slice took (none but duplicates) is let go with the stage.
   states.read.clear();
+  // The walks as this stage leaves them, for the next run (ledger.ts `keepWalks`): not after a
+  // refused write (what it holds is not known) nor after deletes (their VMs leave the names).
+  if (
+    ctx.ledger && ctx.result.failed === failedBefore && !(ctx.options.deleteOrphans && gone.length)
+  ) {
+    await readLog(ctx); // the stage's last writes, read as its own before the walks are kept
+    ctx.ledger.keepWalks(
+      { stateIds: states.ids, stateVms: states.vms, clusterNames: inCluster },
+      walks.mark,
+    );
+  }
   forget(ctx, "cluster-vms");
   ctx.progress(list.count, list.count, `${list.count} virtual machines synced`);
 }

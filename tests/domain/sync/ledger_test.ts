@@ -99,3 +99,40 @@ Deno.test("ledger: an id missing after the cursor asks for the oldest; pruned, t
   assert.equal(ledger.unchanged("virtual-machines", 8, 43), false);
   assert.equal(ledger.size("virtual-machines"), 0);
 });
+
+Deno.test("ledger: the kept walks are taken once; an entry about a VM or sync-state that no guest of the ledger holds (someone else's, or the sync's own of another endpoint) keeps none", async () => {
+  const log = memoryLog();
+  const ledger = new SyncLedger((id) => id === "own");
+  const walks = () => ({
+    stateIds: new Map([[100, 1]]),
+    stateVms: new Map([[100, 7]]),
+    clusterNames: new Map([[7, "web"], [8, "hand-made"]]),
+  });
+  // A new ledger keeps nothing until its cursor is known.
+  ledger.keepWalks(walks(), ledger.takeWalks().mark);
+  assert.equal(ledger.takeWalks().kept, null, "no cursor: nothing kept");
+  await ledger.catchUp(log.inv, signal);
+  ledger.track(100, [["virtualization.virtualmachine", 7], ["service.vmsyncstate", 1]]);
+
+  /** Keeps the walks, then `between` happens: whether the next take finds them. */
+  const keptAfter = async (between: () => void) => {
+    ledger.keepWalks(walks(), ledger.takeWalks().mark);
+    between();
+    await ledger.catchUp(log.inv, signal);
+    const { kept } = ledger.takeWalks();
+    return kept !== null && kept.clusterNames.get(8) === "hand-made";
+  };
+  assert.equal(await keptAfter(() => log.log(1, "own", 7)), true, "the sync's own, of its VM");
+  assert.equal(ledger.takeWalks().kept, null, "taken once");
+  assert.equal(await keptAfter(() => log.log(1, "admin", 7)), false, "someone else's edit");
+  ledger.track(100, [["virtualization.virtualmachine", 7]]);
+  assert.equal(await keptAfter(() => log.log(1, "admin", 8)), false, "a VM no guest holds");
+  assert.equal(await keptAfter(() => log.log(1, "own", 9)), false, "own, of no guest here");
+  assert.equal(await keptAfter(() => {}), true, "nothing happened");
+  // Walks read before a drop are not kept by the mark taken before them.
+  const { mark } = ledger.takeWalks();
+  log.log(1, "admin", 8);
+  await ledger.catchUp(log.inv, signal);
+  ledger.keepWalks(walks(), mark);
+  assert.equal(ledger.takeWalks().kept, null, "read before a drop: not kept");
+});
