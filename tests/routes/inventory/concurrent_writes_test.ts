@@ -245,6 +245,53 @@ Deno.test("an address assigned (generic FK) to an interface deleted before its c
   }
 });
 
+Deno.test("a bulk create undone after its commit while another client deleted one of its objects: the 400 validation gives, nothing left", async () => {
+  // 150 VMs take two atomics (at most 100 checks each): the second is held at its commit after
+  // the first was written; meanwhile one VM of the first is deleted by another client and the
+  // cluster the last VM names is deleted. The create then finds that reference gone and takes
+  // back what it wrote: the VM already deleted is skipped, not a 500.
+  let commits = 0;
+  const { inv, hold, held, release } = await heldAtCommit((writes) =>
+    writes.some((w) => w.model === "virtualization.virtualmachine" && w.prev === null) &&
+    ++commits === 2
+  );
+  try {
+    const w = await world(inv);
+    const type = (await inv.call("GET", `/api/virtualization/clusters/${w.cluster}/`)).body.type;
+    const doomed = await w.post("/api/virtualization/clusters/", { name: "doomed", type: type.id });
+    const batch = Array.from({ length: 150 }, (_, i) => ({
+      name: `undone-${i}`,
+      cluster: i === 149 ? doomed : w.cluster,
+    }));
+    hold();
+    const creating = inv.call("POST", "/api/virtualization/virtual-machines/", batch);
+    await heldBefore(held, creating);
+    const written = await inv.call(
+      "GET",
+      "/api/virtualization/virtual-machines/?name=undone-0&fields=id",
+    );
+    assert.equal(written.body.count, 1, "the first atomic is written before the held one");
+    const early = written.body.results[0].id;
+    const gone = await inv.call("DELETE", `/api/virtualization/virtual-machines/${early}/`);
+    assert.equal(gone.status, 204, JSON.stringify(gone.body));
+    const target = await inv.call("DELETE", `/api/virtualization/clusters/${doomed}/`);
+    assert.equal(target.status, 204, JSON.stringify(target.body));
+    release();
+    const created = await creating;
+    assert.equal(created.status, 400, JSON.stringify(created.body).slice(0, 300));
+    assert.deepEqual(created.body[149], {
+      cluster: [`Related object not found using the provided numeric ID: ${doomed}`],
+    });
+    assert.deepEqual(created.body.slice(0, 149), Array.from({ length: 149 }, () => ({})));
+    const left = await inv.call("GET", "/api/virtualization/virtual-machines/?name__isw=undone");
+    assert.deepEqual([left.body.count, left.body.results], [0, []]);
+    assert.deepEqual(inv.deps.logger.at("error"), []);
+  } finally {
+    release();
+    inv.close();
+  }
+});
+
 Deno.test("a delete whose cascade lost an object to another delete meanwhile still completes", async () => {
   // Deleting a region takes its child region (CASCADE) and clears its sites' region
   // (SET_NULL). The child is deleted by another request while the first one is held at the
