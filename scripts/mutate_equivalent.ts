@@ -2697,4 +2697,18 @@ export const EQUIVALENT: Equivalent[] = [
     why:
       "a shortcut: plan.counts.map below answers the same [] (the lines between only name things)",
   },
+  {
+    module: "domain/netbox/engine/paging.ts",
+    what: "&& → ||",
+    line: "(target.fields[o.field] && !target.fields[o.field].compute)",
+    why:
+      "no model's ordering names a computed field or one it lacks (all 56 registered models, plugin ones included, checked): the test keeps the same fields either way (an issue22j survivor)",
+  },
+  {
+    module: "domain/netbox/engine/paging.ts",
+    what: ">= → >",
+    line: "values: ids.filter((id) => id >= 0),",
+    why:
+      "a reference filter's id of 0 is refused before (`Select a valid choice. 0 is not one of the available choices.`) and a name that names nothing is marked below 0: no 0 reaches this test (an issue22j survivor)",
+  },
 ];
