@@ -2711,4 +2711,11 @@ export const EQUIVALENT: Equivalent[] = [
     why:
       "a reference filter's id of 0 is refused before (`Select a valid choice. 0 is not one of the available choices.`) and a name that names nothing is marked below 0: no 0 reaches this test (an issue22j survivor)",
   },
+  {
+    module: "domain/sync/ledger.ts",
+    what: "?? → ||",
+    line: 'const newest = await inv.changeEnd("newest", signal) ?? 0;',
+    why: "changeEnd answers null (an empty log) or a JSON number: `||` and `??` both give 0 " +
+      "for null and for 0, and the same id otherwise (only NaN, which JSON cannot carry, differs)",
+  },
 ];

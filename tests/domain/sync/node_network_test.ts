@@ -56,6 +56,9 @@ function cluster() {
     { iface: "vmbr0.20", type: "vlan", cidr: "10.20.0.2" },
     { iface: "ovs1", type: "OVSBond", "vlan-id": "4094" },
     { iface: "eno2.4095", type: "vlan" },
+    // An empty or zero vlan-id (a hand-written interfaces file) is none: the name's .30 tells.
+    { iface: "eno2.30", type: "vlan", "vlan-id": "" },
+    { iface: "eno3.31", type: "vlan", "vlan-id": 0 },
   ];
   return data;
 }
@@ -109,18 +112,30 @@ Deno.test("node network: interfaces field by field; the primary IPs are the know
     untagged_vlan: null,
   });
   assert.deepEqual(
-    [shown("n2", "vmbr0.20"), shown("n2", "ovs1"), shown("n2", "eno2.4095")].map((i) => [
+    [
+      shown("n2", "vmbr0.20"),
+      shown("n2", "ovs1"),
+      shown("n2", "eno2.4095"),
+      shown("n2", "eno2.30"),
+      shown("n2", "eno3.31"),
+    ].map((i) => [
       i.type,
       i.mode,
       i.untagged_vlan,
     ]),
-    [["virtual", "access", vlan(20)], ["lag", "access", vlan(4094)], ["virtual", null, null]],
+    [
+      ["virtual", "access", vlan(20)],
+      ["lag", "access", vlan(4094)],
+      ["virtual", null, null],
+      ["virtual", "access", vlan(30)],
+      ["virtual", "access", vlan(31)],
+    ],
   );
   assert.deepEqual(
     inv.all("ipam/vlans/").map((v) => [v.vid, v.name] as [number, string]).sort((a, b) =>
       a[0] - b[0]
     ),
-    [[1, "VLAN 1"], [20, "VLAN 20"], [4094, "VLAN 4094"]],
+    [[1, "VLAN 1"], [20, "VLAN 20"], [30, "VLAN 30"], [31, "VLAN 31"], [4094, "VLAN 4094"]],
   );
   // Addresses: each interface's, with a mask only (vmbr0.20's has none).
   const ips = inv.all("ipam/ip-addresses/");
