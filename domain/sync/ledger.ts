@@ -36,9 +36,20 @@ export const LEDGER_MODELS = {
   disk: "virtualization.virtualdisk",
   vmInterface: "virtualization.vminterface",
   mac: "dcim.macaddress",
+  ip: "ipam.ipaddress",
 } as const;
 
-const TRACKED = new Set<string>(Object.values(LEDGER_MODELS));
+/** The stage that skips guests' IP addresses (stages/ip_addresses.ts). */
+export const IP_STAGE = "ip-addresses";
+
+/**
+ * Guest models whose objects someone else may make for a guest (whose is not known): such a
+ * create makes every guest compared. Addresses are made by hand all the time (IPAM): one made by
+ * someone else makes the ip-addresses stage compare every guest, the other stages skip on.
+ */
+const TRACKED = new Set<string>(
+  Object.values(LEDGER_MODELS).filter((m) => m !== LEDGER_MODELS.ip),
+);
 
 /** A model a ledger records (the sync-state by its model name, whatever the plugin's app). */
 function tracked(model: string): boolean {
@@ -91,6 +102,8 @@ export class SyncLedger {
   #seq = 0;
   #touched = new Map<number, number>();
   #resetAt = 0;
+  /** stage → the counter when its digests were last forgotten, every guest's. */
+  #stageResetAt = new Map<string, number>();
   #unread = 0;
   /** A guest stage is between its read of a slice and its record: the log is read by it. */
   #slice = false;
@@ -150,6 +163,12 @@ export class SyncLedger {
     };
   }
 
+  /** Every guest forgotten in one stage: it compares each once more. */
+  forgetStage(stage: string): void {
+    this.#digests.get(stage)?.clear();
+    this.#stageResetAt.set(stage, ++this.#seq);
+  }
+
   /** One guest forgotten in every stage (someone else touched one of its objects). */
   forgetGuest(vmid: number): void {
     for (const stage of this.#digests.values()) stage.delete(vmid);
@@ -193,6 +212,7 @@ export class SyncLedger {
    */
   record(stage: string, vmid: number, digest: number, mark: number): void {
     if (this.#cursor === null || this.#resetAt > mark) return;
+    if ((this.#stageResetAt.get(stage) ?? 0) > mark) return;
     if ((this.#touched.get(vmid) ?? 0) > mark) return;
     let digests = this.#digests.get(stage);
     if (!digests) this.#digests.set(stage, digests = new Map());
@@ -281,6 +301,7 @@ export class SyncLedger {
   /** One entry: the sync's own is nothing; someone else's forgets what it may have changed. */
   #apply(entry: ChangeEntry): void {
     const model = String(entry.changed_object_type);
+    const action = actionOf(entry);
     const own = Boolean(entry.request_id && this.own(entry.request_id));
     // The kept walks hold every VM of the cluster and every sync-state of the endpoint: any
     // entry about one that the stage did not write for one of its guests (someone else's; the
@@ -297,17 +318,35 @@ export class SyncLedger {
       this.forgetGuest(vmid);
       return;
     }
+    if (model === LEDGER_MODELS.ip) {
+      // An address no guest holds: one made may be tagged as the sync's on a guest's interface
+      // (a compare deletes it); one edited or deleted changes nothing the ledger skips.
+      if (action === "create") this.forgetStage(IP_STAGE);
+      return;
+    }
     if (tracked(model)) {
       // Another object of a guest model: one made by hand may be a guest's (which one is not
       // known); one edited or deleted that no guest holds changes nothing the ledger skips.
-      if (entry.action === "create") this.reset();
+      if (action === "create") this.reset();
       return;
     }
     // A referenced object gone may have cleared references without entries of their own (a
     // device's VMs, a tag's members); a custom field renamed moves values the same way.
-    if (entry.action === "delete" && model !== "ipam.ipaddress") this.reset();
+    if (action === "delete" && model !== "ipam.ipaddress") this.reset();
     else if (model === "extras.customfield") this.reset();
   }
+}
+
+/**
+ * An entry's action: NetBox renders it as a choice (`{"value": "create", "label": "Created"}`),
+ * which compared as a string never matched, so creates and deletes by others went unnoticed.
+ */
+function actionOf(entry: ChangeEntry): string {
+  const action = entry.action as unknown;
+  if (action !== null && typeof action === "object") {
+    return String((action as { value?: unknown }).value ?? "");
+  }
+  return String(action ?? "");
 }
 
 /**

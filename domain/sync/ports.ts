@@ -113,7 +113,8 @@ export interface ChangeEntry {
   id: number;
   /** The request that made the change (its answer's `X-Request-ID`). */
   request_id: string | null;
-  action: string;
+  /** `create`, `update` or `delete`; NetBox renders it as a choice (`{value, label}`). */
+  action: string | { value: string; label?: string };
   /** `app_label.model`, e.g. `virtualization.virtualmachine`. */
   changed_object_type: string;
   changed_object_id: number;

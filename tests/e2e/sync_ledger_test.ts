@@ -330,3 +330,76 @@ Deno.test("e2e sync ledger: a re-run takes the walks the last run kept (no sync-
     await world.close();
   }
 });
+
+/** Requests of a run since `from` that read IP addresses. */
+function addressReads(world: SyncWorld, from: number): number {
+  return world.seen.slice(from).filter((s) => s === "GET /api/ipam/ip-addresses/").length;
+}
+
+Deno.test("e2e sync ledger: the ip-addresses stage skips unchanged guests; a hand delete of an address, someone else's address tagged as the sync's and an upstream address change are still put right", async () => {
+  const world = await syncWorld("nodes=1,vms=3,cts=1,storages=1", FAST);
+  try {
+    await addInventoryCopy(world);
+    await world.addHypervisorCopy("lab");
+    await run(world);
+    await run(world);
+    let from = world.seen.length;
+    const quiet = await run(world);
+    assert.equal(quiet.result.created + quiet.result.updated, 0, JSON.stringify(quiet.result));
+    const skipped = addressReads(world, from);
+    from = world.seen.length;
+    const compared = await run(world, "?plan=true");
+    // The nodes' addresses (network-interfaces) are read by both; the guests' by the compare only.
+    assert.equal(skipped, addressReads(world, from) - 1, "no guest's addresses read");
+    assert.equal(quiet.result.unchanged, compared.result.unchanged, "counted as a compare counts");
+
+    const addresses = async () =>
+      (await world.inventory("ipam/ip-addresses/?tag=bridgebox-synced"))
+        .map((ip: any) => ip.address).sort();
+    const before = await addresses();
+    assert.ok(before.length >= 2, JSON.stringify(before));
+    // A hand delete of one of the sync's addresses (the sync's own token: the request tells).
+    const [gone] = await world.inventory(
+      "ipam/ip-addresses/?tag=bridgebox-synced&assigned_object_type=virtualization.vminterface",
+    );
+    assert.ok(gone, "a guest's address");
+    const deleted = await world.inventoryCall("DELETE", `ipam/ip-addresses/${gone.id}/`);
+    assert.equal(deleted.status, 204);
+    await run(world);
+    assert.deepEqual(await addresses(), before, "the deleted address made again");
+
+    // Someone else's address, tagged as the sync's, on a guest's interface: a compare deletes it
+    // (the sync owns what carries its tag), so a skip must not keep it.
+    const iface =
+      (await world.inventory(`virtualization/interfaces/?id=${gone.assigned_object_id}`))[0];
+    const tag = (await world.inventory("extras/tags/?slug=bridgebox-synced"))[0];
+    const planted = await world.inventoryCall("POST", "ipam/ip-addresses/", {
+      address: "10.250.0.9/24",
+      assigned_object_type: "virtualization.vminterface",
+      assigned_object_id: iface.id,
+      tags: [tag.id],
+    });
+    assert.equal(planted.status, 201, JSON.stringify(planted.body));
+    await run(world);
+    assert.deepEqual(await addresses(), before, "the planted address removed as a compare does");
+
+    // An upstream change of a guest's address: written, the VM's primary IP with it.
+    const [guest] = (await world.hypervisor("GET", "/cluster/resources", { type: "vm" }))
+      .filter((r: any) => r.type === "qemu").sort((a: any, b: any) => a.vmid - b.vmid);
+    await world.hypervisor("PUT", `/nodes/${guest.node}/qemu/${guest.vmid}/config`, {
+      ipconfig0: "ip=10.251.0.7/24,gw=10.251.0.1",
+    });
+    from = world.seen.length;
+    const upstream = await run(world);
+    assert.ok(upstream.result.created >= 1, JSON.stringify(upstream.result));
+    assert.ok(addressReads(world, from) > 0);
+    const state = (await world.inventory(`plugins/service/vm-sync-state/?vmid=${guest.vmid}`))[0];
+    const vm =
+      (await world.inventory(`virtualization/virtual-machines/?id=${state.virtual_machine.id}`))[0];
+    assert.equal(vm.primary_ip4?.address, "10.251.0.7/24");
+    const quietAgain = await run(world);
+    assert.equal(quietAgain.result.created + quietAgain.result.updated, 0);
+  } finally {
+    await world.close();
+  }
+});

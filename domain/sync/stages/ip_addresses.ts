@@ -23,6 +23,7 @@ import { primaryIps } from "../options.ts";
 import { VM_IFACE } from "./vm_interfaces.ts";
 import type { InventoryObject } from "../ports.ts";
 import { adoptOrReport } from "../address_space.ts";
+import { digestOf, IP_STAGE, LEDGER_MODELS, readLog, type SyncLedger } from "../ledger.ts";
 
 interface AgentInterface {
   name?: string;
@@ -125,10 +126,22 @@ export async function syncIpAddresses(ctx: StageContext): Promise<void> {
   const moves: Moves = { claimed: new Set(), released: new Map() };
   let total = 0;
   const later: Guest[] = [];
+  // The ledger (docs/sync.md, "Re-runs: guests that did not change"): a guest whose addresses,
+  // DNS name and VM would be written from the same as when it recorded them, untouched since,
+  // is not read again (its agent is still asked: what it reports is part of the digest).
+  const ledger = await readLog(ctx);
+  const skip = ledger && {
+    ledger,
+    shape: {
+      managed: [...tags.managed].sort((a, b) => a - b),
+      synced: tags.synced,
+      primary: ctx.options.primaryIpPreference,
+    },
+  };
   for (const slice of list.slices()) {
     ctx.signal.throwIfAborted();
     for (const g of slice) pending.delete(anchors.get(g.vmid)!);
-    const done = await syncSlice(ctx, slice, anchors, tags, pending, moves);
+    const done = await syncSlice(ctx, slice, anchors, tags, pending, moves, skip || undefined);
     total += done.count;
     later.push(...done.postponed);
   }
@@ -156,7 +169,80 @@ async function syncSlice(
   tags: Awaited<ReturnType<typeof syncTags>>,
   pending: ReadonlySet<number> | null,
   moves: Moves,
+  skip?: Skip,
 ): Promise<{ count: number; postponed: Guest[] }> {
+  if (!skip) return await compareSlice(ctx, slice, anchors, tags, pending, moves);
+  const { ledger, shape } = skip;
+  const mark = ledger.beginSlice();
+  try {
+    const all = slice.filter((g) => anchors.has(g.vmid));
+    const found = await mapLimit(all, ctx.concurrency, ctx.signal, (g) => addressesOf(ctx, g));
+    const digests = new Map<number, number>();
+    const todo: Guest[] = [];
+    const known = new Map<Guest, GuestAddresses>();
+    let count = 0;
+    all.forEach((g, i) => {
+      const { byNic, dns } = found[i];
+      const digest = digestOf([shape, anchors.get(g.vmid), [...byNic], dns]);
+      if (ledger.unchanged(IP_STAGE, g.vmid, digest)) {
+        // Its addresses, as a compare would have counted them (one per interface and value).
+        let n = 0;
+        for (const addresses of byNic.values()) n += new Set(addresses.map(addressKey)).size;
+        ctx.result.unchanged += n;
+        count += n;
+      } else {
+        todo.push(g);
+        digests.set(g.vmid, digest);
+        known.set(g, found[i]);
+      }
+    });
+    if (!todo.length) return { count, postponed: [] };
+    const failed = ctx.result.failed;
+    const done = await compareSlice(ctx, todo, anchors, tags, pending, moves, known);
+    for (const [vmid, objects] of done.objects) ledger.track(vmid, objects);
+    // Entries made since the slice's read (someone's edit meanwhile) forget their guest.
+    await readLog(ctx);
+    if (ctx.result.failed === failed) {
+      const postponed = new Set(done.postponed);
+      for (const g of todo) {
+        if (postponed.has(g) || !done.complete.has(g.vmid)) continue;
+        ledger.record(IP_STAGE, g.vmid, digests.get(g.vmid)!, mark);
+      }
+    }
+    return { count: count + done.count, postponed: done.postponed };
+  } finally {
+    ledger.endSlice();
+  }
+}
+
+/** What the ledger takes to skip guests in this stage (none: every guest compared). */
+interface Skip {
+  ledger: SyncLedger;
+  shape: unknown;
+}
+
+/**
+ * One slice compared: `known` holds the guests' addresses when already asked (the ledger's
+ * digests). Besides what `syncSlice` returns: each guest's objects (its VM, interfaces and
+ * addresses) and the guests whose every interface with an address was there (a guest missing
+ * one is not recorded: the address comes once vm-interfaces makes the interface).
+ */
+async function compareSlice(
+  ctx: StageContext,
+  slice: Guest[],
+  anchors: Map<number, number>,
+  tags: Awaited<ReturnType<typeof syncTags>>,
+  pending: ReadonlySet<number> | null,
+  moves: Moves,
+  known?: Map<Guest, GuestAddresses>,
+): Promise<
+  {
+    count: number;
+    postponed: Guest[];
+    objects: Map<number, [string, number][]>;
+    complete: Set<number>;
+  }
+> {
   const present = slice.filter((g) => anchors.has(g.vmid));
   const parents = new Set(present.map((g) => anchors.get(g.vmid)!));
   // The slice's VMs (their primary IPs), its interfaces and what the guest agents report are
@@ -165,8 +251,15 @@ async function syncSlice(
   vmRead.catch(() => {}); // awaited below; a failed read before then must not go unhandled
   const [ifaces, perGuest] = await Promise.all([
     sliceChildren(ctx, PATHS.vmInterfaces, parents, ANCHOR_FIELDS),
-    mapLimit(present, ctx.concurrency, ctx.signal, (g) => addressesOf(ctx, g)),
+    mapLimit(
+      present,
+      ctx.concurrency,
+      ctx.signal,
+      (g) => known?.get(g) ? Promise.resolve(known.get(g)!) : addressesOf(ctx, g),
+    ),
   ]);
+  const objects = new Map<number, [string, number][]>();
+  const complete = new Set<number>();
   const ifaceIds = new Set([...ifaces.values()].map((i) => i.id));
   const existing = await sliceAssigned(
     ctx,
@@ -185,9 +278,16 @@ async function syncSlice(
     const vm = anchors.get(g.vmid)!;
     const first = { v4: null as string | null, v6: null as string | null };
     const { byNic, dns } = perGuest[i];
+    const held: [string, number][] = [[LEDGER_MODELS.vm, vm]];
+    objects.set(g.vmid, held);
+    let whole = true;
     for (const [name, addresses] of byNic) {
       const iface = ifaces.get(`${vm}:${name}`);
-      if (!iface) continue; // run vm-interfaces first
+      if (!iface) {
+        if (addresses.length) whole = false;
+        continue; // run vm-interfaces first
+      }
+      held.push([LEDGER_MODELS.vmInterface, iface.id]);
       for (const address of addresses) {
         const key = `${iface.id}:${addressKey(address)}`;
         if (seen.has(key)) continue;
@@ -211,6 +311,7 @@ async function syncSlice(
       }
     }
     primaries.set(vm, first);
+    if (whole) complete.add(g.vmid);
   });
   const ips = await reconcile(ctx, {
     path: PATHS.ips,
@@ -219,25 +320,29 @@ async function syncSlice(
     managedTags: tags.managed,
     orphan: "keep",
     answer: IP_FIELDS,
-    resolveRefused: adoptOrReport(ctx, {
-      path: PATHS.ips,
-      field: "address",
-      existing,
-      wanted: new Set(desired.map((d) => d.key)),
-      managedTags: tags.managed,
-      syncedTag: tags.synced,
-      released: pending === null ? new Set(moves.released.keys()) : undefined,
-      postpone: pending === null ? undefined : (d, holder) => {
-        const vm = refId(
-          (holder.assigned_object as { virtual_machine?: unknown } | null)
-            ?.virtual_machine,
-        );
-        if (vm === null || !pending.has(vm) || !hasTag(holder, tags.synced)) return false;
-        postponed.add(guestOf.get(d.key)!);
-        moves.claimed.add(hostOf(String(d.body.address)));
-        return true;
-      },
-    }),
+    resolveRefused: refusedBy(
+      guestOf,
+      complete,
+      adoptOrReport(ctx, {
+        path: PATHS.ips,
+        field: "address",
+        existing,
+        wanted: new Set(desired.map((d) => d.key)),
+        managedTags: tags.managed,
+        syncedTag: tags.synced,
+        released: pending === null ? new Set(moves.released.keys()) : undefined,
+        postpone: pending === null ? undefined : (d, holder) => {
+          const vm = refId(
+            (holder.assigned_object as { virtual_machine?: unknown } | null)
+              ?.virtual_machine,
+          );
+          if (vm === null || !pending.has(vm) || !hasTag(holder, tags.synced)) return false;
+          postponed.add(guestOf.get(d.key)!);
+          moves.claimed.add(hostOf(String(d.body.address)));
+          return true;
+        },
+      }),
+    ),
   });
 
   // Primary IPs on the VMs (before old addresses go: a primary IP cannot be deleted).
@@ -284,7 +389,42 @@ async function syncSlice(
   }
   for (const ip of ips.objects.values()) moves.released.delete(ip.id);
   await deleteOrphans(ctx, PATHS.ips, existing, desired);
-  return { count: desired.length, postponed: [...postponed] };
+  // Each guest's addresses (what its compare found or wrote): someone else's entry forgets it.
+  for (const [key, ip] of ips.objects) {
+    const g = guestOf.get(key);
+    if (g) objects.get(g.vmid)?.push([LEDGER_MODELS.ip, ip.id]);
+  }
+  const ifaceGuest = new Map<number, number>();
+  for (const [vmid, held] of objects) {
+    for (const [model, id] of held) {
+      if (model === LEDGER_MODELS.vmInterface) ifaceGuest.set(id, vmid);
+    }
+  }
+  for (const [key, ip] of existing) {
+    const vmid = ifaceGuest.get(Number(key.split(":")[0]));
+    if (vmid !== undefined) objects.get(vmid)!.push([LEDGER_MODELS.ip, ip.id]);
+  }
+  return { count: desired.length, postponed: [...postponed], objects, complete };
+}
+
+/**
+ * `resolve`, noting the guests of the addresses it did not write (a conflict reported, or a
+ * refusal it could not resolve): the ledger records none of them, so each run tries again and
+ * reports the conflict again, as a compare does.
+ */
+function refusedBy(
+  guestOf: Map<string, Guest>,
+  complete: Set<number>,
+  resolve: ReturnType<typeof adoptOrReport>,
+): ReturnType<typeof adoptOrReport> {
+  return async (desired, answer) => {
+    const resolved = await resolve(desired, answer);
+    if (resolved === "conflict" || resolved === null) {
+      const g = guestOf.get(desired.key);
+      if (g) complete.delete(g.vmid);
+    }
+    return resolved;
+  };
 }
 
 /** Addresses moving from a later slice to an earlier one (NetBox's unique IP space). */
