@@ -2718,4 +2718,18 @@ export const EQUIVALENT: Equivalent[] = [
     why: "changeEnd answers null (an empty log) or a JSON number: `||` and `??` both give 0 " +
       "for null and for 0, and the same id otherwise (only NaN, which JSON cannot carry, differs)",
   },
+  {
+    module: "domain/netbox/engine/paging.ts",
+    what: "- 1 → + 1",
+    line: 'else if (c.lookup === "lt") high = Math.min(high, v - 1);',
+    why:
+      "idSpan's bounds only choose which ids a span page reads: every condition is tested on the records after, so one id more is read in the same batch and left out (an issue22j survivor)",
+  },
+  {
+    module: "domain/netbox/engine/paging.ts",
+    what: "+ 1 → - 1",
+    line: 'if (c.lookup === "gt") low = Math.max(low, v + 1);',
+    why:
+      "idSpan's bounds only choose which ids a span page reads: every condition is tested on the records after, so one id more is read in the same batch and left out (an issue22j survivor)",
+  },
 ];

@@ -352,6 +352,45 @@ Deno.test("an update whose new tag is deleted before its commit keeps its other 
     assert.equal((await patching).status, 200);
     const vm = await inv.call("GET", `/api/virtualization/virtual-machines/${w.vm1}/`);
     assert.deepEqual(vm.body.tags.map((t: { slug: string }) => t.slug), ["keep", "other"]);
+    // Dropped from the stored record, not only hidden from the answer.
+    const dropped = inv.deps.logger.at("warning")
+      .filter((l) => l.message === "dropped references to objects deleted concurrently");
+    assert.deepEqual(dropped.map((l) => [l.model, l.id, l.refs]), [[
+      "virtualization.virtualmachine",
+      w.vm1,
+      [{ field: "tags", model: "extras.tag", id: doomed }],
+    ]]);
+  } finally {
+    release();
+    inv.close();
+  }
+});
+
+Deno.test("a create whose tag is deleted before its commit is undone: the 400 validation gives, nothing left", async () => {
+  const { inv, hold, held, release } = await heldAtCommit((writes) =>
+    writes.some((w) => w.model === "virtualization.virtualmachine" && w.prev === null)
+  );
+  try {
+    const w = await world(inv);
+    const tag = async (slug: string) =>
+      await w.post("/api/extras/tags/", { name: slug, slug }) as number;
+    const [keep, doomed] = [await tag("keep"), await tag("doomed")];
+    hold();
+    const creating = inv.call("POST", "/api/virtualization/virtual-machines/", {
+      name: "tagged-late",
+      cluster: w.cluster,
+      tags: [keep, doomed],
+    });
+    await heldBefore(held, creating);
+    const gone = await inv.call("DELETE", `/api/extras/tags/${doomed}/`);
+    assert.equal(gone.status, 204, JSON.stringify(gone.body));
+    release();
+    const created = await creating;
+    assert.deepEqual([created.status, created.body], [400, {
+      tags: [`Related object not found using the provided numeric ID: ${doomed}`],
+    }]);
+    const left = await inv.call("GET", "/api/virtualization/virtual-machines/?name=tagged-late");
+    assert.deepEqual([left.body.count, left.body.results], [0, []]);
   } finally {
     release();
     inv.close();
