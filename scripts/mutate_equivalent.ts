@@ -2739,4 +2739,13 @@ export const EQUIVALENT: Equivalent[] = [
     why:
       "no filter of the engine or the models builds a condition of kind none (grep finds none): the line is never reached (an issue22j survivor)",
   },
+  {
+    module: "domain/sync/plan.ts",
+    what: "|| → &&",
+    line:
+      'if (key === "tag" || key === "limit" || key === "offset" || key === "ordering") continue;',
+    why: "no object the sync makes has a field named tag, limit, offset or ordering (tags is " +
+      "plural; nor one with `_id` cut off): a key not skipped here finds no field below and " +
+      "is skipped there, whichever || is turned",
+  },
 ];
