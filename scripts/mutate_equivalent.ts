@@ -2748,4 +2748,11 @@ export const EQUIVALENT: Equivalent[] = [
       "plural; nor one with `_id` cut off): a key not skipped here finds no field below and " +
       "is skipped there, whichever || is turned",
   },
+  {
+    module: "domain/netbox/engine/references.ts",
+    what: "false → true",
+    line: "if (def.tags !== false && Array.isArray(r.tags)) {",
+    why:
+      "no model sets tags: true (undefined reads the same either way), and a tagless model's records hold no tags array, which the test beside it requires (an issue22j survivor)",
+  },
 ];
