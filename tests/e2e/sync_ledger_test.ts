@@ -27,6 +27,19 @@ async function run(world: SyncWorld, query = "") {
   };
 }
 
+/** Both endpoint copies added, then `runs` full updates (the second one the ledger's first skip). */
+async function settled(world: SyncWorld, runs: number): Promise<void> {
+  await addInventoryCopy(world);
+  await world.addHypervisorCopy("lab");
+  for (let i = 0; i < runs; i++) await run(world);
+}
+
+/** The cluster's QEMU guest of the lowest vmid. */
+async function firstQemu(world: SyncWorld): Promise<{ node: string; vmid: number }> {
+  const guests = await world.hypervisor("GET", "/cluster/resources", { type: "vm" });
+  return guests.filter((r: any) => r.type === "qemu").sort((a: any, b: any) => a.vmid - b.vmid)[0];
+}
+
 async function synced(world: SyncWorld) {
   const [vm] = (await world.inventory("virtualization/virtual-machines/?tag=bridgebox-synced"))
     .sort((a: any, b: any) => a.id - b.id);
@@ -91,12 +104,8 @@ Deno.test("e2e sync ledger: an unchanged re-run skips every guest's reads; hand 
 Deno.test("e2e sync ledger: an upstream change and a changed policy are written though nothing was edited in the inventory", async () => {
   const world = await syncWorld("nodes=1,vms=3,cts=1,storages=1", FAST);
   try {
-    await addInventoryCopy(world);
-    await world.addHypervisorCopy("lab");
-    await run(world);
-    await run(world);
-    const [guest] = (await world.hypervisor("GET", "/cluster/resources", { type: "vm" }))
-      .filter((r: any) => r.type === "qemu").sort((a: any, b: any) => a.vmid - b.vmid);
+    await settled(world, 2);
+    const guest = await firstQemu(world);
     await world.hypervisor("PUT", `/nodes/${guest.node}/qemu/${guest.vmid}/config`, {
       memory: "3333",
       scsi1: `local-lvm:vm-${guest.vmid}-disk-9,size=4G`,
@@ -144,10 +153,7 @@ Deno.test("e2e sync ledger: a change log pruned past the ledger's cursor loses t
     INVENTORY_CHANGELOG_MAX_ENTRIES: "40",
   });
   try {
-    await addInventoryCopy(world);
-    await world.addHypervisorCopy("lab");
-    await run(world);
-    await run(world);
+    await settled(world, 2);
     const quiet = await run(world);
     assert.equal(quiet.guestReads, 0, "skipped while the log holds what it must");
     const before = await synced(world);
@@ -210,12 +216,8 @@ Deno.test("e2e sync ledger: a first run reads back the change log it writes in r
 Deno.test("e2e sync ledger: a guest whose write was refused is compared again next run, once the cause is fixed by a rename nobody's guest holds", async () => {
   const world = await syncWorld("nodes=1,vms=3,cts=1,storages=1", FAST);
   try {
-    await addInventoryCopy(world);
-    await world.addHypervisorCopy("lab");
-    await run(world);
-    await run(world);
-    const [guest] = (await world.hypervisor("GET", "/cluster/resources", { type: "vm" }))
-      .filter((r: any) => r.type === "qemu").sort((a: any, b: any) => a.vmid - b.vmid);
+    await settled(world, 2);
+    const guest = await firstQemu(world);
     const state = (await world.inventory(`plugins/service/vm-sync-state/?vmid=${guest.vmid}`))[0];
     const vm = state.virtual_machine.id;
     // An admin's disk and interface, untagged, under the names the guest is about to get.
@@ -339,10 +341,7 @@ function addressReads(world: SyncWorld, from: number): number {
 Deno.test("e2e sync ledger: the ip-addresses stage skips unchanged guests; a hand delete of an address, someone else's address tagged as the sync's and an upstream address change are still put right", async () => {
   const world = await syncWorld("nodes=1,vms=3,cts=1,storages=1", FAST);
   try {
-    await addInventoryCopy(world);
-    await world.addHypervisorCopy("lab");
-    await run(world);
-    await run(world);
+    await settled(world, 2);
     let from = world.seen.length;
     const quiet = await run(world);
     assert.equal(quiet.result.created + quiet.result.updated, 0, JSON.stringify(quiet.result));
