@@ -251,10 +251,6 @@ function sizeError(core: EngineCore, draft: StoredObject): FieldErrors | null {
   return null;
 }
 
-/**
- * The checks every prepared batch passes before it is written: uniqueness, then the before-save
- * hooks, then the stored size. Null when all may be written, else one error object per draft.
- */
 /** The first refused item's errors (a bulk create that saves its items in turn). */
 function firstRefused(errors: FieldErrors[]): FieldErrors {
   return errors.find((e) => Object.keys(e).length > 0) ?? {};
@@ -262,18 +258,28 @@ function firstRefused(errors: FieldErrors[]): FieldErrors {
 
 /**
  * The errors of the refused object a NetBox bulk view meets first: it walks the objects in the
- * model's default ordering, as they stood before the request.
+ * model's default ordering, as they stood before the request. `records[i]` is the stored object
+ * `errors[i]` is about (null: none, passed over).
  */
 async function firstInOrder(
   core: EngineCore,
   def: ModelDef,
-  refusals: Array<{ record: StoredObject; errors: FieldErrors }>,
+  records: ReadonlyArray<StoredObject | null>,
+  errors: FieldErrors[],
 ): Promise<FieldErrors> {
-  const records = refusals.map((r) => r.record);
-  await sortByDefaultOrdering(core, def, records);
-  return refusals.find((r) => r.record === records[0])?.errors ?? {};
+  const refused = new Map<StoredObject, FieldErrors>();
+  records.forEach((r, i) => {
+    if (r && Object.keys(errors[i]).length) refused.set(r, errors[i]);
+  });
+  const ordered = [...refused.keys()];
+  await sortByDefaultOrdering(core, def, ordered);
+  return ordered.length ? refused.get(ordered[0])! : {};
 }
 
+/**
+ * The checks every prepared batch passes before it is written: uniqueness, then the before-save
+ * hooks, then the stored size. Null when all may be written, else one error object per draft.
+ */
 async function checkDrafts(
   core: EngineCore,
   def: ModelDef,
@@ -547,20 +553,22 @@ export async function updateMany(
     }
     if (failed) {
       if (!options.bulkView) return { ok: false, reason: "invalid", errors };
-      const refusals = pending.flatMap((_, at) =>
-        currents[at] && Object.keys(errors[at]).length
-          ? [{ record: currents[at]!.record, errors: errors[at] }]
-          : []
-      );
-      return { ok: false, reason: "invalid", errors: await firstInOrder(core, def, refusals) };
+      const records = currents.map((c) => c?.record ?? null);
+      return {
+        ok: false,
+        reason: "invalid",
+        errors: await firstInOrder(core, def, records, errors),
+      };
     }
     const refused = await checkDrafts(core, def, prepared, options);
     if (refused) {
       if (!options.bulkView) return { ok: false, reason: "invalid", errors: refused };
-      const refusals = prepared.flatMap((p, at) =>
-        Object.keys(refused[at]).length ? [{ record: p.ctx.existing!, errors: refused[at] }] : []
-      );
-      return { ok: false, reason: "invalid", errors: await firstInOrder(core, def, refusals) };
+      const records = prepared.map((p) => p.ctx.existing ?? null);
+      return {
+        ok: false,
+        reason: "invalid",
+        errors: await firstInOrder(core, def, records, refused),
+      };
     }
     const writes: ObjectWrite[] = prepared.map((p) => ({
       model,
