@@ -153,18 +153,40 @@ export function onlyFields(fields: readonly string[]): { fields: string } {
   return { fields: fields.join(",") };
 }
 
+const NONE: ReadonlySet<number> = new Set();
+
+/** `parents` but those in `none`. */
+function unread(parents: ReadonlySet<number>, none: ReadonlySet<number>): Iterable<number> {
+  return none.size ? [...parents].filter((id) => !none.has(id)) : parents;
+}
+
+/**
+ * Ids of the objects of `path` (VMs, VM interfaces) this run created, per endpoint. Until the
+ * stage that writes their children runs, none of them has any of the sync's children (tagged,
+ * made by the sync): that stage need not read them (docs/sync.md, "Writes: round 8").
+ */
+export function madeThisRun(ctx: StageContext, path: string): Set<number> {
+  const key = `created:${path}`;
+  let made = ctx.cache.get(key) as Set<number> | undefined;
+  if (!made) ctx.cache.set(key, made = new Set());
+  return made;
+}
+
 /**
  * The sync's own children (its tag) on `path` of a slice's `parents` (inventory VM ids), keyed
  * `${parent}:${name}` (owned.ts `childrenOf`), with only `fields`: the one read the vm-disks,
- * vm-interfaces and ip-addresses stages make of each slice's disks and interfaces.
+ * vm-interfaces and ip-addresses stages make of each slice's disks and interfaces. Parents in
+ * `none` are known to have none of the sync's children yet (made by this run before the stage
+ * that writes `path`: `madeThisRun`) and are not asked about.
  */
 export async function sliceChildren(
   ctx: StageContext,
   path: string,
   parents: ReadonlySet<number>,
   fields: readonly string[],
+  none: ReadonlySet<number> = NONE,
 ): Promise<Map<string, InventoryObject>> {
-  const found = await listByIds(ctx, path, "virtual_machine_id", parents, {
+  const found = await listByIds(ctx, path, "virtual_machine_id", unread(parents, none), {
     tag: SYNCED_TAG,
     ...onlyFields(fields),
   });
@@ -173,7 +195,8 @@ export async function sliceChildren(
 
 /**
  * The sync's own objects on `path` (MAC and IP addresses) assigned to `interfaces` of `type`,
- * keyed `${interfaceId}:${valueOf(object)}` (owned.ts `assignedTo`), with only `fields`.
+ * keyed `${interfaceId}:${valueOf(object)}` (owned.ts `assignedTo`), with only `fields`;
+ * interfaces in `none` are not asked about (as for `sliceChildren`).
  */
 export async function sliceAssigned(
   ctx: StageContext,
@@ -182,8 +205,9 @@ export async function sliceAssigned(
   interfaces: ReadonlySet<number>,
   fields: readonly string[],
   valueOf: (o: InventoryObject) => string,
+  none: ReadonlySet<number> = NONE,
 ): Promise<Map<string, InventoryObject>> {
-  const found = await listByIds(ctx, path, "assigned_object_id", interfaces, {
+  const found = await listByIds(ctx, path, "assigned_object_id", unread(interfaces, none), {
     tag: SYNCED_TAG,
     ...onlyFields(fields),
   });

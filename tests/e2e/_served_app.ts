@@ -20,6 +20,8 @@ export interface ServedApp {
   app: Awaited<ReturnType<typeof createApp>>;
   /** Requests seen by the server, "METHOD /path" (query stripped), in order. */
   seen: string[];
+  /** The same requests with their query strings, "METHOD /path?query", in order. */
+  requests: string[];
   /**
    * Each write to the inventory API (POST, PUT, PATCH on /api/): "METHOD /path?query" and the
    * bytes its answer's body held, in order of the answers.
@@ -35,10 +37,12 @@ export async function serveApp(
   const deps = await testDeps(env, overrides);
   const app = await createApp(deps);
   const seen: string[] = [];
+  const requests: string[] = [];
   const writeAnswers: ServedApp["writeAnswers"] = [];
   const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, async (r, i) => {
     const url = new URL(r.url);
     seen.push(`${r.method} ${url.pathname}`);
+    requests.push(`${r.method} ${url.pathname}${url.search}`);
     const response = await app.fetch(r, i);
     if (!/^(POST|PUT|PATCH)$/.test(r.method) || !url.pathname.startsWith("/api/")) return response;
     // The answer's bytes are passed on as they are (whatever their encoding), counted on the way.
@@ -59,6 +63,7 @@ export async function serveApp(
     deps,
     app,
     seen,
+    requests,
     writeAnswers,
     async close() {
       await server.shutdown();

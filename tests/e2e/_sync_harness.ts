@@ -20,6 +20,8 @@ export interface SyncWorld {
   deps: TestDeps;
   /** Requests seen by the server, "METHOD /path" (query stripped), in order. */
   seen: string[];
+  /** The same requests with their query strings, "METHOD /path?query", in order. */
+  requests: string[];
   /** The inventory writes' requests (with their query) and the bytes each answer held. */
   writeAnswers: { request: string; bytes: number; objects: number }[];
   backend(method: string, path: string, body?: unknown): Promise<{ status: number; body: any }>;
@@ -49,7 +51,7 @@ export async function syncWorld(
     HYPERVISOR_MOCK_SEED: seed,
     ...env,
   }, overrides);
-  const { base, deps, port, seen, writeAnswers } = served;
+  const { base, deps, port, seen, requests, writeAnswers } = served;
   const json = async (res: Response) => {
     const text = await res.text();
     try {
@@ -128,6 +130,7 @@ export async function syncWorld(
     port,
     deps,
     seen,
+    requests,
     writeAnswers,
     backend,
     inventory,

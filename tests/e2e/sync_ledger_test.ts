@@ -55,7 +55,9 @@ Deno.test("e2e sync ledger: an unchanged re-run skips every guest's reads; hand 
     await world.addHypervisorCopy("lab");
     const first = await run(world);
     assert.ok(first.result.created > 20, JSON.stringify(first.result));
-    assert.ok(first.guestReads > 0);
+    // Nor does a first run read the disks and MAC addresses of the VMs it has just made
+    // (docs/sync.md, "Writes: round 8"); the planned run below reads them.
+    assert.equal(first.guestReads, 0);
 
     const again = await run(world);
     assert.deepEqual(

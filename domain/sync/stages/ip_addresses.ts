@@ -10,6 +10,7 @@ import { PATHS, syncTags } from "../base.ts";
 import {
   type Guest,
   guests,
+  madeThisRun,
   onlyFields,
   sliceAssigned,
   sliceChildren,
@@ -268,6 +269,9 @@ async function compareSlice(
     ifaceIds,
     IP_FIELDS,
     (ip) => addressKey(String(ip.address)),
+    // An interface this run made has no addresses before this stage's first pass writes them;
+    // the pass for postponed guests reads them all (the first pass wrote some).
+    pending === null ? undefined : madeThisRun(ctx, PATHS.vmInterfaces),
   );
   const desired: Desired[] = [];
   const guestOf = new Map<string, Guest>();

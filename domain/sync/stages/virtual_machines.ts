@@ -14,6 +14,7 @@ import {
   guests,
   keptWalks,
   listByIds,
+  madeThisRun,
   onlyFields,
   ownedVms,
   SLICE,
@@ -62,9 +63,7 @@ function guestTagsMade(ctx: StageContext): Promise<number[]> {
 
 /** Ids of the VMs this run created (per endpoint). */
 export function createdThisRun(ctx: StageContext): Set<number> {
-  let made = ctx.cache.get("vms-created") as Set<number> | undefined;
-  if (!made) ctx.cache.set("vms-created", made = new Set());
-  return made;
+  return madeThisRun(ctx, PATHS.vms);
 }
 
 /** VM status in the inventory for a guest status upstream. */

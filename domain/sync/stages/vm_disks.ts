@@ -6,7 +6,7 @@
  */
 import type { StageContext } from "../context.ts";
 import { PATHS, syncTags } from "../base.ts";
-import { type Guest, guests, sliceChildren, vmAnchors } from "../guests.ts";
+import { type Guest, guests, madeThisRun, sliceChildren, vmAnchors } from "../guests.ts";
 import { digestOf, LEDGER_MODELS, readLog } from "../ledger.ts";
 import { guestDisks } from "../proxmox.ts";
 import { type Desired, reconcile } from "../reconcile.ts";
@@ -68,7 +68,14 @@ export async function syncVmDisks(ctx: StageContext): Promise<void> {
       }
       if (!wanted.size) continue;
       const vmids = new Map([...wanted.keys()].map((vmid) => [anchors.get(vmid)!, vmid]));
-      const existing = await sliceChildren(ctx, PATHS.disks, new Set(vmids.keys()), DISK_FIELDS);
+      // A VM this run made has no disks yet: only this stage writes them.
+      const existing = await sliceChildren(
+        ctx,
+        PATHS.disks,
+        new Set(vmids.keys()),
+        DISK_FIELDS,
+        madeThisRun(ctx, PATHS.vms),
+      );
       const track = (objects: Map<string, { id: number }>) => {
         for (const [key, disk] of objects) {
           const vmid = vmids.get(Number(key.split(":")[0]));

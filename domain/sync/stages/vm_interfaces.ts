@@ -5,7 +5,14 @@
  */
 import type { StageContext } from "../context.ts";
 import { clusterBase, PATHS, syncTags } from "../base.ts";
-import { type Guest, guests, sliceAssigned, sliceChildren, vmAnchors } from "../guests.ts";
+import {
+  type Guest,
+  guests,
+  madeThisRun,
+  sliceAssigned,
+  sliceChildren,
+  vmAnchors,
+} from "../guests.ts";
 import { guestNics } from "../proxmox.ts";
 import { createOnlyFields } from "../options.ts";
 import { deleteOrphans, type Desired, reconcile, refId } from "../reconcile.ts";
@@ -135,7 +142,15 @@ async function syncSlice(
   const present = slice.filter((g) => anchors.has(g.vmid));
   const parents = new Set(present.map((g) => anchors.get(g.vmid)!));
   const nics = present.map((g) => ({ g, nics: guestNics(g.type, g.config) }));
-  const existing = await sliceChildren(ctx, PATHS.vmInterfaces, parents, IFACE_FIELDS);
+  // A VM this run made has no interfaces yet, nor an interface made here MAC addresses: only
+  // this stage writes them (docs/sync.md, "Writes: round 8").
+  const existing = await sliceChildren(
+    ctx,
+    PATHS.vmInterfaces,
+    parents,
+    IFACE_FIELDS,
+    madeThisRun(ctx, PATHS.vms),
+  );
   // The objects read and written, each noted with its guest in the ledger (a key starts with
   // its interface's VM, a MAC's with its interface).
   const vmids = new Map(present.map((g) => [anchors.get(g.vmid)!, g.vmid]));
@@ -180,6 +195,9 @@ async function syncSlice(
     answer: IFACE_FIELDS,
   });
   track(LEDGER_MODELS.vmInterface, ifaces.objects);
+  const made = madeThisRun(ctx, PATHS.vmInterfaces);
+  const before = new Set([...existing.values()].map((i) => i.id));
+  for (const iface of ifaces.objects.values()) if (!before.has(iface.id)) made.add(iface.id);
 
   // MAC addresses, one per interface, made the interface's primary MAC. An interface the
   // inventory refused (reported above) has none: the other guests' MACs are written all the same.
@@ -192,6 +210,7 @@ async function syncSlice(
     ifaceIds,
     MAC_FIELDS,
     (m) => String(m.mac_address).toUpperCase(),
+    made,
   );
   track(LEDGER_MODELS.mac, macs);
   const macDesired: Desired[] = nics.flatMap(({ g, nics: n }) => {
