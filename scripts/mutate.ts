@@ -123,6 +123,7 @@ export const GROUPS: Record<string, { modules: string[]; tests: string[] }> = {
       "tests/routes/inventory/sliced_reads_test.ts",
       "tests/routes/inventory/write_table_test.ts",
       "tests/routes/inventory/nested_refs_test.ts",
+      "tests/routes/inventory/nested_ref_empty_test.ts",
       "tests/routes/inventory/crud_test.ts",
       "tests/routes/inventory/rules_test.ts",
       "tests/routes/inventory/object_rules_test.ts",

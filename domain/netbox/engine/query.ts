@@ -229,9 +229,11 @@ export async function parseConditions(
 /**
  * A query's values as NetBox's multi-value filters read them: empty ones dropped (an `__in`
  * list of nothing but commas is empty too). Null when nothing is left: no filter at all.
+ * `isnull`/`empty` values arrive here as the one last value, a boolean (parseConditions), so
+ * they pass unchanged.
  */
 function givenValues(lookup: string, values: string[], source: FilterSource): string[] | null {
-  if (!source.query || lookup === "isnull" || lookup === "empty") return values;
+  if (!source.query) return values;
   const kept = values.filter((v) => v !== "");
   if (kept.length === 0 || (lookup === "in" && splitList(kept).length === 0)) return null;
   return kept;
