@@ -80,7 +80,8 @@ async function choosePage(
   const q = params.get("q");
   if (q !== null && q.trim() !== "") conditions.push(searchCondition(core, def, q.trim(), cache));
 
-  const byId = ordering.length === 1 && ordering[0].field === "id";
+  // An ordering led by id is by id: ids are unique, so the terms after it never break a tie.
+  const byId = ordering[0].field === "id";
   const span = byId ? await spanPage(core, def, conditions, ordering[0].desc, offset, limit) : null;
   if (span !== null) return span;
   const keyset = byId && !ordering[0].desc
