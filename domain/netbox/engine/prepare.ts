@@ -127,7 +127,9 @@ export async function prepare(
     if (f.readOnly || f.hidden || f.compute) {
       // Computed, counted and resolved fields are rendered, never stored.
       const rendered = f.compute || f.count || f.resolve;
-      if (!existing && !(name in draft)) draft[name] = rendered ? undefined : defaultValue(f);
+      // A create starts with each stored one's default; an object stored without one (saved
+      // before the field existed) gets it on its next update.
+      if (!(name in draft)) draft[name] = rendered ? undefined : defaultValue(f);
       if (rendered) delete draft[name];
       continue;
     }
