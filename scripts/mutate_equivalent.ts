@@ -2210,6 +2210,14 @@ export const EQUIVALENT: Equivalent[] = [
   },
   {
     module: "domain/netbox/engine/query.ts",
+    what: "false → true",
+    line:
+      'rel && (rel.type === "fk" || rel.type === "m2m") && rel.filter !== false && !rel.compute',
+    why: "no FK or m2m field sets `filter` (models/): `!== false` and `!== true` both hold for " +
+      "every one",
+  },
+  {
+    module: "domain/netbox/engine/query.ts",
     what: "?? → ||",
     line: 'const cls = field ? DJANGO_FIELDS[field.type] ?? "Field" : "BigAutoField";',
     why: "the table's values are non-empty class names: `||` picks the same side",

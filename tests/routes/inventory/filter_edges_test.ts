@@ -19,6 +19,8 @@ const REFUSED: Array<[string, Record<string, string[]>]> = [
   ["memory=1.5", { memory: ["Enter a whole number."] }],
   ["status=bogus", { status: [choice("bogus")] }],
   ["status=", { status: [choice("")] }],
+  // A choice is compared as sent: only text fields lose surrounding blanks (Django's CharField).
+  ["status=%20offline%20", { status: [choice(" offline ")] }],
   ["cluster_id=abc", { cluster_id: ["\u201cabc\u201d is not a valid value."] }],
   ["cluster_id=", { cluster_id: ["\u201c\u201d is not a valid value."] }],
   ["cluster_id=99999", { cluster_id: [choice("99999")] }],
