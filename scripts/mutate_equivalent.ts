@@ -2218,6 +2218,14 @@ export const EQUIVALENT: Equivalent[] = [
   },
   {
     module: "domain/netbox/engine/query.ts",
+    what: "remove line",
+    line: "if (RESERVED_PARAMS.has(k)) continue;",
+    why: "no model has a field, custom filter or tree filter named limit, offset, brief, fields, " +
+      "omit, ordering, q, format, exclude, include or brief_mode: each would be ignored as an " +
+      "unknown filter",
+  },
+  {
+    module: "domain/netbox/engine/query.ts",
     what: "?? → ||",
     line: 'const cls = field ? DJANGO_FIELDS[field.type] ?? "Field" : "BigAutoField";',
     why: "the table's values are non-empty class names: `||` picks the same side",
