@@ -125,3 +125,58 @@ Deno.test("object custom fields render nested (as NetBox) and accept what they r
     inv.close();
   }
 });
+
+Deno.test("object custom fields whose target's brief nests a reference (a VM interface's VM) render it, in a detail and in a list", async () => {
+  const inv = await setup();
+  try {
+    const w = await world(inv);
+    for (const [name, type] of [["uplink", "object"], ["links", "multiobject"]]) {
+      await inv.created("/api/extras/custom-fields/", {
+        name,
+        object_types: ["virtualization.virtualmachine"],
+        type,
+        related_object_type: "virtualization.vminterface",
+      });
+    }
+    const path = `/api/virtualization/virtual-machines/${w.vm1}/`;
+    const set = await inv.call("PATCH", path, {
+      custom_fields: { uplink: w.if2, links: [w.if1, w.if2] },
+    });
+    assert.equal(set.status, 200, JSON.stringify(set.body));
+    // Each interface in its brief form, its VM nested (read here down to the VM's id and name:
+    // the engine's third level shows {id, url, display}).
+    type Iface = { virtual_machine: { id: number; display: string } } & Record<string, unknown>;
+    const read = (i: Iface) => ({
+      ...i,
+      virtual_machine: [i.virtual_machine.id, i.virtual_machine.display],
+    });
+    const shown = (cfs: { uplink: Iface | null; links: Iface[] | null }) => ({
+      uplink: cfs.uplink && read(cfs.uplink),
+      links: cfs.links && cfs.links.map(read),
+    });
+    const brief = (iface: number, vm: number, vmName: string) => ({
+      id: iface,
+      url: `http://inv.test/api/virtualization/interfaces/${iface}/`,
+      display: "net0",
+      virtual_machine: [vm, vmName],
+      name: "net0",
+      description: "",
+    });
+    const want = {
+      uplink: brief(w.if2, w.vm2, "vm2"),
+      links: [brief(w.if1, w.vm1, "vm1"), brief(w.if2, w.vm2, "vm2")],
+    };
+    assert.deepEqual(shown(set.body.custom_fields), want);
+    const detail = await inv.call("GET", path);
+    assert.deepEqual(shown(detail.body.custom_fields), want);
+    const listed = await inv.call("GET", "/api/virtualization/virtual-machines/?ordering=id");
+    assert.deepEqual(
+      listed.body.results.map((r: { custom_fields: Parameters<typeof shown>[0] }) =>
+        shown(r.custom_fields)
+      ),
+      [want, { uplink: null, links: null }],
+    );
+  } finally {
+    inv.close();
+  }
+});
