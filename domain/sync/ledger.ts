@@ -105,8 +105,13 @@ export class SyncLedger {
   /** stage → the counter when its digests were last forgotten, every guest's. */
   #stageResetAt = new Map<string, number>();
   #unread = 0;
-  /** A guest stage is between its read of a slice and its record: the log is read by it. */
-  #slice = false;
+  /**
+   * Guest stages' slices between their read and their record (a slice's closing read of the log
+   * holds one too, `SliceLogReads`): while any is, the log is read by the stages only.
+   */
+  #slices = 0;
+  /** The catch-up under way: catch-ups run one at a time (`SliceLogReads` starts them early). */
+  #reading: Promise<void> = Promise.resolve();
   /** The walks the last virtual-machines stage ended with; null: the next run walks. */
   #walks: KeptWalks | null = null;
   /** Bumped whenever kept walks may be wrong: walks read before a bump are not kept. */
@@ -187,13 +192,13 @@ export class SyncLedger {
    * writes is read before that object is `track`ed.
    */
   beginSlice(): number {
-    this.#slice = true;
+    this.#slices++;
     return this.#seq;
   }
 
   /** The slice's records are made (or given up). */
   endSlice(): void {
-    this.#slice = false;
+    this.#slices = Math.max(0, this.#slices - 1);
   }
 
   /** The objects of `vmid` a stage read or wrote: someone else's entry about one forgets it. */
@@ -222,7 +227,7 @@ export class SyncLedger {
   /** The sync wrote `count` objects: whether the log should be read on now. */
   wrote(count: number): boolean {
     this.#unread += count;
-    return !this.#slice && this.#unread >= READ_AFTER_WRITES;
+    return this.#slices === 0 && this.#unread >= READ_AFTER_WRITES;
   }
 
   /** Marks a new run: ids still missing since an earlier run are taken as never written. */
@@ -233,18 +238,28 @@ export class SyncLedger {
   /**
    * Reads the change log from the cursor to its end and forgets what others touched. Without a
    * cursor (a new ledger), it starts from the log's end with nothing recorded. A failure leaves
-   * the ledger unusable for the run (every guest compared) and is thrown.
+   * the ledger unusable for the run (every guest compared) and is thrown. `bounded` is called
+   * once the newest entry it reads is known (or it reads none): no entry committed after that
+   * is read by this catch-up. Catch-ups run one after another, each after the one before ends.
    */
-  async catchUp(inv: InventoryApi, signal: AbortSignal): Promise<void> {
+  catchUp(inv: InventoryApi, signal: AbortSignal, bounded?: () => void): Promise<void> {
+    const run = this.#reading.then(() => this.#catchUp(inv, signal, bounded));
+    this.#reading = run.catch(() => {});
+    return run;
+  }
+
+  async #catchUp(inv: InventoryApi, signal: AbortSignal, bounded?: () => void): Promise<void> {
     this.#unread = 0;
     if (!inv.changesById || !inv.changeEnd) {
       this.#startOver(null);
+      bounded?.();
       return;
     }
     try {
       // The log's newest entry (a read of one entry); its oldest is asked for only when an id
       // is missing (was it pruned?), which a catch-up past the sync's own writes seldom finds.
       const newest = await inv.changeEnd("newest", signal) ?? 0;
+      bounded?.();
       if (this.#cursor === null || newest < this.#cursor || newest - this.#cursor > MAX_SCAN) {
         // A new ledger, a log that went back (another inventory behind the same address), or
         // more entries than are worth reading (someone else's large run): it cannot tell.
@@ -289,6 +304,8 @@ export class SyncLedger {
     } catch (error) {
       this.#startOver(null);
       throw error;
+    } finally {
+      bounded?.();
     }
   }
 
@@ -355,15 +372,64 @@ function actionOf(entry: ChangeEntry): string {
  */
 export async function readLog(
   ctx: { ledger?: SyncLedger; inv: InventoryApi; signal: AbortSignal },
+  bounded?: () => void,
 ): Promise<SyncLedger | null> {
   const ledger = ctx.ledger;
-  if (!ledger) return null;
+  if (!ledger) {
+    bounded?.();
+    return null;
+  }
   try {
-    await ledger.catchUp(ctx.inv, ctx.signal);
+    await ledger.catchUp(ctx.inv, ctx.signal, bounded);
   } catch (error) {
     if (ctx.signal.aborted) throw error;
   }
   return ledger.usable ? ledger : null;
+}
+
+/**
+ * The reads of the change log that close a guest stage's slices (docs/sync.md, "Writes: round
+ * 8"): the read after slice _n_ goes on while slice _n_+1 is read and written, so the app has
+ * another request to serve while a slice's writes commit. Slice _n_+1 starts once that read knows
+ * the newest entry it will read: every entry it reads was committed before slice _n_+1 read
+ * anything, so an edit of one of that slice's objects is either seen by the slice's own read of
+ * it or left for the slice's own closing read, which comes after it `track`ed the object (as when
+ * the reads did not overlap). One closing read at a time, in slice order; each holds a slice of
+ * the ledger (`beginSlice`) until its records are made, so no read after writes comes between.
+ */
+export class SliceLogReads {
+  #last: Promise<void> = Promise.resolve();
+
+  constructor(readonly ctx: { ledger?: SyncLedger; inv: InventoryApi; signal: AbortSignal }) {}
+
+  /**
+   * Closes a slice: reads the log on, then `record()` (the slice's `ledger.record`s). Resolves
+   * when the next slice may start; `settle()` waits for the read itself.
+   */
+  async close(ledger: SyncLedger, record: () => void): Promise<void> {
+    ledger.beginSlice();
+    let bounded!: () => void;
+    const known = new Promise<void>((resolve) => bounded = resolve);
+    const previous = this.#last;
+    const read = (async () => {
+      try {
+        await previous;
+        await readLog(this.ctx, bounded);
+        record();
+      } finally {
+        bounded();
+        ledger.endSlice();
+      }
+    })();
+    this.#last = read;
+    read.catch(() => {}); // thrown by settle(), or by the next close() through `previous`
+    await Promise.race([known, read]);
+  }
+
+  /** Every closing read done (and its records made); an abort meanwhile is thrown. */
+  settle(): Promise<void> {
+    return this.#last;
+  }
 }
 
 /**

@@ -24,7 +24,14 @@ import { primaryIps } from "../options.ts";
 import { VM_IFACE } from "./vm_interfaces.ts";
 import type { InventoryObject } from "../ports.ts";
 import { adoptOrReport } from "../address_space.ts";
-import { digestOf, IP_STAGE, LEDGER_MODELS, readLog, type SyncLedger } from "../ledger.ts";
+import {
+  digestOf,
+  IP_STAGE,
+  LEDGER_MODELS,
+  readLog,
+  SliceLogReads,
+  type SyncLedger,
+} from "../ledger.ts";
 
 interface AgentInterface {
   name?: string;
@@ -133,6 +140,7 @@ export async function syncIpAddresses(ctx: StageContext): Promise<void> {
   const ledger = await readLog(ctx);
   const skip = ledger && {
     ledger,
+    closing: new SliceLogReads(ctx),
     shape: {
       managed: [...tags.managed].sort((a, b) => a - b),
       synced: tags.synced,
@@ -146,6 +154,7 @@ export async function syncIpAddresses(ctx: StageContext): Promise<void> {
     total += done.count;
     later.push(...done.postponed);
   }
+  if (skip) await skip.closing.settle();
   if (later.length) {
     // Their addresses were counted; what this pass writes counts, what it finds unchanged not.
     const unchanged = ctx.result.unchanged;
@@ -201,15 +210,17 @@ async function syncSlice(
     const failed = ctx.result.failed;
     const done = await compareSlice(ctx, todo, anchors, tags, pending, moves, known);
     for (const [vmid, objects] of done.objects) ledger.track(vmid, objects);
-    // Entries made since the slice's read (someone's edit meanwhile) forget their guest.
-    await readLog(ctx);
-    if (ctx.result.failed === failed) {
+    const refused = ctx.result.failed !== failed; // compared again next run
+    // Entries made since the slice's read (someone's edit meanwhile) forget their guest; read
+    // while the next slice is written.
+    await skip.closing.close(ledger, () => {
+      if (refused) return;
       const postponed = new Set(done.postponed);
       for (const g of todo) {
         if (postponed.has(g) || !done.complete.has(g.vmid)) continue;
         ledger.record(IP_STAGE, g.vmid, digests.get(g.vmid)!, mark);
       }
-    }
+    });
     return { count: count + done.count, postponed: done.postponed };
   } finally {
     ledger.endSlice();
@@ -219,6 +230,8 @@ async function syncSlice(
 /** What the ledger takes to skip guests in this stage (none: every guest compared). */
 interface Skip {
   ledger: SyncLedger;
+  /** The slices' closing reads of the log (each goes on while the next slice is written). */
+  closing: SliceLogReads;
   shape: unknown;
 }
 

@@ -37,7 +37,7 @@ import { type Desired, reconcile, type ReconcileOptions, refId } from "../reconc
 import { createOnlyFields } from "../options.ts";
 import { tenantAssignment, vmRole } from "../vm_policy.ts";
 import { type InventoryObject, versionAtLeast } from "../ports.ts";
-import { digestOf, LEDGER_MODELS, readLog } from "../ledger.ts";
+import { digestOf, LEDGER_MODELS, readLog, SliceLogReads } from "../ledger.ts";
 
 const NAME_MAX = 64;
 
@@ -423,6 +423,7 @@ export async function syncVirtualMachines(ctx: StageContext): Promise<void> {
       stateBody(g, owned.get(g.vmid) ?? null, config),
     ]);
   const deferred: Guest[] = [];
+  const closing = new SliceLogReads(ctx);
   for (const slice of list.slices()) {
     const ready = slice.filter((g) => !waits(g));
     for (const g of slice) {
@@ -461,19 +462,23 @@ export async function syncVirtualMachines(ctx: StageContext): Promise<void> {
       await writeStates(todo, await writeVms(todo), stateRead, configDigests);
       if (!ledger) continue;
       for (const g of todo) ledger.track(g.vmid, guestObjects(g.vmid));
-      // Entries made since the slice's read (someone's edit meanwhile) forget their guest.
-      await readLog(ctx);
-      if (ctx.result.failed !== failed) continue; // a refused write: compared again next run
-      for (const g of todo) {
-        if (owned.has(g.vmid) && states.ids.has(g.vmid)) {
-          // With the VM it has now (one made by this slice included).
-          ledger.record(STAGE, g.vmid, digestFor(g, configDigests.get(g.vmid)!), mark);
+      const refused = ctx.result.failed !== failed; // compared again next run
+      // Entries made since the slice's read (someone's edit meanwhile) forget their guest; read
+      // while the next slice is written.
+      await closing.close(ledger, () => {
+        if (refused) return;
+        for (const g of todo) {
+          if (owned.has(g.vmid) && states.ids.has(g.vmid)) {
+            // With the VM it has now (one made by this slice included).
+            ledger.record(STAGE, g.vmid, digestFor(g, configDigests.get(g.vmid)!), mark);
+          }
         }
-      }
+      });
     } finally {
       ledger?.endSlice();
     }
   }
+  await closing.settle();
   // Then the guests that waited for a rename, and the VMs whose guest is gone upstream (marked,
   // or deleted with delete_orphans), a slice at a time.
   const gone = [...owned].filter(([vmid]) => !present.has(vmid)).map(([vmid]) => vmid);

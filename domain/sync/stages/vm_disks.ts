@@ -7,7 +7,7 @@
 import type { StageContext } from "../context.ts";
 import { PATHS, syncTags } from "../base.ts";
 import { type Guest, guests, madeThisRun, sliceChildren, vmAnchors } from "../guests.ts";
-import { digestOf, LEDGER_MODELS, readLog } from "../ledger.ts";
+import { digestOf, LEDGER_MODELS, readLog, SliceLogReads } from "../ledger.ts";
 import { guestDisks } from "../proxmox.ts";
 import { type Desired, reconcile } from "../reconcile.ts";
 import { createOnlyFields } from "../options.ts";
@@ -55,6 +55,7 @@ export async function syncVmDisks(ctx: StageContext): Promise<void> {
       },
     }));
   };
+  const closing = new SliceLogReads(ctx);
   for (const slice of list.slices()) {
     const mark = ledger?.beginSlice() ?? 0;
     try {
@@ -95,13 +96,18 @@ export async function syncVmDisks(ctx: StageContext): Promise<void> {
       });
       if (!ledger) continue;
       track(saved.objects);
-      // Entries made since the slice's read (someone's edit meanwhile) forget their guest.
-      await readLog(ctx);
-      if (ctx.result.failed !== failed) continue; // a refused write: compared again next run
-      for (const [vmid, w] of wanted) ledger.record(STAGE, vmid, w.digest, mark);
+      const refused = ctx.result.failed !== failed; // compared again next run
+      // Entries made since the slice's read (someone's edit meanwhile) forget their guest; read
+      // while the next slice is written.
+      await closing.close(ledger, () => {
+        if (!refused) {
+          for (const [vmid, w] of wanted) ledger.record(STAGE, vmid, w.digest, mark);
+        }
+      });
     } finally {
       ledger?.endSlice();
     }
   }
+  await closing.settle();
   ctx.progress(total, total, `${total} virtual disks synced`);
 }

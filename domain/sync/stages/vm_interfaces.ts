@@ -17,7 +17,7 @@ import { guestNics } from "../proxmox.ts";
 import { createOnlyFields } from "../options.ts";
 import { deleteOrphans, type Desired, reconcile, refId } from "../reconcile.ts";
 import { ensureVlans } from "../owned.ts";
-import { digestOf, LEDGER_MODELS, readLog, type SyncLedger } from "../ledger.ts";
+import { digestOf, LEDGER_MODELS, readLog, SliceLogReads, type SyncLedger } from "../ledger.ts";
 import type { InventoryObject } from "../ports.ts";
 
 export const VM_IFACE = "virtualization.vminterface";
@@ -72,6 +72,7 @@ export async function syncVmInterfaces(ctx: StageContext): Promise<void> {
   // is not read again.
   const ledger = await readLog(ctx);
   const shape = { managed: [...tags.managed].sort((a, b) => a - b), createOnly: [...createOnly] };
+  const closing = new SliceLogReads(ctx);
   for (const slice of list.slices()) {
     const mark = ledger?.beginSlice() ?? 0;
     try {
@@ -97,14 +98,19 @@ export async function syncVmInterfaces(ctx: StageContext): Promise<void> {
       const failed = ctx.result.failed;
       await syncSlice(ctx, todo, anchors, vlans, tags, createOnly, ledger);
       if (!ledger) continue;
-      // Entries made since the slice's read (someone's edit meanwhile) forget their guest.
-      await readLog(ctx);
-      if (ctx.result.failed !== failed) continue; // a refused write: compared again next run
-      for (const [vmid, digest] of digests) ledger.record(STAGE, vmid, digest, mark);
+      const refused = ctx.result.failed !== failed; // compared again next run
+      // Entries made since the slice's read (someone's edit meanwhile) forget their guest; read
+      // while the next slice is written.
+      await closing.close(ledger, () => {
+        if (!refused) {
+          for (const [vmid, digest] of digests) ledger.record(STAGE, vmid, digest, mark);
+        }
+      });
     } finally {
       ledger?.endSlice();
     }
   }
+  await closing.settle();
   ctx.progress(total, total, `${total} VM interfaces synced`);
 }
 
