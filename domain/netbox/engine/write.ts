@@ -349,6 +349,29 @@ async function afterSave(
 }
 
 /**
+ * Commits a write's groups (`plan`), each in its own atomic with every check it carries, handing
+ * atomic k+1 to the store while atomic k commits (docs/sync.md, "Writes: round 8"): the app
+ * builds the next atomic, or serves another request, while KV's worker writes. Every group is
+ * tried and settled before the caller goes on; `committed` holds the writes of the groups that
+ * committed (whatever their order), `failed` whether one's check failed, `error` a group's throw.
+ */
+async function commitGroups(
+  core: EngineCore,
+  groups: readonly ObjectWrite[][],
+): Promise<{ committed: ObjectWrite[]; failed: boolean; error?: unknown }> {
+  const results = await Promise.allSettled(groups.map((group) => core.store.commit(group)));
+  const committed: ObjectWrite[] = [];
+  let failed = false;
+  let error: unknown = undefined;
+  results.forEach((result, i) => {
+    if (result.status === "rejected") error ??= result.reason ?? new Error("commit failed");
+    else if (result.value.ok) committed.push(...groups[i]);
+    else failed = true;
+  });
+  return error === undefined ? { committed, failed } : { committed, failed, error };
+}
+
+/**
  * Creates one or many objects, all-or-nothing. Many objects are written in as few atomics
  * as the store's limits allow (one per batch, not per object or field).
  */
@@ -403,27 +426,26 @@ export async function createMany(
     prev: null,
     next: { record: p.draft, ...stateOf(core.store, def, p.draft) },
   }));
-  const committed: ObjectWrite[] = [];
-  for (const group of core.store.plan(writes)) {
-    const result = await core.store.commit(group);
-    if (!result.ok) {
-      await rollbackCreates(core, committed);
-      // A concurrent writer took a unique value (or an id): report it like a validation error.
-      const again = await checkUnique(core, def, prepared.map((p) => p.draft));
-      if (again.some((e) => e !== null)) {
-        return {
-          ok: false,
-          reason: "invalid",
-          errors: again.map((e) => e ?? {}),
-        };
-      }
-      return {
-        ok: false,
-        reason: "conflict",
-        detail: "The object was changed concurrently; please retry.",
-      };
+  const { committed, failed: conflicted, error } = await commitGroups(
+    core,
+    core.store.plan(writes),
+  );
+  if (error !== undefined) {
+    await rollbackCreates(core, committed);
+    throw error;
+  }
+  if (conflicted) {
+    await rollbackCreates(core, committed);
+    // A concurrent writer took a unique value (or an id): report it like a validation error.
+    const again = await checkUnique(core, def, prepared.map((p) => p.draft));
+    if (again.some((e) => e !== null)) {
+      return { ok: false, reason: "invalid", errors: again.map((e) => e ?? {}) };
     }
-    committed.push(...group);
+    return {
+      ok: false,
+      reason: "conflict",
+      detail: "The object was changed concurrently; please retry.",
+    };
   }
   // A target deleted between validation and commit: undo, and answer as validation would.
   const dangling = await danglingRefs(
@@ -576,17 +598,11 @@ export async function updateMany(
       prev: { record: p.ctx.existing!, ...p.prevState, version: p.version },
       next: { record: p.draft, ...stateOf(core.store, def, p.draft) },
     }));
-    const groups = core.store.plan(writes);
-    let conflict = false;
-    const committed = new Set<number>();
-    for (const group of groups) {
-      if (!(await core.store.commit(group)).ok) {
-        conflict = true;
-        break;
-      }
-      for (const w of group) committed.add(w.id);
-    }
+    const outcome = await commitGroups(core, core.store.plan(writes));
+    const committed = new Set(outcome.committed.map((w) => w.id));
     done.push(...prepared.filter((p) => committed.has(p.draft.id)));
+    if (outcome.error !== undefined) throw outcome.error;
+    const conflict = outcome.failed;
     if (conflict) {
       if (committed.size === 0) {
         attempt++;
