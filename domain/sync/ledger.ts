@@ -37,10 +37,25 @@ export const LEDGER_MODELS = {
   vmInterface: "virtualization.vminterface",
   mac: "dcim.macaddress",
   ip: "ipam.ipaddress",
+  snapshot: "service.snapshot",
+  backup: "service.backup",
 } as const;
 
 /** The stage that skips guests' IP addresses (stages/ip_addresses.ts). */
 export const IP_STAGE = "ip-addresses";
+
+/** The stages that skip guests' snapshot records and the endpoint's backup records. */
+export const SNAPSHOT_STAGE = "vm-snapshots";
+export const BACKUP_STAGE = "vm-backups";
+
+/**
+ * Records one stage alone writes and compares (the plugin's snapshot and backup records): one
+ * made by someone else makes that stage compare every guest, the other stages skip on.
+ */
+const OWN_STAGE = new Map<string, string>([
+  [LEDGER_MODELS.snapshot, SNAPSHOT_STAGE],
+  [LEDGER_MODELS.backup, BACKUP_STAGE],
+]);
 
 /**
  * Guest models whose objects someone else may make for a guest (whose is not known): such a
@@ -48,7 +63,7 @@ export const IP_STAGE = "ip-addresses";
  * someone else makes the ip-addresses stage compare every guest, the other stages skip on.
  */
 const TRACKED = new Set<string>(
-  Object.values(LEDGER_MODELS).filter((m) => m !== LEDGER_MODELS.ip),
+  Object.values(LEDGER_MODELS).filter((m) => m !== LEDGER_MODELS.ip && !OWN_STAGE.has(m)),
 );
 
 /** A model a ledger records (the sync-state by its model name, whatever the plugin's app). */
@@ -56,8 +71,12 @@ function tracked(model: string): boolean {
   return TRACKED.has(model) || model.endsWith(".vmsyncstate");
 }
 
+/** The plugin's models by their model name, whatever its app. */
 function modelKey(model: string): string {
-  return model.endsWith(".vmsyncstate") ? LEDGER_MODELS.state : model;
+  if (model.endsWith(".vmsyncstate")) return LEDGER_MODELS.state;
+  if (model.endsWith(".snapshot")) return LEDGER_MODELS.snapshot;
+  if (model.endsWith(".backup")) return LEDGER_MODELS.backup;
+  return model;
 }
 
 /**
@@ -333,6 +352,15 @@ export class SyncLedger {
     const vmid = this.#owners.get(modelKey(model))?.get(Number(entry.changed_object_id));
     if (vmid !== undefined) {
       this.forgetGuest(vmid);
+      return;
+    }
+    const stage = OWN_STAGE.get(modelKey(model));
+    if (stage) {
+      // A record no guest holds: one made may be taken for a guest's (a compare finds it by its
+      // identity); one edited or deleted changes nothing the ledger skips (a delete by someone
+      // else forgets every guest below).
+      if (action === "create") this.forgetStage(stage);
+      else if (action === "delete") this.reset();
       return;
     }
     if (model === LEDGER_MODELS.ip) {

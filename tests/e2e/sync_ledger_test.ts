@@ -404,3 +404,104 @@ Deno.test("e2e sync ledger: the ip-addresses stage skips unchanged guests; a han
     await world.close();
   }
 });
+
+Deno.test("e2e sync ledger: the vm-snapshots and vm-backups stages skip what did not change; a hand edit, a hand delete, someone else's record and an upstream snapshot are written", async () => {
+  const world = await syncWorld("nodes=1,vms=6,cts=2,storages=1", FAST);
+  /** A run, and its reads of snapshot records by guest and of the backup records. */
+  const recordRun = async () => {
+    const from = world.requests.length;
+    const { result } = await run(world);
+    const reads = world.requests.slice(from);
+    return {
+      result,
+      snapshotReads:
+        reads.filter((r) =>
+          r.startsWith("GET /api/plugins/service/snapshots/?") && r.includes("vmid=")
+        ).length,
+      backupReads: reads.filter((r) => r.startsWith("GET /api/plugins/service/backups/?")).length,
+    };
+  };
+  try {
+    await settled(world, 1);
+    const snapshots = await world.inventory("plugins/service/snapshots/");
+    const backups = await world.inventory("plugins/service/backups/");
+    assert.ok(snapshots.length > 0 && backups.length > 0, "the seed has snapshots and backups");
+
+    const again = await recordRun();
+    assert.deepEqual({ snapshots: again.snapshotReads, backups: again.backupReads }, {
+      snapshots: 0,
+      backups: 0,
+    }, "an unchanged re-run reads no guest's snapshot records and no backup record");
+    // Counted as a compare counts them (a planned run keeps no ledger and reads them all).
+    const compared = await run(world, "?plan=true");
+    assert.equal(again.result.unchanged, compared.result.unchanged);
+
+    // Each change in a run of its own (someone else's new record has the stage compare every
+    // guest, which would put the others right too); three guests apart: the hand-edited
+    // record's, the hand-made record's, the upstream snapshot's.
+    const guest = await firstQemu(world);
+    const snap = snapshots.find((s: any) => s.vmid !== guest.vmid);
+    assert.ok(snap, "a snapshot record of another guest");
+    const [backup] = backups;
+    const other = (await world.hypervisor("GET", "/cluster/resources", { type: "vm" }))
+      .map((r: any) => r.vmid).find((v: number) => v !== snap.vmid && v !== guest.vmid);
+    const snapshotsNow = () => world.inventory("plugins/service/snapshots/");
+
+    // A hand edit of a snapshot record and a hand delete of a backup record (the sync's token).
+    const edits = [
+      await world.inventoryCall("PATCH", `plugins/service/snapshots/${snap.id}/`, {
+        description: "edited by hand",
+      }),
+      await world.inventoryCall("DELETE", `plugins/service/backups/${backup.id}/`),
+    ];
+    assert.deepEqual(edits.map((e) => e.status), [200, 204]);
+    const fixed = await recordRun();
+    assert.ok(fixed.snapshotReads > 0 && fixed.backupReads > 0, JSON.stringify(fixed));
+    const edited = (await snapshotsNow()).find((s: any) => s.id === snap.id);
+    assert.equal(edited.description, snap.description, "the hand edit put back");
+    const volids = (await world.inventory("plugins/service/backups/")).map((b: any) => b.volid);
+    assert.ok(volids.includes(backup.volid), "the deleted backup record made again");
+
+    // A record someone else made for a guest, not upstream: a compare marks it stale; and a
+    // hand edit of a backup record (the delete above had every guest compared).
+    const [kept] = await world.inventory("plugins/service/backups/");
+    const note = await world.inventoryCall("PATCH", `plugins/service/backups/${kept.id}/`, {
+      notes: "edited by hand",
+    });
+    assert.equal(note.status, 200, JSON.stringify(note.body));
+    const made = await world.inventoryCall("POST", "plugins/service/snapshots/", {
+      endpoint: snap.endpoint.id,
+      vmid: other,
+      name: "made-by-hand",
+      status: "active",
+    });
+    assert.equal(made.status, 201, JSON.stringify(made.body));
+    await recordRun();
+    const hand = (await snapshotsNow()).find((s: any) => s.name === "made-by-hand");
+    assert.equal(hand.status.value ?? hand.status, "stale", "someone else's record compared");
+    const [back] = await world.inventory(`plugins/service/backups/?id=${kept.id}`);
+    assert.equal(back.notes, kept.notes, "the backup's hand edit put back");
+
+    // A snapshot taken upstream.
+    assert.ok(
+      await world.hypervisor("POST", `/nodes/${guest.node}/qemu/${guest.vmid}/snapshot`, {
+        snapname: "ledger-snap",
+      }),
+    );
+    const upstream = await recordRun();
+    assert.ok(upstream.result.created >= 1, JSON.stringify(upstream.result)); // and its task
+    assert.ok(
+      (await snapshotsNow()).some((s: any) => s.vmid === guest.vmid && s.name === "ledger-snap"),
+      "the upstream snapshot written",
+    );
+
+    const quiet = await recordRun();
+    assert.equal(quiet.result.created + quiet.result.updated, 0, JSON.stringify(quiet.result));
+    assert.deepEqual({ snapshots: quiet.snapshotReads, backups: quiet.backupReads }, {
+      snapshots: 0,
+      backups: 0,
+    }, "skipped again once written");
+  } finally {
+    await world.close();
+  }
+});

@@ -10,6 +10,13 @@ import { nodeStorages, storageIndex } from "./storage.ts";
 import { vmAnchors } from "../guests.ts";
 import { type Desired, indexBy, reconcile } from "../reconcile.ts";
 import { epochToIso } from "../proxmox.ts";
+import { BACKUP_STAGE, digestOf, LEDGER_MODELS, readLog } from "../ledger.ts";
+
+/**
+ * The ledger's key for the endpoint's backup records as a whole: backups are listed per storage,
+ * not per guest, so the stage records one digest of all of them (no vmid is negative).
+ */
+const ALL_BACKUPS = -1;
 
 interface BackupVolume {
   volid: string;
@@ -51,10 +58,6 @@ export async function syncBackups(ctx: StageContext): Promise<void> {
         content: "backup",
       }),
   );
-  const existing = indexBy(
-    await ctx.inv.list(PATHS.backups, { endpoint_id: String(base.pluginEndpoint) }, ctx.signal),
-    (b) => String(b.volid),
-  );
   const desired: Desired[] = [];
   const seen = new Set<string>();
   reads.forEach((r, i) => {
@@ -87,12 +90,44 @@ export async function syncBackups(ctx: StageContext): Promise<void> {
     }
   });
   ctx.progress(0, desired.length, `${desired.length} backups`);
-  await reconcile(ctx, {
-    path: PATHS.backups,
-    existing,
-    desired,
-    orphan: () => ({ status: "stale" }),
-    answer: ["id"], // nothing of what the writes answer is read
-  });
+  // The ledger (docs/sync.md, "Re-runs: guests that did not change"): when the storages list the
+  // same backups as when it recorded them and nobody else touched a backup record since, the
+  // records are not read again (as a compare, each counts unchanged).
+  const ledger = await readLog(ctx);
+  const digest = digestOf(desired.map((d) => d.body));
+  if (ledger?.unchanged(BACKUP_STAGE, ALL_BACKUPS, digest)) {
+    ctx.result.unchanged += desired.length;
+    ctx.progress(desired.length, desired.length, `${desired.length} backups synced`);
+    return;
+  }
+  const mark = ledger?.beginSlice() ?? 0;
+  try {
+    const existing = indexBy(
+      await ctx.inv.list(PATHS.backups, { endpoint_id: String(base.pluginEndpoint) }, ctx.signal),
+      (b) => String(b.volid),
+    );
+    const track = (records: Map<string, { id: number }>) =>
+      ledger?.track(
+        ALL_BACKUPS,
+        [...records.values()].map((b) => [LEDGER_MODELS.backup, b.id] as const),
+      );
+    track(existing);
+    const failed = ctx.result.failed;
+    const saved = await reconcile(ctx, {
+      path: PATHS.backups,
+      existing,
+      desired,
+      orphan: () => ({ status: "stale" }),
+      answer: ["id"], // nothing of what the writes answer is read
+    });
+    if (ledger) {
+      track(saved.objects);
+      // Entries made since the read (someone's edit meanwhile) forget the digest.
+      await readLog(ctx);
+      if (ctx.result.failed === failed) ledger.record(BACKUP_STAGE, ALL_BACKUPS, digest, mark);
+    }
+  } finally {
+    ledger?.endSlice();
+  }
   ctx.progress(desired.length, desired.length, `${desired.length} backups synced`);
 }

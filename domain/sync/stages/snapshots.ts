@@ -10,6 +10,7 @@ import { nodeIndex } from "./devices.ts";
 import { eachPage, guests, listByIds, onlyFields, SLICE, vmAnchors } from "../guests.ts";
 import { type Desired, indexBy, reconcile } from "../reconcile.ts";
 import { epochToIso } from "../proxmox.ts";
+import { digestOf, LEDGER_MODELS, readLog, SNAPSHOT_STAGE } from "../ledger.ts";
 
 interface SnapshotEntry {
   name: string;
@@ -41,52 +42,87 @@ export async function syncSnapshots(ctx: StageContext): Promise<void> {
       (s) => `${s.vmid}:${s.name}`,
     );
   ctx.progress(0, list.count, `snapshots of ${list.count} guests`);
+  // The ledger (docs/sync.md, "Re-runs: guests that did not change"): a guest whose snapshot
+  // list upstream would write the same records as when the ledger recorded them, untouched since,
+  // is not read again (its snapshot list is still asked for: it is what the digest is made of).
+  const ledger = await readLog(ctx);
   let total = 0;
   for (const slice of list.slices()) {
-    const withSnapshots = slice.filter((g) => typeof g.config.parent === "string");
-    const lists = await mapLimit(
-      withSnapshots,
-      ctx.concurrency,
-      ctx.signal,
-      (g) =>
-        ctx.hv.get<SnapshotEntry[]>(
-          `/nodes/${g.node}/${g.type}/${g.vmid}/snapshot`,
-          undefined,
-          ctx.signal,
-        ),
-    );
-    const desired: Desired[] = [];
-    withSnapshots.forEach((g, i) => {
-      for (const s of lists[i] ?? []) {
-        if (!s.name || s.name === "current") continue;
-        desired.push({
-          key: `${g.vmid}:${s.name}`,
-          label: `snapshot ${s.name} of vmid ${g.vmid}`,
-          body: {
-            endpoint: base.pluginEndpoint,
-            virtual_machine: anchors.get(g.vmid) ?? null,
-            node: nodes.get(g.node)?.id ?? null,
-            vmid: g.vmid,
-            vm_type: g.type,
-            name: s.name,
-            description: s.description ?? "",
-            parent: s.parent ?? null,
-            snaptime: epochToIso(s.snaptime),
-            vmstate: s.vmstate === 1,
-            status: "active",
-            raw_config: s,
-          },
-        });
+    const mark = ledger?.beginSlice() ?? 0;
+    try {
+      const withSnapshots = slice.filter((g) => typeof g.config.parent === "string");
+      const lists = await mapLimit(
+        withSnapshots,
+        ctx.concurrency,
+        ctx.signal,
+        (g) =>
+          ctx.hv.get<SnapshotEntry[]>(
+            `/nodes/${g.node}/${g.type}/${g.vmid}/snapshot`,
+            undefined,
+            ctx.signal,
+          ),
+      );
+      const byGuest = new Map<number, Desired[]>(slice.map((g) => [g.vmid, []]));
+      withSnapshots.forEach((g, i) => {
+        for (const s of lists[i] ?? []) {
+          if (!s.name || s.name === "current") continue;
+          byGuest.get(g.vmid)!.push({
+            key: `${g.vmid}:${s.name}`,
+            label: `snapshot ${s.name} of vmid ${g.vmid}`,
+            body: {
+              endpoint: base.pluginEndpoint,
+              virtual_machine: anchors.get(g.vmid) ?? null,
+              node: nodes.get(g.node)?.id ?? null,
+              vmid: g.vmid,
+              vm_type: g.type,
+              name: s.name,
+              description: s.description ?? "",
+              parent: s.parent ?? null,
+              snaptime: epochToIso(s.snaptime),
+              vmstate: s.vmstate === 1,
+              status: "active",
+              raw_config: s,
+            },
+          });
+        }
+      });
+      const digests = new Map<number, number>();
+      const desired: Desired[] = [];
+      for (const [vmid, wanted] of byGuest) {
+        total += wanted.length;
+        const digest = digestOf(wanted.map((d) => d.body));
+        // Its records, as a compare would have counted them (those gone upstream are stale).
+        if (ledger?.unchanged(SNAPSHOT_STAGE, vmid, digest)) ctx.result.unchanged += wanted.length;
+        else {
+          digests.set(vmid, digest);
+          desired.push(...wanted);
+        }
       }
-    });
-    total += desired.length;
-    await reconcile(ctx, {
-      path: PATHS.snapshots,
-      existing: await recordsOf(slice.map((g) => g.vmid)),
-      desired,
-      orphan: () => ({ status: "stale" }),
-      answer: ["id"], // nothing of what the writes answer is read
-    });
+      if (!digests.size) continue;
+      const existing = await recordsOf([...digests.keys()]);
+      const track = (records: Map<string, { id: number }>) => {
+        for (const [key, record] of records) {
+          ledger?.track(Number(key.split(":")[0]), [[LEDGER_MODELS.snapshot, record.id]]);
+        }
+      };
+      track(existing);
+      const failed = ctx.result.failed;
+      const saved = await reconcile(ctx, {
+        path: PATHS.snapshots,
+        existing,
+        desired,
+        orphan: () => ({ status: "stale" }),
+        answer: ["id"], // nothing of what the writes answer is read
+      });
+      if (!ledger) continue;
+      track(saved.objects);
+      // Entries made since the slice's read (someone's edit meanwhile) forget their guest.
+      await readLog(ctx);
+      if (ctx.result.failed !== failed) continue; // a refused write: compared again next run
+      for (const [vmid, digest] of digests) ledger.record(SNAPSHOT_STAGE, vmid, digest, mark);
+    } finally {
+      ledger?.endSlice();
+    }
   }
   // Snapshots of guests gone upstream are marked stale.
   const present = new Set(list.vmids);
