@@ -38,6 +38,10 @@ async function firstRunReads(guests: number) {
       disks: byParent("virtualization/virtual-disks/", "virtual_machine_id"),
       interfaces: byParent("virtualization/interfaces/", "virtual_machine_id"),
       macs: byParent("dcim/mac-addresses/", "assigned_object_id"),
+      // The edit check before the primary-MAC PATCH re-reads interfaces by id.
+      interfacesById: reads.filter((r) =>
+        r.startsWith("GET /api/virtualization/interfaces/?") && /[?&]id=/.test(r)
+      ).length,
       // The node interfaces' addresses (network-interfaces stage) are read whole, not by fields.
       addresses: reads.filter((r) =>
         r.startsWith("GET /api/ipam/ip-addresses/?") && r.includes("assigned_object_id=") &&
@@ -59,7 +63,7 @@ function requestsBy100(guests: number): number {
   return n;
 }
 
-Deno.test("e2e sync first run: the stages do not read the disks, interfaces, MAC and IP addresses of objects the run has just made, at two sizes", async () => {
+Deno.test("e2e sync first run: the stages do not read the disks, interfaces, MAC and IP addresses of objects the run has just made, nor re-read the interfaces it made, at two sizes", async () => {
   for (const guests of [200, 600]) {
     const reads = await firstRunReads(guests);
     const report = `${guests} guests: ${JSON.stringify(reads)}`;
@@ -68,6 +72,8 @@ Deno.test("e2e sync first run: the stages do not read the disks, interfaces, MAC
     // for the interfaces' addresses), and interfaces read twice (vm-interfaces, ip-addresses).
     assert.equal(reads.disks, 0, report);
     assert.equal(reads.macs, 0, report);
+    // Nor are the interfaces it made re-read by the edit check before their primary-MAC PATCH.
+    assert.equal(reads.interfacesById, 0, report);
     assert.equal(reads.addresses, 0, report);
     // The ip-addresses stage still reads the interfaces vm-interfaces made (their ids).
     assert.equal(reads.interfaces, requestsBy100(guests), report);

@@ -265,7 +265,14 @@ async function syncSlice(
     const before = { ...ctx.result };
     await reconcile(ctx, {
       path: PATHS.vmInterfaces,
-      existing: new Map(primary.map((p) => [p.key, ifaces.objects.get(p.key)!])),
+      // An interface made above is written as its create answered, without the edit check's
+      // re-read (reconcile.ts: it has no `last_updated` to compare): the check is for objects
+      // read before the stage wrote, and someone else's edit since the create is in the change
+      // log, which has the ledger compare the guest next run (docs/sync.md, "Writes: round 8").
+      existing: new Map(primary.map((p) => {
+        const iface = ifaces.objects.get(p.key)!;
+        return [p.key, made.has(iface.id) ? { ...iface, last_updated: undefined } : iface];
+      })),
       desired: primary,
       answer: IFACE_FIELDS,
     });
