@@ -10,7 +10,7 @@ import { nodeIndex } from "./devices.ts";
 import { eachPage, guests, listByIds, onlyFields, SLICE, vmAnchors } from "../guests.ts";
 import { type Desired, indexBy, reconcile } from "../reconcile.ts";
 import { epochToIso } from "../proxmox.ts";
-import { digestOf, LEDGER_MODELS, readLog, SNAPSHOT_STAGE } from "../ledger.ts";
+import { digestOf, LEDGER_MODELS, readLog, SliceLogReads, SNAPSHOT_STAGE } from "../ledger.ts";
 
 interface SnapshotEntry {
   name: string;
@@ -47,6 +47,7 @@ export async function syncSnapshots(ctx: StageContext): Promise<void> {
   // is not read again (its snapshot list is still asked for: it is what the digest is made of).
   const ledger = await readLog(ctx);
   let total = 0;
+  const closing = new SliceLogReads(ctx);
   for (const slice of list.slices()) {
     const mark = ledger?.beginSlice() ?? 0;
     try {
@@ -116,14 +117,19 @@ export async function syncSnapshots(ctx: StageContext): Promise<void> {
       });
       if (!ledger) continue;
       track(saved.objects);
-      // Entries made since the slice's read (someone's edit meanwhile) forget their guest.
-      await readLog(ctx);
-      if (ctx.result.failed !== failed) continue; // a refused write: compared again next run
-      for (const [vmid, digest] of digests) ledger.record(SNAPSHOT_STAGE, vmid, digest, mark);
+      const refused = ctx.result.failed !== failed; // compared again next run
+      // Entries made since the slice's read (someone's edit meanwhile) forget their guest; read
+      // while the next slice is written.
+      await closing.close(ledger, () => {
+        if (!refused) {
+          for (const [vmid, digest] of digests) ledger.record(SNAPSHOT_STAGE, vmid, digest, mark);
+        }
+      });
     } finally {
       ledger?.endSlice();
     }
   }
+  await closing.settle();
   // Snapshots of guests gone upstream are marked stale.
   const present = new Set(list.vmids);
   const gone = [...recorded].filter((vmid) => !present.has(vmid)).sort((a, b) => a - b);
