@@ -2496,6 +2496,13 @@ export const EQUIVALENT: Equivalent[] = [
   },
   {
     module: "domain/netbox/engine/lookups.ts",
+    what: "false → true",
+    line: "return () => false;",
+    why: "the test of a condition of kind none: no filter of the engine or the models builds " +
+      "one (see paging.ts's line for it), so no record meets it",
+  },
+  {
+    module: "domain/netbox/engine/lookups.ts",
     what: "&& → ||",
     line: 'if (typeof a === "boolean" && typeof b === "boolean") return Number(a) - Number(b);',
     why: "a field holds one type (null and undefined are sorted just above): a boolean is " +
