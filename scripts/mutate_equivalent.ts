@@ -416,6 +416,13 @@ export const EQUIVALENT: Equivalent[] = [
   {
     module: "domain/netbox/engine/render.ts",
     what: "&& → ||",
+    line: "if (ref.model && ref.nested) extraOf.set(ref.model, ref.nested);",
+    why: "only the primary/OOB IP fields set `nested`, all to the same list, and no plan refers " +
+      "to IP addresses otherwise: a model mapped to undefined gets its brief plan, as unmapped",
+  },
+  {
+    module: "domain/netbox/engine/render.ts",
+    what: "&& → ||",
     line: 'if (typeof record.name === "string" && record.name) return record.name;',
     why: "every model whose name may be blank or absent has a display of its own (def.display " +
       "returns first), so a record reaching this line has a non-empty text name or none",
