@@ -415,6 +415,20 @@ export const EQUIVALENT: Equivalent[] = [
   },
   {
     module: "domain/netbox/engine/render.ts",
+    what: "|| → &&",
+    line: "if (!r || !registry.has(model) || depth >= 2) return this.nested(model, id, depth);",
+    why: "nestedWith renders the primary/OOB IP fields, which no brief form holds: it runs at " +
+      "depth 0 only, where `depth >= 2` is false either way (and every FK target is registered)",
+  },
+  {
+    module: "domain/netbox/engine/render.ts",
+    what: "remove line",
+    line: 'if (cf.type !== "object" && cf.type !== "multiobject") continue;',
+    why: "only object fields hold a related type (any other is refused: `Integer fields may not " +
+      "define an object type.`, custom_fields_test.ts), so the next line skips the rest",
+  },
+  {
+    module: "domain/netbox/engine/render.ts",
     what: "&& → ||",
     line: "if (ref.model && ref.nested) extraOf.set(ref.model, ref.nested);",
     why: "only the primary/OOB IP fields set `nested`, all to the same list, and no plan refers " +

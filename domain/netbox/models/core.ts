@@ -1476,6 +1476,11 @@ export const CUSTOM_FIELD: ModelDef = {
       } catch {
         return { related_object_type: [`Invalid object type: ${target}`] };
       }
+    } else if (typeof draft.related_object_type === "string" && draft.related_object_type !== "") {
+      // As NetBox's CustomField.clean(): only object fields name a type (an integer field naming
+      // one would otherwise be kept, and read by nothing).
+      const label = CUSTOM_FIELD_TYPES.find(([value]) => value === draft.type)?.[1] ?? draft.type;
+      return { type: [`${label} fields may not define an object type.`] };
     }
     if (draft.default !== null && draft.default !== undefined) {
       const r = checkCustomValue(draft as never, draft.default);

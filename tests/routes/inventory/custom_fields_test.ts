@@ -73,6 +73,37 @@ Deno.test("custom field definitions: a broken regex or object type is a 400, not
       related_object_type: "dcim.device",
     });
     assert.equal(ok.status, 201);
+    // Only object fields name a type (NetBox's CustomField.clean()), on a create or an update
+    // that turns an object field into another type; nothing is written.
+    const typed = await inv.call("POST", "/api/extras/custom-fields/", {
+      name: "num",
+      object_types: ["dcim.site"],
+      type: "integer",
+      related_object_type: "dcim.device",
+    });
+    assert.deepEqual([typed.status, typed.body], [400, {
+      type: ["Integer fields may not define an object type."],
+    }]);
+    const retyped = await inv.call("PATCH", `/api/extras/custom-fields/${ok.body.id}/`, {
+      type: "multiselect",
+    });
+    assert.deepEqual([retyped.status, retyped.body], [400, {
+      type: ["Multiple selection fields may not define an object type."],
+    }]);
+    const cleared = await inv.call("POST", "/api/extras/custom-fields/", {
+      name: "num",
+      object_types: ["dcim.site"],
+      type: "integer",
+      related_object_type: null,
+    });
+    assert.equal(cleared.status, 201, JSON.stringify(cleared.body));
+    const listed = await inv.call("GET", "/api/extras/custom-fields/?ordering=name");
+    assert.deepEqual(
+      listed.body.results.map((
+        f: { name: string; type: { value: string } },
+      ) => [f.name, f.type.value]),
+      [["num", "integer"], ["ob", "object"]],
+    );
   } finally {
     inv.close();
   }
