@@ -242,8 +242,24 @@ Deno.test("a read of the change log between two ids costs the same KV reads what
       };
     };
 
+    /** The sync's widest read: a whole page of ids, 1 to 1,000, whatever the log holds. */
+    const readPage = async () => {
+      const before = { ...tally };
+      const r = await inv.call(
+        "GET",
+        `${CHANGES}?id__gte=1&id__lte=1000&ordering=id&limit=1000&fields=id`,
+      );
+      assert.equal(r.status, 200, JSON.stringify(r.body));
+      const ids = r.body.results.map((e: { id: number }) => e.id);
+      assert.equal(r.body.count, ids.length);
+      assert.deepEqual(ids, [...ids].sort((a, b) => a - b));
+      assert.ok(ids.every((id: number) => id >= 1 && id <= 1000), JSON.stringify(ids));
+      return { ids, cost: { listed: tally.listed - before.listed, got: tally.got - before.got } };
+    };
+
     await grow(600);
     const small = await readTail(500);
+    const smallPage = await readPage();
     const expected = Array.from({ length: 500 }, (_, i) => small.low + i);
     assert.deepEqual(small.body.results.map((e: { id: number }) => e.id), expected);
     assert.equal(small.body.count, 500);
@@ -253,6 +269,14 @@ Deno.test("a read of the change log between two ids costs the same KV reads what
 
     await grow(3000); // the log six times longer
     const large = await readTail(500);
+    const largePage = await readPage();
+    assert.deepEqual(largePage.ids, Array.from({ length: 1000 }, (_, i) => i + 1));
+    assert.deepEqual(largePage.ids.slice(0, smallPage.ids.length), smallPage.ids);
+    // A range exactly a page wide is still read by id: listing the log would list 6 times more.
+    const pageCosts = `KV keys read by the range 1-1000: ${
+      JSON.stringify(smallPage.cost)
+    } at 600 entries, ${JSON.stringify(largePage.cost)} at 3,600`;
+    assert.ok(largePage.cost.listed <= smallPage.cost.listed + 5, pageCosts);
     assert.equal(large.body.count, 500);
     assert.deepEqual(
       large.body.results.map((e: { id: number }) => e.id),
@@ -295,6 +319,22 @@ Deno.test("a read of the change log between two ids costs the same KV reads what
     ]);
     const empty = await inv.call("GET", `${CHANGES}?id__gte=${top}&id__lte=${top - 1}&fields=id`);
     assert.deepEqual([empty.body.count, empty.body.results.length], [0, 0]);
+    const one = await inv.call("GET", `${CHANGES}?id__gte=${top}&id__lte=${top}&fields=id`);
+    assert.deepEqual([one.body.count, one.body.results.map((e: { id: number }) => e.id)], [1, [
+      top,
+    ]]);
+    // A range wider than a page (here as wide as a filter value may be) is no span read: it is
+    // answered as any other filter, never by walking every id it names.
+    const all = await inv.call("GET", `${CHANGES}?limit=2&fields=id`);
+    const wide = await inv.call(
+      "GET",
+      `${CHANGES}?id__gte=1&id__lte=999999999999999&ordering=-id&limit=2&fields=id`,
+    );
+    assert.equal(wide.status, 200, JSON.stringify(wide.body));
+    assert.deepEqual([wide.body.count, wide.body.results.map((e: { id: number }) => e.id)], [
+      all.body.count,
+      [top, top - 1],
+    ]);
   } finally {
     inv.close();
   }
