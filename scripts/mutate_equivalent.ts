@@ -416,6 +416,13 @@ export const EQUIVALENT: Equivalent[] = [
   {
     module: "domain/netbox/engine/render.ts",
     what: "|| → &&",
+    line: 'if ((f.type !== "fk" && f.type !== "m2m") || !f.model) return null;',
+    why: "a field names a model exactly when it is an FK or m2m (models/: fk(), m2m fields; " +
+      "generic FKs return above), so both sides of the `||` are true or false together",
+  },
+  {
+    module: "domain/netbox/engine/render.ts",
+    what: "|| → &&",
     line: "if (!r || !registry.has(model) || depth >= 2) return this.nested(model, id, depth);",
     why: "nestedWith renders the primary/OOB IP fields, which no brief form holds: it runs at " +
       "depth 0 only, where `depth >= 2` is false either way (and every FK target is registered)",
