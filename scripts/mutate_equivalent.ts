@@ -2530,13 +2530,6 @@ export const EQUIVALENT: Equivalent[] = [
       "one (see paging.ts's line for it), so no record meets it",
   },
   {
-    module: "domain/netbox/engine/lookups.ts",
-    what: "&& → ||",
-    line: 'if (typeof a === "boolean" && typeof b === "boolean") return Number(a) - Number(b);',
-    why: "a field holds one type (null and undefined are sorted just above): a boolean is " +
-      "only ever compared with a boolean",
-  },
-  {
     module: "domain/netbox/engine/index_state.ts",
     what: "&& → ||",
     line: 'if (typeof t === "string" && typeof i === "number") add(name, `${t}:${i}`);',

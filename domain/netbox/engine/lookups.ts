@@ -16,14 +16,16 @@ import { type Condition, parseTimestamp, QueryError, splitList } from "./query.t
 /** Lookups that compare a date/time field as instants (the rest read its ISO text). */
 const TIMESTAMP_LOOKUPS = new Set(["exact", "in", "n", "gt", "gte", "lt", "lte"]);
 
-function naturalCompare(a: unknown, b: unknown): number {
-  if (a === b) return 0;
-  if (a === null || a === undefined) return -1;
-  if (b === null || b === undefined) return 1;
-  if (typeof a === "number" && typeof b === "number") return a - b;
-  if (typeof a === "boolean" && typeof b === "boolean") return Number(a) - Number(b);
-  return String(a).localeCompare(String(b), "en", { numeric: true, sensitivity: "base" }) ||
-    (String(a) < String(b) ? -1 : String(a) > String(b) ? 1 : 0);
+/**
+ * A stored value against a filter value for `__gt` and its kin: the caller compares numbers and
+ * passes over null, so what reaches here is text (a date custom field's `2026-05-02`, a name):
+ * case-insensitively with digit runs as numbers, then by code points.
+ */
+function naturalCompare(value: unknown, filter: string): number {
+  const text = String(value);
+  if (text === filter) return 0;
+  return text.localeCompare(filter, "en", { numeric: true, sensitivity: "base" }) ||
+    (text < filter ? -1 : 1);
 }
 
 /**

@@ -242,3 +242,41 @@ Deno.test("?ordering= names only fields a client can read: a hidden field or a t
     inv.close();
   }
 });
+
+Deno.test("a date custom field's __gt, __gte, __lt and __lte compare dates: an equal date meets gte and lte only, an unset one none", async () => {
+  const inv = await setup();
+  try {
+    await inv.created("/api/extras/custom-fields/", {
+      name: "due",
+      object_types: ["dcim.site"],
+      type: "date",
+    });
+    const SITES = "/api/dcim/sites/";
+    const ids: number[] = [];
+    for (const [i, due] of ["2026-05-02", "2026-05-10", "2026-12-01", null].entries()) {
+      const site = await inv.created(SITES, {
+        name: `s${i}`,
+        slug: `s${i}`,
+        custom_fields: { due },
+      });
+      ids.push(site.id);
+    }
+    const [may2, may10, dec1] = ids;
+    const rows: Array<[string, number[]]> = [
+      ["cf_due__gte=2026-05-10", [may10, dec1]],
+      ["cf_due__gt=2026-05-10", [dec1]],
+      ["cf_due__lte=2026-05-10", [may2, may10]],
+      ["cf_due__lt=2026-05-10", [may2]],
+      ["cf_due__gt=2026-05-02&cf_due__lt=2026-12-01", [may10]],
+      ["cf_due__gte=2027-01-01", []],
+      ["cf_due__lt=2026-05-02", []],
+    ];
+    for (const [query, want] of rows) {
+      const r = await inv.call("GET", `${SITES}?${query}&ordering=id&fields=id`);
+      assert.equal(r.status, 200, `${query}: ${JSON.stringify(r.body)}`);
+      assert.deepEqual(r.body.results.map((x: { id: number }) => x.id), want, query);
+    }
+  } finally {
+    inv.close();
+  }
+});
