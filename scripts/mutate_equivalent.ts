@@ -408,6 +408,12 @@ export const EQUIVALENT: Equivalent[] = [
   },
   {
     module: "domain/netbox/engine/lookups.ts",
+    what: "< → <=",
+    line: "(text < filter ? -1 : 1);",
+    why: "equal texts returned 0 two lines above: the tie-break only sees texts that differ",
+  },
+  {
+    module: "domain/netbox/engine/lookups.ts",
     what: "=== → !==",
     line: 'if (typeof a === "number" && typeof b === "number") return a - b;',
     why: "naturalCompare is only called by the gt/gte/lt/lte lookups with a record value that is " +
