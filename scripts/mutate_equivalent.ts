@@ -2578,9 +2578,10 @@ export const EQUIVALENT: Equivalent[] = [
   },
   {
     module: "domain/netbox/engine/write.ts",
-    what: "> → >=",
-    line: "const reread = dangling.size > 0 || written.size !== order.length ||",
-    why: "re-reading the objects just committed answers the same records (one batched read)",
+    what: "false → true",
+    line: "(options.hooks !== false && def.afterSave !== undefined);",
+    why: "no caller writes with hooks: false, so options.hooks is undefined or true here and " +
+      "!== true reads as !== false (the create's reread above, the same)",
   },
   {
     module: "domain/netbox/engine/write.ts",
