@@ -408,6 +408,12 @@ export const EQUIVALENT: Equivalent[] = [
   },
   {
     module: "domain/netbox/engine/lookups.ts",
+    what: "false → true",
+    line: "return false; // never reached: each lookup query.ts accepts",
+    why: "matchScalar's default: every lookup the parser accepts has its case above it",
+  },
+  {
+    module: "domain/netbox/engine/lookups.ts",
     what: "< → <=",
     line: "(text < filter ? -1 : 1);",
     why: "equal texts returned 0 two lines above: the tie-break only sees texts that differ",

@@ -170,7 +170,7 @@ export function matchScalar(
           : c <= 0;
       });
     default:
-      return false;
+      return false; // never reached: each lookup query.ts accepts (LOOKUPS, exact) has its case
   }
 }
 
