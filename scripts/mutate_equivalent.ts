@@ -2584,6 +2584,13 @@ export const EQUIVALENT: Equivalent[] = [
   },
   {
     module: "domain/netbox/engine/write.ts",
+    what: "?? → ||",
+    line: 'error ??= result.reason ?? new Error("commit failed");',
+    why: "error is undefined or a thrown error (an object, never falsy), and a commit rejects " +
+      "with an Error: `||` picks the same side at both places",
+  },
+  {
+    module: "domain/netbox/engine/write.ts",
     what: "false → true",
     line: "(options.hooks !== false && def.afterSave !== undefined);",
     why: "no caller writes with hooks: false, so options.hooks is undefined or true here and " +
