@@ -495,6 +495,13 @@ export const EQUIVALENT: Equivalent[] = [
   },
   {
     module: "domain/netbox/engine/references.ts",
+    what: "false → true",
+    line: "if (def.tags !== false && Array.isArray(r.tags)) {",
+    why: "no model sets `tags: true`, and a tagless model's records hold no tag ids (`tags` sent " +
+      "to one is ignored as an unknown field): the same records pass either test",
+  },
+  {
+    module: "domain/netbox/engine/references.ts",
     what: "true → false",
     line: "): Promise<{ ok: true; value: unknown } | { ok: false; error: string }> {",
     why: "a return type annotation: types vanish at run time",
