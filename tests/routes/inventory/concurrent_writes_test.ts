@@ -397,6 +397,35 @@ Deno.test("a create whose tag is deleted before its commit is undone: the 400 va
   }
 });
 
+Deno.test("a create whose m2m member (a contact's group) is deleted before its commit is undone: the 400 validation gives, nothing left", async () => {
+  const { inv, hold, held, release } = await heldAtCommit((writes) =>
+    writes.some((w) => w.model === "tenancy.contact" && w.prev === null)
+  );
+  try {
+    const group = async (slug: string) =>
+      (await inv.created("/api/tenancy/contact-groups/", { name: slug, slug })).id as number;
+    const [keep, doomed] = [await group("keep"), await group("doomed")];
+    hold();
+    const creating = inv.call("POST", "/api/tenancy/contacts/", {
+      name: "grouped-late",
+      groups: [keep, doomed],
+    });
+    await heldBefore(held, creating);
+    const gone = await inv.call("DELETE", `/api/tenancy/contact-groups/${doomed}/`);
+    assert.equal(gone.status, 204, JSON.stringify(gone.body));
+    release();
+    const created = await creating;
+    assert.deepEqual([created.status, created.body], [400, {
+      groups: [`Related object not found using the provided numeric ID: ${doomed}`],
+    }]);
+    const left = await inv.call("GET", "/api/tenancy/contacts/?name=grouped-late");
+    assert.deepEqual([left.body.count, left.body.results], [0, []]);
+  } finally {
+    release();
+    inv.close();
+  }
+});
+
 Deno.test("a tag delete whose tagged object is deleted meanwhile still completes", async () => {
   // Deleting a tag takes it out of every object it is on. The request is held at the first
   // object's detach (the store's beforeCommit hook) while another request deletes the second
