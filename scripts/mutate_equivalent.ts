@@ -495,6 +495,13 @@ export const EQUIVALENT: Equivalent[] = [
   },
   {
     module: "domain/netbox/engine/references.ts",
+    what: "> → >=",
+    line: "const head = at > 0 ? k.slice(0, at) : k;",
+    why: "head differs only for a key starting with `__` (at 0), and the join below needs " +
+      "`at > 0` first: such a key is kept as given either way",
+  },
+  {
+    module: "domain/netbox/engine/references.ts",
     what: "false → true",
     line: "if (def.tags !== false && Array.isArray(r.tags)) {",
     why: "no model sets `tags: true`, and a tagless model's records hold no tag ids (`tags` sent " +
