@@ -544,3 +544,27 @@ Deno.test("retention by age: only entries older than the days go, 0 days keeps e
     inv.close();
   }
 });
+
+Deno.test("retention by age: a sweep takes every expired entry past its first page of 500, oldest first, and keeps the young ones", async () => {
+  const DAY = 86_400_000;
+  const start = Date.parse("2026-01-01T00:00:00Z");
+  let now = start;
+  const inv = await setup({ INVENTORY_CHANGELOG_RETENTION_DAYS: "1" }, { now: () => now });
+  try {
+    // 700 entries that will expire (more than a page), then one that will not.
+    const old = Array.from({ length: 700 }, (_, i) => ({ name: `old${i}`, slug: `old${i}` }));
+    const bulk = await inv.call("POST", "/api/extras/tags/", old);
+    assert.equal(bulk.status, 201, JSON.stringify(bulk.body).slice(0, 200));
+    now = start + DAY / 2;
+    await inv.created("/api/extras/tags/", { name: "young", slug: "young" });
+    now = start + DAY + DAY / 4; // the 700 are older than a day, "young" is not
+    await inv.created("/api/extras/tags/", { name: "new", slug: "new" });
+    const left = await inv.call("GET", `${CHANGES}?limit=0`);
+    assert.deepEqual(
+      [left.body.count, left.body.results.map((e: { object_repr: string }) => e.object_repr)],
+      [2, ["new", "young"]],
+    );
+  } finally {
+    inv.close();
+  }
+});
