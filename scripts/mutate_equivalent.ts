@@ -371,6 +371,13 @@ export const EQUIVALENT: Equivalent[] = [
   },
   {
     module: "domain/netbox/engine/changelog.ts",
+    what: "&& → ||",
+    line: "while (excess > 0 && budget > 0) {",
+    why: "with no excess the loop asks a page of min(excess, 500) <= 0 entries, which the store " +
+      "answers [] without reading the KV (storage/kv/models.ts page): it breaks at once",
+  },
+  {
+    module: "domain/netbox/engine/changelog.ts",
     what: "?? → ||",
     line: "const subject = (c.after ?? c.before)!;",
     why: "after is a stored record (an object) or null, never another falsy value",
