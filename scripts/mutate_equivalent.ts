@@ -2604,6 +2604,14 @@ export const EQUIVALENT: Equivalent[] = [
     why: "a fetch of no models reads nothing",
   },
   {
+    module: "domain/netbox/engine/paging.ts",
+    what: "> → >=",
+    line:
+      "if (records.length > 1) await sortRecords(core, def, records, orderingOf(def, null), newCache());",
+    why: "one record sorts as itself; the sort's read of its FK ordering's target goes through " +
+      "the store's record cache, where the answer's nested form reads it anyway (no KV read more)",
+  },
+  {
     module: "domain/netbox/engine/write.ts",
     what: "?? → ||",
     line: 'error ??= result.reason ?? new Error("commit failed");',

@@ -390,13 +390,11 @@ Deno.test("a bulk create of two reads the store as often as one of three: the ob
   }
 });
 
-Deno.test("a create reads none of the objects it makes and an update each one it changes once: the answer is what was written, not a second read", async () => {
-  // Each object key a getMany/get names, tallied (an update's answer needs no read after the
-  // commit unless a save hook may have changed the object: tests/routes/plugin/save_answer_test.ts).
+/** A KV handle tallying, per id, the reads (get, getMany) of `model`'s object keys. */
+function objectReadsKv(kv: Deno.Kv, model: string) {
   const reads = new Map<string, number>();
-  const kv = await Deno.openKv(":memory:");
   const tally = (key: Deno.KvKey) => {
-    if (key[0] === "inventory" && key[1] === "obj" && key[2] === VM_MODEL) {
+    if (key[0] === "inventory" && key[1] === "obj" && key[2] === model) {
       reads.set(String(key[3]), (reads.get(String(key[3])) ?? 0) + 1);
     }
   };
@@ -419,6 +417,13 @@ Deno.test("a create reads none of the objects it makes and an update each one it
       return value.bind(target);
     },
   });
+  return { counted, reads };
+}
+
+Deno.test("a create reads none of the objects it makes and an update each one it changes once: the answer is what was written, not a second read", async () => {
+  // An update's answer needs no read after the commit unless a save hook may have changed the
+  // object (tests/routes/plugin/save_answer_test.ts).
+  const { counted, reads } = objectReadsKv(await Deno.openKv(":memory:"), VM_MODEL);
   const inv = await setup({}, { kv: counted });
   try {
     const w = await world(inv);
