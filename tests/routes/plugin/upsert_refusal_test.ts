@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { harness, P } from "./_harness.ts";
 
-Deno.test("a list upsert refused at its second item's update answers the error at that item, nothing written", async () => {
+Deno.test("a list upsert refused at its second item's update (prepared or checked) answers the error at that item, nothing written", async () => {
   const h = await harness();
   try {
     const ep = await h.call("POST", P + "endpoints/hypervisor/", {
@@ -28,6 +28,13 @@ Deno.test("a list upsert refused at its second item's update answers the error a
     assert.equal(refused.body.length, 2, JSON.stringify(refused.body).slice(0, 300));
     assert.deepEqual(refused.body[0], {});
     assert.notDeepEqual(refused.body[1], {});
+    // Refused while prepared (a value of the wrong type), the same: at the item's place.
+    const invalid = await h.call("POST", P + "storage/", [
+      { name: "a", cluster: cluster.body.id, path: "/a3" },
+      { name: "b", cluster: cluster.body.id, total: "lots" },
+    ]);
+    assert.equal(invalid.status, 400, JSON.stringify(invalid.body));
+    assert.deepEqual(invalid.body, [{}, { total: ["A valid number is required."] }]);
     const listed = await h.call("GET", P + "storage/?ordering=name");
     assert.deepEqual(listed.body.results.map((s: { path: string }) => s.path), ["/a", "/b"]);
   } finally {
