@@ -2621,6 +2621,13 @@ export const EQUIVALENT: Equivalent[] = [
   {
     module: "domain/netbox/engine/write.ts",
     what: "false → true",
+    line: "if (options.hooks !== false && def.beforeSave) {",
+    why: "no caller writes with hooks: false, so options.hooks is undefined or true here and " +
+      "!== true reads as !== false",
+  },
+  {
+    module: "domain/netbox/engine/write.ts",
+    what: "false → true",
     line: "(options.hooks !== false && def.afterSave !== undefined);",
     why: "no caller writes with hooks: false, so options.hooks is undefined or true here and " +
       "!== true reads as !== false (the create's reread above, the same)",
