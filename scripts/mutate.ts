@@ -149,6 +149,7 @@ export const GROUPS: Record<string, { modules: string[]; tests: string[] }> = {
       // A bulk write's atomics committed while the next is handed over, all or nothing.
       "tests/routes/inventory/commit_overlap_test.ts",
       "tests/routes/inventory/bulk_null_items_test.ts",
+      "tests/routes/inventory/reference_edges_test.ts",
       "tests/routes/plugin/long_unique_values_test.ts",
       // An update's answer re-read after a save hook changed the object (push-on-save).
       "tests/routes/plugin/save_answer_test.ts",

@@ -2855,4 +2855,27 @@ export const EQUIVALENT: Equivalent[] = [
     why:
       "no model sets tags: true (undefined reads the same either way), and a tagless model's records hold no tags array, which the test beside it requires (an issue22j survivor)",
   },
+  {
+    module: "domain/netbox/engine/paging.ts",
+    what: "< → <=",
+    line: "nothing: cond.all && ids.some((id) => id < 0),",
+    why: "an id condition holds ids of existing objects (1 and up; an unknown id is a 400 first) " +
+      "or the -1 of an unknown name given together: no 0 reaches it (as the values line " +
+      "beside it, an issue22l survivor)",
+  },
+  {
+    module: "domain/netbox/engine/paging.ts",
+    what: "&& → ||",
+    line: "return Number.isFinite(low) && Number.isFinite(high) ? [low, high] : null;",
+    why: "a range open on one side is infinitely wide, and spanPage's width test answers null " +
+      "for it just after (an issue22l survivor)",
+  },
+  {
+    module: "domain/netbox/engine/paging.ts",
+    what: "remove line",
+    line: "if (high < low) return { count: 0, records: [], limit, offset };",
+    why: "an empty range: the loop after it adds no id, and the records of no ids are none: the " +
+      "same empty page, with no KV read either way (the store answers no ids without one; an " +
+      "issue22l survivor)",
+  },
 ];

@@ -1,0 +1,100 @@
+/**
+ * References at their edges, through HTTP as pynetbox and Ansible send them: a list ordered by a
+ * foreign key whose targets tie on their first ordering field, a filter named like a reference
+ * that names none, and a many-to-many list holding an item that is no reference
+ * (docs/api-behaviour.md, docs/netbox-rules.md).
+ */
+import assert from "node:assert/strict";
+import { setup } from "./_setup.ts";
+import { world } from "./_world.ts";
+
+Deno.test("a list ordered by a foreign key breaks a tie of its targets' names by their id, as NetBox's related ordering (name, then pk) does", async () => {
+  const inv = await setup();
+  try {
+    const w = await world(inv);
+    const other = await w.post("/api/virtualization/clusters/", {
+      name: "c2",
+      type: (await inv.call("GET", "/api/virtualization/cluster-types/?slug=pve")).body.results[0]
+        .id,
+    });
+    // Two VMs named alike in two clusters: the first made has the lower id.
+    const low = await w.post("/api/virtualization/virtual-machines/", {
+      name: "same",
+      cluster: w.cluster,
+    });
+    const high = await w.post("/api/virtualization/virtual-machines/", {
+      name: "same",
+      cluster: other,
+    });
+    // The interface of the higher-id VM is made first, so its own id is the lower one: an
+    // ordering that dropped the targets' id would answer it first.
+    const onHigh = await w.post("/api/virtualization/interfaces/", {
+      virtual_machine: high,
+      name: "eth9",
+    });
+    const onLow = await w.post("/api/virtualization/interfaces/", {
+      virtual_machine: low,
+      name: "eth9",
+    });
+    for (
+      const [ordering, want] of [
+        ["virtual_machine", [onLow, onHigh]],
+        ["-virtual_machine", [onHigh, onLow]],
+      ] as const
+    ) {
+      const r = await inv.call(
+        "GET",
+        `/api/virtualization/interfaces/?name=eth9&ordering=${ordering}`,
+      );
+      assert.equal(r.status, 200, JSON.stringify(r.body));
+      assert.deepEqual(
+        r.body.results.map((i: { id: number }) => i.id),
+        want,
+        `ordering=${ordering}`,
+      );
+    }
+  } finally {
+    inv.close();
+  }
+});
+
+Deno.test("a filter named like a reference's id that names no reference is ignored, as NetBox ignores unknown filters", async () => {
+  const inv = await setup();
+  try {
+    await world(inv);
+    const all = await inv.call("GET", "/api/virtualization/virtual-machines/");
+    assert.equal(all.body.count, 2);
+    for (const query of ["no_such_field_id=1", "nothing_id=abc", "status_id=1"]) {
+      const r = await inv.call("GET", `/api/virtualization/virtual-machines/?${query}`);
+      assert.equal(r.status, 200, `${query}: ${JSON.stringify(r.body)}`);
+      assert.equal(r.body.count, 2, query);
+      assert.deepEqual(
+        r.body.results.map((vm: { name: string }) => vm.name),
+        ["vm1", "vm2"],
+        query,
+      );
+    }
+  } finally {
+    inv.close();
+  }
+});
+
+Deno.test("a many-to-many list holding an item that is no reference is refused under its field, and nothing is written", async () => {
+  const inv = await setup();
+  try {
+    const group = await inv.created("/api/tenancy/contact-groups/", { name: "ops", slug: "ops" });
+    for (const item of ["abc", [group.id], 1.5e300]) {
+      const r = await inv.call("POST", "/api/tenancy/contacts/", {
+        name: "alice",
+        groups: [group.id, item],
+      });
+      assert.equal(r.status, 400, `${JSON.stringify(item)}: ${JSON.stringify(r.body)}`);
+      assert.deepEqual(Object.keys(r.body), ["groups"], JSON.stringify(r.body));
+      assert.equal(typeof r.body.groups[0], "string", JSON.stringify(r.body));
+    }
+    const left = await inv.call("GET", "/api/tenancy/contacts/");
+    assert.equal(left.body.count, 0);
+  } finally {
+    inv.close();
+  }
+});
