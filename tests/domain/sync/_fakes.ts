@@ -202,6 +202,13 @@ export class FakeHypervisor implements HypervisorReader {
   }
 }
 
+/** The MAC the mock-like worlds of these tests give guest `vmid` (`BC:24:11:00:hh:ll`). */
+export function guestMac(vmid: number): string {
+  return `BC:24:11:00:${(vmid >> 8).toString(16).padStart(2, "0")}:${
+    (vmid & 255).toString(16).padStart(2, "0")
+  }`.toUpperCase();
+}
+
 /** A two-node cluster with three guests, enough for the first three stages. */
 export function smallCluster(): Record<string, unknown> {
   return {

@@ -6,7 +6,7 @@
  * `fields` as NetBox does (only those), so a field a stage uses without asking for it is missing.
  */
 import assert from "node:assert/strict";
-import { FakeHypervisor, FakeInventory, runGuestStages, smallCluster } from "./_fakes.ts";
+import { FakeHypervisor, FakeInventory, guestMac, runGuestStages, smallCluster } from "./_fakes.ts";
 import { SLICE, STATE_FIELDS } from "../../../domain/sync/guests.ts";
 
 /** A slice and a half: the first slice's reads of 500 parents go in five requests. */
@@ -18,9 +18,7 @@ function cluster() {
   const resources = [];
   for (let vmid = 1; vmid <= GUESTS; vmid++) {
     resources.push({ vmid, name: `vm-${vmid}`, node: "n1", type: "qemu", status: "running" });
-    const mac = `BC:24:11:00:${(vmid >> 8).toString(16).padStart(2, "0")}:${
-      (vmid & 255).toString(16).padStart(2, "0")
-    }`.toUpperCase();
+    const mac = guestMac(vmid);
     data[`/nodes/n1/qemu/${vmid}/config`] = {
       name: `vm-${vmid}`,
       memory: 1024,

@@ -7,7 +7,14 @@
  * flight together does not depend on the machine's load.
  */
 import assert from "node:assert/strict";
-import { FakeHypervisor, FakeInventory, GUEST_STAGES, LAB, smallCluster } from "./_fakes.ts";
+import {
+  FakeHypervisor,
+  FakeInventory,
+  GUEST_STAGES,
+  guestMac,
+  LAB,
+  smallCluster,
+} from "./_fakes.ts";
 import { SLICE } from "../../../domain/sync/guests.ts";
 import { SliceLogReads, SyncLedger } from "../../../domain/sync/ledger.ts";
 import { runSync } from "../../../domain/sync/runner.ts";
@@ -22,9 +29,7 @@ function cluster() {
   const resources = [];
   for (let vmid = 1; vmid <= GUESTS; vmid++) {
     resources.push({ vmid, name: `vm-${vmid}`, node: "n1", type: "qemu", status: "running" });
-    const mac = `BC:24:11:00:${(vmid >> 8).toString(16).padStart(2, "0")}:${
-      (vmid & 255).toString(16).padStart(2, "0")
-    }`.toUpperCase();
+    const mac = guestMac(vmid);
     data[`/nodes/n1/qemu/${vmid}/config`] = {
       name: `vm-${vmid}`,
       memory: 1024,

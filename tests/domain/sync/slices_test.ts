@@ -4,7 +4,13 @@
  * inventory to find one slice's objects. Over in-memory fakes of the two ports (no sockets).
  */
 import assert from "node:assert/strict";
-import { FakeHypervisor, FakeInventory, runGuestStages as run, smallCluster } from "./_fakes.ts";
+import {
+  FakeHypervisor,
+  FakeInventory,
+  guestMac,
+  runGuestStages as run,
+  smallCluster,
+} from "./_fakes.ts";
 import { SLICE } from "../../../domain/sync/guests.ts";
 
 const VMS = "virtualization/virtual-machines/";
@@ -28,9 +34,7 @@ function bigCluster(
     const node = vmid % 2 ? "n1" : "n2";
     const name = names[vmid] ?? `vm-${vmid}`;
     resources.push({ vmid, name, node, type: "qemu", status: "running" });
-    const mac = `BC:24:11:00:${(vmid >> 8).toString(16).padStart(2, "0")}:${
-      (vmid & 255).toString(16).padStart(2, "0")
-    }`.toUpperCase();
+    const mac = guestMac(vmid);
     data[`/nodes/${node}/qemu/${vmid}/config`] = {
       name,
       memory: 1024,
