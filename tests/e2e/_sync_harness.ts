@@ -4,6 +4,7 @@
  * itself: a backend key, the inventory copy (a real inventory token) and the mock as a
  * hypervisor copy. Helpers run sync routes and read the inventory as a NetBox client would.
  */
+import assert from "node:assert/strict";
 import type { TestDeps, TestOverrides } from "../_helpers.ts";
 import { call } from "../_process.ts";
 import { type Frame, readSse, serveApp } from "./_served_app.ts";
@@ -175,4 +176,15 @@ export class WaitingLogger extends MemoryLogger {
   next(message: string): Promise<LogLine> {
     return new Promise((resolve) => this.#waiters.push({ message, resolve }));
   }
+}
+
+/** A run's result wrote nothing and failed nothing: what a run right after a settled one sees. */
+export function assertNothingWritten(result: Record<string, unknown>, message: string): void {
+  const { created, updated, deleted, failed } = result;
+  assert.deepEqual({ created, updated, deleted, failed }, {
+    created: 0,
+    updated: 0,
+    deleted: 0,
+    failed: 0,
+  }, message);
 }

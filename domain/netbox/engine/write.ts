@@ -602,8 +602,7 @@ export async function updateMany(
     const committed = new Set(outcome.committed.map((w) => w.id));
     done.push(...prepared.filter((p) => committed.has(p.draft.id)));
     if (outcome.error !== undefined) throw outcome.error;
-    const conflict = outcome.failed;
-    if (conflict) {
+    if (outcome.failed) {
       if (committed.size === 0) {
         attempt++;
         // Writers contending for one record: back off a little (jittered) before retrying.

@@ -202,8 +202,7 @@ async function syncSlice(
   });
   track(LEDGER_MODELS.vmInterface, ifaces.objects);
   const made = madeThisRun(ctx, PATHS.vmInterfaces);
-  const before = new Set([...existing.values()].map((i) => i.id));
-  for (const iface of ifaces.objects.values()) if (!before.has(iface.id)) made.add(iface.id);
+  for (const [key, iface] of ifaces.objects) if (!existing.has(key)) made.add(iface.id);
 
   // MAC addresses, one per interface, made the interface's primary MAC. An interface the
   // inventory refused (reported above) has none: the other guests' MACs are written all the same.
