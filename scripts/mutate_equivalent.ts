@@ -2833,13 +2833,6 @@ export const EQUIVALENT: Equivalent[] = [
       "idSpan's bounds only choose which ids a span page reads: every condition is tested on the records after, so one id more is read in the same batch and left out (an issue22j survivor)",
   },
   {
-    module: "domain/netbox/engine/paging.ts",
-    what: "remove line",
-    line: 'if (cond.kind === "none") return { ids: new Set(), covered: true };',
-    why:
-      "no filter of the engine or the models builds a condition of kind none (grep finds none): the line is never reached (an issue22j survivor)",
-  },
-  {
     module: "domain/sync/plan.ts",
     what: "|| → &&",
     line:

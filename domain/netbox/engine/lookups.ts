@@ -55,8 +55,6 @@ export function isPatternCondition(cond: Condition): boolean {
 
 function bareTest(cond: Condition): (r: StoredObject) => boolean {
   switch (cond.kind) {
-    case "none":
-      return () => false;
     case "ids":
       return (r) => cond.ids.has(r.id);
     case "predicate":

@@ -161,9 +161,6 @@ function listKey(conditions: Condition[], ordering: Ordering): string | null {
       case "cf":
         parts.push(["cf", c.name, c.lookup, c.values]);
         break;
-      case "none":
-        parts.push(["none"]);
-        break;
     }
   }
   return JSON.stringify([parts, ordering]);
@@ -349,7 +346,6 @@ async function candidates(
   };
   const reads: IndexRead[] = [];
   for (const cond of conditions) {
-    if (cond.kind === "none") return { ids: new Set(), covered: true };
     if (cond.kind === "ids") {
       intersect(cond.ids);
       continue;

@@ -98,8 +98,7 @@ export type Condition =
      * test needs of other models for those records only (a search across a foreign key).
      */
     prepare?: (records: readonly StoredObject[]) => Promise<void>;
-  }
-  | { kind: "none" };
+  };
 
 export function splitList(values: string[]): string[] {
   return values.flatMap((v) => v.split(",")).map((v) => v.trim()).filter((v) => v !== "");
