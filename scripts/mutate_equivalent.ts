@@ -2421,7 +2421,7 @@ export const EQUIVALENT: Equivalent[] = [
   {
     module: "domain/netbox/engine/write.ts",
     what: "?? → ||",
-    line: "errors: again.map((e) => e ?? {}),",
+    line: "errors: again.map((e) => e ?? {})",
     why: "the left side is an object or absent, never a falsy value: `||` picks the same side",
   },
   {

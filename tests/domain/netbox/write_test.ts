@@ -1,0 +1,192 @@
+/**
+ * Creates and updates through the engine's API when a write spans several atomics and the store
+ * refuses or fails one of them (domain/netbox/engine/write.ts): a storage failure reaches the
+ * caller (never a false success) and a create leaves nothing behind; an update whose id names no
+ * object is refused at that item; one that keeps meeting concurrent writes gives up with a
+ * conflict. Faults are planted at the real KV store's commit, counted per write of the model.
+ */
+import assert from "node:assert/strict";
+import { ModelEngine } from "../../../domain/netbox/engine.ts";
+import type { ModelDef } from "../../../domain/netbox/types.ts";
+import { MemoryLogger } from "../../../infra/logger.ts";
+import { KvModelStore } from "../../../storage/kv/models.ts";
+import type { CommitResult, ObjectWrite } from "../../../storage/ports.ts";
+
+const MODEL = "test.item";
+
+const ITEM: ModelDef = {
+  app: "test",
+  model: "item",
+  verbose: "item",
+  path: "test/items/",
+  fields: {
+    name: { type: "string", required: true },
+    note: { type: "string" },
+  },
+  unique: [{ fields: ["name"] }],
+  brief: ["name"],
+};
+
+/**
+ * What the store does with the model's next commits, in order: null commits as usual, "throw"
+ * fails in storage, "refuse" answers a failed check (a concurrent write), a function runs first
+ * (a concurrent writer's turn) and then the commit is refused. Commits past the list: as usual.
+ */
+type Fault = null | "throw" | "refuse" | (() => Promise<unknown>);
+
+class FaultyStore extends KvModelStore {
+  faults: Fault[] = [];
+  /** Refuse every commit of the model (a record some writer keeps changing). */
+  refuseAll = false;
+  commits = 0;
+  override async commit(writes: readonly ObjectWrite[]): Promise<CommitResult> {
+    if (!writes.some((w) => w.model === MODEL)) return await super.commit(writes);
+    this.commits++;
+    // Taken before any await: the groups of one write are handed over in order.
+    const fault = this.faults.shift() ?? null;
+    if (fault === "throw") throw new Error("storage unavailable");
+    if (fault === "refuse") return { ok: false };
+    if (this.refuseAll) {
+      // A retry loop without end fails here at once rather than when the test times out.
+      if (this.commits > 20) throw new Error("retried without end");
+      return { ok: false };
+    }
+    if (fault) {
+      await fault();
+      return { ok: false };
+    }
+    return await super.commit(writes);
+  }
+}
+
+async function engine() {
+  const kv = await Deno.openKv(":memory:");
+  const store = new FaultyStore(kv);
+  const e = new ModelEngine({ store, logger: new MemoryLogger(), now: Date.now }).register(ITEM);
+  return { kv, store, e };
+}
+
+/** More items than one atomic takes (an update checks each record's version: 100 checks). */
+const MANY = 150;
+const items = (prefix: string) =>
+  Array.from({ length: MANY }, (_, i) => ({ name: `${prefix}-${i}` }));
+
+async function names(e: ModelEngine): Promise<string[]> {
+  return (await e.find(MODEL)).map((r) => String(r.name)).sort();
+}
+
+async function made(e: ModelEngine, prefix: string) {
+  const r = await e.createMany(MODEL, items(prefix));
+  assert.ok(r.ok, JSON.stringify(r).slice(0, 300));
+  return r.value;
+}
+
+Deno.test("write: a create whose second atomic fails in storage rejects with that error and leaves no object of it", async () => {
+  const { kv, store, e } = await engine();
+  try {
+    store.faults = [null, "throw"];
+    await assert.rejects(() => e.createMany(MODEL, items("a")), /storage unavailable/);
+    assert.ok(store.commits >= 2, `${store.commits} commits`);
+    assert.deepEqual(await names(e), [], "the group that committed was undone");
+    // The names are free again: the same create passes.
+    await made(e, "a");
+    assert.equal((await names(e)).length, MANY);
+  } finally {
+    kv.close();
+  }
+});
+
+Deno.test("write: a create whose name a concurrent writer took before its second atomic is refused at that item, as validation would, and leaves nothing", async () => {
+  const { kv, store, e } = await engine();
+  try {
+    const last = `a-${MANY - 1}`;
+    store.faults = [null, () => e.insert(MODEL, { name: last })];
+    const r = await e.createMany(MODEL, items("a"));
+    assert.ok(!r.ok && r.reason === "invalid", JSON.stringify(r).slice(0, 300));
+    const errors = r.errors as Array<Record<string, string[]>>;
+    assert.equal(errors.length, MANY);
+    assert.deepEqual(errors[MANY - 1], { name: ["item with this name already exists."] });
+    assert.deepEqual(errors.slice(0, MANY - 1).filter((x) => Object.keys(x).length), []);
+    assert.deepEqual(await names(e), [last], "the concurrent writer's object alone");
+  } finally {
+    kv.close();
+  }
+});
+
+Deno.test("write: an update whose second atomic fails in storage rejects with that error, never answers success", async () => {
+  const { kv, store, e } = await engine();
+  try {
+    const all = await made(e, "a");
+    store.faults = [null, "throw"];
+    await assert.rejects(
+      () => e.updateMany(MODEL, all.map((r) => ({ id: r.id, data: { note: "x" } })), true),
+      /storage unavailable/,
+    );
+  } finally {
+    kv.close();
+  }
+});
+
+Deno.test("write: an update naming an id no object has is refused at that item, and nothing is written", async () => {
+  const { kv, e } = await engine();
+  try {
+    const a = await e.insert(MODEL, { name: "a" });
+    assert.ok(a.ok);
+    const r = await e.updateMany(MODEL, [
+      { id: a.value.id, data: { note: "changed" } },
+      { id: a.value.id + 1000, data: { note: "changed" } },
+    ], true);
+    assert.deepEqual(r, {
+      ok: false,
+      reason: "invalid",
+      errors: [{}, { id: [`Object with id ${a.value.id + 1000} does not exist.`] }],
+    });
+    assert.equal((await e.get(MODEL, a.value.id))?.note, a.value.note);
+  } finally {
+    kv.close();
+  }
+});
+
+Deno.test("write: an update retried after a concurrent write, whose object was deleted meanwhile, answers a conflict", async () => {
+  const { kv, store, e } = await engine();
+  try {
+    const all = await made(e, "a");
+    const gone = all[MANY - 1];
+    // The first group commits; the second meets a concurrent delete of one of its objects.
+    store.faults = [null, () => e.deleteMany(MODEL, [gone.id])];
+    const r = await e.updateMany(
+      MODEL,
+      all.map((x) => ({ id: x.id, data: { note: "x" } })),
+      true,
+    );
+    assert.deepEqual(r, {
+      ok: false,
+      reason: "conflict",
+      detail: "The objects were changed concurrently; please retry.",
+    });
+    assert.equal(await e.get(MODEL, gone.id), null);
+  } finally {
+    kv.close();
+  }
+});
+
+Deno.test("write: an update whose every commit meets a concurrent write gives up with a conflict, unchanged", async () => {
+  const { kv, store, e } = await engine();
+  try {
+    const a = await e.insert(MODEL, { name: "a", note: "before" });
+    assert.ok(a.ok);
+    store.refuseAll = true;
+    store.commits = 0;
+    const r = await e.updateMany(MODEL, [{ id: a.value.id, data: { note: "after" } }], true);
+    assert.deepEqual(r, {
+      ok: false,
+      reason: "conflict",
+      detail: "The object was changed concurrently; please retry.",
+    });
+    assert.equal(store.commits, 8, "eight attempts, then the answer");
+    store.refuseAll = false;
+    assert.equal((await e.get(MODEL, a.value.id))?.note, "before");
+  } finally {
+    kv.close();
+  }
+});
