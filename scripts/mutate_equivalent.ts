@@ -391,12 +391,6 @@ export const EQUIVALENT: Equivalent[] = [
     why: "every resolved field (config_context, a cluster's allocated_*, NetBox 4.6's nested " +
       "lists) is declared readOnly as well, which the same line skips",
   },
-  {
-    module: "domain/netbox/engine/patch.ts",
-    what: "return null → undefined",
-    line: "if (!current) return null;",
-    why: "every caller of patchStored tests the result for truth or with ??, never against null",
-  },
 
   {
     module: "domain/netbox/engine/paging.ts",
@@ -2631,18 +2625,6 @@ export const EQUIVALENT: Equivalent[] = [
     line: "(options.hooks !== false && def.afterSave !== undefined);",
     why: "no caller writes with hooks: false, so options.hooks is undefined or true here and " +
       "!== true reads as !== false (the create's reread above, the same)",
-  },
-  {
-    module: "domain/netbox/engine/write.ts",
-    what: "< → <=",
-    line: "for (let attempt = 0; attempt < 8;) {",
-    why: "one retry more after eight lost contentions for the same records: no request meets it",
-  },
-  {
-    module: "domain/netbox/engine/patch.ts",
-    what: "< → <=",
-    line: "for (let attempt = 0; attempt < 50; attempt++) {",
-    why: "one retry more after fifty lost contentions for one record: no request meets it",
   },
   {
     module: "domain/netbox/engine/paging.ts",
