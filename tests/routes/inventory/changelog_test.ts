@@ -4,6 +4,8 @@
  * never carrying secrets, and bounded (docs/api-behaviour.md, Inventory: change log).
  */
 import assert from "node:assert/strict";
+import { keys } from "../../../storage/kv/keys.ts";
+import { KvModelStore, storedSize } from "../../../storage/kv/models.ts";
 import { type Inv, setup } from "./_setup.ts";
 
 const CHANGES = "/api/core/object-changes/";
@@ -402,6 +404,122 @@ Deno.test("changelog: an update of a large object keeps its whole prechange_data
     assert.equal(entry.prechange_data.comments, comments);
     assert.deepEqual(entry.prechange_data.custom_fields, { notes });
     assert.deepEqual({ ...entry.prechange_data, description: "moved" }, entry.postchange_data);
+  } finally {
+    inv.close();
+  }
+});
+
+Deno.test("changelog: an entry too large for the store keeps what fits, the update's pre-data first, the new data last; the write stands", async () => {
+  const inv = await setup();
+  try {
+    // Two copies of 35,000 characters (the old comments as pre-data, the new ones in the new
+    // data) pass the store's record limit (60,000): the pre-data goes, the new data stays.
+    const id = (await inv.created("/api/dcim/sites/", {
+      name: "AMS1",
+      slug: "ams1",
+      comments: "a".repeat(35_000),
+    })).id;
+    const comments = "b".repeat(35_000);
+    const patched = await inv.call("PATCH", `/api/dcim/sites/${id}/`, { comments });
+    assert.equal(patched.status, 200, JSON.stringify(patched.body).slice(0, 300));
+    const update = await inv.call(
+      "GET",
+      `${CHANGES}?changed_object_type=dcim.site&changed_object_id=${id}&action=update`,
+    );
+    assert.equal(update.body.count, 1);
+    const [entry] = update.body.results;
+    assert.equal(entry.prechange_data, null, JSON.stringify(entry).slice(0, 300));
+    assert.equal(entry.postchange_data?.comments, comments, JSON.stringify(entry).slice(0, 300));
+    assert.equal(entry.postchange_data.name, "AMS1");
+
+    // The largest site the store takes (found by asking: a refusal writes nothing): its entry,
+    // the stored fields and the entry's own, passes the limit even with no pre-data, and is
+    // kept without its new data.
+    let [fits, refused] = [50_000, 60_000];
+    while (refused - fits > 1) {
+      const size = Math.floor((fits + refused) / 2);
+      const r = await inv.call("POST", "/api/dcim/sites/", {
+        name: "BIG",
+        slug: "big",
+        comments: "c".repeat(size),
+      });
+      if (r.status === 201) {
+        assert.equal((await inv.call("DELETE", `/api/dcim/sites/${r.body.id}/`)).status, 204);
+        fits = size;
+      } else {
+        assert.equal(r.status, 400, JSON.stringify(r.body).slice(0, 300));
+        refused = size;
+      }
+    }
+    const big = await inv.created("/api/dcim/sites/", {
+      name: "BIG",
+      slug: "big",
+      comments: "c".repeat(fits),
+    });
+    assert.equal((await inv.call("GET", `/api/dcim/sites/${big.id}/`)).body.comments.length, fits);
+    const made = await inv.call(
+      "GET",
+      `${CHANGES}?changed_object_type=dcim.site&changed_object_id=${big.id}&action=create`,
+    );
+    assert.equal(made.body.count, 1, JSON.stringify(made.body).slice(0, 300));
+    const [create] = made.body.results;
+    assert.deepEqual(
+      [create.object_repr, create.prechange_data, create.postchange_data],
+      ["BIG", null, null],
+    );
+  } finally {
+    inv.close();
+  }
+});
+
+Deno.test("changelog: an entry of exactly the store's record limit keeps its pre-data and its new data", async () => {
+  const inv = await setup();
+  try {
+    // The stored entry, as the store measures it (its record limit counts the same bytes).
+    const stored = async (id: number) => {
+      const e = await inv.deps.kv.get(keys.inventoryObject("core.objectchange", id));
+      assert.ok(e.value, `entry ${id}`);
+      return { size: storedSize(e.value), entry: e.value as Record<string, unknown> };
+    };
+    const lastEntry = async () =>
+      (await inv.call("GET", `${CHANGES}?limit=1`)).body.results[0].id as number;
+    // A site's create entry, then its update's (one short field changed), measured at one
+    // comments length; every id stays one digit, so each entry grows by exactly one byte per
+    // character of comments.
+    const probe = await inv.created("/api/dcim/sites/", {
+      name: "s1",
+      slug: "s1",
+      comments: "c".repeat(40_000),
+    });
+    const createSize = (await stored(await lastEntry())).size;
+    await inv.call("PATCH", `/api/dcim/sites/${probe.id}/`, { description: "moved" });
+    const updateSize = (await stored(await lastEntry())).size;
+    const limit = new KvModelStore(inv.deps.kv).maxRecordBytes;
+
+    const made = await inv.created("/api/dcim/sites/", {
+      name: "s2",
+      slug: "s2",
+      comments: "c".repeat(40_000 + limit - createSize),
+    });
+    const create = await stored(await lastEntry());
+    assert.equal(create.size, limit);
+    assert.equal((create.entry.postchange_data as { name?: string } | null)?.name, "s2");
+
+    const edited = await inv.created("/api/dcim/sites/", {
+      name: "s3",
+      slug: "s3",
+      comments: "c".repeat(40_000 + limit - updateSize),
+    });
+    await inv.call("PATCH", `/api/dcim/sites/${edited.id}/`, { description: "moved" });
+    const update = await stored(await lastEntry());
+    assert.equal(update.size, limit);
+    const [entry] = (await inv.call(
+      "GET",
+      `${CHANGES}?changed_object_id=${edited.id}&changed_object_type=dcim.site&action=update`,
+    )).body.results;
+    assert.deepEqual(entry.prechange_data?.description, "", JSON.stringify(entry).slice(0, 300));
+    assert.equal(entry.postchange_data?.description, "moved");
+    assert.equal(entry.postchange_data.comments.length, 40_000 + limit - updateSize);
   } finally {
     inv.close();
   }
