@@ -86,6 +86,27 @@ export class AuthCache {
 }
 
 /**
+ * The part of `authenticate` that needs no storage: a locked-out address, or a key the cache
+ * verified a moment ago. Synchronous, so a busy client's request (and an authenticated 404)
+ * costs no digest, no storage read and no extra await; null when storage must decide.
+ */
+export function authenticateKnown(
+  lockout: Lockout,
+  ip: string | null,
+  presented: string | undefined,
+  cache?: AuthCache,
+): AuthOutcome | null {
+  const locked = ip === null ? 0 : lockout.secondsLocked(ip);
+  if (locked > 0) {
+    return { ok: false, reason: "locked_out", detail: texts.lockedOut, retryAfter: locked };
+  }
+  const cached = presented ? cache?.get(presented) : null;
+  if (!cached) return null;
+  if (ip !== null) lockout.clear(ip);
+  return { ok: true, record: cached };
+}
+
+/**
  * Decides one authentication attempt and keeps the per-IP lockout in step with it.
  *
  * Only a presented key that is wrong, deactivated or deleted counts as a failure: a request
@@ -99,15 +120,8 @@ export async function authenticate(
   presented: string | undefined,
   cache?: AuthCache,
 ): Promise<AuthOutcome> {
-  const locked = ip === null ? 0 : lockout.secondsLocked(ip);
-  if (locked > 0) {
-    return { ok: false, reason: "locked_out", detail: texts.lockedOut, retryAfter: locked };
-  }
-  const cached = presented ? cache?.get(presented) : null;
-  if (cached) {
-    if (ip !== null) lockout.clear(ip);
-    return { ok: true, record: cached };
-  }
+  const known = authenticateKnown(lockout, ip, presented, cache);
+  if (known) return known;
   // The header value is compared exactly: spaces and newlines count (docs/api-behaviour.md,
   // Backend: authentication).
   const { claimed, record } = await store.lookup(await digestKey(presented ?? ""));

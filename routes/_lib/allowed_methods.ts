@@ -64,8 +64,12 @@ function tableOf(routes: readonly RouteEntry[]): Table {
 
 export function allowedMethods(routes: readonly RouteEntry[], path: string): string[] {
   const table = tableOf(routes);
+  const named = table.bySegment.get(firstSegment(path));
+  // The common 404: no route starts with this segment, none with a parameter. Answered without
+  // building anything (an unknown path costs what /health costs: issue 25's ratio, bench/).
+  if (!named && table.anySegment.length === 0) return [];
   const methods = new Set<string>();
-  for (const list of [table.bySegment.get(firstSegment(path)) ?? [], table.anySegment]) {
+  for (const list of [named ?? [], table.anySegment]) {
     for (const { method, pattern } of list) if (pattern.test(path)) methods.add(method);
   }
   if (methods.has("GET")) methods.add("HEAD");

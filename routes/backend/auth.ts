@@ -1,5 +1,11 @@
 import type { Context, MiddlewareHandler } from "hono";
-import { authenticate, publicRecord } from "../../domain/api_keys.ts";
+import {
+  authenticate,
+  authenticateKnown,
+  type PublicKeyRecord,
+  publicRecord,
+} from "../../domain/api_keys.ts";
+import type { ApiKeyRecord } from "../../storage/ports.ts";
 import { clientIp } from "../_lib/client_ip.ts";
 import { authError } from "./errors.ts";
 import type { BackendEnv, BackendServices } from "./context.ts";
@@ -47,6 +53,14 @@ export async function presentsValidKey(
 /** Runs before routing, so unknown paths are authenticated too and never leak a 404. */
 export function apiKeyAuth(services: BackendServices): MiddlewareHandler<BackendEnv> {
   const { keys, lockout, deps, authCache } = services;
+  // One frozen public view per verified record: the cache hands back the same record object for
+  // each request of a busy client, so its view is made once, not once per request.
+  const views = new WeakMap<ApiKeyRecord, PublicKeyRecord>();
+  const shown = (record: ApiKeyRecord) => {
+    let view = views.get(record);
+    if (!view) views.set(record, view = Object.freeze(publicRecord(record)));
+    return view;
+  };
   return async (c, next) => {
     c.set("apiKey", null);
     if (isExempt(c.req.method, c.req.path)) return next();
@@ -56,15 +70,17 @@ export function apiKeyAuth(services: BackendServices): MiddlewareHandler<Backend
       return next();
     }
     const ip = c.env?.internal ? null : clientIp(c, deps.config.trustedProxies);
-    const outcome = await authenticate(keys, lockout, ip, c.req.header(API_KEY_HEADER), authCache);
+    const sent = c.req.header(API_KEY_HEADER);
+    const outcome = authenticateKnown(lockout, ip, sent, authCache) ??
+      await authenticate(keys, lockout, ip, sent, authCache);
     if (outcome.ok) {
-      c.set("apiKey", publicRecord(outcome.record));
+      c.set("apiKey", shown(outcome.record));
       return next();
     }
     const refused = authError(outcome);
     // The detail is the contract's own text; a call that sent no key at all is also told where
     // the key goes (docs/api-behaviour.md, Backend: authentication).
-    const body = outcome.reason === "invalid_key" && c.req.header(API_KEY_HEADER) === undefined
+    const body = outcome.reason === "invalid_key" && sent === undefined
       ? { ...refused.body, hint: `Send the backend API key in the ${API_KEY_HEADER} header.` }
       : refused.body;
     return c.json(body, refused.status, refused.headers);

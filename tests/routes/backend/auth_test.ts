@@ -192,6 +192,53 @@ Deno.test("auth: unknown paths are authenticated before routing (no 404 leak)", 
   assert.deepEqual(await found.json(), { detail: "Not Found" });
 });
 
+/** A KV handle counting reads (get, getMany, list) of the API keys' part of the store. */
+function keyReadsOf(kv: Deno.Kv) {
+  const reads = { count: 0 };
+  const isKeys = (key: unknown) =>
+    Array.isArray(key) && key[0] === "backend" && key[1] === "api_keys";
+  const counted = new Proxy(kv, {
+    get(target, prop) {
+      const value = Reflect.get(target, prop, target);
+      if (typeof value !== "function") return value;
+      if (prop !== "get" && prop !== "getMany" && prop !== "list") return value.bind(target);
+      return (...args: unknown[]) => {
+        const first = prop === "get"
+          ? args[0]
+          : prop === "getMany"
+          ? (args[0] as unknown[])[0]
+          : (args[0] as { prefix?: unknown }).prefix;
+        if (isKeys(first)) reads.count++;
+        return (value as (...a: unknown[]) => unknown).apply(target, args);
+      };
+    },
+  });
+  return { counted, reads };
+}
+
+Deno.test("auth: a key verified a moment ago is not read from the store again, on a route or an unknown path", async () => {
+  const { counted, reads } = keyReadsOf(await Deno.openKv(":memory:"));
+  await using h = await registered({}, { kv: counted });
+  const readsOf = async (path: string, status: number) => {
+    const before = reads.count;
+    const res = await h.call(path, { key: KEY });
+    assert.equal(res.status, status);
+    return { body: await res.json(), reads: reads.count - before };
+  };
+  // The first request looks the key up (one read), then lists the keys.
+  const first = await readsOf("/auth/keys", 200);
+  for (let i = 0; i < 3; i++) {
+    const unknown = await readsOf(`/no-such-route-${i}`, 404);
+    assert.deepEqual(unknown.body, { detail: "Not Found" });
+    assert.equal(unknown.reads, 0, `an authenticated 404 read the keys ${unknown.reads} times`);
+  }
+  const again = await readsOf("/auth/keys", 200);
+  assert.deepEqual(again.body, first.body);
+  assert.equal(again.body.keys[0].label, "first");
+  assert.equal("digest" in again.body.keys[0], false);
+  assert.equal(again.reads, first.reads - 1, `first ${first.reads}, again ${again.reads}`);
+});
+
 Deno.test("auth: X-Forwarded-For is believed only from a trusted proxy", async () => {
   await using h = await registered({ SERVICE_TRUSTED_PROXIES: "10.0.0.1" });
   // Untrusted peer: its forwarded header is ignored, so the peer itself gets locked.
