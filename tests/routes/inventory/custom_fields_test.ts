@@ -40,6 +40,42 @@ Deno.test("custom fields: a rename keeps the data, a new field's default fills e
   }
 });
 
+Deno.test("custom fields: an object's custom_fields come in the definitions' order, by weight (0 before the default 100), then name", async () => {
+  const inv = await setup();
+  try {
+    const w = await world(inv);
+    // The same definitions for VMs and clusters, made in two orders that are neither the answer's
+    // nor its reverse: a sort that took the weight-0 field's weight for the default 100 puts it
+    // after "gamma" in one or the other (the weight read on either side of the comparison).
+    const define = async (objectType: string, names: string[]) => {
+      const weights: Record<string, number> = { zeta: 0, alpha: 200, beta: 200 };
+      for (const name of names) {
+        await inv.created("/api/extras/custom-fields/", {
+          name: `${name}_${objectType.split(".")[1]}`,
+          object_types: [objectType],
+          type: "text",
+          ...(name in weights ? { weight: weights[name] } : {}),
+        });
+      }
+    };
+    await define("virtualization.virtualmachine", ["zeta", "beta", "gamma", "alpha"]);
+    await define("virtualization.cluster", ["beta", "gamma", "zeta", "alpha"]);
+    const order = (suffix: string) =>
+      ["zeta", "gamma", "alpha", "beta"].map((name) => `${name}_${suffix}`);
+    const vm = await inv.call("GET", `/api/virtualization/virtual-machines/${w.vm1}/`);
+    assert.deepEqual(Object.keys(vm.body.custom_fields), order("virtualmachine"));
+    const listed = await inv.call("GET", "/api/virtualization/virtual-machines/?ordering=id");
+    assert.equal(listed.body.results.length, 2);
+    for (const r of listed.body.results) {
+      assert.deepEqual(Object.keys(r.custom_fields), order("virtualmachine"));
+    }
+    const cluster = await inv.call("GET", `/api/virtualization/clusters/${w.cluster}/`);
+    assert.deepEqual(Object.keys(cluster.body.custom_fields), order("cluster"));
+  } finally {
+    inv.close();
+  }
+});
+
 Deno.test("custom field definitions: a broken regex or object type is a 400, not a silent no-op", async () => {
   const inv = await setup();
   try {
