@@ -435,13 +435,6 @@ export const EQUIVALENT: Equivalent[] = [
   },
   {
     module: "domain/netbox/engine/render.ts",
-    what: "|| → &&",
-    line: "if (!r || !registry.has(model) || depth >= 2) return this.nested(model, id, depth);",
-    why: "nestedWith renders the primary/OOB IP fields, which no brief form holds: it runs at " +
-      "depth 0 only, where `depth >= 2` is false either way (and every FK target is registered)",
-  },
-  {
-    module: "domain/netbox/engine/render.ts",
     what: "remove line",
     line: 'if (cf.type !== "object" && cf.type !== "multiobject") continue;',
     why: "only object fields hold a related type (any other is refused: `Integer fields may not " +
@@ -2089,13 +2082,6 @@ export const EQUIVALENT: Equivalent[] = [
   // The engine's issue22g draw (README, "Tests, benchmarks and mutation testing").
   {
     module: "domain/netbox/engine/render.ts",
-    what: "remove line",
-    line: "known.set(id, form);",
-    why: "the memo of a page's nested forms (nested and nestedWith): without it each row " +
-      "builds the same nested object again, equal field for field (CPU, no other answer)",
-  },
-  {
-    module: "domain/netbox/engine/render.ts",
     what: "&& → ||",
     line: '(id): id is number => typeof id === "number" && !known.has(id),',
     why: "object custom fields hold ids only (validated on write), so the mutant only reads " +
@@ -2852,5 +2838,12 @@ export const EQUIVALENT: Equivalent[] = [
     why: "an empty range: the loop after it adds no id, and the records of no ids are none: the " +
       "same empty page, with no KV read either way (the store answers no ids without one; an " +
       "issue22l survivor)",
+  },
+  {
+    module: "domain/netbox/engine/render.ts",
+    what: "remove line",
+    line: 'if (typeof id !== "number") return null;',
+    why: "a shortcut: a reference that is no number (null, an absent field) finds no record " +
+      "in the page's cache (keyed by number) nor in the memo, and answers null the same way",
   },
 ];

@@ -324,14 +324,17 @@ export class Renderer {
           this.briefPlan(tdef),
           [...known.values()].filter((r) => r !== null) as StoredObject[],
           page.cache,
-          1,
+          0,
         );
         page.forgetNested();
       }
       for (const o of out) {
         const data = o.custom_fields as Record<string, unknown> | undefined;
         if (!data || data[cf.name] === null || data[cf.name] === undefined) continue;
-        const nested = valuesOf(o).map((id) => page.nested(target, id, 1));
+        // Nested as a reference of the row itself (depth 0): NetBox 4.6 renders an object
+        // custom field as the target's brief form, whose own references (a VM interface's VM)
+        // show their brief forms too, not only id/url/display.
+        const nested = valuesOf(o).map((id) => page.nested(target, id, 0));
         data[cf.name] = cf.type === "object" ? nested[0] ?? null : nested.filter((x) => x !== null);
       }
     }

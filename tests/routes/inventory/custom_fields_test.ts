@@ -210,22 +210,19 @@ Deno.test("object custom fields whose target's brief nests a reference (a VM int
       custom_fields: { uplink: w.if2, links: [w.if1, w.if2] },
     });
     assert.equal(set.status, 200, JSON.stringify(set.body));
-    // Each interface in its brief form, its VM nested (read here down to the VM's id and name:
-    // the engine's third level shows {id, url, display}).
-    type Iface = { virtual_machine: { id: number; display: string } } & Record<string, unknown>;
-    const read = (i: Iface) => ({
-      ...i,
-      virtual_machine: [i.virtual_machine.id, i.virtual_machine.display],
-    });
-    const shown = (cfs: { uplink: Iface | null; links: Iface[] | null }) => ({
-      uplink: cfs.uplink && read(cfs.uplink),
-      links: cfs.links && cfs.links.map(read),
-    });
+    // Each interface in its brief form, its VM nested in its own brief form (name and
+    // description too), as NetBox 4.6 nests an object custom field's target.
     const brief = (iface: number, vm: number, vmName: string) => ({
       id: iface,
       url: `http://inv.test/api/virtualization/interfaces/${iface}/`,
       display: "net0",
-      virtual_machine: [vm, vmName],
+      virtual_machine: {
+        id: vm,
+        url: `http://inv.test/api/virtualization/virtual-machines/${vm}/`,
+        display: vmName,
+        name: vmName,
+        description: "",
+      },
       name: "net0",
       description: "",
     });
@@ -233,14 +230,12 @@ Deno.test("object custom fields whose target's brief nests a reference (a VM int
       uplink: brief(w.if2, w.vm2, "vm2"),
       links: [brief(w.if1, w.vm1, "vm1"), brief(w.if2, w.vm2, "vm2")],
     };
-    assert.deepEqual(shown(set.body.custom_fields), want);
+    assert.deepEqual(set.body.custom_fields, want);
     const detail = await inv.call("GET", path);
-    assert.deepEqual(shown(detail.body.custom_fields), want);
+    assert.deepEqual(detail.body.custom_fields, want);
     const listed = await inv.call("GET", "/api/virtualization/virtual-machines/?ordering=id");
     assert.deepEqual(
-      listed.body.results.map((r: { custom_fields: Parameters<typeof shown>[0] }) =>
-        shown(r.custom_fields)
-      ),
+      listed.body.results.map((r: { custom_fields: unknown }) => r.custom_fields),
       [want, { uplink: null, links: null }],
     );
   } finally {
