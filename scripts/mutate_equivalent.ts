@@ -2846,4 +2846,22 @@ export const EQUIVALENT: Equivalent[] = [
     why: "a shortcut: a reference that is no number (null, an absent field) finds no record " +
       "in the page's cache (keyed by number) nor in the memo, and answers null the same way",
   },
+  {
+    module: "domain/netbox/engine/paging.ts",
+    what: "remove line",
+    line: 'if (fields.every((o) => o.field === "id")) return null;',
+    why: "the one foreign key to a model ordered by id alone is an inventory endpoint's token " +
+      "(tokens: ordering id), and sorting by the related record's id gives the stored id's order; " +
+      "no registered model an FK names has no ordering (all checked). A list ordered by token is " +
+      "tested (reference_edges_test); an eng6p survivor",
+  },
+  {
+    module: "domain/netbox/engine/changelog.ts",
+    what: "remove line",
+    line: 'if (!written.ok) throw new Error("the change log\'s atomic failed");',
+    why: "the store's createWithFreshIds answers ok: false only when a unique claim is taken " +
+      "(storage/kv/models.ts: new records are not version-checked), and the change log model has " +
+      "no unique constraint: never false here; a KV failure throws and is caught below (an " +
+      "eng6p survivor: a squatting record at the next id was tried, and overwritten)",
+  },
 ];

@@ -257,7 +257,7 @@ function fkIds(records: readonly StoredObject[], field: string): Set<number> {
 /**
  * For a foreign key, the related model and the stored fields of its default ordering (Django
  * expands `order_by("<fk>")` into them); null for any other field, or a related model ordered
- * by id alone (the stored id then sorts as the related id would).
+ * by id alone or by nothing (the stored id then sorts as the related id would).
  */
 function relatedOrdering(
   core: EngineCore,
@@ -274,7 +274,8 @@ function relatedOrdering(
     o.field === "id" || o.field === "created" || o.field === "last_updated" ||
     (target.fields[o.field] && !target.fields[o.field].compute)
   );
-  if (fields.length === 0 || fields.every((o) => o.field === "id")) return null;
+  // True of an empty list too: a model with no ordering is ordered by id.
+  if (fields.every((o) => o.field === "id")) return null;
   return { model: f.model, fields };
 }
 

@@ -98,3 +98,51 @@ Deno.test("a many-to-many list holding an item that is no reference is refused u
     inv.close();
   }
 });
+
+Deno.test("a list ordered by a foreign key to a model ordered by id alone (an inventory endpoint's token) is in the targets' id order, those without one last", async () => {
+  const inv = await setup();
+  try {
+    const tokens: number[] = [];
+    for (const description of ["t1", "t2", "t3"]) {
+      tokens.push((await inv.created("/api/users/tokens/", { version: 1, description })).id);
+    }
+    const path = "/api/plugins/service/endpoints/inventory/";
+    // Made in an order that is neither the tokens' nor the names': ids, names and tokens each
+    // give another list. A v2 endpoint names no token.
+    const tokenOf: Record<string, number | null> = {
+      "nb-b": tokens[2],
+      "nb-c": tokens[0],
+      "nb-a": tokens[1],
+      "nb-v2": null,
+    };
+    const idOf: Record<string, number> = {};
+    for (const [name, token] of Object.entries(tokenOf)) {
+      const v2 = { token_version: "v2", token_key: "abc", token_secret: "s".repeat(40) };
+      idOf[name] = (await inv.created(path, {
+        name,
+        domain: "nb.local",
+        ...(token === null ? v2 : { token }),
+      })).id;
+    }
+    for (
+      const [ordering, want] of [
+        ["token", ["nb-c", "nb-a", "nb-b", "nb-v2"]],
+        ["-token", ["nb-v2", "nb-b", "nb-a", "nb-c"]],
+      ] as const
+    ) {
+      const r = await inv.call("GET", `${path}?ordering=${ordering}`);
+      assert.equal(r.status, 200, `ordering=${ordering}: ${JSON.stringify(r.body)}`);
+      assert.deepEqual(
+        r.body.results.map((e: { id: number; name: string; token: { id: number } | null }) => [
+          e.name,
+          e.id,
+          e.token?.id ?? null,
+        ]),
+        want.map((name) => [name, idOf[name], tokenOf[name]]),
+        `ordering=${ordering}`,
+      );
+    }
+  } finally {
+    inv.close();
+  }
+});
