@@ -1,7 +1,8 @@
 /**
  * References at their edges, through HTTP as pynetbox and Ansible send them: a list ordered by a
  * foreign key whose targets tie on their first ordering field, a filter named like a reference
- * that names none, and a many-to-many list holding an item that is no reference
+ * that names none, a many-to-many list holding an item that is no reference, and a reference by
+ * attributes given as a list
  * (docs/api-behaviour.md, docs/netbox-rules.md).
  */
 import assert from "node:assert/strict";
@@ -142,6 +143,31 @@ Deno.test("a list ordered by a foreign key to a model ordered by id alone (an in
         `ordering=${ordering}`,
       );
     }
+  } finally {
+    inv.close();
+  }
+});
+
+Deno.test("a reference by attributes whose value is a list matches nothing (NetBox compares it as its text), and nothing is written", async () => {
+  const inv = await setup();
+  try {
+    await world(inv);
+    for (
+      const [cluster, shown] of [
+        [{ name: ["c1"] }, "{'name': ['c1']}"],
+        [{ type: { slug: ["pve"] } }, "{'type__slug': ['pve']}"],
+      ] as const
+    ) {
+      const r = await inv.call("POST", "/api/virtualization/virtual-machines/", {
+        name: "vm9",
+        cluster,
+      });
+      assert.deepEqual([r.status, r.body], [400, {
+        cluster: [`Related object not found using the provided attributes: ${shown}`],
+      }]);
+    }
+    const left = await inv.call("GET", "/api/virtualization/virtual-machines/?name=vm9");
+    assert.equal(left.body.count, 0);
   } finally {
     inv.close();
   }
