@@ -61,6 +61,7 @@ function rows(w: World): Row[] {
     ["cluster", { type: { slug: "lxc" } }, w.c3],
     ["cluster", { type__slug: "lxc" }, w.c3],
     ["cluster", { type_id: w.lxc }, w.c3],
+    ["cluster", { type__id: w.lxc }, w.c3],
     ["cluster", { tenant: { slug: "acme" } }, w.c3],
     ["cluster", { name: "c2", tenant: null }, w.c2],
     ["cluster", { name: "c2", type: { slug: "pve" } }, w.c2],
