@@ -382,15 +382,6 @@ export const EQUIVALENT: Equivalent[] = [
     line: "const subject = (c.after ?? c.before)!;",
     why: "after is a stored record (an object) or null, never another falsy value",
   },
-  {
-    module: "domain/netbox/engine/changelog.ts",
-    what: "|| → &&",
-    line:
-      "if (f.compute || f.count || f.resolve || f.hidden || f.writeOnly || f.readOnly) continue;",
-    mutant: "f.resolve && f.hidden",
-    why: "every resolved field (config_context, a cluster's allocated_*, NetBox 4.6's nested " +
-      "lists) is declared readOnly as well, which the same line skips",
-  },
 
   {
     module: "domain/netbox/engine/paging.ts",

@@ -69,7 +69,8 @@ function relatedOf(model: string, r: StoredObject): [string | null, number | nul
 /**
  * NetBox's serialize_object: the stored fields (references as ids, tags as names, custom fields
  * as stored), without `id`, `created` and `last_updated`. Secrets (write-only), internal
- * (hidden) and engine-kept read-only fields such as a generated key are never copied.
+ * (hidden) and engine-kept read-only fields such as a generated key are never copied; counts and
+ * resolved fields (config_context, nested lists) are all declared read-only.
  */
 function snapshot(
   def: ModelDef,
@@ -78,7 +79,7 @@ function snapshot(
 ): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const [name, f] of Object.entries(def.fields)) {
-    if (f.compute || f.count || f.resolve || f.hidden || f.writeOnly || f.readOnly) continue;
+    if (f.compute || f.hidden || f.writeOnly || f.readOnly) continue;
     if (f.type === "gfk") continue; // its type and id fields are stored fields of their own
     out[name] = record[name] ?? null;
   }
