@@ -66,12 +66,8 @@ export async function deleteMany(
 ): Promise<WriteResult<null>> {
   const collected = await collectDeletion(core, model, ids, auth, options.skipMissing);
   if (!collected.ok) return collected;
-  if (options.ifMatch?.length) {
-    const { toDelete } = collected.plan;
-    const roots = ids.map((id) => toDelete.get(model)!.get(id)!);
-    if (!roots.every((r) => matchesIfMatch(r, options.ifMatch!))) return PRECONDITION_FAILED;
-    collected.plan.ifMatch = { model, ids, etags: options.ifMatch };
-  }
+  // executeDeletion checks the If-Match on a fresh read before it writes anything.
+  if (options.ifMatch?.length) collected.plan.ifMatch = { model, ids, etags: options.ifMatch };
   Object.assign(collected.plan, {
     change: options.change,
     messages: options.messages,
@@ -138,7 +134,6 @@ export async function collectDeletion(
         rel.field,
         rel.def.type === "gfk" ? `${m}:${record.id}` : record.id,
       );
-      if (dependents.length === 0) continue;
       if (rel.def.type === "m2m") {
         for (const d of dependents) {
           detach.push({ model: rel.model, id: d, field: rel.field, remove: record.id });
