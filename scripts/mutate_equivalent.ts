@@ -2855,4 +2855,55 @@ export const EQUIVALENT: Equivalent[] = [
       "no unique constraint: never false here; a KV failure throws and is caught below (an " +
       "eng6p survivor: a squatting record at the next id was tried, and overwritten)",
   },
+  {
+    module: "domain/netbox/engine/changelog.ts",
+    what: "> → >=",
+    line: "while (excess > 0 && budget > 0) {",
+    mutant: "excess >= 0",
+    why:
+      "with no excess the loop asks a page of min(0, 500) = 0 entries, which the store answers " +
+      "[] without reading the KV (storage/kv/models.ts page): the break after it ends the loop " +
+      "(as the && → || entry of this line; an eng6p survivor)",
+  },
+  {
+    module: "domain/netbox/engine/changelog.ts",
+    what: "remove line",
+    line: "if (expired.length === 0) break;",
+    why: "the age sweep runs right after the request's entries were written at the current time: " +
+      "the log is not empty and its newest entries are young, so a page with no expired entry " +
+      "still holds some, and the test below (expired < oldest) breaks the same way after an " +
+      "empty deleteEntries (no read, no commit; an eng6p survivor)",
+  },
+  {
+    module: "domain/netbox/engine/changelog.ts",
+    what: "remove line",
+    line: "if (expired.length < oldest.length) break;",
+    why: "entries are written in id and time order, so after a page's expired entries go, the " +
+      "next page starts with that page's young ones: it has no expired entry and the break " +
+      "above ends the sweep, one page read later (an eng6p survivor)",
+  },
+  {
+    module: "domain/netbox/engine/index_state.ts",
+    what: "<= → <",
+    line: 'return v !== "" && v.length <= store.maxIndexedLength;',
+    why: "every writer and reader of the value index asks this one function (stateOf, the " +
+      "paging plan, prepare's byIndex, write's batch reads, idsIndexed): a value of exactly the " +
+      "longest indexed length is then kept out of the index and found by a scan instead, the " +
+      "same answers (as the paging.ts entries for the same edge; an eng6p survivor)",
+  },
+  {
+    module: "domain/netbox/engine/index_state.ts",
+    what: "remove line",
+    line: "if (f.compute) continue;",
+    why: "a computed field is never stored (prepare.ts deletes it from every draft): the record " +
+      "holds nothing under its name, and add() and the list test skip an absent value (an " +
+      "eng6p survivor)",
+  },
+  {
+    module: "domain/netbox/engine/index_state.ts",
+    what: "remove line",
+    line: "if (shape) return shape;",
+    why: "the memo of a pure function of the model definition: computed again, the same sets " +
+      "(as the shapes.set entry; an eng6p survivor)",
+  },
 ];
