@@ -466,13 +466,6 @@ export const EQUIVALENT: Equivalent[] = [
       "above), so this boolean branch never runs",
   },
   {
-    module: "domain/netbox/engine/write.ts",
-    what: "false → true",
-    line: "const reread = options.hooks !== false && def.afterSave !== undefined;",
-    why: "only whether a create reads its records back: without hooks nothing changed them since " +
-      "the commit, so the answer is the same records (one read more or less)",
-  },
-  {
     module: "domain/netbox/engine/prepare.ts",
     what: "?? → ||",
     line: "for (const id of input.add ?? []) if (!out.includes(id)) out.push(id);",
@@ -2588,20 +2581,6 @@ export const EQUIVALENT: Equivalent[] = [
     line: 'error ??= result.reason ?? new Error("commit failed");',
     why: "error is undefined or a thrown error (an object, never falsy), and a commit rejects " +
       "with an Error: `||` picks the same side at both places",
-  },
-  {
-    module: "domain/netbox/engine/write.ts",
-    what: "false → true",
-    line: "if (options.hooks !== false && def.beforeSave) {",
-    why: "no caller writes with hooks: false, so options.hooks is undefined or true here and " +
-      "!== true reads as !== false",
-  },
-  {
-    module: "domain/netbox/engine/write.ts",
-    what: "false → true",
-    line: "(options.hooks !== false && def.afterSave !== undefined);",
-    why: "no caller writes with hooks: false, so options.hooks is undefined or true here and " +
-      "!== true reads as !== false (the create's reread above, the same)",
   },
   {
     module: "domain/netbox/engine/paging.ts",

@@ -361,12 +361,11 @@ export interface EngineApi {
   idsIndexed(model: string, field: string, values: readonly string[]): Promise<number[][] | null>;
   /** Creates through validation and hooks but bypassing readOnly and permissions. */
   insert(model: string, input: Record<string, unknown>): Promise<WriteResult<StoredObject>>;
-  /** Validated partial update bypassing readOnly and permissions; runs hooks unless told. */
+  /** Validated partial update bypassing readOnly and permissions, hooks run. */
   update(
     model: string,
     id: number,
     input: Record<string, unknown>,
-    options?: { hooks?: boolean },
   ): Promise<WriteResult<StoredObject>>;
   /**
    * Sets stored fields directly (no validation, no hooks; indexes kept right). For

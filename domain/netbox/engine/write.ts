@@ -34,8 +34,6 @@ import { danglingRefs } from "./references.ts";
 import { TAG_MODEL } from "./registry.ts";
 
 export interface WriteOptions {
-  /** Run beforeSave/afterSave hooks (default true). */
-  hooks?: boolean;
   /**
    * If-Match ETags (single updates): checked against the record read for the write, whose
    * commit is version-checked, so a concurrent edit in between is caught on the retry.
@@ -284,11 +282,10 @@ async function checkDrafts(
   core: EngineCore,
   def: ModelDef,
   prepared: Prepared[],
-  options: WriteOptions,
 ): Promise<FieldErrors[] | null> {
   const uniq = await checkUnique(core, def, prepared.map((p) => p.draft));
   if (uniq.some((e) => e !== null)) return uniq.map((e) => e ?? {});
-  if (options.hooks !== false && def.beforeSave) {
+  if (def.beforeSave) {
     for (const p of prepared) await def.beforeSave(p.draft, p.ctx);
   }
   const sizes = prepared.map((p) => sizeError(core, p.draft));
@@ -412,7 +409,7 @@ export async function createMany(
         : errors,
     };
   }
-  const refused = await checkDrafts(core, def, prepared, options);
+  const refused = await checkDrafts(core, def, prepared);
   if (refused) {
     return {
       ok: false,
@@ -481,16 +478,10 @@ export async function createMany(
     })),
   );
   const out: StoredObject[] = [];
-  const extras: Record<string, unknown> = {};
-  for (const p of prepared) {
-    if (options.hooks !== false) await afterSave(core, def, p.draft, p.ctx);
-    Object.assign(extras, p.ctx.responseExtras);
-  }
-  if (options.hooks !== false) {
-    await afterSaveBatch(core, def, prepared.map((p) => p.draft), "create");
-  }
+  for (const p of prepared) await afterSave(core, def, p.draft, p.ctx);
+  await afterSaveBatch(core, def, prepared.map((p) => p.draft), "create");
   // What was committed is the answer, unless a hook ran that may have changed it since.
-  const reread = options.hooks !== false && def.afterSave !== undefined;
+  const reread = def.afterSave !== undefined;
   const fresh = reread ? await core.store.getMany(model, prepared.map((p) => p.draft.id)) : [];
   const byId = new Map(fresh.map((r) => [r.id, r]));
   for (const p of prepared) out.push(byId.get(p.draft.id) ?? p.draft);
@@ -582,7 +573,7 @@ export async function updateMany(
         errors: await firstInOrder(core, def, records, errors),
       };
     }
-    const refused = await checkDrafts(core, def, prepared, options);
+    const refused = await checkDrafts(core, def, prepared);
     if (refused) {
       if (!options.bulkView) return { ok: false, reason: "invalid", errors: refused };
       const records = prepared.map((p) => p.ctx.existing ?? null);
@@ -645,18 +636,14 @@ export async function updateMany(
         message: p.message,
       })),
     );
-    for (const p of done) {
-      if (options.hooks !== false) await afterSave(core, def, p.draft, p.ctx);
-    }
-    if (options.hooks !== false) {
-      await afterSaveBatch(core, def, done.map((p) => p.draft), "update");
-    }
+    for (const p of done) await afterSave(core, def, p.draft, p.ctx);
+    await afterSaveBatch(core, def, done.map((p) => p.draft), "update");
     const order = inputs.map((i) => i.id).filter((id) => !missing.has(id));
     // The committed drafts are the answer unless something may have changed them since (a hook,
     // a dropped reference) or an id came twice.
     const written = new Map(done.map((p) => [p.draft.id, p.draft]));
     const reread = dangling.size > 0 || written.size !== order.length ||
-      (options.hooks !== false && def.afterSave !== undefined);
+      def.afterSave !== undefined;
     const fresh = reread
       ? await core.store.getMany(model, order)
       : order.map((id) => written.get(id)!);

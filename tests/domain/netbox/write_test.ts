@@ -59,11 +59,12 @@ class FaultyStore extends KvModelStore {
   }
 }
 
-async function engine() {
+async function engine(...more: ModelDef[]) {
   const kv = await Deno.openKv(":memory:");
   const store = new FaultyStore(kv);
-  const e = new ModelEngine({ store, logger: new MemoryLogger(), now: Date.now }).register(ITEM);
-  return { kv, store, e };
+  const logger = new MemoryLogger();
+  const e = new ModelEngine({ store, logger, now: Date.now }).register(ITEM, ...more);
+  return { kv, store, logger, e };
 }
 
 /** More items than one atomic takes (an update checks each record's version: 100 checks). */
@@ -186,6 +187,67 @@ Deno.test("write: an update whose every commit meets a concurrent write gives up
     assert.equal(store.commits, 8, "eight attempts, then the answer");
     store.refuseAll = false;
     assert.equal((await e.get(MODEL, a.value.id))?.note, "before");
+  } finally {
+    kv.close();
+  }
+});
+
+Deno.test("write: a model without save hooks is created and updated, one and many, with nothing logged", async () => {
+  const { kv, logger, e } = await engine();
+  try {
+    const one = await e.insert(MODEL, { name: "one" });
+    assert.ok(one.ok);
+    const many = await e.createMany(MODEL, [{ name: "a" }, { name: "b" }]);
+    assert.ok(many.ok);
+    const updated = await e.updateMany(
+      MODEL,
+      [one.value, ...many.value].map((r) => ({ id: r.id, data: { note: "n" } })),
+      true,
+    );
+    assert.ok(updated.ok);
+    assert.deepEqual(updated.value.map((r) => r.note), ["n", "n", "n"]);
+    assert.deepEqual(logger.lines, []);
+  } finally {
+    kv.close();
+  }
+});
+
+Deno.test("write: an after-save batch hook that throws is logged once per request, and the objects stand", async () => {
+  const batches: Array<[string, string[]]> = [];
+  const { kv, logger, e } = await engine({
+    ...ITEM,
+    model: "hooked",
+    path: "test/hooked/",
+    afterSaveBatch: (records, _engine, op) => {
+      batches.push([op, records.map((r) => String(r.name))]);
+      throw new Error("push failed");
+    },
+  });
+  try {
+    const made = await e.createMany("test.hooked", [{ name: "a" }, { name: "b" }]);
+    assert.ok(made.ok, JSON.stringify(made));
+    const updated = await e.updateMany(
+      "test.hooked",
+      made.value.map((r) => ({ id: r.id, data: { note: "n" } })),
+      true,
+    );
+    assert.ok(updated.ok, JSON.stringify(updated));
+    assert.deepEqual(batches, [["create", ["a", "b"]], ["update", ["a", "b"]]]);
+    assert.deepEqual(logger.at("error"), [
+      {
+        level: "error",
+        message: "after-save batch hook failed",
+        model: "test.hooked",
+        error: "push failed",
+      },
+      {
+        level: "error",
+        message: "after-save batch hook failed",
+        model: "test.hooked",
+        error: "push failed",
+      },
+    ]);
+    assert.deepEqual((await e.find("test.hooked")).map((r) => r.note), ["n", "n"]);
   } finally {
     kv.close();
   }
