@@ -411,13 +411,6 @@ export const EQUIVALENT: Equivalent[] = [
     why: "equal texts returned 0 two lines above: the tie-break only sees texts that differ",
   },
   {
-    module: "domain/netbox/engine/lookups.ts",
-    what: "=== → !==",
-    line: 'if (typeof a === "number" && typeof b === "number") return a - b;',
-    why: "naturalCompare is only called by the gt/gte/lt/lte lookups with a record value that is " +
-      "not a number and the query's text: neither test is ever true, both forms fall through",
-  },
-  {
     module: "domain/netbox/engine/render.ts",
     what: "|| → &&",
     line: 'if ((f.type !== "fk" && f.type !== "m2m") || !f.model) return null;',
@@ -457,13 +450,6 @@ export const EQUIVALENT: Equivalent[] = [
     line: "def.customFields !== false && plan.steps.includes(CUSTOM_FIELDS_STEP)",
     why: "only whether the custom field definitions are read: a plan without the custom_fields " +
       "step never looks at them, so the rows are the same (one read more)",
-  },
-  {
-    module: "domain/netbox/engine/lookups.ts",
-    what: "- → +",
-    line: 'if (typeof a === "boolean" && typeof b === "boolean") return Number(a) - Number(b);',
-    why: "naturalCompare's second argument is always the query's text (see the number branch " +
-      "above), so this boolean branch never runs",
   },
   {
     module: "domain/netbox/engine/prepare.ts",
@@ -2518,13 +2504,6 @@ export const EQUIVALENT: Equivalent[] = [
     line: 'typeof c.ids[0] === "number" && c.ids[0] > 0',
     why: "a reference filter's id of 0 is refused before (`Select a valid choice. 0 is not " +
       "one of the available choices.`); resolved names give positive ids",
-  },
-  {
-    module: "domain/netbox/engine/lookups.ts",
-    what: "false → true",
-    line: "return () => false;",
-    why: "the test of a condition of kind none: no filter of the engine or the models builds " +
-      "one (see paging.ts's line for it), so no record meets it",
   },
   {
     module: "domain/netbox/engine/index_state.ts",
