@@ -145,3 +145,51 @@ Deno.test("a store whose unnamed devices an earlier build keyed first lists them
     if (!second) first.close();
   }
 });
+
+Deno.test("a list of a model without an ordered index, ordered by another of its fields, answers in that order (VM interfaces, the change log)", async () => {
+  const inv = await setup();
+  try {
+    const cluster = (await inv.created("/api/virtualization/clusters/", {
+      name: "c",
+      type: (await inv.created("/api/virtualization/cluster-types/", { name: "T", slug: "t" })).id,
+    })).id;
+    const vm = async (name: string) =>
+      (await inv.created("/api/virtualization/virtual-machines/", { name, cluster })).id;
+    // Made in the reverse of their names' order: a list by VM id is no list by VM.
+    const two = await vm("two");
+    const one = await vm("one");
+    // VM interfaces are ordered by VM, then name: the model keeps no ordered index (one by VM
+    // would list them by the VMs' ids, not by the VMs, as NetBox's related ordering does).
+    for (const [machine, name] of [[one, "eth2"], [two, "eth0"], [one, "eth1"], [two, "eth2"]]) {
+      await inv.created("/api/virtualization/interfaces/", { virtual_machine: machine, name });
+    }
+    for (
+      const [ordering, want] of [
+        ["name", ["eth0", "eth1", "eth2 one", "eth2 two"]],
+        ["-name", ["eth2 two", "eth2 one", "eth1", "eth0"]],
+        ["virtual_machine", ["eth2 one", "eth1", "eth0", "eth2 two"]],
+        ["-virtual_machine", ["eth2 two", "eth0", "eth1", "eth2 one"]],
+      ] as const
+    ) {
+      const r = await inv.call("GET", `/api/virtualization/interfaces/?ordering=${ordering}`);
+      assert.equal(r.status, 200, `ordering=${ordering}: ${JSON.stringify(r.body)}`);
+      assert.deepEqual(
+        r.body.results.map((i: { name: string; virtual_machine: { name: string } }) =>
+          i.name === "eth2" ? `eth2 ${i.virtual_machine.name}` : i.name
+        ),
+        want,
+        `ordering=${ordering}`,
+      );
+    }
+    // The change log is ordered by -id alone: no ordered index either.
+    const r = await inv.call("GET", "/api/core/object-changes/?ordering=object_repr&limit=3");
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    assert.equal(r.body.count, 8);
+    assert.deepEqual(
+      r.body.results.map((e: { object_repr: string }) => e.object_repr),
+      ["c", "eth0", "eth1"],
+    );
+  } finally {
+    inv.close();
+  }
+});
