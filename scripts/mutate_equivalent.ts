@@ -2864,4 +2864,63 @@ export const EQUIVALENT: Equivalent[] = [
     why: "the memo of a pure function of the model definition: computed again, the same sets " +
       "(as the shapes.set entry; an eng6p survivor)",
   },
+  {
+    module: "domain/netbox/engine/write.ts",
+    what: "&& → ||",
+    line: 'if (typeof value === "number" && Number.isInteger(value)) return value;',
+    why:
+      "prefetchRefs only: a non-integer number (JSON has no NaN) joins the batch's one read as an id no record has, and validation refuses it after (an eng6w survivor)",
+  },
+  {
+    module: "domain/netbox/engine/write.ts",
+    what: "&& → ||",
+    line: 'if (value && typeof value === "object" && !Array.isArray(value)) {',
+    mutant: "value || typeof",
+    why:
+      "prefetchRefs only: a truthy value that is no object (a string, an array, true) has no own `id` key, so the id read is undefined and null is returned as before (an eng6w survivor)",
+  },
+  {
+    module: "domain/netbox/engine/write.ts",
+    what: "&& → ||",
+    line: 'if (keys.length === 1 && typeof id === "number" && Number.isInteger(id)) return id;',
+    mutant: 'typeof id === "number" || Number',
+    why:
+      "prefetchRefs only: Number.isInteger(id) implies a number, so only a nested reference with an integer id and other keys ({id, name}) differs: its id joins the batch's one read, and it is resolved by its attributes either way (an eng6w survivor)",
+  },
+  {
+    module: "domain/netbox/engine/write.ts",
+    what: "|| → &&",
+    line: "if (!model || !core.registry.has(model)) return;",
+    why:
+      "prefetchRefs only: a model name the registry lacks comes only from a generic reference's type: the batch read asks keys no record holds, so no definition is read for it, and validation refuses the type (an eng6w survivor)",
+  },
+  {
+    module: "domain/netbox/engine/write.ts",
+    what: "|| → &&",
+    line: 'if (!input || typeof input !== "object" || Array.isArray(input)) continue;',
+    mutant: 'typeof input !== "object" && Array',
+    why:
+      "prefetch only: an array item then reaches the field loop, where every named field and tag key reads undefined: nothing is wanted, and validation refuses the item (an eng6w survivor)",
+  },
+  {
+    module: "domain/netbox/engine/write.ts",
+    what: "&& → ||",
+    line: '} else if (f.type === "gfk" && typeof data[f.typeField!] === "string") {',
+    why:
+      'prefetchRefs only: a field that is not a generic reference has neither typeField nor idField, so both read data["undefined"], one value that is never both a registered model name and an id; a generic reference whose type is no string names no model (want returns) (an eng6w survivor)',
+  },
+  {
+    module: "domain/netbox/engine/write.ts",
+    what: "&& → ||",
+    line: 'if (f.type === "gfk" && typeof record[f.typeField!] === "string") {',
+    why:
+      "the prefetch's second hop only: as the first hop's generic-reference test, on stored records (an eng6w survivor)",
+  },
+  {
+    module: "domain/netbox/engine/write.ts",
+    what: "false → true",
+    line: "if (def.tags !== false) {",
+    why:
+      "prefetchRefs only: only a model without tags (tags: false) differs, whose items' tag keys, which it does not store, are then read in the batch's one tag read; no tagged model's request changes (an eng6w survivor)",
+  },
 ];

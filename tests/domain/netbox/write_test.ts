@@ -6,7 +6,8 @@
  * conflict. Faults are planted at the real KV store's commit, counted per write of the model.
  */
 import assert from "node:assert/strict";
-import { ModelEngine } from "../../../domain/netbox/engine.ts";
+import { ModelEngine, TAG_MODEL } from "../../../domain/netbox/engine.ts";
+import { CORE_MODELS } from "../../../domain/netbox/models/core.ts";
 import type { ModelDef } from "../../../domain/netbox/types.ts";
 import { MemoryLogger } from "../../../infra/logger.ts";
 import { KvModelStore } from "../../../storage/kv/models.ts";
@@ -248,6 +249,51 @@ Deno.test("write: an after-save batch hook that throws is logged once per reques
       },
     ]);
     assert.deepEqual((await e.find("test.hooked")).map((r) => r.note), ["n", "n"]);
+  } finally {
+    kv.close();
+  }
+});
+
+/** The real KV store, counting its read calls (get, getMany) of one model's records. */
+class ReadCountingStore extends KvModelStore {
+  constructor(kv: Deno.Kv, readonly counted: string) {
+    super(kv);
+  }
+  reads = 0;
+  override get(model: string, id: number) {
+    if (model === this.counted) this.reads++;
+    return super.get(model, id);
+  }
+  override getMany(model: string, ids: readonly number[]) {
+    if (model === this.counted) this.reads++;
+    return super.getMany(model, ids);
+  }
+}
+
+Deno.test("write: a bulk create reads the tags its items name in one batch: two items cost the tag reads three do", async () => {
+  const kv = await Deno.openKv(":memory:");
+  const store = new ReadCountingStore(kv, TAG_MODEL);
+  const e = new ModelEngine({ store, logger: new MemoryLogger(), now: Date.now }).register(
+    ...CORE_MODELS,
+  );
+  try {
+    const tags: number[] = [];
+    for (let i = 0; i < 5; i++) {
+      const t = await e.insert(TAG_MODEL, { name: `t${i}`, slug: `t${i}` });
+      assert.ok(t.ok);
+      tags.push(t.value.id);
+    }
+    const measure = async (of: number[], prefix: string) => {
+      store.reads = 0;
+      const made = await e.createMany(
+        "tenancy.tenant",
+        of.map((tag, i) => ({ name: `${prefix}${i}`, slug: `${prefix}${i}`, tags: [{ id: tag }] })),
+      );
+      assert.ok(made.ok, JSON.stringify(made).slice(0, 300));
+      assert.deepEqual(made.value.map((t) => t.tags), of.map((tag) => [tag]));
+      return store.reads;
+    };
+    assert.equal(await measure(tags.slice(0, 2), "two"), await measure(tags.slice(2, 5), "three"));
   } finally {
     kv.close();
   }
