@@ -280,7 +280,11 @@ export interface ModelStore {
   readonly maxIndexedLength: number;
   /** Largest record the store accepts, as `recordSize` measures it. */
   readonly maxRecordBytes: number;
-  /** Upper bound of a value's size as the store keeps it. */
+  /**
+   * Upper bound of a value's size as the store keeps it. A store may keep the measure for the
+   * write that stores the same object as its record: a record measured here is then not made
+   * larger before that write (the engine measures its drafts last, docs/sync.md "Writes: round 9").
+   */
   recordSize(value: unknown): number;
   /**
    * Sort key of a value as the ordered index keeps it, shared with in-memory sorting so both

@@ -171,7 +171,10 @@ export function compareSortKeys(a: IndexValue, b: IndexValue): number {
  * strings at one byte per character and every other string at two).
  */
 export function storedSize(value: unknown): number {
-  const json = JSON.stringify(value) ?? "";
+  return jsonStoredSize(JSON.stringify(value) ?? "");
+}
+
+function jsonStoredSize(json: string): number {
   // deno-lint-ignore no-control-regex
   return /[^\x00-\xff]/.test(json) ? json.length * 2 : json.length;
 }
@@ -284,6 +287,15 @@ export class KvModelStore implements ModelStore {
   readonly #maxCachedRecordsTotal: number;
   /** Each planned write's atomic steps and cost (#diff), until the write is let go. */
   readonly #diffs = new WeakMap<ObjectWrite, WriteDiff>();
+  /**
+   * The JSON length of each object recordSize measured, taken (once) by the write storing it as
+   * its record: the engine measures every record and change-log entry before it writes them
+   * (their size check), and #diff made the same JSON string again (docs/sync.md, "Writes: round
+   * 9"). Nothing changes a record between its size check and its write but to make it smaller
+   * (a change-log entry over the limit loses its data), and a larger figure only plans smaller
+   * atomics.
+   */
+  readonly #measured = new WeakMap<object, number>();
 
   constructor(
     private readonly kv: Deno.Kv,
@@ -294,7 +306,9 @@ export class KvModelStore implements ModelStore {
   }
 
   recordSize(value: unknown): number {
-    return storedSize(value);
+    const json = JSON.stringify(value) ?? "";
+    if (typeof value === "object" && value !== null) this.#measured.set(value, json.length);
+    return jsonStoredSize(json);
   }
 
   sortKey(value: unknown): IndexValue {
@@ -1073,7 +1087,7 @@ export class KvModelStore implements ModelStore {
     } else {
       steps.push([DELETE, objectKey]);
     }
-    const recordBytes = next ? JSON.stringify(next.record).length * 2 : 0;
+    const recordBytes = next ? this.#jsonLength(next.record) * 2 : 0;
     const diff: WriteDiff = {
       steps,
       bumps,
@@ -1088,5 +1102,13 @@ export class KvModelStore implements ModelStore {
     };
     this.#diffs.set(write, diff);
     return diff;
+  }
+
+  /** A record's JSON length: as recordSize measured it (once), else measured now. */
+  #jsonLength(record: StoredObject): number {
+    const measured = this.#measured.get(record);
+    if (measured === undefined) return JSON.stringify(record).length;
+    this.#measured.delete(record);
+    return measured;
   }
 }

@@ -57,3 +57,39 @@ Deno.test("plan: every group commits, whatever the keys hold; shared counters co
     kv.close();
   }
 });
+
+Deno.test("plan: large records split the atomics, measured by recordSize before their write or not", async () => {
+  const kv = await Deno.openKv(":memory:");
+  try {
+    const store = new KvModelStore(kv);
+    // 40 records of 50,000 characters: 2 MB, where one atomic takes 800 KiB. A few small index
+    // entries each, so the mutation and check limits would put all 40 in one atomic.
+    const big = (id: number): ObjectWrite => {
+      const record = { id, name: `vm${id}`, comments: "x".repeat(50_000) };
+      return {
+        model: MODEL,
+        id,
+        prev: null,
+        next: { record, indexes: [["name", `vm${id}`]], uniques: [], ordered: [] },
+      };
+    };
+    // The engine's size check measures each record first (write.ts, sizeError) and the plan
+    // takes that measure; a write nothing measured is measured by the plan.
+    const measured = Array.from({ length: 40 }, (_, i) => big(i + 1));
+    for (const w of measured) assert.ok(store.recordSize(w.next!.record) < store.maxRecordBytes);
+    const unmeasured = Array.from({ length: 40 }, (_, i) => big(100 + i));
+    for (const writes of [measured, unmeasured]) {
+      const groups = store.plan(writes);
+      assert.ok(groups.length >= 3, `atomics for 2 MB of records: ${groups.length}`);
+      for (const group of groups) assert.ok((await store.commit(group)).ok);
+    }
+    assert.equal(await store.count(MODEL), 80);
+    const back = await store.getMany(MODEL, [1, 139]);
+    assert.deepEqual(back.map((r) => [r.id, String(r.comments).length]), [[1, 50_000], [
+      139,
+      50_000,
+    ]]);
+  } finally {
+    kv.close();
+  }
+});

@@ -78,11 +78,7 @@ function snapshot(
   tagNames: Map<number, string>,
 ): Record<string, unknown> {
   const out: Record<string, unknown> = {};
-  for (const [name, f] of Object.entries(def.fields)) {
-    if (f.compute || f.hidden || f.writeOnly || f.readOnly) continue;
-    if (f.type === "gfk") continue; // its type and id fields are stored fields of their own
-    out[name] = record[name] ?? null;
-  }
+  for (const name of snapshotFields(def)) out[name] = record[name] ?? null;
   if (def.customFields !== false) out.custom_fields = record.custom_fields ?? {};
   if (def.tags !== false) {
     out.tags = ((record.tags as number[] | undefined) ?? [])
@@ -90,6 +86,23 @@ function snapshot(
       .sort();
   }
   return out;
+}
+
+const snapshotted = new WeakMap<ModelDef, readonly string[]>();
+
+/**
+ * The fields snapshot() copies, worked out once per model (every logged change of a bulk write
+ * walked the model's field definitions and their flags again; docs/sync.md, "Writes: round 9").
+ */
+function snapshotFields(def: ModelDef): readonly string[] {
+  let names = snapshotted.get(def);
+  if (names) return names;
+  names = Object.entries(def.fields).filter(([, f]) =>
+    !(f.compute || f.hidden || f.writeOnly || f.readOnly) &&
+    f.type !== "gfk" // its type and id fields are stored fields of their own
+  ).map(([name]) => name);
+  snapshotted.set(def, names);
+  return names;
 }
 
 /** The fields of `before` whose value `after` does not share (an update's stored pre-data). */
@@ -163,8 +176,11 @@ export async function recordChanges(
           entry.pre = after ? changedFields(before, after) : before;
         }
         // An object near the store's size limit: its entry keeps what fits.
-        if (core.store.recordSize(entry) > limit) entry.pre = null;
-        if (core.store.recordSize(entry) > limit) entry.postchange_data = null;
+        // Measured once when it fits (each measure is a JSON string of the entry).
+        if (core.store.recordSize(entry) > limit) {
+          entry.pre = null;
+          if (core.store.recordSize(entry) > limit) entry.postchange_data = null;
+        }
         return {
           model: OBJECT_CHANGE_MODEL,
           id: entry.id,
