@@ -31,17 +31,25 @@ const ITEM: ModelDef = {
 /**
  * What the store does with the model's next commits, in order: null commits as usual, "throw"
  * fails in storage, "refuse" answers a failed check (a concurrent write), a function runs first
- * (a concurrent writer's turn) and then the commit is refused. Commits past the list: as usual.
+ * (a concurrent writer's turn) and then the commit is refused; `before` runs first and the commit
+ * goes on. Commits past the list: as usual.
  */
-type Fault = null | "throw" | "refuse" | (() => Promise<unknown>);
+type Fault =
+  | null
+  | "throw"
+  | "refuse"
+  | (() => Promise<unknown>)
+  | { before: () => Promise<unknown> };
 
 class FaultyStore extends KvModelStore {
   faults: Fault[] = [];
   /** Refuse every commit of the model (a record some writer keeps changing). */
   refuseAll = false;
   commits = 0;
+  /** The model whose commits the faults apply to. */
+  watched = MODEL;
   override async commit(writes: readonly ObjectWrite[]): Promise<CommitResult> {
-    if (!writes.some((w) => w.model === MODEL)) return await super.commit(writes);
+    if (!writes.some((w) => w.model === this.watched)) return await super.commit(writes);
     this.commits++;
     // Taken before any await: the groups of one write are handed over in order.
     const fault = this.faults.shift() ?? null;
@@ -52,10 +60,11 @@ class FaultyStore extends KvModelStore {
       if (this.commits > 20) throw new Error("retried without end");
       return { ok: false };
     }
-    if (fault) {
+    if (typeof fault === "function") {
       await fault();
       return { ok: false };
     }
+    if (fault) await fault.before();
     return await super.commit(writes);
   }
 }
@@ -294,6 +303,50 @@ Deno.test("write: a bulk create reads the tags its items name in one batch: two 
       return store.reads;
     };
     assert.equal(await measure(tags.slice(0, 2), "two"), await measure(tags.slice(2, 5), "three"));
+  } finally {
+    kv.close();
+  }
+});
+
+Deno.test("write: an update whose new optional reference's target is deleted just before its commit keeps the object and drops that reference, as the delete's SET_NULL would", async () => {
+  const { kv, store, logger, e } = await engine(
+    {
+      app: "test",
+      model: "owner",
+      verbose: "owner",
+      path: "test/owners/",
+      fields: { name: { type: "string", required: true } },
+      brief: ["name"],
+    },
+    {
+      app: "test",
+      model: "link",
+      verbose: "link",
+      path: "test/links/",
+      fields: {
+        name: { type: "string", required: true },
+        owner: { type: "fk", model: "test.owner", nullable: true, onDelete: "set_null" },
+      },
+      brief: ["name"],
+    },
+  );
+  try {
+    const owner = await e.insert("test.owner", { name: "o" });
+    const link = await e.insert("test.link", { name: "l" });
+    assert.ok(owner.ok && link.ok);
+    store.watched = "test.link";
+    store.faults = [{ before: () => e.deleteMany("test.owner", [owner.value.id]) }];
+    const r = await e.updateMany(
+      "test.link",
+      [{ id: link.value.id, data: { owner: owner.value.id } }],
+      true,
+    );
+    assert.ok(r.ok, JSON.stringify(r));
+    assert.equal(r.value[0].owner, null);
+    assert.equal(await e.get("test.owner", owner.value.id), null);
+    const stored = await e.get("test.link", link.value.id);
+    assert.equal(stored?.owner, null, "the object stays, its reference dropped");
+    assert.equal(logger.at("warning").length, 1);
   } finally {
     kv.close();
   }
