@@ -2923,4 +2923,46 @@ export const EQUIVALENT: Equivalent[] = [
     why:
       "prefetchRefs only: only a model without tags (tags: false) differs, whose items' tag keys, which it does not store, are then read in the batch's one tag read; no tagged model's request changes (an eng6w survivor)",
   },
+  {
+    module: "domain/netbox/engine/render.ts",
+    what: "false → true",
+    line: "def.customFields !== false && plan.steps.includes(CUSTOM_FIELDS_STEP)",
+    why: "no model sets customFields: true (undefined reads as it), and a model with false has " +
+      "no custom_fields step in any plan (outputFields leaves the key out), so the test is false",
+  },
+  {
+    module: "domain/netbox/engine/render.ts",
+    what: "false → true",
+    line: "const models = registry.models().filter((m) => m.tags !== false);",
+    why: "no model sets tags: true, so the tagless models join the sum of a tag's tagged_items: " +
+      "their records hold no tag ids, each adds 0",
+  },
+  {
+    module: "domain/netbox/engine/render.ts",
+    what: "|| → &&",
+    line: 'if (typeof target !== "string" || !registry.has(target)) continue;',
+    why: "an object custom field's related_object_type is always a registered model's name: the " +
+      "custom field model's validate refuses any other (models/core.ts), so both sides are false",
+  },
+  {
+    module: "domain/netbox/engine/render.ts",
+    what: "remove line",
+    line: 'if (typeof target !== "string" || !registry.has(target)) continue;',
+    why: "an object custom field's related_object_type is always a registered model's name (see " +
+      "the || → && entry): the skipped case never occurs",
+  },
+  {
+    module: "domain/netbox/engine/render.ts",
+    what: "remove line",
+    line: "if (!f) continue;",
+    why: "every name a plan is compiled from is a field of the model or a key handled above: " +
+      "outputFields picks from the model's fields, and each brief names fields (or `created`)",
+  },
+  {
+    module: "domain/netbox/engine/references.ts",
+    what: "remove line",
+    line: "if (!resolved.ok) return { ok: false, error: MESSAGES.attrs(ref.attrs) };",
+    why: "an unresolved nested reference then filters by `<fk>_id=undefined`, which no object " +
+      "matches (or which the filter refuses, caught below): the same 'not found' answer",
+  },
 ];

@@ -148,23 +148,30 @@ Deno.test("a list ordered by a foreign key to a model ordered by id alone (an in
   }
 });
 
-Deno.test("a reference by attributes whose value is a list matches nothing (NetBox compares it as its text), and nothing is written", async () => {
+Deno.test("a reference by attributes that no object can match is a 400 under its field, nothing written: a list compared as its text, a dict under a non-FK key, an unknown related object", async () => {
   const inv = await setup();
   try {
     await world(inv);
+    const notFound = (shown: string) =>
+      `Related object not found using the provided attributes: ${shown}`;
     for (
-      const [cluster, shown] of [
-        [{ name: ["c1"] }, "{'name': ['c1']}"],
-        [{ type: { slug: ["pve"] } }, "{'type__slug': ['pve']}"],
+      const [cluster, error] of [
+        // NetBox's ORM compares a list as its text: it matches no name, no type.
+        [{ name: ["c1"] }, notFound("{'name': ['c1']}")],
+        [{ type: { slug: ["pve"] } }, notFound("{'type__slug': ['pve']}")],
+        [{ type: ["pve"] }, notFound("{'type': ['pve']}")],
+        // A nested dict under a key that is no FK (a lookup, a relation's id) selects nothing.
+        [{ name__gt: { x: 1 } }, notFound("{'name__gt__x': 1}")],
+        [{ type_id: { x: 1 } }, notFound("{'type_id__x': 1}")],
+        // The related object the nested dict names does not exist.
+        [{ type: { slug: "nope" } }, notFound("{'type__slug': 'nope'}")],
       ] as const
     ) {
       const r = await inv.call("POST", "/api/virtualization/virtual-machines/", {
         name: "vm9",
         cluster,
       });
-      assert.deepEqual([r.status, r.body], [400, {
-        cluster: [`Related object not found using the provided attributes: ${shown}`],
-      }]);
+      assert.deepEqual([r.status, r.body], [400, { cluster: [error] }], JSON.stringify(cluster));
     }
     const left = await inv.call("GET", "/api/virtualization/virtual-machines/?name=vm9");
     assert.equal(left.body.count, 0);
