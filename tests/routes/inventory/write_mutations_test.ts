@@ -767,3 +767,50 @@ Deno.test("the plugin's per-guest records keep no ordered twin or counter for a 
     inv.close();
   }
 });
+
+Deno.test("a field unique on its own (a site's name, a job's job_id) keeps its index entries but no ordered twin and no counter; a field of many objects per value beside it keeps both", async () => {
+  const inv = await setup();
+  try {
+    const region = await inv.created("/api/dcim/regions/", { name: "EU", slug: "eu" });
+    await inv.created("/api/dcim/sites/", { name: "AMS1", slug: "ams1", region: region.id });
+    // Jobs are written by the engine, not the API (read-only there); ordered by -created, they
+    // keep an ordered index, and twins of it for their other indexed fields.
+    const { engine } = createInventoryCore(inv.deps);
+    const job = await engine.insert("core.job", { name: "sync" });
+    assert.ok(job.ok);
+    const kv = inv.deps.kv;
+    const keysUnder = async (prefix: Deno.KvKey) => {
+      let n = 0;
+      for await (const _ of kv.list({ prefix })) n++;
+      return n;
+    };
+    const held = async (model: string, field: string, value: string | number) => ({
+      entries: await keysUnder(keys.inventoryIndexPrefix(model, field, value)),
+      twins: await keysUnder(keys.inventoryOrderedFieldPrefix(model, field)),
+      counters: await keysUnder(keys.inventoryIndexCountFieldPrefix(model, field)),
+    });
+    const none = { entries: 1, twins: 0, counters: 0 };
+    assert.deepEqual(await held("dcim.site", "name", "AMS1"), none);
+    assert.deepEqual(await held("core.job", "job_id", String(job.value.job_id)), none);
+    const both = { entries: 1, twins: 1, counters: 1 };
+    assert.deepEqual(await held("dcim.site", "region", region.id), both);
+    assert.deepEqual(await held("core.job", "name", "sync"), both);
+    // The lists those keys answer.
+    for (const query of ["name=AMS1", `region_id=${region.id}`]) {
+      const r = await inv.call("GET", `/api/dcim/sites/?${query}`);
+      assert.deepEqual([r.body.count, r.body.results.map((s: { slug: string }) => s.slug)], [
+        1,
+        ["ams1"],
+      ], query);
+    }
+    for (const query of [`job_id=${job.value.job_id}`, "name=sync"]) {
+      const r = await inv.call("GET", `/api/core/jobs/?${query}`);
+      assert.deepEqual([r.body.count, r.body.results.map((j: { id: number }) => j.id)], [
+        1,
+        [job.value.id],
+      ], query);
+    }
+  } finally {
+    inv.close();
+  }
+});
