@@ -121,10 +121,17 @@ Deno.test("patterns: one request's pattern filters are bounded in number and in 
     // 400 sites with 200-character descriptions: each 250-character pattern below visits
     // about 200 × 200 / 2 states per site, so three of them need ~30 million steps (seconds
     // of one core, and minutes with 5,000 sites) where the budget allows 5 million.
+    // A custom field holding the same text: a cf_ pattern shares the budget.
+    const cf = await call("/api/extras/custom-fields/", root, {
+      method: "POST",
+      body: JSON.stringify({ name: "notes", type: "text", object_types: ["dcim.site"] }),
+    });
+    assert.equal(cf.status, 201, JSON.stringify(cf.body));
     const sites = Array.from({ length: 400 }, (_, i) => ({
       name: `site-${String(i).padStart(3, "0")}`,
       slug: `site-${i}`,
       description: "a".repeat(200),
+      custom_fields: { notes: "a".repeat(200) },
     }));
     const created = await call("/api/dcim/sites/", root, {
       method: "POST",
@@ -155,6 +162,12 @@ Deno.test("patterns: one request's pattern filters are bounded in number and in 
     assert.equal(refused.status, 400, JSON.stringify(refused.body).slice(0, 300));
     assert.match(refused.body.description__iregex[0], /at most 5,000,000 matching steps/);
     assert.equal(healthy.status, 200);
+    const cfHeavy = await call(
+      `/api/dcim/sites/?cf_notes__iregex=${long}&cf_notes__iregex=${long}a`,
+      reader,
+    );
+    assert.equal(cfHeavy.status, 400, JSON.stringify(cfHeavy.body).slice(0, 300));
+    assert.match(cfHeavy.body.cf_notes__iregex[0], /at most 5,000,000 matching steps/);
 
     // More than five pattern values in one request: refused before any matching.
     const many = Array.from({ length: 6 }, (_, i) => `name__regex=site-${i}`).join("&");
@@ -176,6 +189,13 @@ Deno.test("patterns: one request's pattern filters are bounded in number and in 
     );
     assert.equal(narrowed.status, 200, JSON.stringify(narrowed.body).slice(0, 300));
     assert.equal(narrowed.body.count, 0);
+    // Whatever their order in the query, and when no index narrows first (`__ic`).
+    const later = await call(
+      `/api/dcim/sites/?description__iregex=${long}&name__ic=site-007`,
+      reader,
+    );
+    assert.equal(later.status, 200, JSON.stringify(later.body).slice(0, 300));
+    assert.equal(later.body.count, 0);
   } finally {
     await served.close();
   }

@@ -69,6 +69,9 @@ function rows(w: World): Row[] {
     ["cluster", { type__slug: "pve" }, several("{'type__slug': 'pve'}")],
     ["cluster", { tenant: null }, several("{'tenant': None}")],
     ["cluster", { name: "c9" }, notFound("{'name': 'c9'}")],
+    // An empty value is looked up as given (no cluster has an empty name), not dropped as a
+    // list's filter drops it.
+    ["cluster", { name: "" }, notFound("{'name': ''}")],
     // The ORM compares a reference's attributes as sent: blanks are not stripped as a list's
     // text filters strip them.
     ["cluster", { name: " c2 " }, notFound("{'name': ' c2 '}")],
