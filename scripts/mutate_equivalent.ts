@@ -2965,4 +2965,11 @@ export const EQUIVALENT: Equivalent[] = [
     why: "an unresolved nested reference then filters by `<fk>_id=undefined`, which no object " +
       "matches (or which the filter refuses, caught below): the same 'not found' answer",
   },
+  {
+    module: "domain/netbox/engine/references.ts",
+    what: "> → >=",
+    line: 'at > 0 && def.fields[head]?.type === "fk" && rest !== "id" && !LOOKUPS.has(rest) &&',
+    why: "at 0 (a key starting with `__`) the head is the whole key, and no model has a field " +
+      "named `__…`: the FK test after it is false either way, the key kept as given",
+  },
 ];

@@ -165,6 +165,8 @@ Deno.test("a reference by attributes that no object can match is a 400 under its
         [{ type_id: { x: 1 } }, notFound("{'type_id__x': 1}")],
         // The related object the nested dict names does not exist.
         [{ type: { slug: "nope" } }, notFound("{'type__slug': 'nope'}")],
+        // A pattern the look-up cannot compile matches nothing (a 400, never a 500).
+        [{ name__regex: "(" }, notFound("{'name__regex': '('}")],
       ] as const
     ) {
       const r = await inv.call("POST", "/api/virtualization/virtual-machines/", {
@@ -175,6 +177,44 @@ Deno.test("a reference by attributes that no object can match is a 400 under its
     }
     const left = await inv.call("GET", "/api/virtualization/virtual-machines/?name=vm9");
     assert.equal(left.body.count, 0);
+  } finally {
+    inv.close();
+  }
+});
+
+Deno.test("a reference by attributes across one FK both nested and flattened (`type` and `type__name`) joins them, as NetBox's ORM look-up does", async () => {
+  const inv = await setup();
+  try {
+    const w = await world(inv);
+    const spellings = [
+      { type: { slug: "pve" }, type__name: "PVE" },
+      { type__name: "PVE", type: { slug: "pve" } },
+      { type__slug: "pve", type__name: "PVE" },
+    ];
+    for (const [i, cluster] of spellings.entries()) {
+      const r = await inv.call("POST", "/api/virtualization/virtual-machines/", {
+        name: `vm9-${i}`,
+        cluster,
+      });
+      assert.equal(r.status, 201, `${JSON.stringify(cluster)}: ${JSON.stringify(r.body)}`);
+      assert.equal(r.body.cluster.id, w.cluster);
+    }
+    // Both parts must hold: a name the type does not have finds nothing.
+    const wrong = await inv.call("POST", "/api/virtualization/virtual-machines/", {
+      name: "vm9",
+      cluster: { type: { slug: "pve" }, type__name: "Other" },
+    });
+    assert.deepEqual([wrong.status, wrong.body], [400, {
+      cluster: [
+        "Related object not found using the provided attributes: {'type__slug': 'pve', 'type__name': 'Other'}",
+      ],
+    }]);
+    const made = await inv.call("GET", "/api/virtualization/virtual-machines/?name__isw=vm9");
+    assert.deepEqual(made.body.results.map((vm: { name: string }) => vm.name), [
+      "vm9-0",
+      "vm9-1",
+      "vm9-2",
+    ]);
   } finally {
     inv.close();
   }
