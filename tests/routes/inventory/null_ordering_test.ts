@@ -193,3 +193,39 @@ Deno.test("a list of a model without an ordered index, ordered by another of its
     inv.close();
   }
 });
+
+Deno.test("an ordering by a field no client sees (a computed one, an internal one) is ignored: the list keeps its default order, as DRF's OrderingFilter drops a field it does not offer", async () => {
+  const inv = await setup();
+  try {
+    const cluster = (await inv.created("/api/virtualization/clusters/", {
+      name: "c",
+      type: (await inv.created("/api/virtualization/cluster-types/", { name: "T", slug: "t" })).id,
+    })).id;
+    // Made against their default order (VMs by name, IPs by address): an ordering by a field
+    // every object holds alike (no primary IP; one address space) would list them by id.
+    for (const name of ["vm-b", "vm-a"]) {
+      await inv.created("/api/virtualization/virtual-machines/", { name, cluster });
+    }
+    for (const address of ["10.0.0.2/24", "10.0.0.1/24"]) {
+      await inv.created("/api/ipam/ip-addresses/", { address });
+    }
+    for (
+      const [path, ordering, key, want] of [
+        ["virtualization/virtual-machines", "primary_ip", "name", ["vm-a", "vm-b"]],
+        ["virtualization/virtual-machines", "-primary_ip", "name", ["vm-a", "vm-b"]],
+        ["ipam/ip-addresses", "unique_space", "address", ["10.0.0.1/24", "10.0.0.2/24"]],
+        ["ipam/ip-addresses", "-unique_space", "address", ["10.0.0.1/24", "10.0.0.2/24"]],
+      ] as const
+    ) {
+      const r = await inv.call("GET", `/api/${path}/?ordering=${ordering}`);
+      assert.equal(r.status, 200, `${path} ${ordering}: ${JSON.stringify(r.body)}`);
+      assert.deepEqual(
+        r.body.results.map((o: Record<string, string>) => o[key]),
+        want,
+        `${path}/?ordering=${ordering}`,
+      );
+    }
+  } finally {
+    inv.close();
+  }
+});

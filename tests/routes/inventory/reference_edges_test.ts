@@ -219,3 +219,42 @@ Deno.test("a reference by attributes across one FK both nested and flattened (`t
     inv.close();
   }
 });
+
+Deno.test("lists filtered through a reference (VMs by their cluster's type) each answer their own objects, in turn on an unchanged store", async () => {
+  const inv = await setup();
+  try {
+    const typeIds: Record<string, number> = {};
+    for (const type of ["pve", "kvm"]) {
+      typeIds[type] = (await inv.created("/api/virtualization/cluster-types/", {
+        name: type,
+        slug: type,
+      })).id;
+      const cluster = (await inv.created("/api/virtualization/clusters/", {
+        name: type,
+        type: typeIds[type],
+      })).id;
+      for (const n of [1, 2]) {
+        await inv.created("/api/virtualization/virtual-machines/", {
+          name: `${type}-${n}`,
+          cluster,
+        });
+      }
+    }
+    // The same lists again, in turn: the later ones may be answered from what the first kept.
+    for (const type of ["pve", "kvm", "pve", "kvm"]) {
+      for (const query of [`cluster_type=${type}`, `cluster_type_id=${typeIds[type]}`]) {
+        const r = await inv.call("GET", `/api/virtualization/virtual-machines/?${query}`);
+        assert.equal(r.status, 200, `${query}: ${JSON.stringify(r.body)}`);
+        assert.deepEqual(
+          [r.body.count, r.body.results.map((vm: { name: string }) => vm.name)],
+          [2, [`${type}-1`, `${type}-2`]],
+          query,
+        );
+      }
+    }
+    const all = await inv.call("GET", "/api/virtualization/virtual-machines/");
+    assert.equal(all.body.count, 4);
+  } finally {
+    inv.close();
+  }
+});
