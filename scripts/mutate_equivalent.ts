@@ -2528,20 +2528,6 @@ export const EQUIVALENT: Equivalent[] = [
   },
   {
     module: "domain/netbox/engine/write.ts",
-    what: "< → <=",
-    line: "if (inputs.length < 2) return;",
-    why: "prefetchIndexed's shortcut: under the store's RANGE_MIN_VALUES each value's index is " +
-      "listed apart either way (the same KV calls; prefetchRefs' line of the same text is " +
-      "killed by write_cost_test)",
-  },
-  {
-    module: "domain/netbox/engine/write.ts",
-    what: "< → <=",
-    line: "if (values.size < 2) continue;",
-    why: "the same: two values are listed one list each, batched or not",
-  },
-  {
-    module: "domain/netbox/engine/write.ts",
     what: "> → >=",
     line: "if (wanted.size > 0) await fetch(wanted);",
     why: "a fetch of no models reads nothing",
@@ -2971,5 +2957,19 @@ export const EQUIVALENT: Equivalent[] = [
     line: 'at > 0 && def.fields[head]?.type === "fk" && rest !== "id" && !LOOKUPS.has(rest) &&',
     why: "at 0 (a key starting with `__`) the head is the whole key, and no model has a field " +
       "named `__…`: the FK test after it is false either way, the key kept as given",
+  },
+  {
+    module: "domain/netbox/engine/write.ts",
+    what: "&& → ||",
+    line: 'if (typeof v === "string" && indexedString(core.store, v)) {',
+    why:
+      "prefetchIndexed only: the one batch index read (an address's host, models/core.ts) gives a canonical host, short enough to index, or null, which the string test keeps out the same (an eng6w survivor)",
+  },
+  {
+    module: "domain/netbox/engine/write.ts",
+    what: "remove line",
+    line: "if (values.size < 2) continue;",
+    why:
+      "prefetchIndexed only: one value is then read in a batch read of one instead of by the rule's own single read (one store read either way), no value in a batch read of none (an eng6w survivor)",
   },
 ];

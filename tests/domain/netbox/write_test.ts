@@ -11,7 +11,7 @@ import { CORE_MODELS } from "../../../domain/netbox/models/core.ts";
 import type { ModelDef } from "../../../domain/netbox/types.ts";
 import { MemoryLogger } from "../../../infra/logger.ts";
 import { KvModelStore } from "../../../storage/kv/models.ts";
-import type { CommitResult, ObjectWrite } from "../../../storage/ports.ts";
+import type { CommitResult, IndexValue, ObjectWrite } from "../../../storage/ports.ts";
 
 const MODEL = "test.item";
 
@@ -277,9 +277,27 @@ class ReadCountingStore extends KvModelStore {
     if (model === this.counted) this.reads++;
     return super.getMany(model, ids);
   }
+  /**
+   * One value's index read (what a rule's ctx.byIndex makes when the batch did not read it), not
+   * counting those the store makes for a batch read of many values.
+   */
+  override idsByIndex(model: string, field: string, value: IndexValue, limit?: number) {
+    if (model === this.counted && this.batches === 0) this.reads++;
+    return super.idsByIndex(model, field, value, limit);
+  }
+  batches = 0;
+  override async idsByIndexMany(model: string, field: string, values: readonly IndexValue[]) {
+    if (model === this.counted) this.reads++;
+    this.batches++;
+    try {
+      return await super.idsByIndexMany(model, field, values);
+    } finally {
+      this.batches--;
+    }
+  }
 }
 
-Deno.test("write: a bulk create reads the tags its items name in one batch: two items cost the tag reads three do", async () => {
+Deno.test("write: a bulk create or update reads the tags its items name in one batch: two items cost the tag reads three do", async () => {
   const kv = await Deno.openKv(":memory:");
   const store = new ReadCountingStore(kv, TAG_MODEL);
   const e = new ModelEngine({ store, logger: new MemoryLogger(), now: Date.now }).register(
@@ -303,6 +321,22 @@ Deno.test("write: a bulk create reads the tags its items name in one batch: two 
       return store.reads;
     };
     assert.equal(await measure(tags.slice(0, 2), "two"), await measure(tags.slice(2, 5), "three"));
+    // The same tenants given each other's tags in one bulk update each (new tags: read again).
+    const tenants = await e.find("tenancy.tenant");
+    const two = tenants.filter((t) => String(t.name).startsWith("two"));
+    const three = tenants.filter((t) => String(t.name).startsWith("three"));
+    const update = async (of: typeof tenants, give: number[]) => {
+      store.reads = 0;
+      const r = await e.updateMany(
+        "tenancy.tenant",
+        of.map((t, i) => ({ id: t.id, data: { tags: [{ id: give[i] }] } })),
+        true,
+      );
+      assert.ok(r.ok, JSON.stringify(r).slice(0, 300));
+      assert.deepEqual(r.value.map((t) => t.tags), give.map((tag) => [tag]));
+      return store.reads;
+    };
+    assert.equal(await update(two, tags.slice(3, 5)), await update(three, tags.slice(0, 3)));
   } finally {
     kv.close();
   }
@@ -347,6 +381,83 @@ Deno.test("write: an update whose new optional reference's target is deleted jus
     const stored = await e.get("test.link", link.value.id);
     assert.equal(stored?.owner, null, "the object stays, its reference dropped");
     assert.equal(logger.at("warning").length, 1);
+  } finally {
+    kv.close();
+  }
+});
+
+Deno.test("write: a bulk create or update of addresses reads their hosts' index entries in one batch: two items cost the index reads three do", async () => {
+  const IP = "ipam.ipaddress";
+  const kv = await Deno.openKv(":memory:");
+  const store = new ReadCountingStore(kv, IP);
+  const e = new ModelEngine({ store, logger: new MemoryLogger(), now: Date.now }).register(
+    ...CORE_MODELS,
+  );
+  try {
+    const create = async (hosts: number[]) => {
+      store.reads = 0;
+      const r = await e.createMany(IP, hosts.map((h) => ({ address: `10.0.0.${h}/24` })));
+      assert.ok(r.ok, JSON.stringify(r).slice(0, 300));
+      return { reads: store.reads, ids: r.value.map((ip) => ip.id) };
+    };
+    const two = await create([1, 2]);
+    const three = await create([3, 4, 5]);
+    assert.equal(two.reads, three.reads);
+    const update = async (ids: number[], hosts: number[]) => {
+      store.reads = 0;
+      const r = await e.updateMany(
+        IP,
+        ids.map((id, i) => ({ id, data: { address: `10.0.1.${hosts[i]}/24` } })),
+        true,
+      );
+      assert.ok(r.ok, JSON.stringify(r).slice(0, 300));
+      assert.deepEqual(r.value.map((ip) => ip.address), hosts.map((h) => `10.0.1.${h}/24`));
+      return store.reads;
+    };
+    assert.equal(await update(two.ids, [1, 2]), await update(three.ids, [3, 4, 5]));
+  } finally {
+    kv.close();
+  }
+});
+
+Deno.test("write: a bulk-view update passes over an id no object has: the next object's refusal is its own, and the others are answered from what was written", async () => {
+  const kv = await Deno.openKv(":memory:");
+  const store = new ReadCountingStore(kv, MODEL);
+  const e = new ModelEngine({ store, logger: new MemoryLogger(), now: Date.now }).register(ITEM);
+  try {
+    const made = await e.createMany(MODEL, [{ name: "a" }, { name: "b" }]);
+    assert.ok(made.ok);
+    const [a, b] = made.value.map((r) => r.id);
+    const ghost = b + 100;
+    const refused = await e.updateMany(
+      MODEL,
+      [{ id: ghost, data: { note: "x" } }, { id: a, data: { note: "x" } }, {
+        id: b,
+        data: { name: "" },
+      }],
+      true,
+      null,
+      { bulkView: true },
+    );
+    assert.deepEqual(refused, {
+      ok: false,
+      reason: "invalid",
+      errors: { name: ["This field may not be blank."] },
+    });
+    const measure = async (ids: number[], note: string) => {
+      store.reads = 0;
+      const r = await e.updateMany(
+        MODEL,
+        ids.map((id) => ({ id, data: { note } })),
+        true,
+        null,
+        { bulkView: true },
+      );
+      assert.ok(r.ok, JSON.stringify(r));
+      assert.deepEqual(r.value.map((x) => [x.id, x.note]), [[a, note], [b, note]]);
+      return store.reads;
+    };
+    assert.equal(await measure([ghost, a, b], "y"), await measure([a, b], "z"));
   } finally {
     kv.close();
   }
