@@ -2972,4 +2972,12 @@ export const EQUIVALENT: Equivalent[] = [
     why:
       "prefetchIndexed only: one value is then read in a batch read of one instead of by the rule's own single read (one store read either way), no value in a batch read of none (an eng6w survivor)",
   },
+  {
+    module: "domain/netbox/engine/search.ts",
+    what: "&& → ||",
+    line: 'if (sub && f?.type === "fk" && f.model) {',
+    why: "a model's search path has a `__` part exactly when its first part is an FK (models/: " +
+      "`virtual_machine__name`), and a field names a model only when it is an FK or m2m, none " +
+      "searched whole: each side of the `||` agrees with the whole test for every path",
+  },
 ];
