@@ -2980,4 +2980,23 @@ export const EQUIVALENT: Equivalent[] = [
       "`virtual_machine__name`), and a field names a model only when it is an FK or m2m, none " +
       "searched whole: each side of the `||` agrees with the whole test for every path",
   },
+  {
+    module: "domain/netbox/engine/write.ts",
+    what: "?? → ||",
+    line: "return errors.find((e) => Object.keys(e).length > 0) ?? {};",
+    why:
+      "find answers an error object (truthy) or undefined: `||` picks the same side (an eng6w survivor)",
+  },
+  {
+    module: "domain/netbox/engine/write.ts",
+    what: "?? → ||",
+    line: "const records = currents.map((c) => c?.record ?? null);",
+    why: "a record is an object (truthy) or absent: `||` picks the same side (an eng6w survivor)",
+  },
+  {
+    module: "domain/netbox/engine/write.ts",
+    what: "?? → ||",
+    line: "const records = prepared.map((p) => p.ctx.existing ?? null);",
+    why: "a record is an object (truthy) or absent: `||` picks the same side (an eng6w survivor)",
+  },
 ];
