@@ -2999,4 +2999,74 @@ export const EQUIVALENT: Equivalent[] = [
     line: "const records = prepared.map((p) => p.ctx.existing ?? null);",
     why: "a record is an object (truthy) or absent: `||` picks the same side (an eng6w survivor)",
   },
+  {
+    module: "domain/netbox/engine/index_state.ts",
+    what: "&& → ||",
+    line: "if (def.tags !== false && Array.isArray(record.tags)) {",
+    why: "a tagless model's records hold no tags (prepare stores none), and a record without a " +
+      "tag list adds nothing (new Set(undefined) is empty): the same index entries (an eng6p " +
+      "survivor)",
+  },
+  {
+    module: "domain/netbox/engine/index_state.ts",
+    what: "false → true",
+    line: "if (def.tags !== false && Array.isArray(record.tags)) {",
+    why: "no model declares tags: true (absent or false): the test is true for the same models, " +
+      "and a tagless model's records hold no tags anyway (an eng6p survivor)",
+  },
+  {
+    module: "domain/netbox/engine/index_state.ts",
+    what: "return null → undefined",
+    line: "if (!first) return null;",
+    why: "only a model with no ordering at all reaches it, and every registered model names one " +
+      "(all 57 checked): no caller sees the difference (an eng6p survivor)",
+  },
+  {
+    module: "domain/netbox/engine/index_state.ts",
+    what: "=== → !==",
+    line: 'const stored = field === "created" || field === "last_updated" ||',
+    mutant: 'field !== "last_updated"',
+    why: "no model is ordered by last_updated, and every registered model's first ordering " +
+      "field is created or a stored field of the listed types (all 57 checked): the test is " +
+      "true for the same models (an eng6p survivor)",
+  },
+  {
+    module: "domain/netbox/engine/index_state.ts",
+    what: "&& → ||",
+    line: "(f && !f.compute && !f.hidden &&",
+    why: "every registered model's first ordering field other than created is a stored, shown " +
+      "field of the listed types (all 57 checked), and created never reaches this term: the " +
+      "test is true for the same models (an eng6p survivor)",
+  },
+  {
+    module: "domain/netbox/engine/paging.ts",
+    what: "remove line",
+    line: "if (c.ids.size > MAX_KEYED_IDS) return null;",
+    why: "a memory bound only: the id set is then part of its cache key whatever its size, so " +
+      "the list is kept and answered the same (the store bounds its cached lists by count and " +
+      "ids, not by key length; an eng6p survivor)",
+  },
+  {
+    module: "domain/netbox/engine/paging.ts",
+    what: "- → +",
+    line: 'parts.push(["ids", [...c.ids].sort((a, b) => a - b)]);',
+    why: "the ids are then in some other order in the cache key: one id set may get two keys " +
+      "(a cache miss, computed again), two sets never one: the same answers (an eng6p survivor)",
+  },
+  {
+    module: "domain/netbox/engine/paging.ts",
+    what: "false → true",
+    line: 'if (order.length === 0) order = [{ field: "id", desc: false }];',
+    why: "only a model whose default ordering names no field orderingOf knows reaches it, and " +
+      "every registered model's names one (all 57 checked; id, created and stored fields): " +
+      "never reached (an eng6p survivor)",
+  },
+  {
+    module: "domain/netbox/engine/paging.ts",
+    what: "< → <=",
+    line: "for (let i = 0; i < ka.length; i++) {",
+    why: "orderingOf ends every ordering with id unless it names id, and ids are unique: two " +
+      "records differ at some part before the loop ends, so it never reads past the keys (an " +
+      "eng6p survivor)",
+  },
 ];

@@ -103,11 +103,9 @@ export function indexShape(def: ModelDef): IndexShape {
     }
   }
   for (const [name, f] of Object.entries(def.fields)) {
-    if (f.partialIndex) {
-      fewPerValue.add(name);
-      uncounted.add(name);
-    }
-    if (f.fewPerValue) {
+    // A partial index holds the few objects its condition picks (the change log's request_id:
+    // one entry per request).
+    if (f.fewPerValue || f.partialIndex) {
       fewPerValue.add(name);
       if (f.type !== "gfk") uncounted.add(name);
     }

@@ -184,7 +184,7 @@ function orderingOf(def: ModelDef, raw: string | null): Ordering {
   if (order.length === 0) order = parse(def.ordering ?? ["id"]);
   if (order.length === 0) order = [{ field: "id", desc: false }];
   // Ties break by id in the direction of the first field (as the ordered index reads them).
-  if (!order.some((o) => o.field === "id") && order.length > 0) {
+  if (!order.some((o) => o.field === "id")) {
     order.push({ field: "id", desc: order[0].desc });
   }
   return order;
