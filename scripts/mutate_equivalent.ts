@@ -3069,4 +3069,18 @@ export const EQUIVALENT: Equivalent[] = [
       "records differ at some part before the loop ends, so it never reads past the keys (an " +
       "eng6p survivor)",
   },
+  {
+    module: "domain/netbox/engine/render.ts",
+    what: "|| → &&",
+    line: "return Array.isArray(v) ? v : v === null || v === undefined ? [] : [v];",
+    why: "a null or absent value then gives [null] or [undefined]: the ids to read keep numbers " +
+      "only, and the rendering loop below skips a null or absent value before it reads them",
+  },
+  {
+    module: "domain/netbox/engine/render.ts",
+    what: "> → >=",
+    line: "if (ids.length > 0) {",
+    why: "with no id to read the branch reads nothing (getMany of none) and preloads again " +
+      "what the page has loaded already: the same cache, the same answer (work only)",
+  },
 ];

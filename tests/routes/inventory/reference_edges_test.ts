@@ -258,3 +258,28 @@ Deno.test("lists filtered through a reference (VMs by their cluster's type) each
     inv.close();
   }
 });
+
+Deno.test("null for a reference that may not be null (a VM interface's VM) is refused under its field, in a create and an update, and nothing changes", async () => {
+  const inv = await setup();
+  try {
+    const w = await world(inv);
+    const path = "/api/virtualization/interfaces/";
+    const refused = { virtual_machine: ["This field may not be null."] };
+    const create = await inv.call("POST", path, { virtual_machine: null, name: "net9" });
+    assert.deepEqual([create.status, create.body], [400, refused]);
+    for (const method of ["PATCH", "PUT"]) {
+      const r = await inv.call(method, `${path}${w.if1}/`, { virtual_machine: null, name: "net0" });
+      assert.deepEqual([r.status, r.body], [400, refused], method);
+    }
+    const after = await inv.call("GET", `${path}?ordering=id`);
+    assert.deepEqual(
+      after.body.results.map((i: { id: number; virtual_machine: { id: number } | null }) => [
+        i.id,
+        i.virtual_machine?.id ?? null,
+      ]),
+      [[w.if1, w.vm1], [w.if2, w.vm2]],
+    );
+  } finally {
+    inv.close();
+  }
+});
