@@ -402,11 +402,7 @@ export async function createMany(
     return {
       ok: false,
       reason: "invalid",
-      errors: inputs.length === 1 && !Array.isArray(inputs)
-        ? errors[0]
-        : def.sequentialBulkCreate
-        ? firstRefused(errors)
-        : errors,
+      errors: def.sequentialBulkCreate ? firstRefused(errors) : errors,
     };
   }
   const refused = await checkDrafts(core, def, prepared);

@@ -462,3 +462,17 @@ Deno.test("write: a bulk-view update passes over an id no object has: the next o
     kv.close();
   }
 });
+
+Deno.test("write: an empty create or update answers an empty list and writes nothing", async () => {
+  const { kv, store, e } = await engine();
+  try {
+    assert.deepEqual(await e.createMany(MODEL, []), { ok: true, value: [] });
+    const r = await e.updateMany(MODEL, [], true);
+    assert.ok(r.ok, JSON.stringify(r));
+    assert.deepEqual(r.value, []);
+    assert.equal(store.commits, 0);
+    assert.deepEqual(await e.find(MODEL), []);
+  } finally {
+    kv.close();
+  }
+});
