@@ -3083,4 +3083,33 @@ export const EQUIVALENT: Equivalent[] = [
     why: "with no id to read the branch reads nothing (getMany of none) and preloads again " +
       "what the page has loaded already: the same cache, the same answer (work only)",
   },
+  {
+    module: "domain/netbox/engine/paging.ts",
+    what: "|| → &&",
+    line: 'if (f?.type !== "fk" || !f.model || !core.registry.has(f.model)) return null;',
+    mutant: "!f.model && !core",
+    why: "every foreign key names its model, and every model a registered FK names is " +
+      "registered (all 57 models, plugin ones included, checked): the registry test never " +
+      "answers otherwise (an eng6p survivor)",
+  },
+  {
+    module: "domain/netbox/engine/paging.ts",
+    what: "=== → !==",
+    line: 'o.field === "id" || o.field === "created" || o.field === "last_updated" ||',
+    mutant: 'o.field !== "created"',
+    why: "the filter then keeps every field but created (or every field): no model an FK names " +
+      "is ordered by created or last_updated, and none names a computed or missing field in " +
+      "its ordering (all checked, as this line's || → && entry): the same fields (an eng6p " +
+      "survivor)",
+  },
+  {
+    module: "domain/netbox/engine/paging.ts",
+    what: "=== → !==",
+    line: 'o.field === "id" || o.field === "created" || o.field === "last_updated" ||',
+    mutant: 'o.field !== "last_updated"',
+    why: "the filter then keeps every field but created (or every field): no model an FK names " +
+      "is ordered by created or last_updated, and none names a computed or missing field in " +
+      "its ordering (all checked, as this line's || → && entry): the same fields (an eng6p " +
+      "survivor)",
+  },
 ];
