@@ -814,3 +814,44 @@ Deno.test("a field unique on its own (a site's name, a job's job_id) keeps its i
     inv.close();
   }
 });
+
+Deno.test("a page's related counts are read from those counters: a cluster type's cluster_count lists none of its clusters' index entries", async () => {
+  const kv = await Deno.openKv(":memory:");
+  // The index entries of clusters by type listed through this handle (a count that walks them).
+  const walked = { entries: 0 };
+  const prefix = ["inventory", "idx", "virtualization.cluster", "type"];
+  const counting = new Proxy(kv, {
+    get(target, prop) {
+      const value = Reflect.get(target, prop, target);
+      if (prop !== "list") return typeof value === "function" ? value.bind(target) : value;
+      return (selector: Deno.KvListSelector, options?: Deno.KvListOptions) => {
+        const iterator = target.list(selector, options);
+        const under = "prefix" in selector &&
+          prefix.every((part, i) => selector.prefix[i] === part);
+        if (!under) return iterator;
+        return (async function* () {
+          for await (const entry of iterator) {
+            walked.entries++;
+            yield entry;
+          }
+        })();
+      };
+    },
+  });
+  const inv = await setup({}, { kv: counting });
+  try {
+    const type = (await inv.created("/api/virtualization/cluster-types/", {
+      name: "PVE",
+      slug: "pve",
+    })).id;
+    const clusters = Array.from({ length: 12 }, (_, i) => ({ name: `c-${i}`, type }));
+    assert.equal((await inv.call("POST", "/api/virtualization/clusters/", clusters)).status, 201);
+    walked.entries = 0;
+    const r = await inv.call("GET", "/api/virtualization/cluster-types/");
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    assert.deepEqual(r.body.results.map((t: { cluster_count: number }) => t.cluster_count), [12]);
+    assert.equal(walked.entries, 0);
+  } finally {
+    kv.close();
+  }
+});
