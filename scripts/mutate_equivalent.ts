@@ -3112,4 +3112,11 @@ export const EQUIVALENT: Equivalent[] = [
       "its ordering (all checked, as this line's || → && entry): the same fields (an eng6p " +
       "survivor)",
   },
+  {
+    module: "domain/netbox/engine/references.ts",
+    what: "remove line",
+    line: "if (f.compute) continue;",
+    why: "a computed field is never stored (prepare deletes it from every draft), so the record " +
+      "holds nothing under its name: no FK id, no list, no reference either way",
+  },
 ];
