@@ -3119,4 +3119,25 @@ export const EQUIVALENT: Equivalent[] = [
     why: "a computed field is never stored (prepare deletes it from every draft), so the record " +
       "holds nothing under its name: no FK id, no list, no reference either way",
   },
+  {
+    module: "domain/netbox/engine/lookups.ts",
+    what: "|| → &&",
+    line: 'if (!("meter" in cond) || !cond.meter) return test;',
+    why: "a condition has a meter key only where parseConditions set it to the request's meter " +
+      "(query.ts, never undefined): the key's absence and an unset meter go together",
+  },
+  {
+    module: "domain/netbox/engine/lookups.ts",
+    what: "remove line",
+    line: 'if (!("meter" in cond) || !cond.meter) return test;',
+    why: "the wrapper only turns a WorkBudgetExceeded into the QueryError naming the parameter, " +
+      "and only a metered pattern test throws one: around any other test it changes nothing",
+  },
+  {
+    module: "domain/netbox/engine/lookups.ts",
+    what: "&& → ||",
+    line: 'return "meter" in cond && cond.meter !== undefined;',
+    why: "a condition has a meter key only where parseConditions set it to the request's meter " +
+      "(query.ts, never undefined): both sides are true or false together",
+  },
 ];

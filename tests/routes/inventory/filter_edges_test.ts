@@ -60,6 +60,7 @@ const LISTED: Array<[string, number[]]> = [
   ["tag__n=nope", ALL],
   ["tag__n=prod", [3, 4, 5]],
   ["created__ic=x", ALL],
+  ["last_updated__gte=", ALL],
   ["name__isnull=maybe", ALL],
   ["name__isnull=", ALL],
   ["name=%20vm3%20", [3]],
