@@ -11,7 +11,9 @@ import { CORE_MODELS } from "../../../domain/netbox/models/core.ts";
 import { OBJECT_CHANGE, OBJECT_CHANGE_MODEL } from "../../../domain/netbox/models/changes.ts";
 import type { ModelDef } from "../../../domain/netbox/types.ts";
 import { MemoryLogger } from "../../../infra/logger.ts";
+import { stateOf } from "../../../domain/netbox/engine/index_state.ts";
 import { KvModelStore } from "../../../storage/kv/models.ts";
+import type { StoredObject } from "../../../storage/ports.ts";
 
 const DAY = 86_400_000;
 const REQUEST = { requestId: "3f1c2a4e-0000-4000-8000-000000000001", userName: "admin" };
@@ -27,12 +29,58 @@ const UNLOGGED: ModelDef = {
   changelog: false,
 };
 
+/**
+ * The real store, where another process's pruner can be made to act at one point of ours: it
+ * deletes entries (real commits) just before our next page or version read of the change log.
+ */
+class RacingStore extends KvModelStore {
+  beforePage?: () => Promise<void>;
+  beforeVersioned?: (ids: readonly number[]) => Promise<void>;
+  /** Change-log pages read; past 50 in a test, a prune that never ends is stopped here. */
+  pages = 0;
+
+  /** Deletes entries as a pruner does (version-checked commits). */
+  async take(ids: readonly number[]): Promise<void> {
+    for (const found of await super.getVersioned(OBJECT_CHANGE_MODEL, ids)) {
+      if (!found) continue;
+      const record: StoredObject = found.record;
+      const prev = { record, ...stateOf(this, OBJECT_CHANGE, record), version: found.version };
+      const done = await this.commit([{
+        model: OBJECT_CHANGE_MODEL,
+        id: record.id,
+        prev,
+        next: null,
+      }]);
+      assert.ok(done.ok);
+    }
+  }
+
+  override async page(model: string, offset: number, limit: number, reverse: boolean) {
+    if (model === OBJECT_CHANGE_MODEL) {
+      if (++this.pages > 50) throw new Error("the prune did not end");
+      const hook = this.beforePage;
+      this.beforePage = undefined;
+      await hook?.();
+    }
+    return super.page(model, offset, limit, reverse);
+  }
+
+  override async getVersioned(model: string, ids: readonly number[]) {
+    if (model === OBJECT_CHANGE_MODEL) {
+      const hook = this.beforeVersioned;
+      this.beforeVersioned = undefined;
+      await hook?.(ids);
+    }
+    return super.getVersioned(model, ids);
+  }
+}
+
 async function engine(
   options: { log?: boolean; bounds?: ChangelogBounds; now?: () => number } = {},
 ) {
   const kv = await Deno.openKv(":memory:");
   const logger = new MemoryLogger();
-  const store = new KvModelStore(kv);
+  const store = new RacingStore(kv);
   const e = new ModelEngine({
     store,
     logger,
@@ -43,7 +91,7 @@ async function engine(
     assert.ok((await e.create("dcim.site", { name, slug: name }, null, { change })).ok);
   const entries = async () =>
     (await store.scan(OBJECT_CHANGE_MODEL)).map((r) => [r.action, r.object_repr]);
-  return { kv, logger, e, site, entries };
+  return { kv, logger, store, e, site, entries };
 }
 
 Deno.test("change log: an engine without its model records nothing for a request's writes, and logs no error", async () => {
@@ -101,6 +149,44 @@ Deno.test("change log: a request's write of a model it leaves out records nothin
     assert.deepEqual(await entries(), [["create", "ams1"]]);
     await site("ams2");
     assert.deepEqual(await entries(), [["create", "ams2"]]);
+    assert.deepEqual(logger.lines, []);
+  } finally {
+    kv.close();
+  }
+});
+
+Deno.test("change log: a prune whose oldest entries another pruner took meanwhile deletes the rest and logs no error", async () => {
+  const { kv, logger, store, site, entries } = await engine({
+    bounds: { retentionDays: 0, maxEntries: 2 },
+  });
+  try {
+    await site("ams1");
+    await site("ams2");
+    // The next prune reads the oldest entry (ams1's); another pruner deletes it first.
+    store.beforeVersioned = (ids) => store.take(ids);
+    await site("ams3");
+    assert.equal(store.beforeVersioned, undefined, "the race happened");
+    assert.deepEqual(await entries(), [["create", "ams2"], ["create", "ams3"]]);
+    assert.deepEqual(logger.lines, []);
+  } finally {
+    kv.close();
+  }
+});
+
+Deno.test("change log: a prune that finds the log emptied by another pruner stops at once and logs no error", async () => {
+  const { kv, logger, store, site, entries } = await engine({
+    bounds: { retentionDays: 0, maxEntries: 1 },
+  });
+  try {
+    await site("ams1");
+    // One entry past the bound: before the prune reads its page, another pruner takes all.
+    store.beforePage = async () =>
+      await store.take((await store.scan(OBJECT_CHANGE_MODEL)).map((r) => r.id));
+    store.pages = 0;
+    await site("ams2");
+    assert.equal(store.beforePage, undefined, "the race happened");
+    assert.deepEqual(await entries(), []);
+    assert.equal(store.pages, 1);
     assert.deepEqual(logger.lines, []);
   } finally {
     kv.close();
