@@ -3140,4 +3140,18 @@ export const EQUIVALENT: Equivalent[] = [
     why: "a condition has a meter key only where parseConditions set it to the request's meter " +
       "(query.ts, never undefined): both sides are true or false together",
   },
+  {
+    module: "domain/netbox/engine/write.ts",
+    what: "return null → undefined",
+    line: "return null;",
+    why:
+      "checkDrafts' last line: both callers test its result for truth only. The file's other `return null;` lines (refIdOf, sizeError) are killed: their callers compare with null (an eng6w survivor)",
+  },
+  {
+    module: "domain/netbox/engine/write.ts",
+    what: "false → true",
+    line: "const r = await prepare(core, def, inputs[i], null, false, auth, cache, first + i);",
+    why:
+      "prepare reads `partial` only for an existing record (PATCH against PUT): a create passes none, so every required field is required either way (an eng6w survivor)",
+  },
 ];
