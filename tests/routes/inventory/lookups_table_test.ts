@@ -228,6 +228,8 @@ function rows(w: World): Array<[string, string[]]> {
     ["cf_owner__ic=OPS", ["web-01", "web-02"]],
     ["cf_owner__nic=ops", ["cache", "db-01", "Web-10"]],
     ["cf_owner__ie=dba", ["db-01"]],
+    // An unset value holds no text: `null` is not its text (SQL's NULL matches no LIKE).
+    ["cf_owner__ic=nul", []],
     ["cf_owner__isw=ops", ["web-01", "web-02"]],
     ["cf_owner__iew=TEAM", ["web-01"]],
     ["cf_owner__n=ops", ["cache", "db-01", "web-01", "Web-10"]],
