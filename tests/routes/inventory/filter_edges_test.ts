@@ -61,6 +61,11 @@ const LISTED: Array<[string, number[]]> = [
   ["tag__n=prod", [3, 4, 5]],
   ["created__ic=x", ALL],
   ["last_updated__gte=", ALL],
+  // A date is its midnight in UTC; a zone as Z, +02:00 or +0200 (Django's DateTimeField).
+  ["created__gte=2000-01-01", ALL],
+  ["created__lt=2000-01-01T00:00:00Z", []],
+  ["created__gt=2000-01-01%2000:00:00%2B02:00", ALL],
+  ["last_updated__lt=2000-01-01T00:00%2B0200", []],
   ["name__isnull=maybe", ALL],
   ["name__isnull=", ALL],
   ["name=%20vm3%20", [3]],
