@@ -3154,4 +3154,12 @@ export const EQUIVALENT: Equivalent[] = [
     why:
       "prepare reads `partial` only for an existing record (PATCH against PUT): a create passes none, so every required field is required either way (an eng6w survivor)",
   },
+  {
+    module: "domain/netbox/engine/prepare.ts",
+    what: "|| → &&",
+    line: "const rendered = f.compute || f.count || f.resolve;",
+    why: "a computed or counted field then keeps a stored default (null) no reader looks at: " +
+      "rendering computes or counts it, the change log, filters and indexes pass over computed " +
+      "fields, counts are no filter, and an ordering by one finds the same null on every record",
+  },
 ];

@@ -283,3 +283,32 @@ Deno.test("null for a reference that may not be null (a VM interface's VM) is re
     inv.close();
   }
 });
+
+Deno.test("a write that sends a generic FK's rendered object back (assigned_object, as read) ignores it: its type and id decide", async () => {
+  const inv = await setup();
+  try {
+    const w = await world(inv);
+    const path = "/api/ipam/ip-addresses/";
+    const other = { id: w.if2, url: `http://inv.test/api/virtualization/interfaces/${w.if2}/` };
+    const made = await inv.call("POST", path, {
+      address: "192.0.2.7/24",
+      assigned_object_type: "virtualization.vminterface",
+      assigned_object_id: w.if1,
+      assigned_object: other,
+    });
+    assert.equal(made.status, 201, JSON.stringify(made.body));
+    assert.equal(made.body.assigned_object.id, w.if1);
+    const patched = await inv.call("PATCH", `${path}${made.body.id}/`, {
+      description: "round trip",
+      assigned_object: made.body.assigned_object,
+    });
+    assert.equal(patched.status, 200, JSON.stringify(patched.body));
+    const read = await inv.call("GET", `${path}${made.body.id}/`);
+    assert.deepEqual(
+      [read.body.description, read.body.assigned_object_id, read.body.assigned_object.id],
+      ["round trip", w.if1, w.if1],
+    );
+  } finally {
+    inv.close();
+  }
+});

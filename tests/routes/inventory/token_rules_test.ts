@@ -140,3 +140,38 @@ Deno.test("tokens: a filter on a secret (write-only token, hidden digest and sea
     inv.close();
   }
 });
+
+Deno.test("tokens: read-only and hidden fields in a write are ignored (key, last_used, pepper_id, digest): the token keeps working", async () => {
+  const inv = await setup();
+  try {
+    const plain = "a".repeat(40);
+    const made = await inv.call("POST", "/api/users/tokens/", {
+      version: 1,
+      token: plain,
+      description: "t",
+      key: "b".repeat(40),
+      last_used: "2020-01-01T00:00:00Z",
+      digest: "forged",
+    });
+    assert.equal(made.status, 201, JSON.stringify(made.body));
+    const path = `/api/users/tokens/${made.body.id}/`;
+    const before = await inv.call("GET", path);
+    for (
+      const body of [
+        { description: "u", key: "c".repeat(40), last_used: "2021-01-01T00:00:00Z" },
+        { description: "v", pepper_id: 7, digest: "forged", encrypted: "x", enc_source: "y" },
+      ]
+    ) {
+      const r = await inv.call("PATCH", path, body);
+      assert.equal(r.status, 200, JSON.stringify(r.body));
+      assert.equal(r.body.description, body.description);
+      for (const field of ["key", "last_used", "pepper_id"]) {
+        assert.deepEqual(r.body[field], before.body[field], field);
+      }
+    }
+    const works = await inv.call("GET", "/api/status/", undefined, `Token ${plain}`);
+    assert.equal(works.status, 200);
+  } finally {
+    inv.close();
+  }
+});
