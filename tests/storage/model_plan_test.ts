@@ -6,6 +6,8 @@ import assert from "node:assert/strict";
 import { KvModelStore } from "../../storage/kv/models.ts";
 import type { IndexEntry, ObjectWrite, OrderedEntry } from "../../storage/ports.ts";
 
+type Versioned = { record: Record<string, unknown> & { id: number }; version: string };
+
 const MODEL = "virtualization.virtualmachine";
 
 function vm(id: number, name: string, shared: number): ObjectWrite {
@@ -89,6 +91,36 @@ Deno.test("plan: large records split the atomics, measured by recordSize before 
       139,
       50_000,
     ]]);
+  } finally {
+    kv.close();
+  }
+});
+
+Deno.test("plan: a record measured and written, then made larger, is measured again for its next write", async () => {
+  const kv = await Deno.openKv(":memory:");
+  try {
+    const store = new KvModelStore(kv);
+    const records = Array.from({ length: 40 }, (_, i) => ({ id: i + 1, name: `vm${i + 1}` }));
+    const write = (record: { id: number; name: string }, prev: Versioned | null): ObjectWrite => ({
+      model: MODEL,
+      id: record.id,
+      prev: prev &&
+        { record: prev.record, indexes: [], uniques: [], ordered: [], version: prev.version },
+      next: { record, indexes: [], uniques: [], ordered: [] },
+    });
+    // Small when measured and created: one atomic.
+    for (const r of records) store.recordSize(r);
+    const created = store.plan(records.map((r) => write(r, null)));
+    assert.equal(created.length, 1);
+    assert.ok((await store.commit(created[0])).ok);
+    // The same objects, 50,000 characters larger each: 2 MB, more than one atomic takes.
+    const stored = await Promise.all(records.map((r) => store.get(MODEL, r.id)));
+    for (const r of records) Object.assign(r, { comments: "y".repeat(50_000) });
+    const updated = store.plan(records.map((r, i) => write(r, stored[i])));
+    assert.ok(updated.length >= 3, `atomics for 2 MB of records: ${updated.length}`);
+    for (const group of updated) assert.ok((await store.commit(group)).ok);
+    const back = await store.getMany(MODEL, [1, 40]);
+    assert.deepEqual(back.map((r) => String(r.comments).length), [50_000, 50_000]);
   } finally {
     kv.close();
   }

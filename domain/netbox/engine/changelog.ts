@@ -8,7 +8,7 @@
 import type { ObjectWrite, StoredObject } from "../../../storage/ports.ts";
 import { OBJECT_CHANGE_MODEL } from "../models/changes.ts";
 import type { ModelDef } from "../types.ts";
-import type { EngineCore } from "./core.ts";
+import { type EngineCore, fieldEntries } from "./core.ts";
 export type { ChangelogBounds } from "./core.ts";
 import { stateOf } from "./index_state.ts";
 import { TAG_MODEL } from "./registry.ts";
@@ -96,12 +96,15 @@ const snapshotted = new WeakMap<ModelDef, readonly string[]>();
  */
 function snapshotFields(def: ModelDef): readonly string[] {
   let names = snapshotted.get(def);
-  if (names) return names;
-  names = Object.entries(def.fields).filter(([, f]) =>
-    !(f.compute || f.hidden || f.writeOnly || f.readOnly) &&
-    f.type !== "gfk" // its type and id fields are stored fields of their own
-  ).map(([name]) => name);
-  snapshotted.set(def, names);
+  if (!names) {
+    snapshotted.set(
+      def,
+      names = fieldEntries(def).filter(([, f]) =>
+        !(f.compute || f.hidden || f.writeOnly || f.readOnly) &&
+        f.type !== "gfk" // its type and id fields are stored fields of their own
+      ).map(([name]) => name),
+    );
+  }
   return names;
 }
 

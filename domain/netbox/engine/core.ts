@@ -6,7 +6,7 @@ import type { ModelStore, StoredObject } from "../../../storage/ports.ts";
 import type { Logger } from "../../../infra/logger.ts";
 import type { CustomFieldDef } from "../custom_fields.ts";
 import { patternMeter, type WorkMeter } from "../user_patterns.ts";
-import type { EngineApi, InventorySettings } from "../types.ts";
+import type { EngineApi, FieldDef, InventorySettings, ModelDef } from "../types.ts";
 import type { ModelRegistry } from "./registry.ts";
 
 /** How long the change log is kept (config.ts `changelog`). */
@@ -88,6 +88,20 @@ export function cachedRecords(
     cache.records.set(model, m);
   }
   return m;
+}
+
+const fieldEntryMemo = new WeakMap<ModelDef, ReadonlyArray<readonly [string, FieldDef]>>();
+
+/**
+ * `Object.entries(def.fields)`, made once per model: the loops every object of a bulk write
+ * passes (prepare, stateOf, refsOf, prefetchRefs) each made the model's field pairs afresh, an
+ * array per field each call (25 for a VM; docs/sync.md, "Writes: round 9"). A model's definition
+ * is not changed once made (NetBox-version deltas make new ones).
+ */
+export function fieldEntries(def: ModelDef): ReadonlyArray<readonly [string, FieldDef]> {
+  let entries = fieldEntryMemo.get(def);
+  if (!entries) fieldEntryMemo.set(def, entries = Object.entries(def.fields));
+  return entries;
 }
 
 export function isEmpty(value: unknown): boolean {

@@ -12,7 +12,7 @@ import type {
   UniqueEntry,
 } from "../../../storage/ports.ts";
 import type { ModelDef } from "../types.ts";
-import { constraintName, isEmpty } from "./core.ts";
+import { constraintName, fieldEntries, isEmpty } from "./core.ts";
 
 export interface IndexState {
   indexes: IndexEntry[];
@@ -38,7 +38,7 @@ export function stateOf(store: ModelStore, def: ModelDef, record: StoredObject):
       indexes.push(shape.uncounted.has(field) ? [field, v, false] : [field, v]);
     }
   };
-  for (const [name, f] of Object.entries(def.fields)) {
+  for (const [name, f] of fieldEntries(def)) {
     if (f.compute) continue;
     const v = record[name];
     if (f.type === "fk") add(name, v);

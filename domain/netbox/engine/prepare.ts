@@ -10,6 +10,7 @@ import type { AuthInfo, FieldErrors, HookContext, ModelDef } from "../types.ts";
 import {
   cachedRecords,
   type EngineCore,
+  fieldEntries,
   indexedKey,
   isEmpty,
   readUncached,
@@ -122,7 +123,7 @@ export async function prepare(
   const nowIso = new Date(core.now()).toISOString();
   const draft: StoredObject = existing ? structuredClone(existing) : { id };
   const accepted: Record<string, unknown> = {};
-  for (const [name, f] of Object.entries(def.fields)) {
+  for (const [name, f] of fieldEntries(def)) {
     if (f.type === "gfk") continue;
     if (f.readOnly || f.hidden || f.compute) {
       // Computed, counted and resolved fields are rendered, never stored.
@@ -152,7 +153,7 @@ export async function prepare(
       errors[name] = [MESSAGES.required];
     }
   }
-  for (const [, f] of Object.entries(def.fields)) {
+  for (const [, f] of fieldEntries(def)) {
     if (f.type !== "gfk") continue;
     const t = draft[f.typeField!];
     const i = draft[f.idField!];

@@ -6,7 +6,7 @@
 import type { StoredObject } from "../../../storage/ports.ts";
 import { MESSAGES, parseRef, type RefInput } from "../fields.ts";
 import type { AuthInfo, FieldDef, ModelDef } from "../types.ts";
-import { cachedRecords, type EngineCore, type RequestCache } from "./core.ts";
+import { cachedRecords, type EngineCore, fieldEntries, type RequestCache } from "./core.ts";
 import { find } from "./paging.ts";
 import { LOOKUPS, nestedAttrProblem } from "./query.ts";
 import { TAG_MODEL } from "./registry.ts";
@@ -158,7 +158,7 @@ export async function parseRelation(
 /** Every reference a record holds: FKs, m2m members (tags too) and generic FKs. */
 export function refsOf(core: EngineCore, def: ModelDef, r: StoredObject): Ref[] {
   const out: Ref[] = [];
-  for (const [name, f] of Object.entries(def.fields)) {
+  for (const [name, f] of fieldEntries(def)) {
     if (f.compute) continue;
     const v = r[name];
     if (f.type === "fk" && f.model && typeof v === "number") {

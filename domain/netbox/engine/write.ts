@@ -18,6 +18,7 @@ import type {
 import {
   constraintName,
   type EngineCore,
+  fieldEntries,
   indexedKey,
   isEmpty,
   newCache,
@@ -111,7 +112,7 @@ async function prefetchRefs(
   for (const input of inputs) {
     if (!input || typeof input !== "object" || Array.isArray(input)) continue;
     const data = input as Record<string, unknown>;
-    for (const [name, f] of Object.entries(def.fields)) {
+    for (const [name, f] of fieldEntries(def)) {
       if (f.type === "fk") want(f.model, data[name]);
       else if (f.type === "m2m" && Array.isArray(data[name])) {
         for (const v of data[name] as unknown[]) want(f.model, v);
