@@ -508,6 +508,7 @@ Deno.test("changelog: an entry of exactly the store's record limit keeps its pre
     });
     const create = await stored(await lastEntry());
     assert.equal(create.size, limit);
+    assert.equal(create.entry.changed_object_id, made.id);
     assert.equal((create.entry.postchange_data as { name?: string } | null)?.name, "s2");
 
     const edited = await inv.created("/api/dcim/sites/", {
