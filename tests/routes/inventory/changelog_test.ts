@@ -692,3 +692,44 @@ Deno.test("retention by age: a sweep takes every expired entry past its first pa
     inv.close();
   }
 });
+
+Deno.test("changelog: an update entry over the limit with its pre-data and exactly at it without keeps its new data", async () => {
+  const inv = await setup();
+  try {
+    const stored = async (id: number) =>
+      (await inv.deps.kv.get(keys.inventoryObject("core.objectchange", id))).value as Record<
+        string,
+        unknown
+      >;
+    const lastEntry = async () =>
+      (await inv.call("GET", `${CHANGES}?limit=1`)).body.results[0].id as number;
+    const limit = new KvModelStore(inv.deps.kv).maxRecordBytes;
+    // An update replacing all of a site's comments: its pre-data holds the old comments. Probed
+    // at 20,000 characters, measured as the engine measures it once the pre-data is dropped;
+    // every id stays one digit, so that size grows by one byte per character of comments.
+    const probe = await inv.created("/api/dcim/sites/", {
+      name: "s1",
+      slug: "s1",
+      comments: "a".repeat(20_000),
+    });
+    await inv.call("PATCH", `/api/dcim/sites/${probe.id}/`, { comments: "b".repeat(20_000) });
+    const probed = await stored(await lastEntry());
+    assert.equal((probed.pre as { comments?: string }).comments?.length, 20_000);
+    const withoutPre = storedSize({ ...probed, pre: null });
+
+    const length = 20_000 + limit - withoutPre;
+    const site = await inv.created("/api/dcim/sites/", {
+      name: "s2",
+      slug: "s2",
+      comments: "a".repeat(length),
+    });
+    await inv.call("PATCH", `/api/dcim/sites/${site.id}/`, { comments: "b".repeat(length) });
+    const entry = await stored(await lastEntry());
+    assert.equal(entry.changed_object_id, site.id);
+    assert.equal(entry.pre, null);
+    assert.equal(storedSize(entry), limit);
+    assert.equal((entry.postchange_data as { comments?: string } | null)?.comments?.length, length);
+  } finally {
+    inv.close();
+  }
+});
