@@ -12,6 +12,7 @@
 import assert from "node:assert/strict";
 import { type Inv, setup } from "./_setup.ts";
 import { world } from "./_world.ts";
+import { ReadCounter } from "../../_kv_reads.ts";
 
 /** A Deno.Kv counting the entries its lists yield and the keys its getMany reads. */
 function keyCountingKv(kv: Deno.Kv) {
@@ -337,5 +338,33 @@ Deno.test("a read of the change log between two ids costs the same KV reads what
     ]);
   } finally {
     inv.close();
+  }
+});
+
+Deno.test("a list walked by id with two indexed filters reads its page's records only, not every candidate's", async () => {
+  const kv = await Deno.openKv(":memory:");
+  const first = await setup({}, { kv });
+  try {
+    const w = await world(first);
+    const vms = Array.from({ length: 30 }, (_, i) => ({ name: `w-${i}`, cluster: w.cluster }));
+    assert.equal(
+      (await first.call("POST", "/api/virtualization/virtual-machines/", vms)).status,
+      201,
+    );
+    // A second process on the same store: nothing of the VMs cached.
+    const reads = new ReadCounter();
+    const inv = await setup({}, { kv: reads.wrap(kv) });
+    reads.counting = true;
+    const r = await inv.call(
+      "GET",
+      `/api/virtualization/virtual-machines/?cluster_id=${w.cluster}&status=active&ordering=id&limit=2&offset=3`,
+    );
+    reads.counting = false;
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    assert.equal(r.body.count, 32);
+    assert.deepEqual(r.body.results.map((vm: { name: string }) => vm.name), ["w-1", "w-2"]);
+    assert.equal(reads.byModel.get("virtualization.virtualmachine"), 2);
+  } finally {
+    kv.close();
   }
 });
