@@ -3162,4 +3162,12 @@ export const EQUIVALENT: Equivalent[] = [
       "rendering computes or counts it, the change log, filters and indexes pass over computed " +
       "fields, counts are no filter, and an ordering by one finds the same null on every record",
   },
+  {
+    module: "domain/netbox/engine/query.ts",
+    what: "false → true",
+    line: "all: false,",
+    why: "an __isnull/__empty reference condition is decided before `all` is read (lookups.ts's " +
+      "rel test returns first), and paging.ts reads `all` for exact lookups only: the list's " +
+      "cache key alone differs, the same for every run of one query",
+  },
 ];

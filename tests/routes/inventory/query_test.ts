@@ -711,6 +711,10 @@ Deno.test("tree filters: a region, site group, location or tenant group matches 
       assert.deepEqual([empty.status, empty.body], [400, {
         region: ["Select a valid choice.  is not one of the available choices."],
       }], path);
+      const unknown = await inv.call("GET", `/api/${path}?region=nope`);
+      assert.deepEqual([unknown.status, unknown.body], [400, {
+        region: ["Select a valid choice. nope is not one of the available choices."],
+      }], path);
     }
   } finally {
     inv.close();
