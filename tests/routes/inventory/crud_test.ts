@@ -511,13 +511,28 @@ Deno.test("an object's tags: by weight, then name at every strength (accents and
     const plain = await tag("cafe", "cafe");
     const heavy = await tag("Zeta", "zeta", 10);
     const alpha = await tag("alpha", "alpha");
+    // Weight 0 is the lightest (not the default 1000). Names with numbers (`n2`, `n10`) take the
+    // tag list's own order: an object's tags are listed as the tag list lists them.
+    const first = await tag("zero", "zero", 0);
+    const two = await tag("n2", "n2");
+    const ten = await tag("n10", "n10");
     const vm = `/api/virtualization/virtual-machines/${p.vm}/`;
-    const patched = await inv.call("PATCH", vm, { tags: [accented, alpha, plain, heavy] });
+    const patched = await inv.call("PATCH", vm, {
+      tags: [two, accented, alpha, ten, plain, heavy, first],
+    });
     assert.equal(patched.status, 200, JSON.stringify(patched.body));
-    const order = ["Zeta", "alpha", "cafe", "caf\u00e9"];
-    assert.deepEqual(patched.body.tags.map((t: { name: string }) => t.name), order);
+    const names = (tags: { name: string }[]) => tags.map((t) => t.name);
+    const listed = names((await inv.call("GET", "/api/extras/tags/")).body.results);
+    assert.deepEqual(names(patched.body.tags), listed);
+    assert.deepEqual(listed.filter((n) => !/^n\d/.test(n)), [
+      "zero",
+      "Zeta",
+      "alpha",
+      "cafe",
+      "caf\u00e9",
+    ]);
     const read = await inv.call("GET", vm);
-    assert.deepEqual(read.body.tags.map((t: { name: string }) => t.name), order);
+    assert.deepEqual(names(read.body.tags), listed);
   } finally {
     inv.close();
   }
