@@ -35,6 +35,7 @@ export interface CustomFieldDef {
   required: boolean;
   default: unknown;
   weight?: number;
+  group_name?: string;
   validation_minimum?: number | null;
   validation_maximum?: number | null;
   validation_regex?: string;

@@ -1494,7 +1494,10 @@ export const CUSTOM_FIELD: ModelDef = {
   },
   afterSave: migrateCustomFieldData,
   search: ["name", "label", "description"],
-  ordering: ["weight", "name"],
+  // NetBox's CustomField.Meta.ordering; the ordered index stays keyed by weight, as stored before
+  // the group name led the order (the list sorts its page in memory: there are few definitions).
+  ordering: ["group_name", "weight", "name"],
+  orderedIndex: "weight",
 };
 
 export const JOURNAL_ENTRY: ModelDef = {

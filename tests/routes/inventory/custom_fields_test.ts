@@ -76,6 +76,43 @@ Deno.test("custom fields: an object's custom_fields come in the definitions' ord
   }
 });
 
+Deno.test("custom fields: the group name leads the order (a blank one first), in the definitions' list and in an object's custom_fields", async () => {
+  const inv = await setup();
+  try {
+    const w = await world(inv);
+    // Made in an order that is neither the answer nor its reverse; weights that would put them
+    // the other way round if the group name did not come first.
+    const defs: [string, string, number][] = [
+      ["net_b", "Network", 10],
+      ["plain", "", 500],
+      ["hw_a", "Hardware", 900],
+      ["net_a", "Network", 50],
+      ["hw_b", "Hardware", 1],
+    ];
+    for (const [name, group_name, weight] of defs) {
+      await inv.created("/api/extras/custom-fields/", {
+        name,
+        group_name,
+        weight,
+        object_types: ["virtualization.virtualmachine"],
+        type: "text",
+      });
+    }
+    const expected = ["plain", "hw_b", "hw_a", "net_b", "net_a"];
+    const listed = await inv.call("GET", "/api/extras/custom-fields/");
+    assert.deepEqual(listed.body.results.map((d: { name: string }) => d.name), expected);
+    const vm = await inv.call("GET", `/api/virtualization/virtual-machines/${w.vm1}/`);
+    assert.deepEqual(Object.keys(vm.body.custom_fields), expected);
+    const reversed = await inv.call("GET", "/api/extras/custom-fields/?ordering=-group_name");
+    assert.deepEqual(
+      reversed.body.results.map((d: { group_name: string }) => d.group_name),
+      ["Network", "Network", "Hardware", "Hardware", ""],
+    );
+  } finally {
+    inv.close();
+  }
+});
+
 Deno.test("custom field definitions: a broken regex or object type is a 400, not a silent no-op", async () => {
   const inv = await setup();
   try {
