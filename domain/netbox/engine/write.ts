@@ -310,6 +310,36 @@ async function rollbackCreates(core: EngineCore, committed: ObjectWrite[]): Prom
   for (const group of core.store.plan(deletes)) await core.store.commit(group);
 }
 
+/**
+ * Puts back what an update that then failed had already committed (an earlier group, or an
+ * earlier attempt), so a refused or failed bulk update leaves the store as it found it and writes
+ * nothing the change log would not show. A record changed again since (it no longer holds this
+ * update's draft) is left as that other writer made it; a group the store refuses (a unique value
+ * the update freed and another writer took) stays as it is.
+ */
+async function rollbackUpdates(
+  core: EngineCore,
+  def: ModelDef,
+  model: string,
+  done: readonly Prepared[],
+): Promise<void> {
+  if (done.length === 0) return;
+  const currents = await core.store.getVersioned(model, done.map((p) => p.draft.id));
+  const writes: ObjectWrite[] = [];
+  done.forEach((p, at) => {
+    const cur = currents[at];
+    const before = p.ctx.existing;
+    if (!cur || !before || JSON.stringify(cur.record) !== JSON.stringify(p.draft)) return;
+    writes.push({
+      model,
+      id: p.draft.id,
+      prev: { record: cur.record, ...stateOf(core.store, def, cur.record), version: cur.version },
+      next: { record: before, ...stateOf(core.store, def, before) },
+    });
+  });
+  for (const group of core.store.plan(writes)) await core.store.commit(group);
+}
+
 /** The model's batch hook after a whole create/update request (best-effort, as afterSave). */
 async function afterSaveBatch(
   core: EngineCore,
@@ -508,8 +538,13 @@ export async function updateMany(
     options = { ...options, skipMissing: true };
   }
   // Groups (atomics) already committed by an earlier attempt: a conflict in a later group
-  // retries only the items not yet written, so a bulk update is never left half done.
+  // retries only the items not yet written; an attempt that then fails (refused, throws, gives
+  // up) puts them back first, so a bulk update is never left half done.
   const done: Prepared[] = [];
+  const undone = async <T>(answer: T): Promise<T> => {
+    await rollbackUpdates(core, def, model, done);
+    return answer;
+  };
   /** Ids no object has (bulk updates pass over them, `skipMissing`). */
   const missing = new Set<number>();
   let pending = inputs;
@@ -535,18 +570,18 @@ export async function updateMany(
       if (!current) {
         if (inputs.length === 1) return { ok: false, reason: "not_found", detail: "Not found." };
         if (done.length > 0) {
-          return {
+          return undone({
             ok: false,
             reason: "conflict",
             detail: "The objects were changed concurrently; please retry.",
-          };
+          });
         }
         failed = true;
         errors.push({ id: [`Object with id ${id} does not exist.`] });
         continue;
       }
       if (options.ifMatch && !matchesIfMatch(current.record, options.ifMatch)) {
-        return { ok: false, reason: "precondition_failed", detail: "Precondition failed." };
+        return undone({ ok: false, reason: "precondition_failed", detail: "Precondition failed." });
       }
       const r = await prepare(core, def, data, current.record, partial, auth, cache, id);
       if (!r.ok) {
@@ -562,23 +597,23 @@ export async function updateMany(
       });
     }
     if (failed) {
-      if (!options.bulkView) return { ok: false, reason: "invalid", errors };
+      if (!options.bulkView) return undone({ ok: false, reason: "invalid", errors });
       const records = currents.map((c) => c?.record ?? null);
-      return {
+      return undone({
         ok: false,
         reason: "invalid",
         errors: await firstInOrder(core, def, records, errors),
-      };
+      });
     }
     const refused = await checkDrafts(core, def, prepared);
     if (refused) {
-      if (!options.bulkView) return { ok: false, reason: "invalid", errors: refused };
+      if (!options.bulkView) return undone({ ok: false, reason: "invalid", errors: refused });
       const records = prepared.map((p) => p.ctx.existing ?? null);
-      return {
+      return undone({
         ok: false,
         reason: "invalid",
         errors: await firstInOrder(core, def, records, refused),
-      };
+      });
     }
     const writes: ObjectWrite[] = prepared.map((p) => ({
       model,
@@ -589,7 +624,7 @@ export async function updateMany(
     const outcome = await commitGroups(core, core.store.plan(writes));
     const committed = new Set(outcome.committed.map((w) => w.id));
     done.push(...prepared.filter((p) => committed.has(p.draft.id)));
-    if (outcome.error !== undefined) throw outcome.error;
+    if (outcome.error !== undefined) throw await undone(outcome.error);
     if (outcome.failed) {
       if (committed.size === 0) {
         attempt++;
@@ -651,9 +686,9 @@ export async function updateMany(
       extras: done.length === 1 ? done[0].ctx.responseExtras : undefined,
     };
   }
-  return {
+  return undone({
     ok: false,
     reason: "conflict",
     detail: "The object was changed concurrently; please retry.",
-  };
+  });
 }

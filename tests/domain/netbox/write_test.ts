@@ -86,6 +86,11 @@ async function names(e: ModelEngine): Promise<string[]> {
   return (await e.find(MODEL)).map((r) => String(r.name)).sort();
 }
 
+/** Every item's note, by id. */
+async function notes(e: ModelEngine): Promise<unknown[]> {
+  return (await e.find(MODEL)).sort((a, b) => a.id - b.id).map((r) => r.note);
+}
+
 async function made(e: ModelEngine, prefix: string) {
   const r = await e.createMany(MODEL, items(prefix));
   assert.ok(r.ok, JSON.stringify(r).slice(0, 300));
@@ -133,6 +138,8 @@ Deno.test("write: an update whose second atomic fails in storage rejects with th
       () => e.updateMany(MODEL, all.map((r) => ({ id: r.id, data: { note: "x" } })), true),
       /storage unavailable/,
     );
+    // The first group had committed: it is put back, so nothing of the update stays.
+    assert.deepEqual(await notes(e), all.map((r) => r.note));
   } finally {
     kv.close();
   }
@@ -176,6 +183,40 @@ Deno.test("write: an update retried after a concurrent write, whose object was d
       detail: "The objects were changed concurrently; please retry.",
     });
     assert.equal(await e.get(MODEL, gone.id), null);
+    // The first group's objects are put back as they were: a refused update leaves nothing.
+    assert.deepEqual(await notes(e), all.slice(0, -1).map((r) => r.note));
+  } finally {
+    kv.close();
+  }
+});
+
+Deno.test("write: a bulk update refused on its retry puts back the group it had committed, except an object another writer changed since", async () => {
+  const { kv, store, e } = await engine();
+  try {
+    const all = await made(e, "a");
+    const last = all[MANY - 1];
+    const edited = all[0];
+    // The first group commits; before the second, another writer takes the name the update
+    // gives its last object, and edits the first object (already updated) again.
+    store.faults = [null, async () => {
+      assert.ok((await e.insert(MODEL, { name: "taken" })).ok);
+      assert.ok(
+        (await e.updateMany(MODEL, [{ id: edited.id, data: { note: "theirs" } }], true)).ok,
+      );
+    }];
+    const r = await e.updateMany(
+      MODEL,
+      all.map((x) => ({ id: x.id, data: x.id === last.id ? { name: "taken" } : { note: "x" } })),
+      true,
+    );
+    assert.equal(r.ok, false);
+    assert.equal(!r.ok && r.reason, "invalid");
+    const after = await e.find(MODEL);
+    const byId = new Map(after.map((x) => [x.id, x]));
+    assert.equal(byId.get(edited.id)?.note, "theirs", "the other writer's edit stands");
+    for (const x of all.slice(1)) assert.equal(byId.get(x.id)?.note, x.note, `item ${x.id}`);
+    assert.equal(byId.get(last.id)?.name, last.name);
+    assert.equal(after.filter((x) => x.name === "taken").length, 1);
   } finally {
     kv.close();
   }
