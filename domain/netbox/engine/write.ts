@@ -2,7 +2,8 @@
  * Creates and updates, all-or-nothing per request: every item prepared and validated, unique
  * constraints checked (against the store and within the batch), size checked, then written
  * in as few atomics as the store allows; references a concurrent delete removed meanwhile
- * are undone (create) or follow that delete's rule (update). `afterSave` hooks run last.
+ * are undone (create) or follow that delete's rule (update). A write whose later atomic fails
+ * undoes the ones that committed (rollbackCreates, rollbackUpdates). `afterSave` hooks run last.
  */
 import type { IndexValue, ObjectWrite, StoredObject } from "../../../storage/ports.ts";
 import { matchesIfMatch } from "../etag.ts";
@@ -323,7 +324,7 @@ async function rollbackUpdates(
   model: string,
   done: readonly Prepared[],
 ): Promise<void> {
-  if (done.length === 0) return;
+  // Nothing committed (the common refusal, on a first attempt): no read, no write.
   const currents = await core.store.getVersioned(model, done.map((p) => p.draft.id));
   const writes: ObjectWrite[] = [];
   done.forEach((p, at) => {

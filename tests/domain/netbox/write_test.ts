@@ -190,19 +190,22 @@ Deno.test("write: an update retried after a concurrent write, whose object was d
   }
 });
 
-Deno.test("write: a bulk update refused on its retry puts back the group it had committed, except an object another writer changed since", async () => {
+Deno.test("write: a bulk update refused on its retry puts back the group it had committed, except objects another writer changed or deleted since", async () => {
   const { kv, store, e } = await engine();
   try {
     const all = await made(e, "a");
     const last = all[MANY - 1];
     const edited = all[0];
+    const deleted = all[1];
     // The first group commits; before the second, another writer takes the name the update
-    // gives its last object, and edits the first object (already updated) again.
+    // gives its last object, edits the first object (already updated) again and deletes the
+    // second.
     store.faults = [null, async () => {
       assert.ok((await e.insert(MODEL, { name: "taken" })).ok);
       assert.ok(
         (await e.updateMany(MODEL, [{ id: edited.id, data: { note: "theirs" } }], true)).ok,
       );
+      await e.deleteMany(MODEL, [deleted.id]);
     }];
     const r = await e.updateMany(
       MODEL,
@@ -214,7 +217,8 @@ Deno.test("write: a bulk update refused on its retry puts back the group it had 
     const after = await e.find(MODEL);
     const byId = new Map(after.map((x) => [x.id, x]));
     assert.equal(byId.get(edited.id)?.note, "theirs", "the other writer's edit stands");
-    for (const x of all.slice(1)) assert.equal(byId.get(x.id)?.note, x.note, `item ${x.id}`);
+    assert.equal(byId.has(deleted.id), false, "the other writer's delete stands");
+    for (const x of all.slice(2)) assert.equal(byId.get(x.id)?.note, x.note, `item ${x.id}`);
     assert.equal(byId.get(last.id)?.name, last.name);
     assert.equal(after.filter((x) => x.name === "taken").length, 1);
   } finally {
