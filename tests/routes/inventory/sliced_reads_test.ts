@@ -364,6 +364,19 @@ Deno.test("a list walked by id with two indexed filters reads its page's records
     assert.equal(r.body.count, 32);
     assert.deepEqual(r.body.results.map((vm: { name: string }) => vm.name), ["w-1", "w-2"]);
     assert.equal(reads.byModel.get("virtualization.virtualmachine"), 2);
+    // Named by id beside an index much larger than they are: no other record is read.
+    const [a, b] = r.body.results.map((vm: { id: number }) => vm.id);
+    reads.byModel.clear();
+    reads.counting = true;
+    const named = await inv.call(
+      "GET",
+      `/api/virtualization/virtual-machines/?id=${a}&id=${b}&status=active`,
+    );
+    reads.counting = false;
+    assert.deepEqual(named.body.results.map((vm: { name: string }) => vm.name), ["w-1", "w-2"]);
+    // At most those two (read by the page above, this process holds them already).
+    const read = reads.byModel.get("virtualization.virtualmachine") ?? 0;
+    assert.ok(read <= 2, `${read} VM records read`);
   } finally {
     kv.close();
   }
