@@ -3170,4 +3170,29 @@ export const EQUIVALENT: Equivalent[] = [
       "rel test returns first), and paging.ts reads `all` for exact lookups only: the list's " +
       "cache key alone differs, the same for every run of one query",
   },
+  {
+    module: "domain/netbox/engine/paging.ts",
+    what: "&& → ||",
+    line:
+      "const patterns = conditions.filter((c) => !reading(c) && isPatternCondition(c)).map((c) =>",
+    why: "the plain conditions then run a second time on the records they already kept: the " +
+      "same records, and no pattern meter is charged (plain conditions are no patterns; an " +
+      "eng6p survivor)",
+  },
+  {
+    module: "domain/netbox/engine/paging.ts",
+    what: "&& → ||",
+    line: 'const byId = primary.field === "id" && ordering.length === 1;',
+    why: "orderingOf appends id to every ordering that lacks it, so an ordering of one term is " +
+      "id alone: the test is true for the same orderings (an eng6p survivor)",
+  },
+  {
+    module: "domain/netbox/engine/paging.ts",
+    what: "=== → !==",
+    line: 'const byId = primary.field === "id" && ordering.length === 1;',
+    mutant: "ordering.length !== 1",
+    why: "an ordering led by id is by id whatever follows (ids are unique): the index page by id " +
+      "answers [id, ...] as the general path would, and [id] alone takes the general path, the " +
+      "same page (an eng6p survivor)",
+  },
 ];
