@@ -2058,14 +2058,6 @@ export const EQUIVALENT: Equivalent[] = [
       "records already loaded once more, and stores the same records under the same ids",
   },
   {
-    module: "domain/netbox/engine/query.ts",
-    what: "&& → ||",
-    line:
-      'const seen = new Set(ids.filter((id): id is number => typeof id === "number" && id > 0));',
-    why: "a tree filter's ids are positive: a value naming no object (0 included) is refused " +
-      "before (relCondition's existence check), and null fails both tests",
-  },
-  {
     module: "domain/netbox/engine/lookups.ts",
     what: "false → true",
     line: "return false; // never reached: the caller passes TIMESTAMP_LOOKUPS only",
@@ -2483,20 +2475,6 @@ export const EQUIVALENT: Equivalent[] = [
     what: "|| → &&",
     line: "if (!(key in data) || data[key] === undefined) continue;",
     why: "a body is parsed JSON, which has no undefined: a key present is never undefined",
-  },
-  {
-    module: "domain/netbox/engine/query.ts",
-    what: "> → >=",
-    line:
-      'const seen = new Set(ids.filter((id): id is number => typeof id === "number" && id > 0));',
-    why: "a tree filter's ids are resolved objects' ids or null: an id of 0 is refused before " +
-      "(`Select a valid choice. 0 is not one of the available choices.`)",
-  },
-  {
-    module: "domain/netbox/engine/query.ts",
-    what: "<= → <",
-    line: 'return [...ids.filter((id) => typeof id !== "number" || id <= 0), ...seen];',
-    why: "the other half of withDescendants' id test: no id of 0 reaches a tree filter",
   },
   {
     module: "domain/netbox/engine/paging.ts",

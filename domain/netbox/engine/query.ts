@@ -491,7 +491,9 @@ async function withDescendants(
   model: string,
   ids: (number | null)[],
 ): Promise<(number | null)[]> {
-  const seen = new Set(ids.filter((id): id is number => typeof id === "number" && id > 0));
+  // The ids name existing nodes (relCondition refused any other; -1, an unknown name, only
+  // comes from a conjoined tag filter, which is no tree): null asks for no node.
+  const seen = new Set(ids.filter((id): id is number => id !== null));
   let level = [...seen];
   while (level.length > 0) {
     const next: number[] = [];
@@ -505,7 +507,7 @@ async function withDescendants(
     }
     level = next;
   }
-  return [...ids.filter((id) => typeof id !== "number" || id <= 0), ...seen];
+  return [...ids.filter((id) => id === null), ...seen];
 }
 
 /** Ids of `model` whose natural key (slug, else name) equals value; numbers also match ids. */
