@@ -526,7 +526,11 @@ async function resolveNatural(
       const id = await core.store.idByUnique(model, constraintName(single), [
         single.ci ? value.toLowerCase() : value,
       ]);
-      if (id !== null) out.add(id);
+      // The index folds case (no two may differ only by it), but the filter compares exactly,
+      // as NetBox's `to_field_name` does: `?cluster_type=PVE` names no type whose slug is "pve".
+      const exact = id !== null &&
+        (!single.ci || (await core.store.get(model, id))?.record[key] === value);
+      if (exact) out.add(id);
     } else if (def.fields[key]?.index) {
       for (const id of await core.store.idsByIndex(model, key, value)) out.add(id);
     } else {

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { type Inv, setup } from "./_setup.ts";
+import { world } from "./_world.ts";
 
 async function seed(inv: Inv) {
   const post = async (path: string, body: unknown) => {
@@ -152,6 +153,26 @@ Deno.test("filters: exact, fk, <fk>_id, natural keys, lookups, tags, id__in", as
     assert.deepEqual([unknownId.status, unknownId.body], [400, {
       cluster_id: ["Select a valid choice. 4242 is not one of the available choices."],
     }]);
+  } finally {
+    inv.close();
+  }
+});
+
+Deno.test("natural-key filters compare exactly, as NetBox's to_field_name does: a slug in other case names nothing", async () => {
+  const inv = await setup();
+  try {
+    const w = await world(inv);
+    const exact = await inv.call("GET", "/api/virtualization/clusters/?type=pve");
+    assert.deepEqual(exact.body.results.map((c: { id: number }) => c.id), [w.cluster]);
+    for (const value of ["PVE", "Pve"]) {
+      const other = await inv.call("GET", `/api/virtualization/clusters/?type=${value}`);
+      assert.deepEqual([other.status, other.body], [400, {
+        type: [`Select a valid choice. ${value} is not one of the available choices.`],
+      }]);
+    }
+    // The same through a reference's filter on another model (VMs by their cluster's type).
+    const vms = await inv.call("GET", "/api/virtualization/virtual-machines/?cluster_type=PVE");
+    assert.equal(vms.status, 400, JSON.stringify(vms.body));
   } finally {
     inv.close();
   }
