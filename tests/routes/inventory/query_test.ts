@@ -178,6 +178,40 @@ Deno.test("natural-key filters compare exactly, as NetBox's to_field_name does: 
   }
 });
 
+Deno.test("natural-key filters of models whose slug is unique only within a parent (device types, VLAN groups) name exactly their objects", async () => {
+  const inv = await setup();
+  try {
+    const w = await world(inv);
+    const site = await w.post("/api/dcim/sites/", { name: "s", slug: "s" });
+    const mf = await w.post("/api/dcim/manufacturers/", { name: "m", slug: "m" });
+    const role = await w.post("/api/dcim/device-roles/", { name: "r", slug: "r" });
+    const devices: Record<string, number> = {};
+    for (const slug of ["dt-a", "dt-b", "dt-c"]) {
+      const device_type = await w.post("/api/dcim/device-types/", {
+        manufacturer: mf,
+        model: slug,
+        slug,
+      });
+      devices[slug] = await w.post("/api/dcim/devices/", { name: slug, device_type, role, site });
+    }
+    const ids = async (path: string) =>
+      (await inv.call("GET", path)).body.results.map((r: { id: number }) => r.id);
+    assert.deepEqual(await ids("/api/dcim/devices/?device_type=dt-b"), [devices["dt-b"]]);
+    assert.deepEqual(
+      await ids("/api/dcim/devices/?device_type=dt-a&device_type=dt-c&ordering=id"),
+      [devices["dt-a"], devices["dt-c"]],
+    );
+    const vlans: Record<string, number> = {};
+    for (const slug of ["g1", "g2"]) {
+      const group = await w.post("/api/ipam/vlan-groups/", { name: slug, slug });
+      vlans[slug] = await w.post("/api/ipam/vlans/", { vid: 10, name: `v-${slug}`, group });
+    }
+    assert.deepEqual(await ids("/api/ipam/vlans/?group=g2"), [vlans.g2]);
+  } finally {
+    inv.close();
+  }
+});
+
 Deno.test("tree filters: platform_id and platform match the platform and every one below it", async () => {
   const inv = await setup();
   try {
