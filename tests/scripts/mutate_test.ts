@@ -45,21 +45,22 @@ Deno.test("mutate: every group names modules and tests that exist", async () => 
 });
 
 Deno.test("mutate: an equivalent entry naming its mutant covers that place of the line only", () => {
-  const module = "domain/netbox/engine/changelog.ts";
-  const original =
-    "    if (f.compute || f.count || f.resolve || f.hidden || f.writeOnly || f.readOnly) continue;";
+  // A listed entry of the jobs service (scripts/mutate_equivalent.ts), whose line holds the same
+  // swap twice.
+  const module = "domain/jobs/service.ts";
+  const original = "    if (!job || status === null || FINISHED.has(status)) return;";
   const swap = (from: string, to: string) => ({
     line: 1,
     what: "|| → &&",
     text: original.replace(from, to),
   });
   assert.equal(
-    isEquivalent(module, original, swap("f.resolve || f.hidden", "f.resolve && f.hidden")),
+    isEquivalent(module, original, swap("!job || status", "!job && status")),
     true,
   );
-  // The same swap elsewhere on the line lets hidden fields into the change data: not equivalent.
+  // The same swap elsewhere on the line stops a finished job's early return: not equivalent.
   assert.equal(
-    isEquivalent(module, original, swap("f.hidden || f.writeOnly", "f.hidden && f.writeOnly")),
+    isEquivalent(module, original, swap("null || FINISHED", "null && FINISHED")),
     false,
   );
 });
