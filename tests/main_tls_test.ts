@@ -146,6 +146,13 @@ async function proxmoxerPython(): Promise<string | null> {
   return null;
 }
 const PYTHON = await proxmoxerPython();
+if (PYTHON === null) {
+  console.error(
+    "\n*** python3-proxmoxer not found: the test that drives the app with proxmoxer over HTTPS " +
+      "is SKIPPED (shown as 'ignored'). Install it (Debian: apt-get install -y python3-proxmoxer). " +
+      "***\n",
+  );
+}
 
 Deno.test({
   name:
