@@ -146,13 +146,17 @@ Deno.test("a store whose unnamed devices an earlier build keyed first lists them
   }
 });
 
+/** A cluster (of a new type) for the VMs a test makes; its id. */
+async function newCluster(inv: Awaited<ReturnType<typeof setup>>): Promise<number> {
+  const type = (await inv.created("/api/virtualization/cluster-types/", { name: "T", slug: "t" }))
+    .id;
+  return (await inv.created("/api/virtualization/clusters/", { name: "c", type })).id;
+}
+
 Deno.test("a list of a model without an ordered index, ordered by another of its fields, answers in that order (VM interfaces, the change log)", async () => {
   const inv = await setup();
   try {
-    const cluster = (await inv.created("/api/virtualization/clusters/", {
-      name: "c",
-      type: (await inv.created("/api/virtualization/cluster-types/", { name: "T", slug: "t" })).id,
-    })).id;
+    const cluster = await newCluster(inv);
     const vm = async (name: string) =>
       (await inv.created("/api/virtualization/virtual-machines/", { name, cluster })).id;
     // Made in the reverse of their names' order: a list by VM id is no list by VM.
@@ -197,10 +201,7 @@ Deno.test("a list of a model without an ordered index, ordered by another of its
 Deno.test("an ordering by a field no client sees (a computed one, an internal one) is ignored: the list keeps its default order, as DRF's OrderingFilter drops a field it does not offer", async () => {
   const inv = await setup();
   try {
-    const cluster = (await inv.created("/api/virtualization/clusters/", {
-      name: "c",
-      type: (await inv.created("/api/virtualization/cluster-types/", { name: "T", slug: "t" })).id,
-    })).id;
+    const cluster = await newCluster(inv);
     // Made against their default order (VMs by name, IPs by address): an ordering by a field
     // every object holds alike (no primary IP; one address space) would list them by id.
     for (const name of ["vm-b", "vm-a"]) {
