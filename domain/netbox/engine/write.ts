@@ -295,19 +295,25 @@ async function checkDrafts(
   return null;
 }
 
-async function rollbackCreates(core: EngineCore, committed: ObjectWrite[]): Promise<void> {
-  if (committed.length === 0) return;
+/** Deletes what a create that then failed had committed (its writes, all of `model`). */
+async function rollbackCreates(
+  core: EngineCore,
+  model: string,
+  committed: ObjectWrite[],
+): Promise<void> {
+  // Read together, as rollbackUpdates reads (no ids: no KV call).
+  const currents = await core.store.getVersioned(model, committed.map((w) => w.id));
   const deletes: ObjectWrite[] = [];
-  for (const w of committed) {
-    const cur = await core.store.get(w.model, w.id);
-    if (!cur || !w.next) continue;
+  committed.forEach((w, at) => {
+    const cur = currents[at];
+    if (!cur || !w.next) return;
     deletes.push({
-      model: w.model,
+      model,
       id: w.id,
       prev: { ...w.next, record: cur.record, version: cur.version },
       next: null,
     });
-  }
+  });
   for (const group of core.store.plan(deletes)) await core.store.commit(group);
 }
 
@@ -324,7 +330,8 @@ async function rollbackUpdates(
   model: string,
   done: readonly Prepared[],
 ): Promise<void> {
-  // Nothing committed (the common refusal, on a first attempt): no read, no write.
+  // Nothing committed (the common refusal, on a first attempt): getVersioned of no ids makes no
+  // KV call, and there is nothing to write.
   const currents = await core.store.getVersioned(model, done.map((p) => p.draft.id));
   const writes: ObjectWrite[] = [];
   done.forEach((p, at) => {
@@ -456,11 +463,11 @@ export async function createMany(
     core.store.plan(writes),
   );
   if (error !== undefined) {
-    await rollbackCreates(core, committed);
+    await rollbackCreates(core, model, committed);
     throw error;
   }
   if (conflicted) {
-    await rollbackCreates(core, committed);
+    await rollbackCreates(core, model, committed);
     // A concurrent writer took a unique value (or an id): report it like a validation error.
     const again = await checkUnique(core, def, prepared.map((p) => p.draft));
     if (again.some((e) => e !== null)) {
@@ -479,7 +486,7 @@ export async function createMany(
     prepared.map((p) => ({ record: p.draft, before: null })),
   );
   if (dangling.size > 0) {
-    await rollbackCreates(core, committed);
+    await rollbackCreates(core, model, committed);
     return {
       ok: false,
       reason: "invalid",
