@@ -120,8 +120,21 @@ export async function authenticate(
   presented: string | undefined,
   cache?: AuthCache,
 ): Promise<AuthOutcome> {
-  const known = authenticateKnown(lockout, ip, presented, cache);
-  if (known) return known;
+  return authenticateKnown(lockout, ip, presented, cache) ??
+    await authenticateStored(store, lockout, ip, presented, cache);
+}
+
+/**
+ * The part of `authenticate` that asks storage, once `authenticateKnown` answered null (the
+ * address is not locked and the cache does not hold the key).
+ */
+export async function authenticateStored(
+  store: ApiKeyStore,
+  lockout: Lockout,
+  ip: string | null,
+  presented: string | undefined,
+  cache?: AuthCache,
+): Promise<AuthOutcome> {
   // The header value is compared exactly: spaces and newlines count (docs/api-behaviour.md,
   // Backend: authentication).
   const { claimed, record } = await store.lookup(await digestKey(presented ?? ""));
