@@ -7,40 +7,16 @@
 import assert from "node:assert/strict";
 import { ModelEngine } from "../../../domain/netbox/engine.ts";
 import { MemoryLogger } from "../../../infra/logger.ts";
-import { KvModelStore } from "../../../storage/kv/models.ts";
-import type { CommitResult, ObjectWrite } from "../../../storage/ports.ts";
-
-const MODEL = "test.item";
-
-/** The real KV store; with `refuse` set, every commit of the model meets a concurrent write. */
-class ContendedStore extends KvModelStore {
-  refuse = false;
-  commits = 0;
-  override async commit(writes: readonly ObjectWrite[]): Promise<CommitResult> {
-    if (!this.refuse || !writes.some((w) => w.model === MODEL)) return await super.commit(writes);
-    this.commits++;
-    // A retry loop without end fails here at once rather than when the test times out.
-    if (this.commits > 60) throw new Error("retried without end");
-    return { ok: false };
-  }
-}
+import { FaultyStore, ITEM, MODEL } from "./_faulty_store.ts";
 
 async function engine() {
   const kv = await Deno.openKv(":memory:");
   const clock = { now: Date.parse("2026-01-01T00:00:00Z") };
-  const store = new ContendedStore(kv);
-  const e = new ModelEngine({
-    store,
-    logger: new MemoryLogger(),
-    now: () => clock.now,
-  }).register({
-    app: "test",
-    model: "item",
-    verbose: "item",
-    path: "test/items/",
-    fields: { name: { type: "string", required: true }, note: { type: "string" } },
-    brief: ["name"],
-  });
+  // patchStored gives up after fifty lost commits: a loop past sixty has no end.
+  const store = new FaultyStore(kv);
+  store.runaway = 60;
+  const e = new ModelEngine({ store, logger: new MemoryLogger(), now: () => clock.now })
+    .register(ITEM);
   return { kv, store, clock, e };
 }
 
@@ -89,13 +65,14 @@ Deno.test("patch: patchStored against a record every commit of which loses to a 
   try {
     const a = await e.insert(MODEL, { name: "a", note: "old" });
     assert.ok(a.ok);
-    store.refuse = true;
+    store.refuseAll = true;
+    store.commits = 0;
     await assert.rejects(
       () => e.patchStored(MODEL, a.value.id, { note: "new" }),
       /could not update test\.item \d+: storage contention/,
     );
     assert.equal(store.commits, 50);
-    store.refuse = false;
+    store.refuseAll = false;
     assert.equal((await e.get(MODEL, a.value.id))?.note, "old");
   } finally {
     kv.close();

@@ -11,63 +11,8 @@ import { CORE_MODELS } from "../../../domain/netbox/models/core.ts";
 import type { ModelDef } from "../../../domain/netbox/types.ts";
 import { MemoryLogger } from "../../../infra/logger.ts";
 import { KvModelStore } from "../../../storage/kv/models.ts";
-import type { CommitResult, IndexValue, ObjectWrite } from "../../../storage/ports.ts";
-
-const MODEL = "test.item";
-
-const ITEM: ModelDef = {
-  app: "test",
-  model: "item",
-  verbose: "item",
-  path: "test/items/",
-  fields: {
-    name: { type: "string", required: true },
-    note: { type: "string" },
-  },
-  unique: [{ fields: ["name"] }],
-  brief: ["name"],
-};
-
-/**
- * What the store does with the model's next commits, in order: null commits as usual, "throw"
- * fails in storage, "refuse" answers a failed check (a concurrent write), a function runs first
- * (a concurrent writer's turn) and then the commit is refused; `before` runs first and the commit
- * goes on. Commits past the list: as usual.
- */
-type Fault =
-  | null
-  | "throw"
-  | "refuse"
-  | (() => Promise<unknown>)
-  | { before: () => Promise<unknown> };
-
-class FaultyStore extends KvModelStore {
-  faults: Fault[] = [];
-  /** Refuse every commit of the model (a record some writer keeps changing). */
-  refuseAll = false;
-  commits = 0;
-  /** The model whose commits the faults apply to. */
-  watched = MODEL;
-  override async commit(writes: readonly ObjectWrite[]): Promise<CommitResult> {
-    if (!writes.some((w) => w.model === this.watched)) return await super.commit(writes);
-    this.commits++;
-    // Taken before any await: the groups of one write are handed over in order.
-    const fault = this.faults.shift() ?? null;
-    if (fault === "throw") throw new Error("storage unavailable");
-    if (fault === "refuse") return { ok: false };
-    if (this.refuseAll) {
-      // A retry loop without end fails here at once rather than when the test times out.
-      if (this.commits > 20) throw new Error("retried without end");
-      return { ok: false };
-    }
-    if (typeof fault === "function") {
-      await fault();
-      return { ok: false };
-    }
-    if (fault) await fault.before();
-    return await super.commit(writes);
-  }
-}
+import type { IndexValue } from "../../../storage/ports.ts";
+import { FaultyStore, ITEM, MODEL } from "./_faulty_store.ts";
 
 async function engine(...more: ModelDef[]) {
   const kv = await Deno.openKv(":memory:");
