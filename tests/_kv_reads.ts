@@ -1,16 +1,23 @@
 /**
  * Counting what a request reads from Deno KV (never timing it): a KV handle whose reads of
  * inventory records are counted per model. Used where a cost must hold at two sizes
- * (tests/e2e/sync_rerun_reads_test.ts, tests/routes/plugin/search_reads_test.ts).
+ * (tests/e2e/sync_rerun_reads_test.ts, tests/routes/plugin/search_reads_test.ts), and, with
+ * another `part` of the store, where a request must read none of it (the backend's API keys,
+ * tests/routes/backend/auth_test.ts).
  */
 
-/** Inventory records (`["inventory", "obj", model, id]`) read from KV, by model. */
+/** Inventory records (`["inventory", "obj", model, id]`). */
+const inventoryRecord = (key: Deno.KvKey) => key[0] === "inventory" && key[1] === "obj";
+
+/** Entries of one part of the store read from KV (by default inventory records), by key[2]. */
 export class ReadCounter {
   readonly byModel = new Map<string, number>();
   counting = false;
 
+  constructor(private readonly part: (key: Deno.KvKey) => boolean = inventoryRecord) {}
+
   add(key: Deno.KvKey): void {
-    if (!this.counting || key[0] !== "inventory" || key[1] !== "obj") return;
+    if (!this.counting || !this.part(key)) return;
     const model = String(key[2]);
     this.byModel.set(model, (this.byModel.get(model) ?? 0) + 1);
   }
