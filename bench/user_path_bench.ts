@@ -2,12 +2,14 @@
  * The sync on the path users run (issue 25): `main.ts` on a KV file (as `deno task start`), its
  * endpoint copies pointing at the app itself for the inventory and at a hypervisor mock running
  * as a second process (`SERVICE_SURFACES=hypervisor`, as a real cluster would be elsewhere), and
- * `GET /full-update` over HTTP with the backend key. Three runs: first, unchanged, 1% of the
- * guests changed through the mock's /pve API. Each figure is printed beside its goal and, where
- * one applies, a ceiling measured in this run on this machine:
+ * `GET /full-update` over HTTP with the backend key. Four runs: first, unchanged, 1% of the
+ * guests changed through the mock's /pve API, and unchanged again after the app is restarted (a
+ * new process on the same KV file and port: a deploy; docs/sync.md, "The ledger across restarts
+ * and processes"). Each figure is printed beside its goal and, where one applies, a ceiling
+ * measured in this run on this machine:
  *
- * - run times (goals: 10k first < 60 s, re-runs < 15 s; 100k first < 10 min, re-runs < 90 s),
- *   every run `ok`, zero writes when unchanged;
+ * - run times (goals: 10k first < 60 s, re-runs < 15 s; 100k first < 10 min, re-runs < 90 s, the
+ *   one after a restart too), every run `ok`, zero writes when unchanged;
  * - objects written per second in the first run vs raw Deno KV writes to a KV file in the same
  *   directory (goal >= 0.2 of that ceiling);
  * - peak RSS of the app process (VmHWM; goals < 0.5 GiB at 10k, < 1 GiB at 100k);
@@ -370,7 +372,7 @@ const mark = (run: string) => {
   if (!cpuProfileDir) return;
   console.log(`  ${run} starts ${((performance.now() - appStarted) / 1000).toFixed(1)} s in`);
 };
-const app = await startMain(
+const appEnv = (port: number) => (
   {
     ...env,
     SERVICE_KV_PATH: `${dir}/bridgebox.kv`,
@@ -382,9 +384,11 @@ const app = await startMain(
     ...Object.fromEntries(
       Object.entries(Deno.env.toObject()).filter(([name]) => name.startsWith("INVENTORY_CACHE_")),
     ),
-  },
-  cpuProfileDir ? ["--cpu-prof", `--cpu-prof-dir=${cpuProfileDir}`] : [],
+    PORT: String(port),
+  }
 );
+const appArgs = cpuProfileDir ? ["--cpu-prof", `--cpu-prof-dir=${cpuProfileDir}`] : [];
+let app = await startMain(appEnv(0), appArgs);
 try {
   console.log(`user-path sync bench, seed ${SEED}; app pid ${app.pid}, mock pid ${mock.pid}`);
   const ceiling = await kvFileCeiling(dir);
@@ -511,6 +515,23 @@ try {
   });
   const rss = peakRss(app.pid);
   const health = await rate(app.base, "/health");
+  // A restart (a deploy, a crash): the same KV file and port, a new process. Its first run is
+  // an unchanged re-run for the user.
+  await app.stop();
+  app = await startMain(appEnv(app.port), appArgs);
+  const m6 = await metricsOf(app.base, key);
+  const c6 = await clusterMetrics();
+  mark("re-run after a restart");
+  const restarted = await fullUpdate(app.base, key, app.pid);
+  breakdown(
+    `after a restart ${restarted.seconds.toFixed(1)} s`,
+    m6,
+    await metricsOf(app.base, key),
+    {
+      before: c6,
+      after: await clusterMetrics(),
+    },
+  );
   const perSecond = first.written / first.seconds;
 
   runLine("unchanged re-run", unchanged, size.rerun);
@@ -524,6 +545,14 @@ try {
     `<= ${2 * changed}`,
     onePercent.written <= 2 * changed,
   );
+  runLine("unchanged re-run after a restart of the app", restarted, size.rerun);
+  add(
+    "writes of the re-run after a restart",
+    String(restarted.written),
+    "0",
+    restarted.written === 0,
+  );
+  memoryLine("re-run after a restart", restarted);
   add(
     "objects written per second, first run",
     `${perSecond.toFixed(0)} /s (${first.written} objects)`,

@@ -655,6 +655,27 @@ export interface SyncRunLockStore {
   release(endpointIds: readonly number[], runId: string): Promise<void>;
 }
 
+/**
+ * The sync's ledgers saved between runs (docs/sync.md, "The ledger across restarts and
+ * processes"), by a key naming the inventory and the endpoint. A save is seen whole or not at
+ * all; each save gets a new tag.
+ */
+export interface SyncLedgerStore {
+  /**
+   * The saved state of `key` and its tag; "unchanged" when its tag is still `known`; null when
+   * none is saved (or what is saved is damaged).
+   */
+  load(
+    key: string,
+    known: string | null,
+  ): Promise<{ tag: string; state: Uint8Array } | "unchanged" | null>;
+  /**
+   * Saves `state` for `key` if the saved one's tag is still `previous` (null: none is saved):
+   * the new tag, or null when another save came first (nothing written).
+   */
+  save(key: string, state: Uint8Array, previous: string | null): Promise<string | null>;
+}
+
 // ---------------------------------------------------------------- browser terminal
 
 /** One opened terminal session, as recorded for admins. */
@@ -719,4 +740,6 @@ export interface Storage {
   syncRuns: SyncRunLockStore;
   /** Browser terminal sessions (recorded) and their one-time tickets. */
   terminalSessions: TerminalSessionStore;
+  /** The sync's ledgers, saved at the end of each run (backend routes). */
+  syncLedgers: SyncLedgerStore;
 }

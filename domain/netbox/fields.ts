@@ -122,17 +122,6 @@ export function parseInt32ish(value: unknown): number | undefined {
   return undefined;
 }
 
-/**
- * DRF's IntegerField: `int(re.sub(r"\.0*\s*$", "", str(value)))`. A trailing `.`, `.0` or
- * `.00` goes, then Python's int() takes blanks around, a sign and `_` between digits:
- * "1.0", "5." and "1_000" are numbers, "5.5" and "1e3" are not.
- */
-function parseDrfInteger(value: unknown): number | undefined {
-  if (typeof value !== "string") return parseInt32ish(value);
-  const text = value.replace(/\.0*\s*$/, "").trim();
-  return /^[-+]?\d+(_\d+)*$/.test(text) ? Number(text.replaceAll("_", "")) : undefined;
-}
-
 function parseNumber(value: unknown): number | undefined {
   if (typeof value === "number") return Number.isFinite(value) ? value : undefined;
   if (typeof value === "string" && /^\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*$/.test(value)) {
@@ -225,7 +214,7 @@ export function coerce(def: FieldDef, value: unknown): Coerced {
     }
     case "int": {
       if (typeof value === "boolean") return { ok: false, error: MESSAGES.int };
-      const n = parseDrfInteger(value);
+      const n = parseInt32ish(value);
       if (n === undefined) return { ok: false, error: MESSAGES.int };
       const max = def.max ?? INT32_MAX;
       const min = def.min ?? INT32_MIN;
@@ -259,24 +248,10 @@ export function coerce(def: FieldDef, value: unknown): Coerced {
       const raw = value && typeof value === "object" && "value" in (value as object)
         ? (value as { value: unknown }).value
         : value;
-      // NetBox's ChoiceField (netbox/api/fields.py): a blank is a value only where the field
-      // allows it, and it is stored as null here (rendered null either way).
-      const netbox = !def.drfChoice && !def.contentType;
-      if (raw === "" && netbox) {
-        return def.allowBlank ? { ok: true, value: null } : { ok: false, error: MESSAGES.blank };
-      }
       const hit = def.choices?.find(([v]) =>
         v === raw || (typeof raw === "number" && v === String(raw))
       );
       if (!hit) {
-        if (netbox && raw !== null && typeof raw === "object") {
-          return {
-            ok: false,
-            error:
-              'Value must be passed directly (e.g. "foo": 123); do not use a dictionary or list.',
-          };
-        }
-        if (netbox) return { ok: false, error: `${pyStr(raw)} is not a valid choice.` };
         return {
           ok: false,
           error: MESSAGES.choice(typeof raw === "object" ? JSON.stringify(raw) : raw),

@@ -44,17 +44,8 @@ export interface FieldDef {
   hidden?: boolean;
   /** Computed on output from the stored record (implies readOnly, not stored). */
   compute?: (record: StoredObject) => unknown;
-  /**
-   * Strings: a blank value is accepted (default: only when not required). Choices: `""` is
-   * accepted and stored as null (NetBox's `allow_blank`; it renders a blank choice as null).
-   */
+  /** Strings: a blank value is accepted (default: only when not required). */
   allowBlank?: boolean;
-  /**
-   * Choices: DRF's own ChoiceField texts (`"x" is not a valid choice.`, a blank is no choice),
-   * as the plugin's serializers map their choices; NetBox's ChoiceField (the default) answers
-   * `x is not a valid choice.` and `This field may not be blank.`.
-   */
-  drfChoice?: boolean;
   maxLength?: number;
   /** Numbers: bounds (ints default to the 32-bit signed range). */
   min?: number;
@@ -77,13 +68,6 @@ export interface FieldDef {
    * nodes below the one asked for (NetBox's TreeNodeMultipleChoiceFilter).
    */
   tree?: boolean;
-  /**
-   * fk / m2m: `?<field>=<number>` names the object with that id when none has that natural
-   * key. The plugin's filter sets list their references in `Meta.fields`, which Django filters
-   * by primary key; NetBox's own name an object by slug or name only (`to_field_name`), where a
-   * number is a slug like any other.
-   */
-  filterTakesIds?: boolean;
   /**
    * fk: fields the nested form shows beyond the target's brief ones (NetBox 4.6 renders a
    * device's primary IPs as the IP's brief plus `dns_name`, `nat_inside`, `nat_outside`).

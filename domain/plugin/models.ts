@@ -636,7 +636,7 @@ export function pluginModels(services: PluginServices): ModelDef[] {
     tags: false,
   };
 
-  const models: ModelDef[] = [
+  return [
     hypervisor,
     inventory,
     backend,
@@ -652,17 +652,6 @@ export function pluginModels(services: PluginServices): ModelDef[] {
     taskHistory,
     vmSyncState,
   ];
-  // The plugin's filter sets take references by id (Django's default for `Meta.fields`); a name
-  // still finds them here, as before.
-  return models.map((m) => ({
-    ...m,
-    fields: Object.fromEntries(
-      Object.entries(m.fields).map(([k, f]) => [
-        k,
-        f.type === "fk" || f.type === "m2m" ? { ...f, filterTakesIds: true } : f,
-      ]),
-    ),
-  }));
 }
 
 /**

@@ -13,8 +13,12 @@
  * else but of an IP address (a referenced object gone may have changed the guests' objects
  * without an entry of theirs), a custom field changed, an inventory without a change log.
  *
- * Kept in the process's memory: a restarted process compares every guest once.
+ * Kept in the process's memory and saved in the app's store at the end of each run
+ * (`SyncLedgers`, docs/sync.md, "The ledger across restarts and processes"): a restarted
+ * process, or another process on the same store, takes the newest saved ledger and reads the
+ * log on from its cursor, as the process that saved it would have.
  */
+import type { SyncLedgerStore } from "../../storage/ports.ts";
 import type { ChangeEntry, InventoryApi } from "./ports.ts";
 
 /** Entries the sync's own writes may leave unread before the ledger reads on (well below a log's bound). */
@@ -107,6 +111,65 @@ export interface KeptWalks {
   clusterNames: Map<number, string>;
 }
 
+/** The layout of a saved ledger (`exportState`); another version is not read. */
+const STATE_VERSION = 1;
+
+interface StateHead {
+  v: number;
+  cursor: number;
+  /** How many ids are missing (the body's first numbers). */
+  pending: number;
+  /** Each stage and how many (vmid, digest) pairs follow. */
+  stages: (readonly [string, number])[];
+  /** Each model and how many (object id, vmid) pairs follow. */
+  models: (readonly [string, number])[];
+  /** The kept walks: pairs of each map, then one id per name (the names are here). */
+  walks: { stateIds: number; stateVms: number; names: string[] } | null;
+}
+
+const isCount = (n: unknown): n is number => Number.isSafeInteger(n) && (n as number) >= 0;
+const isCounted = (list: unknown) =>
+  Array.isArray(list) &&
+  list.every((e) =>
+    Array.isArray(e) && e.length === 2 && typeof e[0] === "string" && isCount(e[1])
+  );
+
+/** How many numbers follow a state's head. */
+function countOf(head: StateHead): number {
+  const walks = head.walks;
+  return head.pending +
+    2 * [...head.stages, ...head.models].reduce((sum, [, count]) => sum + count, 0) +
+    (walks ? 2 * (walks.stateIds + walks.stateVms) + walks.names.length : 0);
+}
+
+/** A saved state's head and numbers, or null when it is not one this build wrote whole. */
+function parseState(state: Uint8Array): { head: StateHead; numbers: Float64Array } | null {
+  try {
+    if (state.length < 8) return null;
+    const view = new DataView(state.buffer, state.byteOffset, state.byteLength);
+    const length = view.getUint32(0);
+    const bodyAt = 8 + Math.ceil(length / 8) * 8;
+    if (bodyAt > state.length || (state.length - bodyAt) % 8 !== 0) return null;
+    const head = JSON.parse(new TextDecoder().decode(state.subarray(8, 8 + length))) as StateHead;
+    if (head?.v !== STATE_VERSION || !isCount(head.cursor) || !isCount(head.pending)) return null;
+    if (!isCounted(head.stages) || !isCounted(head.models)) return null;
+    const walks = head.walks;
+    if (
+      walks !== null &&
+      (!isCount(walks?.stateIds) || !isCount(walks.stateVms) || !Array.isArray(walks.names) ||
+        !walks.names.every((n) => typeof n === "string"))
+    ) return null;
+    // Copied out: the stored bytes' offset need not be a multiple of 8.
+    const numbers = new Float64Array(state.slice(bodyAt).buffer);
+    if (numbers.length !== countOf(head) || !numbers.every((n) => Number.isSafeInteger(n))) {
+      return null;
+    }
+    return { head, numbers };
+  } catch {
+    return null;
+  }
+}
+
 export class SyncLedger {
   /** The newest change-log id read; null: nothing is known (every guest is compared). */
   #cursor: number | null = null;
@@ -147,6 +210,87 @@ export class SyncLedger {
   /** How many guests a stage holds a digest for (tests, docs). */
   size(stage: string): number {
     return this.#digests.get(stage)?.size ?? 0;
+  }
+
+  /**
+   * What a later process needs to go on from here (`importState`): the cursor, the ids still
+   * missing, every stage's digests, the objects' owners and the kept walks. Null when the
+   * ledger cannot skip (nothing worth saving). Numbers go into one Float64Array after a JSON
+   * head naming how many there are of each (and the VM names of the kept walks).
+   */
+  exportState(): Uint8Array | null {
+    if (this.#cursor === null) return null;
+    const walked = this.#walks;
+    const stages = [...this.#digests].map(([stage, map]) => [stage, map.size] as const);
+    const models = [...this.#owners].map(([model, map]) => [model, map.size] as const);
+    const head: StateHead = {
+      v: STATE_VERSION,
+      cursor: this.#cursor,
+      pending: this.#pending.size,
+      stages,
+      models,
+      walks: walked
+        ? {
+          stateIds: walked.stateIds.size,
+          stateVms: walked.stateVms.size,
+          names: [...walked.clusterNames.values()],
+        }
+        : null,
+    };
+    const text = new TextEncoder().encode(JSON.stringify(head));
+    const bodyAt = 8 + Math.ceil(text.length / 8) * 8;
+    // Written straight into the state's bytes: a ledger of 100,000 guests holds millions of
+    // numbers, and an array of them first would double what the save needs.
+    const out = new Uint8Array(bodyAt + countOf(head) * 8);
+    new DataView(out.buffer).setUint32(0, text.length);
+    out.set(text, 8);
+    const numbers = new Float64Array(out.buffer, bodyAt);
+    let at = 0;
+    const pairs = (map: Map<number, number>) => {
+      for (const [a, b] of map) {
+        numbers[at++] = a;
+        numbers[at++] = b;
+      }
+    };
+    for (const id of this.#pending.keys()) numbers[at++] = id;
+    for (const map of this.#digests.values()) pairs(map);
+    for (const map of this.#owners.values()) pairs(map);
+    if (walked) {
+      pairs(walked.stateIds);
+      pairs(walked.stateVms);
+      for (const id of walked.clusterNames.keys()) numbers[at++] = id;
+    }
+    return out;
+  }
+
+  /**
+   * Takes a state `exportState` made (in this process or another): what this ledger knew is
+   * replaced. False, with the ledger left as it was, when the state is not one this build
+   * reads or does not add up.
+   */
+  importState(state: Uint8Array): boolean {
+    const parsed = parseState(state);
+    if (!parsed) return false;
+    this.#startOver(null);
+    const { head, numbers } = parsed;
+    let at = 0;
+    const take = (count: number) => {
+      const map = new Map<number, number>();
+      for (let i = 0; i < count; i++, at += 2) map.set(numbers[at], numbers[at + 1]);
+      return map;
+    };
+    for (let i = 0; i < head.pending; i++) this.#pending.set(numbers[at++], 0);
+    for (const [stage, count] of head.stages) this.#digests.set(stage, take(count));
+    for (const [model, count] of head.models) this.#owners.set(model, take(count));
+    if (head.walks) {
+      const stateIds = take(head.walks.stateIds);
+      const stateVms = take(head.walks.stateVms);
+      const clusterNames = new Map<number, string>();
+      for (const name of head.walks.names) clusterNames.set(numbers[at++], name);
+      this.#walks = { stateIds, stateVms, clusterNames };
+    }
+    this.#cursor = head.cursor;
+    return true;
   }
 
   /** Every digest and object forgotten: each guest is compared in full once more. */
@@ -463,11 +607,15 @@ export class SliceLogReads {
 /**
  * The ledgers of one process, by inventory address and endpoint, and the request ids of the
  * sync's own writes there (every run's, so one endpoint's run does not take another's writes for
- * an admin's). Made by the app (`createApp`), never a module singleton.
+ * an admin's). Made by the app (`createApp`), never a module singleton. With a store, each run
+ * ends by saving its ledger and each run starts from the newest saved one (docs/sync.md, "The
+ * ledger across restarts and processes").
  */
 export class SyncLedgers {
-  #ledgers = new Map<string, SyncLedger>();
+  #ledgers = new Map<string, { ledger: SyncLedger; saved: string | null }>();
   #own = new Map<string, Set<string>>();
+
+  constructor(readonly store?: SyncLedgerStore) {}
 
   /** Request ids kept per inventory: far more than the writes between two reads of the log. */
   static readonly OWN_REQUESTS = 50_000;
@@ -480,14 +628,44 @@ export class SyncLedgers {
     if (own.size > SyncLedgers.OWN_REQUESTS) own.delete(own.values().next().value!);
   }
 
-  /** The ledger of `endpointId` on `inventory` (made empty on first use). */
-  ledger(inventory: string, endpointId: number): SyncLedger {
+  #entry(inventory: string, endpointId: number) {
     const key = `${inventory} ${endpointId}`;
-    let ledger = this.#ledgers.get(key);
-    if (!ledger) {
-      ledger = new SyncLedger((id) => this.#own.get(inventory)?.has(id) ?? false);
-      this.#ledgers.set(key, ledger);
+    let entry = this.#ledgers.get(key);
+    if (!entry) {
+      const ledger = new SyncLedger((id) => this.#own.get(inventory)?.has(id) ?? false);
+      this.#ledgers.set(key, entry = { ledger, saved: null });
     }
-    return ledger;
+    return { key, entry };
+  }
+
+  /**
+   * The ledger of `endpointId` on `inventory` for a run starting now: the one in memory, or
+   * the store's when another process (or this one before a restart) saved one since. A store
+   * that cannot be read leaves the one in memory (made empty on first use).
+   */
+  async ledger(inventory: string, endpointId: number): Promise<SyncLedger> {
+    const { key, entry } = this.#entry(inventory, endpointId);
+    if (!this.store) return entry.ledger;
+    const loaded = await this.store.load(key, entry.saved).catch(() => null);
+    if (loaded && loaded !== "unchanged") {
+      // A state this build cannot read is not tried again: this run's save replaces it.
+      entry.ledger.importState(loaded.state);
+      entry.saved = loaded.tag;
+    }
+    return entry.ledger;
+  }
+
+  /**
+   * A run of `endpointId` ended with `ledger` read past its writes: saved for the next run,
+   * whichever process makes it. Not saved (and not thrown) when another process saved since
+   * this run took its ledger: the next run takes that one.
+   */
+  async keep(inventory: string, endpointId: number, ledger: SyncLedger): Promise<void> {
+    const { key, entry } = this.#entry(inventory, endpointId);
+    if (!this.store || entry.ledger !== ledger) return;
+    const state = ledger.exportState();
+    if (!state) return;
+    const tag = await this.store.save(key, state, entry.saved);
+    if (tag) entry.saved = tag;
   }
 }

@@ -207,7 +207,13 @@ export interface RunOptions {
    * The ledger of one endpoint on the run's inventory, kept between runs (docs/sync.md,
    * "Re-runs: guests that did not change"); default: none, every guest compared.
    */
-  ledger?: (endpoint: SyncEndpoint) => SyncLedger;
+  ledger?: (endpoint: SyncEndpoint) => SyncLedger | Promise<SyncLedger>;
+  /**
+   * A run not cancelled ended with the endpoint's ledger read past its writes: kept for the
+   * next run, whichever process makes it (docs/sync.md, "The ledger across restarts and
+   * processes"). A failure is the caller's to report: the run's outcome does not change.
+   */
+  keepLedger?: (endpoint: SyncEndpoint, ledger: SyncLedger) => Promise<void>;
 }
 
 function describeFailure(
@@ -288,10 +294,12 @@ async function runStages(options: RunOptions, tracer: Tracer): Promise<CompleteF
   const runStartedAt = now();
   /** Each endpoint's ledger, read up to the log's end before its first stage (none: dry run). */
   const ledgers = new Map<number, SyncLedger | undefined>();
+  const ledgerEndpoints = new Map<number, SyncEndpoint>();
   const ledgerOf = async (endpoint: SyncEndpoint, dryRun: boolean) => {
     if (ledgers.has(endpoint.id)) return ledgers.get(endpoint.id);
-    const ledger = dryRun ? undefined : options.ledger?.(endpoint);
+    const ledger = dryRun ? undefined : await options.ledger?.(endpoint);
     ledgers.set(endpoint.id, ledger);
+    ledgerEndpoints.set(endpoint.id, endpoint);
     if (ledger) {
       ledger.startRun();
       // A log that cannot be read leaves the ledger empty: this run compares every guest.
@@ -464,8 +472,10 @@ async function runStages(options: RunOptions, tracer: Tracer): Promise<CompleteF
   // The run's own writes read from the log now, not by the next run after others' writes
   // may have pushed them out of a bounded log.
   if (!cancelled) {
-    for (const ledger of ledgers.values()) {
-      await ledger?.catchUp(options.inventory, signal).catch(() => {});
+    for (const [id, ledger] of ledgers) {
+      if (!ledger) continue;
+      await ledger.catchUp(options.inventory, signal).catch(() => {});
+      await options.keepLedger?.(ledgerEndpoints.get(id)!, ledger);
     }
   }
 

@@ -13,7 +13,7 @@ import { endpointLabel } from "../../domain/endpoints.ts";
 import { redactDeep } from "../../domain/redaction.ts";
 import { noopMetrics } from "../../infra/metrics.ts";
 import { runSync, type StageDef, STAGES, type SyncEvent } from "../../domain/sync/runner.ts";
-import { SyncLedgers } from "../../domain/sync/ledger.ts";
+import { type SyncLedger, SyncLedgers } from "../../domain/sync/ledger.ts";
 import type { HypervisorReader, SyncEndpoint } from "../../domain/sync/ports.ts";
 import { HypervisorApiClient, HypervisorApiError } from "../../clients/hypervisor_api.ts";
 import { InventoryApiClient } from "../../clients/inventory_api.ts";
@@ -267,9 +267,9 @@ export function syncRoutes(services: BackendServices, options: SyncRouteOptions 
   const keepaliveMs = options.keepaliveMs ?? KEEPALIVE_MS;
   // A run's hold expires like a job's lease (SERVICE_JOB_LEASE_MS): a process killed mid-run
   // keeps its endpoints no longer than that (docs/sync.md, "One run per endpoint").
-  // The sync's ledgers on the inventory, kept while the process lives (docs/sync.md, "Re-runs:
-  // guests that did not change").
-  const ledgers = new SyncLedgers();
+  // The sync's ledgers on the inventory, in memory and saved in the store after each run
+  // (docs/sync.md, "The ledger across restarts and processes").
+  const ledgers = new SyncLedgers(services.deps.storage.syncLedgers);
   const runLocks = new SyncRunLocks(
     services.deps.storage.syncRuns,
     services.deps.now,
@@ -360,6 +360,16 @@ export function syncRoutes(services: BackendServices, options: SyncRouteOptions 
       ledger: planner
         ? undefined
         : (endpoint: SyncEndpoint) => ledgers.ledger(inventoryKey, endpoint.id),
+      /** Saved for the next run, in this process or another (a failure is logged, not thrown). */
+      keepLedger: planner
+        ? undefined
+        : (endpoint: SyncEndpoint, ledger: SyncLedger) =>
+          ledgers.keep(inventoryKey, endpoint.id, ledger).catch((error) =>
+            services.deps.logger.log("warning", "sync ledger not saved", {
+              endpoint_id: endpoint.id,
+              error: error instanceof Error ? error.message : String(error),
+            })
+          ),
       onItem: (listener: (item: PlanItem) => void) => {
         if (planner) listeners.push(listener);
       },
@@ -442,6 +452,7 @@ export function syncRoutes(services: BackendServices, options: SyncRouteOptions 
       hypervisor,
       inventory: run.inventory,
       ledger: run.ledger,
+      keepLedger: run.keepLedger,
       syncOptions: run.syncOptions,
       syncOptionsFor: run.optionsFor(all),
       emit: run.tracking(scrubbed),
@@ -637,6 +648,7 @@ export function syncRoutes(services: BackendServices, options: SyncRouteOptions 
         hypervisor,
         inventory: run.inventory,
         ledger: run.ledger,
+        keepLedger: run.keepLedger,
         syncOptions: run.syncOptions,
         syncOptionsFor: run.optionsFor(all),
         emit: run.tracking(() => {}),

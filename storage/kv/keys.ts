@@ -25,6 +25,22 @@ export const keys = {
     name: string,
   ): Key => ["backend", "hypervisor_endpoints", "by_name", name],
 
+  /** A saved sync ledger (by the SHA-256 of its inventory and endpoint): which chunks hold it. */
+  syncLedgerHead: (hash: string): Key => ["backend", "sync_ledger", "head", hash],
+  /** Its gzip-compressed state in chunks under the 64 KiB limit, under a random blob id. */
+  syncLedgerChunk: (hash: string, blob: string, index: number): Key => [
+    "backend",
+    "sync_ledger",
+    "chunk",
+    hash,
+    blob,
+    index,
+  ],
+  /** Every blob of one ledger (one blob's chunks with `blob`). */
+  syncLedgerChunkPrefix: (hash: string, blob?: string): Key =>
+    blob === undefined
+      ? ["backend", "sync_ledger", "chunk", hash]
+      : ["backend", "sync_ledger", "chunk", hash, blob],
   /** Verb audit records: the record by id, and one copy under each filterable field. */
   verbAudit: (id: number): Key => ["backend", "verb_audit", "by_id", id],
   verbAuditPrefix: (): Key => ["backend", "verb_audit", "by_id"],

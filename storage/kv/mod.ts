@@ -21,6 +21,7 @@ import { KvRateLimiter } from "./rate_limits.ts";
 import { KvSchemaVersionStore } from "./schema_versions.ts";
 import { KvVerbAuditStore } from "./verb_audit.ts";
 import { KvSyncRunLockStore } from "./sync_runs.ts";
+import { KvSyncLedgerStore } from "./sync_ledgers.ts";
 import { KvTerminalSessionStore } from "./terminal_sessions.ts";
 import { retryWhenBusy } from "./busy_retry.ts";
 
@@ -58,5 +59,6 @@ export function createKvStorage(handle: Deno.Kv, options: KvStorageOptions): Sto
     jobs: new KvJobStore(kv, options.now),
     syncRuns: new KvSyncRunLockStore(kv, options.now),
     terminalSessions: new KvTerminalSessionStore(kv),
+    syncLedgers: new KvSyncLedgerStore(kv, options.now),
   };
 }

@@ -124,8 +124,11 @@ export async function syncWorld(
     return r.body.id;
   };
 
-  const registered = await backend("POST", "/auth/register-key", { api_key: KEY });
-  if (registered.status !== 201) throw new Error(JSON.stringify(registered));
+  // A second app on a store the first registered the key in (another process) uses that key.
+  if (!(overrides.kv && await deps.storage.apiKeys.isClaimed())) {
+    const registered = await backend("POST", "/auth/register-key", { api_key: KEY });
+    if (registered.status !== 201) throw new Error(JSON.stringify(registered));
+  }
   return {
     base,
     port,

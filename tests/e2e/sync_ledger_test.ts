@@ -10,13 +10,16 @@ import { addInventoryCopy, type SyncWorld, syncWorld } from "./_sync_harness.ts"
 
 const FAST = { HYPERVISOR_MOCK_TASK_DELAY_MS: "0" };
 
-/** Runs a full update; the result, and the inventory paths the run read ("GET /api/…"). */
-async function run(world: SyncWorld, query = "") {
-  const from = world.seen.length;
+/**
+ * Runs a full update; the result, and the inventory paths the run read ("GET /api/…") as
+ * `inventory` (the app its inventory copy points at: `world` unless another app's) saw them.
+ */
+async function run(world: SyncWorld, query = "", inventory = world) {
+  const from = inventory.seen.length;
   const r = await world.backend("GET", `/full-update${query}`);
   assert.equal(r.status, 200, JSON.stringify(r.body));
   assert.equal(r.body.result.failed, 0, JSON.stringify(r.body));
-  const reads = world.seen.slice(from).filter((s) => s.startsWith("GET /api/"));
+  const reads = inventory.seen.slice(from).filter((s) => s.startsWith("GET /api/"));
   return {
     result: r.body.result,
     /** Requests of the stages that read a slice's disks and MAC addresses (only those stages). */
@@ -503,5 +506,57 @@ Deno.test("e2e sync ledger: the vm-snapshots and vm-backups stages skip what did
     }, "skipped again once written");
   } finally {
     await world.close();
+  }
+});
+
+Deno.test("e2e sync ledger: a restarted app, or another on the same store, takes the ledger the last run saved: it skips as the first would, and an edit made meanwhile is still put back", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "bridgebox-ledger-" });
+  const kvPath = `${dir}/bridgebox.kv`;
+  const a = await syncWorld("nodes=1,vms=8,cts=2,storages=1", FAST, {
+    kv: await Deno.openKv(kvPath),
+  });
+  let b: SyncWorld | undefined;
+  try {
+    await settled(a, 1);
+    const skipped = await run(a);
+    assert.equal(skipped.guestReads, 0, "the first app's re-run skips");
+
+    // A new app on the same store (a restart, or a second process): its ledgers are empty
+    // until it takes the one the first app saved. The endpoint copies it reads are the first
+    // app's (they point at its inventory and cluster).
+    b = await syncWorld("nodes=1,vms=8,cts=2,storages=1", FAST, { kv: await Deno.openKv(kvPath) });
+    const restarted = await run(b, "", a);
+    assert.equal(restarted.guestReads, 0, "the new app's first run skips every guest");
+    assert.equal(restarted.result.unchanged, skipped.result.unchanged);
+    assert.equal(restarted.result.created + restarted.result.updated, 0);
+
+    // An upstream change the second app writes: the first app's ledger in memory is older than
+    // the second's save, and would take those writes for someone else's. It takes the newer.
+    const guest = await firstQemu(a);
+    await a.hypervisor("PUT", `/nodes/${guest.node}/qemu/${guest.vmid}/config`, { memory: "3333" });
+    const upstream = await run(b, "", a);
+    assert.ok(upstream.result.updated >= 1, JSON.stringify(upstream.result));
+    const taken = await run(a);
+    assert.equal(taken.guestReads, 0, "the first app takes the second's ledger");
+    assert.equal(taken.result.created + taken.result.updated, 0, JSON.stringify(taken.result));
+
+    // An edit after the save, before the next run (in either app): read from the saved cursor.
+    const before = await synced(a);
+    const edit = await a.inventoryCall("PATCH", `virtualization/virtual-disks/${before.disk.id}/`, {
+      size: 1,
+    });
+    assert.equal(edit.status, 200);
+    const fixed = await run(a);
+    assert.ok(fixed.guestReads > 0, "the edited guest is read");
+    assert.equal((await synced(a)).disk.size, before.disk.size, "the disk's size put back");
+    assert.equal(fixed.result.updated, 1, JSON.stringify(fixed.result));
+
+    const quiet = await run(b, "", a);
+    assert.equal(quiet.guestReads, 0, "skipped again, in the other app");
+    assert.equal(quiet.result.created + quiet.result.updated, 0, JSON.stringify(quiet.result));
+  } finally {
+    await b?.close();
+    await a.close();
+    await Deno.remove(dir, { recursive: true });
   }
 });

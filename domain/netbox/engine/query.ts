@@ -115,30 +115,6 @@ export interface FilterSource {
   query?: boolean;
 }
 
-/**
- * The lookups NetBox 4.6's filter sets give each kind of filter (its char, numeric and negation
- * lookup maps): a boolean filter has none, a reference only `__n`. Another lookup on a known
- * filter names no filter of NetBox's, which ignores it as any unknown parameter, and so does a
- * list's URL here (`?enabled__gte=true` lists everything). `in` and `isnull` are the inventory's
- * own, on every kind (docs/api-behaviour.md, "Inventory: filters").
- */
-const CHAR_LOOKUPS = ["n", "ic", "nic", "iew", "niew", "isw", "nisw", "ie", "nie", "empty"];
-const URL_LOOKUPS: Partial<Record<FieldDef["type"] | "id", ReadonlySet<string>>> = {
-  string: new Set([...CHAR_LOOKUPS, "regex", "iregex", "exact", "in", "isnull"]),
-  choice: new Set([...CHAR_LOOKUPS, "regex", "iregex", "exact", "in", "isnull"]),
-  int: new Set(["n", "lt", "lte", "gt", "gte", "empty", "exact", "in", "isnull"]),
-  float: new Set(["n", "lt", "lte", "gt", "gte", "empty", "exact", "in", "isnull"]),
-  id: new Set(["n", "lt", "lte", "gt", "gte", "empty", "exact", "in", "isnull"]),
-  fk: new Set(["n", "exact", "in", "isnull"]),
-  m2m: new Set(["n", "exact", "in", "isnull"]),
-  bool: new Set(["exact", "in", "isnull"]),
-};
-
-/** Whether a list's URL may use `lookup` on a filter of this kind (else it is ignored). */
-function offered(kind: FieldDef["type"] | "id", lookup: string, source: FilterSource): boolean {
-  return !source.query || (URL_LOOKUPS[kind]?.has(lookup) ?? true);
-}
-
 const TIMESTAMPS = new Set(["created", "last_updated"]);
 const TIMESTAMP_LOOKUPS = new Set(["exact", "n", "gt", "gte", "lt", "lte"]);
 const TIMESTAMP_FIELD: FieldDef = { type: "datetime" };
@@ -273,7 +249,6 @@ async function condition(
   source: FilterSource,
 ): Promise<Condition | null> {
   if (name === "id") {
-    if (!offered("id", lookup, source)) return null;
     const values = givenValues(lookup, given, source);
     if (values === null) return null;
     for (const v of lookup === "in" ? splitList(values) : values) {
@@ -301,7 +276,6 @@ async function condition(
   }
   const values = given;
   if (def.tags !== false && (name === "tag" || name === "tag_id")) {
-    if (!offered("m2m", lookup, source)) return null;
     return relCondition(
       core,
       "tags",
@@ -325,7 +299,6 @@ async function condition(
     fieldDef && !fieldDef.writeOnly && (!fieldDef.hidden || fieldDef.filter === true) &&
     !fieldDef.compute && fieldDef.filter !== false && fieldDef.type !== "gfk"
   ) {
-    if (!offered(fieldDef.type, lookup, source)) return null;
     if (fieldDef.type === "fk" || fieldDef.type === "m2m") {
       return await relCondition(core, name, fieldDef, lookup, values, param, false, false, cache);
     }
@@ -345,7 +318,6 @@ async function condition(
     if (
       rel && (rel.type === "fk" || rel.type === "m2m") && rel.filter !== false && !rel.compute
     ) {
-      if (!offered(rel.type, lookup, source)) return null;
       return relCondition(core, base, rel, lookup, values, param, true, false, cache);
     }
   }
@@ -423,7 +395,7 @@ async function relCondition(
       ids.push(Number(v));
       continue;
     }
-    const found = v === "" ? [] : await resolveNatural(core, def, v, cache);
+    const found = v === "" ? [] : await resolveNatural(core, def.model!, v, cache);
     if (found.length === 0 && (!conjoined || v === "")) {
       throw new QueryError({
         [param]: [`Select a valid choice. ${v} is not one of the available choices.`],
@@ -538,27 +510,17 @@ async function withDescendants(
   return [...ids.filter((id) => id === null), ...seen];
 }
 
-/**
- * Ids of the objects `ref` points to whose natural key (slug, else name, or the model's own: a
- * VRF's `rd`) equals value, as NetBox's `to_field_name`: a number is a slug like any other, not
- * an id (the `_id` filter takes ids), unless the field says so (FieldDef.filterTakesIds) or the
- * model has no natural key.
- */
+/** Ids of `model` whose natural key (slug, else name) equals value; numbers also match ids. */
 async function resolveNatural(
   core: EngineCore,
-  ref: FieldDef,
+  model: string,
   value: string,
   _cache: RequestCache,
 ): Promise<number[]> {
-  const model = ref.model!;
   const def = core.registry.definition(model);
   const key = core.registry.naturalKey(def);
   const out = new Set<number>();
   if (key) {
-    // The value as the key is stored (an IP's canonical CIDR, a MAC in capitals), as NetBox's
-    // model field reads a filter value before comparing.
-    const normalize = def.fields[key]?.normalize;
-    if (normalize) value = normalize(value);
     const single = def.unique?.find((u) => u.fields.length === 1 && u.fields[0] === key && !u.when);
     if (single) {
       const id = await core.store.idByUnique(model, constraintName(single), [
@@ -575,7 +537,7 @@ async function resolveNatural(
       for (const r of await core.store.scan(model)) if (r[key] === value) out.add(r.id);
     }
   }
-  if ((!key || ref.filterTakesIds) && out.size === 0 && /^\d+$/.test(value)) {
+  if (/^\d+$/.test(value) && out.size === 0) {
     const id = Number(value);
     if (await core.store.get(model, id)) out.add(id);
   }

@@ -874,7 +874,7 @@ function interfaceFields(owner: "device" | "virtual_machine"): Record<string, Fi
     },
     ...(owner === "device" ? { mgmt_only: bool(false) } : {}),
     description: description(),
-    mode: choice(INTERFACE_MODES, { nullable: true, default: null, allowBlank: true }),
+    mode: choice(INTERFACE_MODES, { nullable: true, default: null }),
     untagged_vlan: fk("ipam.vlan"),
     tagged_vlans: { type: "m2m", model: "ipam.vlan" },
     /** The MACs of the interface as far as it shows them: its primary MAC. */
@@ -980,8 +980,6 @@ export const MAC_ADDRESS: ModelDef = {
       ? syncInterfaceMacs(ctx.engine, record.id, record.mac_address)
       : undefined,
   afterDelete: (record, { engine }) => syncInterfaceMacs(engine, record.id, null),
-  // NetBox's `primary_mac_address` filters name a MAC by its address (`to_field_name`).
-  naturalKey: "mac_address",
   search: ["mac_address", "description"],
   ordering: ["mac_address", "id"],
 };
@@ -1018,9 +1016,7 @@ export const CLUSTER: ModelDef = {
       models: SCOPE_TYPES.map(([t]) => t),
       typeField: "scope_type",
       idField: "scope_id",
-      // NetBox caches the scope in keys that cascade: deleting the region, site group, site
-      // or location takes the object along (docs/netbox-rules.md "Deletes").
-      onDelete: "cascade",
+      onDelete: "set_null",
     },
     description: description(),
     comments: comments(),
@@ -1197,7 +1193,7 @@ export const IP_ADDRESS: ModelDef = {
     family: { type: "json", compute: family("address") },
     vrf: fk("ipam.vrf", { onDelete: "protect" }),
     status: choice(IP_STATUS, { default: "active" }),
-    role: choice(IP_ROLES, { nullable: true, default: null, allowBlank: true }),
+    role: choice(IP_ROLES, { nullable: true, default: null }),
     tenant: fk("tenancy.tenant", { onDelete: "protect" }),
     assigned_object_type: contentType(INTERFACE_OWNERS, { nullable: true, default: null }),
     assigned_object_id: { type: "int", nullable: true, min: 1, index: true },
@@ -1236,8 +1232,6 @@ export const IP_ADDRESS: ModelDef = {
     parent: ipParentFilter,
     family: familyFilter,
   },
-  // NetBox's `primary_ip4`/`primary_ip6` filters name an address by its text (`to_field_name`).
-  naturalKey: "address",
   search: ["address", "dns_name", "description"],
   ordering: ["address", "id"],
 };
@@ -1295,9 +1289,7 @@ export const PREFIX: ModelDef = {
       models: SCOPE_TYPES.map(([t]) => t),
       typeField: "scope_type",
       idField: "scope_id",
-      // NetBox caches the scope in keys that cascade: deleting the region, site group, site
-      // or location takes the object along (docs/netbox-rules.md "Deletes").
-      onDelete: "cascade",
+      onDelete: "set_null",
     },
     is_pool: bool(false),
     mark_utilized: bool(false),

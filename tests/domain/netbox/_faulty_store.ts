@@ -25,15 +25,14 @@ export const ITEM: ModelDef = {
  * What the store does with the model's next commits, in order: null commits as usual, "throw"
  * fails in storage, "refuse" answers a failed check (a concurrent write), a function runs first
  * (a concurrent writer's turn) and then the commit is refused; `before` runs first and the commit
- * goes on; `after` runs once the commit went through. Commits past the list: as usual.
+ * goes on. Commits past the list: as usual.
  */
 export type Fault =
   | null
   | "throw"
   | "refuse"
   | (() => Promise<unknown>)
-  | { before: () => Promise<unknown> }
-  | { after: () => unknown };
+  | { before: () => Promise<unknown> };
 
 export class FaultyStore extends KvModelStore {
   faults: Fault[] = [];
@@ -60,9 +59,7 @@ export class FaultyStore extends KvModelStore {
       await fault();
       return { ok: false };
     }
-    if (fault && "before" in fault) await fault.before();
-    const result = await super.commit(writes);
-    if (fault && "after" in fault) await fault.after();
-    return result;
+    if (fault) await fault.before();
+    return await super.commit(writes);
   }
 }

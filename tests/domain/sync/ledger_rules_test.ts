@@ -283,16 +283,24 @@ Deno.test("ledger: the log is read on after 5,000 writes, not while a stage read
   assert.equal(ledger.wrote(0), true);
 });
 
-Deno.test("ledgers: one per inventory and endpoint; the sync's own request ids are its own on that inventory only, the newest 50,000 kept", () => {
+Deno.test("ledgers: one per inventory and endpoint; the sync's own request ids are its own on that inventory only, the newest 50,000 kept", async () => {
   const ledgers = new SyncLedgers();
-  const a = ledgers.ledger("http://a", 1);
-  assert.equal(ledgers.ledger("http://a", 1), a);
-  assert.notEqual(ledgers.ledger("http://a", 2), a);
-  assert.notEqual(ledgers.ledger("http://b", 1), a);
+  const a = await ledgers.ledger("http://a", 1);
+  assert.equal(await ledgers.ledger("http://a", 1), a);
+  assert.notEqual(await ledgers.ledger("http://a", 2), a);
+  assert.notEqual(await ledgers.ledger("http://b", 1), a);
   ledgers.noteOwn("http://a", "r-1");
   assert.equal(a.own("r-1"), true);
-  assert.equal(ledgers.ledger("http://a", 2).own("r-1"), true, "another endpoint's run's writes");
-  assert.equal(ledgers.ledger("http://b", 1).own("r-1"), false, "another inventory's request");
+  assert.equal(
+    (await ledgers.ledger("http://a", 2)).own("r-1"),
+    true,
+    "another endpoint's run's writes",
+  );
+  assert.equal(
+    (await ledgers.ledger("http://b", 1)).own("r-1"),
+    false,
+    "another inventory's request",
+  );
   assert.equal(a.own("r-2"), false);
   for (let i = 2; i <= SyncLedgers.OWN_REQUESTS; i++) ledgers.noteOwn("http://a", `r-${i}`);
   assert.equal(a.own("r-1"), true, "50,000 kept");
@@ -312,4 +320,91 @@ Deno.test("ledger: a digest tells apart what a guest's objects are made from", (
   assert.equal(new Set([digestOf(base), ...others]).size, 5);
   assert.ok(others.every((d) => Number.isSafeInteger(d) && d >= 0));
   assert.notEqual(digestOf("ab"), digestOf("ba"));
+});
+
+Deno.test("ledger state: a new ledger (another process) that takes a saved state skips what the first did, still reads the ids missing at the save, forgets what someone else touched after it, and keeps the walks", async () => {
+  const { log, ledger } = await recorded();
+  const walks = {
+    stateIds: new Map([[101, 200]]),
+    stateVms: new Map([[101, 2]]),
+    clusterNames: new Map([[1, "vm-a"], [2, "vm-é"]]),
+  };
+  ledger.keepWalks(walks, ledger.takeWalks().mark);
+  const gap = log.skip(); // an entry still being written when the state is saved
+  log.own(1);
+  await ledger.catchUp(log.inv, signal);
+  const state = ledger.exportState();
+  assert.ok(state);
+
+  const taken = new SyncLedger(() => false); // a new process knows none of the old requests
+  assert.equal(taken.importState(state), true);
+  assert.deepEqual([taken.unchanged("vms", 1, 11), taken.unchanged("vms", 2, 22)], [true, true]);
+  assert.deepEqual(taken.takeWalks().kept, walks);
+
+  // Someone else's edit of guest 2's disk after the save, and the missing entry, now written:
+  // someone else's update of guest 1's VM (read only because the state kept the id missing).
+  log.add({
+    request_id: "other",
+    action: "update",
+    changed_object_type: DISK,
+    changed_object_id: 20,
+  });
+  log.entries.set(gap, {
+    id: gap,
+    request_id: "other",
+    action: "update",
+    changed_object_type: VM,
+    changed_object_id: 1,
+  });
+  taken.startRun();
+  await taken.catchUp(log.inv, signal);
+  assert.deepEqual([taken.unchanged("vms", 1, 11), taken.unchanged("vms", 2, 22)], [false, false]);
+});
+
+Deno.test("ledger state: nothing to save before the log was read; a state this build cannot read is refused and the ledger keeps what it knew", async () => {
+  assert.equal(new SyncLedger(() => false).exportState(), null);
+  const { ledger } = await recorded();
+  const state = ledger.exportState()!;
+  const head = (text: string) => {
+    const bytes = new TextEncoder().encode(text);
+    const out = new Uint8Array(8 + Math.ceil(bytes.length / 8) * 8);
+    new DataView(out.buffer).setUint32(0, bytes.length);
+    out.set(bytes, 8);
+    return out;
+  };
+  const withNumber = (n: number) => {
+    const copy = state.slice();
+    new DataView(copy.buffer).setFloat64(copy.length - 8, n, true);
+    return copy;
+  };
+  const bad = [
+    new Uint8Array(0),
+    state.subarray(0, state.length - 8), // a number short
+    new Uint8Array([...state, 0, 0, 0, 0, 0, 0, 0, 0]), // one too many
+    withNumber(NaN),
+    withNumber(1.5),
+    head(JSON.stringify({ v: 2, cursor: 1, pending: 0, stages: [], models: [], walks: null })),
+    head(JSON.stringify({ v: 1, cursor: -1, pending: 0, stages: [], models: [], walks: null })),
+    head(
+      JSON.stringify({
+        v: 1,
+        cursor: 1,
+        pending: 0,
+        stages: [["vms", 1]],
+        models: [],
+        walks: null,
+      }),
+    ),
+    head("{not json"),
+  ];
+  const other = await recorded();
+  for (const [i, bytes] of bad.entries()) {
+    assert.equal(other.ledger.importState(bytes), false, `bad state ${i}`);
+    assert.deepEqual(other.skips(), [true, true], `bad state ${i}: the ledger unchanged`);
+  }
+  assert.equal(
+    other.ledger.importState(withNumber(22)),
+    true,
+    "the same state, the last number 22",
+  );
 });

@@ -1,0 +1,132 @@
+/**
+ * The sync's ledgers saved between runs (docs/sync.md, "The ledger across restarts and
+ * processes"). A ledger of 100,000 guests is tens of megabytes, far over KV's 64 KiB value
+ * limit: its state is gzip-compressed (CompressionStream) and split into chunks under a random
+ * blob id, written first; the head naming the blob is written last, checked against the head
+ * the saver saw, so a reader never sees a head whose chunks are incomplete and two savers never
+ * both win. The saver then deletes the ledger's other blobs (the one it replaced, and any a
+ * saver that died left). Runs of one endpoint are one at a time (its run hold), so no save
+ * starts between a save's head and its sweep; a load that meets chunks swept under it reads as
+ * nothing saved.
+ */
+import type { SyncLedgerStore } from "../ports.ts";
+import { keys } from "./keys.ts";
+import { CHUNK_BYTES, sha256Hex } from "./schema_versions.ts";
+
+/** Chunks per atomic commit: 10 × 60 KiB stays under the 800 KiB total mutation size. */
+const CHUNKS_PER_COMMIT = 10;
+/** Deletes per atomic commit (KV allows 1,000 mutations). */
+const DELETES_PER_COMMIT = 500;
+
+interface LedgerHead {
+  blob: string;
+  chunks: number;
+  /** The state's length before and after compression. */
+  bytes: number;
+  stored_bytes: number;
+  saved_at: number;
+}
+
+async function pipeThrough(data: Uint8Array, stream: GenericTransformStream): Promise<Uint8Array> {
+  const out = new Response(
+    new Blob([data as Uint8Array<ArrayBuffer>]).stream().pipeThrough(stream),
+  );
+  return new Uint8Array(await out.arrayBuffer());
+}
+
+export class KvSyncLedgerStore implements SyncLedgerStore {
+  constructor(private readonly kv: Deno.Kv, private readonly now: () => number) {}
+
+  /** The key's hash: an inventory's address may be long, a KV key may not. */
+  #hash(key: string): Promise<string> {
+    return sha256Hex(new TextEncoder().encode(key));
+  }
+
+  async load(
+    key: string,
+    known: string | null,
+  ): Promise<{ tag: string; state: Uint8Array } | "unchanged" | null> {
+    const hash = await this.#hash(key);
+    const head = (await this.kv.get<LedgerHead>(keys.syncLedgerHead(hash))).value;
+    if (!head) return null;
+    if (head.blob === known) return "unchanged";
+    const parts: Uint8Array[] = [];
+    for await (
+      const entry of this.kv.list<Uint8Array>({
+        prefix: keys.syncLedgerChunkPrefix(hash, head.blob),
+      })
+    ) {
+      if (entry.key[entry.key.length - 1] !== parts.length) return null; // swept under us
+      parts.push(entry.value);
+    }
+    if (parts.length !== head.chunks) return null;
+    const compressed = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+    let at = 0;
+    for (const p of parts) {
+      compressed.set(p, at);
+      at += p.length;
+    }
+    try {
+      // gzip's own check (CRC-32 and length) refuses damaged bytes.
+      const state = await pipeThrough(compressed, new DecompressionStream("gzip"));
+      return state.length === head.bytes ? { tag: head.blob, state } : null;
+    } catch {
+      return null;
+    }
+  }
+
+  async save(key: string, state: Uint8Array, previous: string | null): Promise<string | null> {
+    const hash = await this.#hash(key);
+    const headKey = keys.syncLedgerHead(hash);
+    const head = await this.kv.get<LedgerHead>(headKey);
+    if ((head.value?.blob ?? null) !== previous) return null;
+    const compressed = await pipeThrough(state, new CompressionStream("gzip"));
+    const blob = crypto.randomUUID();
+    const chunks = Math.max(1, Math.ceil(compressed.length / CHUNK_BYTES));
+    try {
+      for (let first = 0; first < chunks; first += CHUNKS_PER_COMMIT) {
+        const op = this.kv.atomic();
+        for (let i = first; i < Math.min(chunks, first + CHUNKS_PER_COMMIT); i++) {
+          op.set(
+            keys.syncLedgerChunk(hash, blob, i),
+            compressed.subarray(i * CHUNK_BYTES, (i + 1) * CHUNK_BYTES),
+          );
+        }
+        if (!(await op.commit()).ok) throw new Error("ledger chunk write was not committed");
+      }
+      const record: LedgerHead = {
+        blob,
+        chunks,
+        bytes: state.length,
+        stored_bytes: compressed.length,
+        saved_at: this.now(),
+      };
+      // The flip: only over the head this save saw.
+      const res = await this.kv.atomic().check(head).set(headKey, record).commit();
+      if (!res.ok) {
+        await this.#sweep(hash, (b) => b === blob);
+        return null;
+      }
+    } catch (error) {
+      await this.#sweep(hash, (b) => b === blob);
+      throw error;
+    }
+    await this.#sweep(hash, (b) => b !== blob);
+    return blob;
+  }
+
+  /** Deletes the chunks of this ledger's blobs that `doomed` names. */
+  async #sweep(hash: string, doomed: (blob: string) => boolean): Promise<void> {
+    let op = this.kv.atomic();
+    let n = 0;
+    for await (const entry of this.kv.list({ prefix: keys.syncLedgerChunkPrefix(hash) })) {
+      if (!doomed(String(entry.key[entry.key.length - 2]))) continue;
+      op.delete(entry.key);
+      if (++n % DELETES_PER_COMMIT === 0) {
+        await op.commit();
+        op = this.kv.atomic();
+      }
+    }
+    if (n % DELETES_PER_COMMIT !== 0) await op.commit();
+  }
+}
