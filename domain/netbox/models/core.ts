@@ -1016,7 +1016,9 @@ export const CLUSTER: ModelDef = {
       models: SCOPE_TYPES.map(([t]) => t),
       typeField: "scope_type",
       idField: "scope_id",
-      onDelete: "set_null",
+      // NetBox caches the scope in keys that cascade: deleting the region, site group, site
+      // or location takes the object along (docs/netbox-rules.md "Deletes").
+      onDelete: "cascade",
     },
     description: description(),
     comments: comments(),
@@ -1289,7 +1291,9 @@ export const PREFIX: ModelDef = {
       models: SCOPE_TYPES.map(([t]) => t),
       typeField: "scope_type",
       idField: "scope_id",
-      onDelete: "set_null",
+      // NetBox caches the scope in keys that cascade: deleting the region, site group, site
+      // or location takes the object along (docs/netbox-rules.md "Deletes").
+      onDelete: "cascade",
     },
     is_pool: bool(false),
     mark_utilized: bool(false),

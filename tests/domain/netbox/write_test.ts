@@ -376,6 +376,89 @@ Deno.test("write: an update whose new optional reference's target is deleted jus
   }
 });
 
+Deno.test("write: a generic reference whose rule is SET_NULL loses both its fields to its target's delete, also when made or moved to it while the delete commits", async () => {
+  // No inventory model keeps such a rule now (NetBox's scopes cascade: docs/netbox-rules.md
+  // "Deletes"); the engine's generic SET_NULL paths are kept, and guarded here.
+  const { kv, store, logger, e } = await engine(
+    {
+      app: "test",
+      model: "place",
+      verbose: "place",
+      path: "test/places/",
+      fields: { name: { type: "string", required: true } },
+      brief: ["name"],
+    },
+    {
+      app: "test",
+      model: "thing",
+      verbose: "thing",
+      path: "test/things/",
+      fields: {
+        name: { type: "string", required: true },
+        at_type: { type: "string", nullable: true },
+        at_id: { type: "int", nullable: true },
+        at: {
+          type: "gfk",
+          models: ["test.place"],
+          typeField: "at_type",
+          idField: "at_id",
+          onDelete: "set_null",
+        },
+      },
+      brief: ["name"],
+    },
+  );
+  try {
+    const place = async (name: string) => {
+      const r = await e.insert("test.place", { name });
+      assert.ok(r.ok, JSON.stringify(r));
+      return r.value.id;
+    };
+    const thing = async (name: string, at: number | null) => {
+      const r = await e.insert("test.thing", { name, at_type: "test.place", at_id: at });
+      assert.ok(r.ok, JSON.stringify(r));
+      return r.value.id;
+    };
+    const at = async (id: number) => {
+      const r = await e.get("test.thing", id);
+      return [r?.name, r?.at_type, r?.at_id];
+    };
+    // A plain delete: the referrer stays, without its reference.
+    const p1 = await place("p1");
+    const t1 = await thing("t1", p1);
+    assert.deepEqual(await e.deleteMany("test.place", [p1]), { ok: true, value: null });
+    assert.deepEqual(await at(t1), ["t1", null, null]);
+    assert.deepEqual(logger.at("warning"), []);
+
+    // A reference made while the delete is held at its commit: its clean-up pass drops it.
+    const p2 = await place("p2");
+    let late = 0;
+    store.watched = "test.place";
+    store.faults = [{ before: async () => late = await thing("t2", p2) }];
+    assert.deepEqual(await e.deleteMany("test.place", [p2]), { ok: true, value: null });
+    assert.deepEqual(await at(late), ["t2", null, null]);
+    assert.deepEqual(logger.at("warning").map((l) => l.message), [
+      "references created during a delete were cleaned up",
+    ]);
+
+    // An update moving the reference to a place deleted just before its commit drops it.
+    const p3 = await place("p3");
+    const p4 = await place("p4");
+    const t3 = await thing("t3", p3);
+    store.watched = "test.thing";
+    store.faults = [{ before: () => e.deleteMany("test.place", [p4]) }];
+    const moved = await e.updateMany("test.thing", [{ id: t3, data: { at_id: p4 } }], true);
+    assert.ok(moved.ok, JSON.stringify(moved));
+    assert.deepEqual(await at(t3), ["t3", null, null]);
+    assert.deepEqual(logger.at("warning").map((l) => l.message).slice(1), [
+      "dropped references to objects deleted concurrently",
+    ]);
+    assert.deepEqual(logger.at("error"), []);
+  } finally {
+    kv.close();
+  }
+});
+
 Deno.test("write: a bulk create or update of addresses reads their hosts' index entries in one batch: two items cost the index reads three do", async () => {
   const IP = "ipam.ipaddress";
   const kv = await Deno.openKv(":memory:");

@@ -550,7 +550,7 @@ const LATE_REFERENCES: LateReference[] = [
     after: (id) => [`/api/extras/journal-entries/${id}/`, null],
   },
   {
-    name: "generic FK, SET_NULL: a cluster scoped to a site being deleted keeps no scope",
+    name: "generic FK, CASCADE: a cluster scoped to a site being deleted goes with it",
     model: "dcim.site",
     setup: async (post) => {
       const site = await post("/api/dcim/sites/", { name: "AMS1", slug: "ams1" });
@@ -565,7 +565,7 @@ const LATE_REFERENCES: LateReference[] = [
         scope_id: site,
       });
     },
-    after: (id) => [`/api/virtualization/clusters/${id}/`, { scope_type: null, scope_id: null }],
+    after: (id) => [`/api/virtualization/clusters/${id}/`, null],
   },
 ];
 
@@ -740,7 +740,7 @@ const LATE_GENERIC_UPDATES: Array<{
     after: null,
   },
   {
-    name: "SET_NULL: a cluster moved to a site being deleted keeps no scope",
+    name: "CASCADE: a cluster moved to a site being deleted goes with it",
     model: "virtualization.cluster",
     setup: async (post) => {
       const kept = await post("/api/dcim/sites/", { name: "AMS1", slug: "ams1" });
@@ -758,7 +758,7 @@ const LATE_GENERIC_UPDATES: Array<{
         doomed: `/api/dcim/sites/${doomed}/`,
       };
     },
-    after: { name: "c1", scope_type: null, scope_id: null },
+    after: null,
   },
 ];
 

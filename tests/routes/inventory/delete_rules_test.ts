@@ -101,3 +101,99 @@ Deno.test("delete rules: PROTECT refuses whole requests, CASCADE and SET_NULL re
     inv.close();
   }
 });
+
+Deno.test("delete rules: a deleted region, site group, site or location takes the clusters and prefixes scoped to it along, each logged; a cluster's VMs refuse it", async () => {
+  // NetBox 4.6 caches a scope in keys that cascade (docs/netbox-rules.md "Deletes"), and a VM
+  // protects its cluster: what is scoped to the object deleted goes, what is scoped to a site
+  // of a deleted region stays (the site only loses its region).
+  const inv = await setup();
+  try {
+    const post = inv.created;
+    const PREFIXES = "/api/ipam/prefixes/";
+    const scoped = (type: string, id: number) => ({ scope_type: type, scope_id: id });
+    const region = await post("/api/dcim/regions/", { name: "EU", slug: "eu" });
+    const child = await post("/api/dcim/regions/", { name: "NL", slug: "nl", parent: region.id });
+    const group = await post("/api/dcim/site-groups/", { name: "Edge", slug: "edge" });
+    const site = await post("/api/dcim/sites/", { name: "AMS1", slug: "ams1", region: region.id });
+    const room = await post("/api/dcim/locations/", { name: "R1", slug: "r1", site: site.id });
+    const type = await post("/api/virtualization/cluster-types/", { name: "PVE", slug: "pve" });
+    const onRegion = await post(CLUSTERS, {
+      name: "eu",
+      type: type.id,
+      ...scoped("dcim.region", region.id),
+    });
+    const onGroup = await post(CLUSTERS, {
+      name: "edge",
+      type: type.id,
+      ...scoped("dcim.sitegroup", group.id),
+    });
+    const onSite = await post(CLUSTERS, {
+      name: "ams",
+      type: type.id,
+      ...scoped("dcim.site", site.id),
+    });
+    const onChild = await post(PREFIXES, {
+      prefix: "10.1.0.0/16",
+      ...scoped("dcim.region", child.id),
+    });
+    const onSitePrefix = await post(PREFIXES, {
+      prefix: "10.2.0.0/16",
+      ...scoped("dcim.site", site.id),
+    });
+    const onRoom = await post(PREFIXES, {
+      prefix: "10.3.0.0/16",
+      ...scoped("dcim.location", room.id),
+    });
+    const vm = await post(VMS, { name: "vm1", cluster: onRegion.id });
+
+    // The region's cluster is protected by its VM: nothing is deleted, the child region and
+    // its prefix neither.
+    const refused = await inv.call("DELETE", `/api/dcim/regions/${region.id}/`);
+    assert.deepEqual([refused.status, refused.body], [409, {
+      detail: `Unable to delete object. 1 dependent objects were found: vm1 (${vm.id})`,
+    }]);
+    for (const path of [`/api/dcim/regions/${child.id}/`, `${CLUSTERS}${onRegion.id}/`]) {
+      assert.equal((await inv.call("GET", path)).status, 200, path);
+    }
+    assert.equal((await inv.call("GET", `${PREFIXES}${onChild.id}/`)).body.scope_id, child.id);
+
+    assert.equal((await inv.call("DELETE", `${VMS}${vm.id}/`)).status, 204);
+    const deleted = await inv.call("DELETE", `/api/dcim/regions/${region.id}/`);
+    assert.equal(deleted.status, 204);
+    assert.equal((await inv.call("GET", `${CLUSTERS}${onRegion.id}/`)).status, 404);
+    assert.equal((await inv.call("GET", `${PREFIXES}${onChild.id}/`)).status, 404);
+    // Each object the delete took is logged under its request, the cascaded ones too.
+    const logged = await inv.call(
+      "GET",
+      `/api/core/object-changes/?request_id=${deleted.headers.get("X-Request-ID")}&ordering=id`,
+    );
+    assert.deepEqual(
+      logged.body.results.map((e: { action: { value: string }; object_repr: string }) =>
+        `${e.action.value} ${e.object_repr}`
+      ).sort(),
+      ["delete 10.1.0.0/16", "delete EU", "delete NL", "delete eu"],
+    );
+    // The site was only in the region: it stays, without a region, and so does its prefix.
+    const kept = await inv.call("GET", `/api/dcim/sites/${site.id}/`);
+    assert.deepEqual([kept.status, kept.body.region], [200, null]);
+    const sitePrefix = (await inv.call("GET", `${PREFIXES}${onSitePrefix.id}/`)).body;
+    assert.deepEqual([sitePrefix.scope_type, sitePrefix.scope_id], ["dcim.site", site.id]);
+
+    assert.equal((await inv.call("DELETE", `/api/dcim/site-groups/${group.id}/`)).status, 204);
+    assert.equal((await inv.call("GET", `${CLUSTERS}${onGroup.id}/`)).status, 404);
+    // A site takes its location along, and with both what is scoped to either.
+    assert.equal((await inv.call("DELETE", `/api/dcim/sites/${site.id}/`)).status, 204);
+    for (
+      const path of [
+        `${CLUSTERS}${onSite.id}/`,
+        `${PREFIXES}${onSitePrefix.id}/`,
+        `${PREFIXES}${onRoom.id}/`,
+        `/api/dcim/locations/${room.id}/`,
+      ]
+    ) assert.equal((await inv.call("GET", path)).status, 404, path);
+    assert.deepEqual((await inv.call("GET", `${CLUSTERS}?ordering=id`)).body.count, 0);
+    assert.deepEqual((await inv.call("GET", PREFIXES)).body.count, 0);
+  } finally {
+    inv.close();
+  }
+});
