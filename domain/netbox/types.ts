@@ -69,6 +69,13 @@ export interface FieldDef {
    */
   tree?: boolean;
   /**
+   * fk / m2m: `?<field>=<number>` names the object with that id when none has that natural
+   * key. The plugin's filter sets list their references in `Meta.fields`, which Django filters
+   * by primary key; NetBox's own name an object by slug or name only (`to_field_name`), where a
+   * number is a slug like any other.
+   */
+  filterTakesIds?: boolean;
+  /**
    * fk: fields the nested form shows beyond the target's brief ones (NetBox 4.6 renders a
    * device's primary IPs as the IP's brief plus `dns_name`, `nat_inside`, `nat_outside`).
    */

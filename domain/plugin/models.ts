@@ -636,7 +636,7 @@ export function pluginModels(services: PluginServices): ModelDef[] {
     tags: false,
   };
 
-  return [
+  const models: ModelDef[] = [
     hypervisor,
     inventory,
     backend,
@@ -652,6 +652,17 @@ export function pluginModels(services: PluginServices): ModelDef[] {
     taskHistory,
     vmSyncState,
   ];
+  // The plugin's filter sets take references by id (Django's default for `Meta.fields`); a name
+  // still finds them here, as before.
+  return models.map((m) => ({
+    ...m,
+    fields: Object.fromEntries(
+      Object.entries(m.fields).map(([k, f]) => [
+        k,
+        f.type === "fk" || f.type === "m2m" ? { ...f, filterTakesIds: true } : f,
+      ]),
+    ),
+  }));
 }
 
 /**

@@ -395,7 +395,7 @@ async function relCondition(
       ids.push(Number(v));
       continue;
     }
-    const found = v === "" ? [] : await resolveNatural(core, def.model!, v, cache);
+    const found = v === "" ? [] : await resolveNatural(core, def, v, cache);
     if (found.length === 0 && (!conjoined || v === "")) {
       throw new QueryError({
         [param]: [`Select a valid choice. ${v} is not one of the available choices.`],
@@ -510,17 +510,27 @@ async function withDescendants(
   return [...ids.filter((id) => id === null), ...seen];
 }
 
-/** Ids of `model` whose natural key (slug, else name) equals value; numbers also match ids. */
+/**
+ * Ids of the objects `ref` points to whose natural key (slug, else name, or the model's own: a
+ * VRF's `rd`) equals value, as NetBox's `to_field_name`: a number is a slug like any other, not
+ * an id (the `_id` filter takes ids), unless the field says so (FieldDef.filterTakesIds) or the
+ * model has no natural key.
+ */
 async function resolveNatural(
   core: EngineCore,
-  model: string,
+  ref: FieldDef,
   value: string,
   _cache: RequestCache,
 ): Promise<number[]> {
+  const model = ref.model!;
   const def = core.registry.definition(model);
   const key = core.registry.naturalKey(def);
   const out = new Set<number>();
   if (key) {
+    // The value as the key is stored (an IP's canonical CIDR, a MAC in capitals), as NetBox's
+    // model field reads a filter value before comparing.
+    const normalize = def.fields[key]?.normalize;
+    if (normalize) value = normalize(value);
     const single = def.unique?.find((u) => u.fields.length === 1 && u.fields[0] === key && !u.when);
     if (single) {
       const id = await core.store.idByUnique(model, constraintName(single), [
@@ -537,7 +547,7 @@ async function resolveNatural(
       for (const r of await core.store.scan(model)) if (r[key] === value) out.add(r.id);
     }
   }
-  if (/^\d+$/.test(value) && out.size === 0) {
+  if ((!key || ref.filterTakesIds) && out.size === 0 && /^\d+$/.test(value)) {
     const id = Number(value);
     if (await core.store.get(model, id)) out.add(id);
   }

@@ -980,6 +980,8 @@ export const MAC_ADDRESS: ModelDef = {
       ? syncInterfaceMacs(ctx.engine, record.id, record.mac_address)
       : undefined,
   afterDelete: (record, { engine }) => syncInterfaceMacs(engine, record.id, null),
+  // NetBox's `primary_mac_address` filters name a MAC by its address (`to_field_name`).
+  naturalKey: "mac_address",
   search: ["mac_address", "description"],
   ordering: ["mac_address", "id"],
 };
@@ -1234,6 +1236,8 @@ export const IP_ADDRESS: ModelDef = {
     parent: ipParentFilter,
     family: familyFilter,
   },
+  // NetBox's `primary_ip4`/`primary_ip6` filters name an address by its text (`to_field_name`).
+  naturalKey: "address",
   search: ["address", "dns_name", "description"],
   ordering: ["address", "id"],
 };

@@ -38,6 +38,8 @@ export const VRF: ModelDef = {
   display: (r) => r.rd ? `${r.name} (${r.rd})` : String(r.name),
   unique: [{ fields: ["rd"], message: "VRF with this Route distinguisher already exists." }],
   afterSave: rekeyVrfSpace,
+  // NetBox's `vrf` filters name a VRF by its route distinguisher, not its name (`to_field_name`).
+  naturalKey: "rd",
   search: ["name", "rd", "description", "comments"],
   ordering: ["name", "rd", "id"],
 };

@@ -286,3 +286,63 @@ Deno.test("a date custom field's __gt, __gte, __lt and __lte compare dates: an e
     inv.close();
   }
 });
+
+Deno.test("a filter naming objects by slug, name, RD, address or MAC takes no id: a number is a key like any other, as NetBox's to_field_name", async () => {
+  const inv = await setup();
+  try {
+    const post = inv.created;
+    const IFACES = "/api/virtualization/interfaces/";
+    const site = await post("/api/dcim/sites/", { name: "AMS1", slug: "ams1" });
+    // A site whose slug is a number: `?site=<it>` names this site, whatever ids there are.
+    const numbered = await post("/api/dcim/sites/", { name: "Site 7", slug: String(site.id + 7) });
+    const vrf = await post("/api/ipam/vrfs/", { name: "blue", rd: "65000:1" });
+    const vm = await post(VMS, { name: "vm1", site: site.id });
+    const other = await post(VMS, { name: "vm2", site: numbered.id });
+    const eth0 = await post(IFACES, { virtual_machine: vm.id, name: "eth0", vrf: vrf.id });
+    const ip = await post("/api/ipam/ip-addresses/", {
+      address: "192.0.2.1/24",
+      vrf: vrf.id,
+      assigned_object_type: "virtualization.vminterface",
+      assigned_object_id: eth0.id,
+    });
+    const mac = await post("/api/dcim/mac-addresses/", {
+      mac_address: "00:1A:2B:3C:4D:5E",
+      assigned_object_type: "virtualization.vminterface",
+      assigned_object_id: eth0.id,
+    });
+    const patched = await inv.call("PATCH", `${VMS}${vm.id}/`, { primary_ip4: ip.id });
+    assert.equal(patched.status, 200, JSON.stringify(patched.body));
+    const primary = await inv.call("PATCH", `${IFACES}${eth0.id}/`, {
+      primary_mac_address: mac.id,
+    });
+    assert.equal(primary.status, 200, JSON.stringify(primary.body));
+
+    const names = async (path: string) => {
+      const r = await inv.call("GET", path);
+      assert.equal(r.status, 200, `${path}: ${JSON.stringify(r.body)}`);
+      return r.body.results.map((o: { name?: string; address?: string }) => o.name ?? o.address);
+    };
+    const refused = async (path: string, param: string, value: string) => {
+      const r = await inv.call("GET", path);
+      assert.deepEqual([r.status, r.body], [400, { [param]: [choice(value)] }], path);
+    };
+    // By key: the site's slug, the VRF's RD (not its name), the address, the MAC in any case.
+    assert.deepEqual(await names(`${VMS}?site=ams1`), ["vm1"]);
+    assert.deepEqual(await names(`${VMS}?site=${numbered.slug}`), ["vm2"]);
+    assert.deepEqual(await names(`/api/ipam/ip-addresses/?vrf=65000:1`), ["192.0.2.1/24"]);
+    assert.deepEqual(await names(`${VMS}?primary_ip4=192.0.2.1/24`), ["vm1"]);
+    assert.deepEqual(await names(`${IFACES}?primary_mac_address=00:1a:2b:3c:4d:5e`), ["eth0"]);
+    // An id there names nothing: a 400, as NetBox's choice field answers.
+    await refused(`${VMS}?site=${site.id}`, "site", String(site.id));
+    await refused(`/api/ipam/ip-addresses/?vrf=${vrf.id}`, "vrf", String(vrf.id));
+    await refused(`/api/ipam/ip-addresses/?vrf=blue`, "vrf", "blue");
+    await refused(`${VMS}?primary_ip4=${ip.id}`, "primary_ip4", String(ip.id));
+    await refused(`${IFACES}?primary_mac_address=${mac.id}`, "primary_mac_address", String(mac.id));
+    // The `_id` filters take the ids.
+    assert.deepEqual(await names(`${VMS}?site_id=${site.id}`), ["vm1"]);
+    assert.deepEqual(await names(`/api/ipam/ip-addresses/?vrf_id=${vrf.id}`), ["192.0.2.1/24"]);
+    assert.equal(other.name, "vm2");
+  } finally {
+    inv.close();
+  }
+});

@@ -718,3 +718,35 @@ Deno.test("deletion requests and apply jobs: written internally, read through th
     await h.close();
   }
 });
+
+Deno.test("plugin reference filters take an id (the plugin's Meta.fields), where NetBox's own take only a key", async () => {
+  const h = await harness();
+  try {
+    const made = async (path: string, body: unknown) => {
+      const r = await h.call("POST", path, body);
+      assert.equal(r.status, 201, JSON.stringify(r.body));
+      return r.body;
+    };
+    const pve = await made(P + "endpoints/hypervisor/", { name: "pve", domain: "pve.local" });
+    const lab = await made(P + "endpoints/hypervisor/", { name: "lab", domain: "lab.local" });
+    await made(P + "clusters/", { endpoint: pve.id, name: "one" });
+    await made(P + "clusters/", { endpoint: lab.id, name: "two" });
+    const names = async (query: string) => {
+      const r = await h.call("GET", `${P}clusters/?${query}`);
+      assert.equal(r.status, 200, `${query}: ${JSON.stringify(r.body)}`);
+      return r.body.results.map((c: { name: string }) => c.name);
+    };
+    assert.deepEqual(await names(`endpoint=${lab.id}`), ["two"]);
+    assert.deepEqual(await names(`endpoint=${pve.id}&endpoint=${lab.id}`), ["one", "two"]);
+    assert.deepEqual(await names("endpoint=pve"), ["one"]);
+    // A core model's `site` filter takes the slug only (docs/netbox-rules.md).
+    const site = await h.call("POST", "/api/dcim/sites/", { name: "AMS1", slug: "ams1" });
+    const bySite = await h.call(
+      "GET",
+      `/api/virtualization/virtual-machines/?site=${site.body.id}`,
+    );
+    assert.equal(bySite.status, 400, JSON.stringify(bySite.body));
+  } finally {
+    await h.close();
+  }
+});
