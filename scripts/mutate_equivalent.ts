@@ -2575,6 +2575,13 @@ export const EQUIVALENT: Equivalent[] = [
   {
     module: "domain/netbox/engine/query.ts",
     what: "return null → undefined",
+    line: "lookup, source)) return null;",
+    why: "condition()'s only caller keeps its answer when truthy (`if (cond)`): a lookup a " +
+      "filter's kind does not offer (offered()) is ignored either way",
+  },
+  {
+    module: "domain/netbox/engine/query.ts",
+    what: "return null → undefined",
     line: "if (kept === null) return null;",
     why: "condition()'s only caller keeps its answer when truthy (`if (cond)`)",
   },

@@ -115,6 +115,30 @@ export interface FilterSource {
   query?: boolean;
 }
 
+/**
+ * The lookups NetBox 4.6's filter sets give each kind of filter (its char, numeric and negation
+ * lookup maps): a boolean filter has none, a reference only `__n`. Another lookup on a known
+ * filter names no filter of NetBox's, which ignores it as any unknown parameter, and so does a
+ * list's URL here (`?enabled__gte=true` lists everything). `in` and `isnull` are the inventory's
+ * own, on every kind (docs/api-behaviour.md, "Inventory: filters").
+ */
+const CHAR_LOOKUPS = ["n", "ic", "nic", "iew", "niew", "isw", "nisw", "ie", "nie", "empty"];
+const URL_LOOKUPS: Partial<Record<FieldDef["type"] | "id", ReadonlySet<string>>> = {
+  string: new Set([...CHAR_LOOKUPS, "regex", "iregex", "exact", "in", "isnull"]),
+  choice: new Set([...CHAR_LOOKUPS, "regex", "iregex", "exact", "in", "isnull"]),
+  int: new Set(["n", "lt", "lte", "gt", "gte", "empty", "exact", "in", "isnull"]),
+  float: new Set(["n", "lt", "lte", "gt", "gte", "empty", "exact", "in", "isnull"]),
+  id: new Set(["n", "lt", "lte", "gt", "gte", "empty", "exact", "in", "isnull"]),
+  fk: new Set(["n", "exact", "in", "isnull"]),
+  m2m: new Set(["n", "exact", "in", "isnull"]),
+  bool: new Set(["exact", "in", "isnull"]),
+};
+
+/** Whether a list's URL may use `lookup` on a filter of this kind (else it is ignored). */
+function offered(kind: FieldDef["type"] | "id", lookup: string, source: FilterSource): boolean {
+  return !source.query || (URL_LOOKUPS[kind]?.has(lookup) ?? true);
+}
+
 const TIMESTAMPS = new Set(["created", "last_updated"]);
 const TIMESTAMP_LOOKUPS = new Set(["exact", "n", "gt", "gte", "lt", "lte"]);
 const TIMESTAMP_FIELD: FieldDef = { type: "datetime" };
@@ -249,6 +273,7 @@ async function condition(
   source: FilterSource,
 ): Promise<Condition | null> {
   if (name === "id") {
+    if (!offered("id", lookup, source)) return null;
     const values = givenValues(lookup, given, source);
     if (values === null) return null;
     for (const v of lookup === "in" ? splitList(values) : values) {
@@ -276,6 +301,7 @@ async function condition(
   }
   const values = given;
   if (def.tags !== false && (name === "tag" || name === "tag_id")) {
+    if (!offered("m2m", lookup, source)) return null;
     return relCondition(
       core,
       "tags",
@@ -299,6 +325,7 @@ async function condition(
     fieldDef && !fieldDef.writeOnly && (!fieldDef.hidden || fieldDef.filter === true) &&
     !fieldDef.compute && fieldDef.filter !== false && fieldDef.type !== "gfk"
   ) {
+    if (!offered(fieldDef.type, lookup, source)) return null;
     if (fieldDef.type === "fk" || fieldDef.type === "m2m") {
       return await relCondition(core, name, fieldDef, lookup, values, param, false, false, cache);
     }
@@ -318,6 +345,7 @@ async function condition(
     if (
       rel && (rel.type === "fk" || rel.type === "m2m") && rel.filter !== false && !rel.compute
     ) {
+      if (!offered(rel.type, lookup, source)) return null;
       return relCondition(core, base, rel, lookup, values, param, true, false, cache);
     }
   }
