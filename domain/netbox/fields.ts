@@ -248,10 +248,24 @@ export function coerce(def: FieldDef, value: unknown): Coerced {
       const raw = value && typeof value === "object" && "value" in (value as object)
         ? (value as { value: unknown }).value
         : value;
+      // NetBox's ChoiceField (netbox/api/fields.py): a blank is a value only where the field
+      // allows it, and it is stored as null here (rendered null either way).
+      const netbox = !def.drfChoice && !def.contentType;
+      if (raw === "" && netbox) {
+        return def.allowBlank ? { ok: true, value: null } : { ok: false, error: MESSAGES.blank };
+      }
       const hit = def.choices?.find(([v]) =>
         v === raw || (typeof raw === "number" && v === String(raw))
       );
       if (!hit) {
+        if (netbox && raw !== null && typeof raw === "object") {
+          return {
+            ok: false,
+            error:
+              'Value must be passed directly (e.g. "foo": 123); do not use a dictionary or list.',
+          };
+        }
+        if (netbox) return { ok: false, error: `${pyStr(raw)} is not a valid choice.` };
         return {
           ok: false,
           error: MESSAGES.choice(typeof raw === "object" ? JSON.stringify(raw) : raw),

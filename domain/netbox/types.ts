@@ -44,8 +44,17 @@ export interface FieldDef {
   hidden?: boolean;
   /** Computed on output from the stored record (implies readOnly, not stored). */
   compute?: (record: StoredObject) => unknown;
-  /** Strings: a blank value is accepted (default: only when not required). */
+  /**
+   * Strings: a blank value is accepted (default: only when not required). Choices: `""` is
+   * accepted and stored as null (NetBox's `allow_blank`; it renders a blank choice as null).
+   */
   allowBlank?: boolean;
+  /**
+   * Choices: DRF's own ChoiceField texts (`"x" is not a valid choice.`, a blank is no choice),
+   * as the plugin's serializers map their choices; NetBox's ChoiceField (the default) answers
+   * `x is not a valid choice.` and `This field may not be blank.`.
+   */
+  drfChoice?: boolean;
   maxLength?: number;
   /** Numbers: bounds (ints default to the 32-bit signed range). */
   min?: number;

@@ -48,6 +48,8 @@ export const choice = (
   default: dflt,
   nullable: dflt === null,
   index: true,
+  // The plugin's serializers map a model's choices to DRF's own ChoiceField (its texts).
+  drfChoice: true,
   ...extra,
 });
 /** Write-only secret. Stored as `json` so the engine does not trim it (a PEM key ends in \n). */

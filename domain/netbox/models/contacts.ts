@@ -107,7 +107,7 @@ export const CONTACT_ASSIGNMENT: ModelDef = {
       ["secondary", "Secondary"],
       ["tertiary", "Tertiary"],
       ["inactive", "Inactive"],
-    ], { nullable: true, default: null }),
+    ], { nullable: true, default: null, allowBlank: true }),
   },
   brief: ["contact", "role", "priority"],
   display: (r) => `contact assignment ${r.id}`,

@@ -874,7 +874,7 @@ function interfaceFields(owner: "device" | "virtual_machine"): Record<string, Fi
     },
     ...(owner === "device" ? { mgmt_only: bool(false) } : {}),
     description: description(),
-    mode: choice(INTERFACE_MODES, { nullable: true, default: null }),
+    mode: choice(INTERFACE_MODES, { nullable: true, default: null, allowBlank: true }),
     untagged_vlan: fk("ipam.vlan"),
     tagged_vlans: { type: "m2m", model: "ipam.vlan" },
     /** The MACs of the interface as far as it shows them: its primary MAC. */
@@ -1197,7 +1197,7 @@ export const IP_ADDRESS: ModelDef = {
     family: { type: "json", compute: family("address") },
     vrf: fk("ipam.vrf", { onDelete: "protect" }),
     status: choice(IP_STATUS, { default: "active" }),
-    role: choice(IP_ROLES, { nullable: true, default: null }),
+    role: choice(IP_ROLES, { nullable: true, default: null, allowBlank: true }),
     tenant: fk("tenancy.tenant", { onDelete: "protect" }),
     assigned_object_type: contentType(INTERFACE_OWNERS, { nullable: true, default: null }),
     assigned_object_id: { type: "int", nullable: true, min: 1, index: true },

@@ -28,9 +28,9 @@ export function contentType(
   return { type: "choice", choices: types, index: true, contentType: true, ...extra };
 }
 
-/** A nullable choice ('' and null render null, as NetBox's ChoiceField). */
+/** A nullable choice that takes a blank ('' and null render null, as NetBox's ChoiceField). */
 export function optionalChoice(choices: ReadonlyArray<readonly [string, string]>): FieldDef {
-  return { type: "choice", choices, nullable: true, default: null, index: true };
+  return { type: "choice", choices, nullable: true, default: null, index: true, allowBlank: true };
 }
 
 export const WEIGHT_UNITS = [["kg", "Kilograms"], ["g", "Grams"], ["lb", "Pounds"], [

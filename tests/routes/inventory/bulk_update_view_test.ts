@@ -101,7 +101,7 @@ Deno.test("a refused bulk update answers the first refused object in the model's
       { id: w.a, memory: 99 },
       { id: w.b, status: "bogus" },
     ]);
-    assert.deepEqual([r.status, r.body], [400, { status: ['"bogus" is not a valid choice.'] }]);
+    assert.deepEqual([r.status, r.body], [400, { status: ["bogus is not a valid choice."] }]);
     const now = await inv.call("GET", `${VMS}?ordering=name`);
     assert.deepEqual(pairs(now.body.results), [["vm-a", 1], ["vm-b", 1], ["vm-c", 1]]);
     // A uniqueness refusal found across the batch is answered the same way.

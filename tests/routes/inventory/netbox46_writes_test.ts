@@ -95,7 +95,7 @@ Deno.test("virtual machine types: a new VM takes the type's platform, vCPUs and 
       start_on_boot: "always",
     });
     assert.equal(badBoot.status, 400);
-    assert.deepEqual(badBoot.body, { start_on_boot: ['"always" is not a valid choice.'] });
+    assert.deepEqual(badBoot.body, { start_on_boot: ["always is not a valid choice."] });
 
     const names = async (query: string) =>
       (await inv.call("GET", `/api/virtualization/virtual-machines/?${query}`)).body.results

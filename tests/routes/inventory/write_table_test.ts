@@ -121,7 +121,7 @@ Deno.test("refused writes: DRF's texts per field and per item, and nothing writt
         ],
       }],
       ["POST", VMS, { name: "n", cluster: w.c1, status: "bogus" }, 400, {
-        "status": ['"bogus" is not a valid choice.'],
+        "status": ["bogus is not a valid choice."],
       }],
       ["POST", VMS, { name: "n", cluster: w.c1, memory: -1, vcpus: 0 }, 400, {
         vcpus: ["Ensure this value is greater than or equal to 0.01."],
@@ -352,6 +352,61 @@ Deno.test("generic FK writes: a PATCH of one half keeps the other, a half left e
       notes.body.results.map((n: { assigned_object_id: number }) => n.assigned_object_id),
       [w.acme],
     );
+  } finally {
+    inv.close();
+  }
+});
+
+Deno.test("a blank choice: taken and rendered null where NetBox's field allows a blank, refused elsewhere with NetBox's texts; the plugin keeps DRF's", async () => {
+  const inv = await setup();
+  try {
+    const VMS = "/api/virtualization/virtual-machines/";
+    const IFACES = "/api/virtualization/interfaces/";
+    const type = await inv.created("/api/virtualization/cluster-types/", {
+      name: "PVE",
+      slug: "pve",
+    });
+    const cluster = await inv.created("/api/virtualization/clusters/", {
+      name: "c1",
+      type: type.id,
+    });
+    const vm = await inv.created(VMS, { name: "vm1", cluster: cluster.id });
+    // An interface's mode and an address's role allow a blank (NetBox's allow_blank): it reads
+    // back as null, as NetBox renders a blank choice.
+    const eth0 = await inv.created(IFACES, { virtual_machine: vm.id, name: "eth0", mode: "" });
+    assert.equal(eth0.mode, null);
+    const access = await inv.call("PATCH", `${IFACES}${eth0.id}/`, { mode: "access" });
+    assert.deepEqual(access.body.mode, { value: "access", label: "Access" });
+    const blank = await inv.call("PATCH", `${IFACES}${eth0.id}/`, { mode: "" });
+    assert.deepEqual([blank.status, blank.body.mode], [200, null]);
+    assert.equal((await inv.call("GET", `${IFACES}${eth0.id}/`)).body.mode, null);
+    const ip = await inv.created("/api/ipam/ip-addresses/", { address: "192.0.2.1/24", role: "" });
+    assert.equal(ip.role, null);
+    // A status allows none: NetBox's ChoiceField texts, the value named as Python prints it.
+    for (
+      const [status, text] of [
+        ["", "This field may not be blank."],
+        ["bogus", "bogus is not a valid choice."],
+        [true, "True is not a valid choice."],
+        [
+          ["active"],
+          'Value must be passed directly (e.g. "foo": 123); do not use a dictionary or list.',
+        ],
+      ]
+    ) {
+      const r = await inv.call("POST", VMS, { name: "vm2", cluster: cluster.id, status });
+      assert.deepEqual([r.status, r.body], [400, { status: [text] }], String(status));
+    }
+    assert.equal((await inv.call("GET", VMS)).body.count, 1);
+    // The plugin's choices answer DRF's ChoiceField texts.
+    const plugin = await inv.call("POST", "/api/plugins/service/endpoints/hypervisor/", {
+      name: "pve",
+      domain: "pve.example.com",
+      mode: "",
+    });
+    assert.deepEqual([plugin.status, plugin.body], [400, {
+      mode: ['"" is not a valid choice.'],
+    }]);
   } finally {
     inv.close();
   }
