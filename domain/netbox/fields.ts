@@ -122,6 +122,17 @@ export function parseInt32ish(value: unknown): number | undefined {
   return undefined;
 }
 
+/**
+ * DRF's IntegerField: `int(re.sub(r"\.0*\s*$", "", str(value)))`. A trailing `.`, `.0` or
+ * `.00` goes, then Python's int() takes blanks around, a sign and `_` between digits:
+ * "1.0", "5." and "1_000" are numbers, "5.5" and "1e3" are not.
+ */
+function parseDrfInteger(value: unknown): number | undefined {
+  if (typeof value !== "string") return parseInt32ish(value);
+  const text = value.replace(/\.0*\s*$/, "").trim();
+  return /^[-+]?\d+(_\d+)*$/.test(text) ? Number(text.replaceAll("_", "")) : undefined;
+}
+
 function parseNumber(value: unknown): number | undefined {
   if (typeof value === "number") return Number.isFinite(value) ? value : undefined;
   if (typeof value === "string" && /^\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*$/.test(value)) {
@@ -214,7 +225,7 @@ export function coerce(def: FieldDef, value: unknown): Coerced {
     }
     case "int": {
       if (typeof value === "boolean") return { ok: false, error: MESSAGES.int };
-      const n = parseInt32ish(value);
+      const n = parseDrfInteger(value);
       if (n === undefined) return { ok: false, error: MESSAGES.int };
       const max = def.max ?? INT32_MAX;
       const min = def.min ?? INT32_MIN;

@@ -411,3 +411,46 @@ Deno.test("a blank choice: taken and rendered null where NetBox's field allows a
     inv.close();
   }
 });
+
+Deno.test("integers as DRF's IntegerField reads them: a trailing .0 and digit underscores are taken, other decimals refused; stored and answered as the number", async () => {
+  const inv = await setup();
+  try {
+    const VMS = "/api/virtualization/virtual-machines/";
+    const type = await inv.created("/api/virtualization/cluster-types/", {
+      name: "PVE",
+      slug: "pve",
+    });
+    const cluster = await inv.created("/api/virtualization/clusters/", {
+      name: "c1",
+      type: type.id,
+    });
+    const rows: Array<[unknown, number | null]> = [
+      ["099", 99],
+      ["1.0", 1],
+      ["5.", 5],
+      [" 7.00 ", 7],
+      ["+12", 12],
+      ["1_024", 1024],
+      ["5.5", null],
+      ["1e3", null],
+      ["1__0", null],
+      ["0x10", null],
+      [true, null],
+    ];
+    for (const [i, [memory, stored]] of rows.entries()) {
+      const r = await inv.call("POST", VMS, { name: `vm${i}`, cluster: cluster.id, memory });
+      if (stored === null) {
+        assert.deepEqual([r.status, r.body], [400, {
+          memory: ["A valid integer is required."],
+        }], String(memory));
+        continue;
+      }
+      assert.equal(r.status, 201, `${memory}: ${JSON.stringify(r.body)}`);
+      assert.equal(r.body.memory, stored, String(memory));
+      const read = await inv.call("GET", `${VMS}${r.body.id}/`);
+      assert.equal(read.body.memory, stored, String(memory));
+    }
+  } finally {
+    inv.close();
+  }
+});
