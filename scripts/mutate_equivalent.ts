@@ -2582,6 +2582,13 @@ export const EQUIVALENT: Equivalent[] = [
   {
     module: "domain/netbox/engine/query.ts",
     what: "return null → undefined",
+    line: 'name !== "tag_id") return null;',
+    why: "condition()'s only caller keeps its answer when truthy (`if (cond)`): `__any` on a " +
+      "filter other than the tags' is ignored either way",
+  },
+  {
+    module: "domain/netbox/engine/query.ts",
+    what: "return null → undefined",
     line: "if (kept === null) return null;",
     why: "condition()'s only caller keeps its answer when truthy (`if (cond)`)",
   },

@@ -57,6 +57,7 @@ export const LOOKUPS = new Set([
   "lte",
   "regex",
   "iregex",
+  "any",
 ]);
 
 export class QueryError extends Error {
@@ -120,10 +121,12 @@ export interface FilterSource {
  * lookup maps): a boolean filter has none, a reference only `__n`. Another lookup on a known
  * filter names no filter of NetBox's, which ignores it as any unknown parameter, and so does a
  * list's URL here (`?enabled__gte=true` lists everything). `in` and `isnull` are the inventory's
- * own, on every kind (docs/api-behaviour.md, "Inventory: filters").
+ * own, on every kind (docs/api-behaviour.md, "Inventory: filters"). Tags also take `any` (any of
+ * the tags named, where the plain filter asks for all of them).
  */
+type FilterKind = FieldDef["type"] | "id" | "tag";
 const CHAR_LOOKUPS = ["n", "ic", "nic", "iew", "niew", "isw", "nisw", "ie", "nie", "empty"];
-const URL_LOOKUPS: Partial<Record<FieldDef["type"] | "id", ReadonlySet<string>>> = {
+const URL_LOOKUPS: Partial<Record<FilterKind, ReadonlySet<string>>> = {
   string: new Set([...CHAR_LOOKUPS, "regex", "iregex", "exact", "in", "isnull"]),
   choice: new Set([...CHAR_LOOKUPS, "regex", "iregex", "exact", "in", "isnull"]),
   int: new Set(["n", "lt", "lte", "gt", "gte", "empty", "exact", "in", "isnull"]),
@@ -131,11 +134,12 @@ const URL_LOOKUPS: Partial<Record<FieldDef["type"] | "id", ReadonlySet<string>>>
   id: new Set(["n", "lt", "lte", "gt", "gte", "empty", "exact", "in", "isnull"]),
   fk: new Set(["n", "exact", "in", "isnull"]),
   m2m: new Set(["n", "exact", "in", "isnull"]),
+  tag: new Set(["n", "any", "exact", "in", "isnull"]),
   bool: new Set(["exact", "in", "isnull"]),
 };
 
 /** Whether a list's URL may use `lookup` on a filter of this kind (else it is ignored). */
-function offered(kind: FieldDef["type"] | "id", lookup: string, source: FilterSource): boolean {
+function offered(kind: FilterKind, lookup: string, source: FilterSource): boolean {
   return !source.query || (URL_LOOKUPS[kind]?.has(lookup) ?? true);
 }
 
@@ -272,6 +276,8 @@ async function condition(
   cache: RequestCache,
   source: FilterSource,
 ): Promise<Condition | null> {
+  // Only the tag filters take `any` (NetBox's TagFilter): on any other it names no filter.
+  if (lookup === "any" && name !== "tag" && name !== "tag_id") return null;
   if (name === "id") {
     if (!offered("id", lookup, source)) return null;
     const values = givenValues(lookup, given, source);
@@ -301,16 +307,17 @@ async function condition(
   }
   const values = given;
   if (def.tags !== false && (name === "tag" || name === "tag_id")) {
-    if (!offered("m2m", lookup, source)) return null;
+    if (!offered("tag", lookup, source)) return null;
+    // `tag=a&tag=b` asks for both tags; `tag__any=a&tag__any=b` for either (NetBox's TagFilter).
     return relCondition(
       core,
       "tags",
       TAGS_FIELD,
-      lookup,
+      lookup === "any" ? "exact" : lookup,
       values,
       param,
       name === "tag_id",
-      true,
+      lookup !== "any",
       cache,
     );
   }
