@@ -53,9 +53,12 @@ export type AuthOutcome =
  * Recently verified active keys, so a busy client costs no digest and no storage read per
  * request. It holds only what storage said a moment ago: it is cleared on every key change
  * (here, or in another process through ApiKeyStore.watch) and entries expire after `ttlMs`.
+ * A look-up that a clear overtook keeps nothing (`generation`): it may have read the key before
+ * the change that clear stands for, and would otherwise put a retired key back for `ttlMs`.
  */
 export class AuthCache {
   readonly #entries = new Map<string, { record: ApiKeyRecord; until: number }>();
+  #generation = 0;
 
   constructor(
     private readonly now: () => number,
@@ -73,7 +76,14 @@ export class AuthCache {
     return entry.record;
   }
 
-  set(presented: string, record: ApiKeyRecord): void {
+  /** Counts the clears: a look-up notes it before it reads storage and hands it to `set`. */
+  get generation(): number {
+    return this.#generation;
+  }
+
+  /** Keeps what a look-up begun at `generation` read, unless a clear came since. */
+  set(presented: string, record: ApiKeyRecord, generation: number): void {
+    if (generation !== this.#generation) return;
     if (this.#entries.size >= this.capacity) {
       this.#entries.delete(this.#entries.keys().next().value as string);
     }
@@ -81,6 +91,7 @@ export class AuthCache {
   }
 
   clear(): void {
+    this.#generation++;
     this.#entries.clear();
   }
 }
@@ -135,6 +146,8 @@ export async function authenticateStored(
   presented: string | undefined,
   cache?: AuthCache,
 ): Promise<AuthOutcome> {
+  // Noted before the read: a key change cleared after it means the read may be stale.
+  const generation = cache?.generation ?? 0;
   // The header value is compared exactly: spaces and newlines count (docs/api-behaviour.md,
   // Backend: authentication).
   const { claimed, record } = await store.lookup(await digestKey(presented ?? ""));
@@ -148,7 +161,7 @@ export async function authenticateStored(
   }
   if (presented && record?.is_active) {
     if (ip !== null) lockout.clear(ip);
-    cache?.set(presented, record);
+    cache?.set(presented, record, generation);
     return { ok: true, record };
   }
   if (!presented || ip === null) {
