@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { HeldLookup } from "../../_kv_api_keys.ts";
 import { KEY, registered } from "./_setup.ts";
 
 const LAST_ACTIVE = {
@@ -137,83 +138,6 @@ Deno.test("keys: a key retired through another process stops working here too (c
   assert.equal(status, 401);
 });
 
-/**
- * A KV handle that holds the next look-up of one key's digest once it has read (the request then
- * waits between its read and its verdict), and tells when the key-set watch's reader has handled
- * a change: that reader asks for the next change only after its callback (the cache clear) ran.
- */
-class HeldLookup {
-  #digest: string | null = null;
-  #read = Promise.withResolvers<void>();
-  #release = Promise.withResolvers<void>();
-  #handled = "";
-  #waiters: { at: string; resolve: () => void }[] = [];
-  readonly kv: Deno.Kv;
-
-  constructor(kv: Deno.Kv) {
-    this.kv = new Proxy(kv, {
-      get: (target, prop) => {
-        if (prop === "getMany") {
-          return async (
-            keys: Deno.KvKey[],
-            options?: { consistency?: Deno.KvConsistencyLevel },
-          ) => {
-            const entries = await target.getMany(keys, options);
-            if (this.#digest !== null && keys.some((k) => k[3] === this.#digest)) {
-              this.#digest = null;
-              this.#read.resolve();
-              await this.#release.promise;
-            }
-            return entries;
-          };
-        }
-        if (prop === "watch") {
-          return (keys: Deno.KvKey[], options?: { raw?: boolean }) => {
-            const reader = target.watch(keys, options).getReader();
-            let last: string | null = null;
-            return new ReadableStream<Deno.KvEntryMaybe<unknown>[]>({
-              pull: async (controller) => {
-                if (last !== null) this.#handle(last);
-                const { done, value } = await reader.read();
-                if (done) return controller.close();
-                last = value[0].versionstamp ?? "";
-                controller.enqueue(value);
-              },
-              cancel: () => reader.cancel(),
-            }, { highWaterMark: 0 });
-          };
-        }
-        const value = Reflect.get(target, prop, target);
-        return typeof value === "function" ? value.bind(target) : value;
-      },
-    });
-  }
-
-  /** Holds the next look-up of `rawKey` after its read; resolves once that read is done. */
-  async hold(rawKey: string): Promise<void> {
-    const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(rawKey));
-    this.#digest = new Uint8Array(digest).toHex();
-    return this.#read.promise;
-  }
-
-  release(): void {
-    this.#release.resolve();
-  }
-
-  /** Resolves once the watch handled the key set as of `versionstamp` (or later). */
-  handled(versionstamp: string): Promise<void> {
-    if (this.#handled >= versionstamp) return Promise.resolve();
-    const { promise, resolve } = Promise.withResolvers<void>();
-    this.#waiters.push({ at: versionstamp, resolve });
-    return promise;
-  }
-
-  #handle(versionstamp: string): void {
-    if (versionstamp > this.#handled) this.#handled = versionstamp;
-    this.#waiters = this.#waiters.filter((w) => w.at > this.#handled || (w.resolve(), false));
-  }
-}
-
 Deno.test("keys: a key retired while a request with it was being looked up is refused after the retirement", async () => {
   const held = new HeldLookup(await Deno.openKv(":memory:"));
   await using h = await registered({}, { kv: held.kv });
@@ -227,7 +151,7 @@ Deno.test("keys: a key retired while a request with it was being looked up is re
   assert.equal(off.status, 200);
   assert.equal((await off.json()).is_active, false);
   // Every invalidation the retirement makes has run: the route's and the key-set watch's.
-  await held.handled((await h.deps.kv.get(["backend", "api_keys", "generation"])).versionstamp!);
+  await held.settled();
   held.release();
   // It read the key before the retirement, so it is answered as then.
   const first = await before;
