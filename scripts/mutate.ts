@@ -50,6 +50,7 @@ const RELATED: Record<string, string[]> = {
     "tests/domain/netbox/engine_test.ts",
     "tests/routes/inventory/rules_test.ts",
     "tests/routes/inventory/crud_test.ts",
+    "tests/security/list_cache_test.ts",
   ],
   "domain/netbox/tokens.ts": ["tests/routes/inventory/"],
   "domain/plugin/push.ts": ["tests/domain/plugin/push_test.ts", "tests/routes/plugin/"],

@@ -83,6 +83,13 @@ const MAX_CACHED_LISTS = 1_000;
 /** Ids kept in one model's cached lists (a 100,000-object model's full id lists add up). */
 const MAX_CACHED_LIST_IDS = 250_000;
 /**
+ * Characters of the keys of one model's cached lists. A key holds what a request filtered by (a
+ * list's filter values, up to a URL's 64 KiB): 1,000 lists of a reader's long values kept 59 MB
+ * per model, for every model a token may list (SECURITY.md, "Limits"). A key of a thousand ids
+ * (the most paging.ts names, MAX_KEYED_IDS) is about 8,000 characters.
+ */
+const MAX_CACHED_LIST_KEY_CHARS = 1_000_000;
+/**
  * Records cached over all models together: what the cache may cost, whatever the estate. Sized so
  * a 10,000-guest run's models (VMs, sync states, disks, interfaces, MACs, addresses) stay cached
  * between its stages: at 50,000 the cache started afresh mid-run and the unchanged re-run took
@@ -102,6 +109,8 @@ interface ModelCache {
   lists: Map<string, readonly number[]>;
   /** How many ids `lists` holds in all. */
   listIds: number;
+  /** How many characters the keys of `lists` hold in all. */
+  listKeyChars: number;
 }
 
 /**
@@ -430,7 +439,13 @@ export class KvModelStore implements ModelStore {
     const generation = await this.#generation(model);
     const cached = this.#caches.get(model);
     if (cached && cached.generation === generation) return cached;
-    const fresh: ModelCache = { generation, records: new Map(), lists: new Map(), listIds: 0 };
+    const fresh: ModelCache = {
+      generation,
+      records: new Map(),
+      lists: new Map(),
+      listIds: 0,
+      listKeyChars: 0,
+    };
     // A reader that saw an older generation than the cache holds keeps its reads to itself.
     if (!cached || cached.generation < generation) this.#caches.set(model, fresh);
     return fresh;
@@ -455,14 +470,16 @@ export class KvModelStore implements ModelStore {
   }
 
   /** What the read cache holds now, over all models (memory is bounded by these). */
-  cacheSize(): { records: number; listIds: number } {
+  cacheSize(): { records: number; listIds: number; listKeyChars: number } {
     let records = 0;
     let listIds = 0;
+    let listKeyChars = 0;
     for (const c of this.#caches.values()) {
       records += c.records.size;
       listIds += c.listIds;
+      listKeyChars += c.listKeyChars;
     }
-    return { records, listIds };
+    return { records, listIds, listKeyChars };
   }
 
   /**
@@ -473,21 +490,25 @@ export class KvModelStore implements ModelStore {
    * each sliced request read the tag's whole index again (docs/sync.md, "Re-runs").
    */
   #keepList(cache: ModelCache, key: string, ids: readonly number[]): void {
-    if (ids.length > MAX_CACHED_LIST_IDS) return;
+    if (ids.length > MAX_CACHED_LIST_IDS || key.length > MAX_CACHED_LIST_KEY_CHARS) return;
     const old = cache.lists.get(key);
     if (old) {
       cache.lists.delete(key);
       cache.listIds -= old.length;
+      cache.listKeyChars -= key.length;
     }
     for (const [k, v] of cache.lists) {
       if (
-        cache.lists.size < MAX_CACHED_LISTS && cache.listIds + ids.length <= MAX_CACHED_LIST_IDS
+        cache.lists.size < MAX_CACHED_LISTS && cache.listIds + ids.length <= MAX_CACHED_LIST_IDS &&
+        cache.listKeyChars + key.length <= MAX_CACHED_LIST_KEY_CHARS
       ) break;
       cache.lists.delete(k);
       cache.listIds -= v.length;
+      cache.listKeyChars -= k.length;
     }
     cache.lists.set(key, ids);
     cache.listIds += ids.length;
+    cache.listKeyChars += key.length;
   }
 
   /** A cached list, moved to the most recently used end. */

@@ -310,3 +310,43 @@ Deno.test("model cache: a list read by every request stays cached while one-off 
     kv.close();
   }
 });
+
+Deno.test("model cache: the keys of a model's cached lists hold at most 1,000,000 characters", async () => {
+  // A list's key holds the filters a client sent (SECURITY.md, "Limits"); the store keeps its
+  // arguments as JSON: ["derived","<key>",[]].
+  const kv = await Deno.openKv(":memory:");
+  try {
+    const store = new KvModelStore(kv);
+    const keyOf = (chars: number, fill: string) =>
+      fill.repeat(chars - JSON.stringify(["derived", "", []]).length);
+    let made = 0;
+    const list = (key: string) =>
+      store.derivedIds(MODEL, key, () => {
+        made++;
+        return Promise.resolve([1]);
+      });
+    const [a, b, c] = [keyOf(500_000, "a"), keyOf(500_000, "b"), keyOf(100, "c")];
+    await list(a);
+    await list(b);
+    assert.equal(store.cacheSize().listKeyChars, 1_000_000);
+    made = 0;
+    await list(a);
+    await list(b);
+    assert.equal(made, 0, "both kept, exactly at the bound");
+    // Past the bound: the list used least recently goes (a), the others stay.
+    await list(c);
+    assert.equal(store.cacheSize().listKeyChars, 500_100);
+    made = 0;
+    await list(b);
+    await list(c);
+    assert.equal(made, 0);
+    // A key over the bound on its own is not kept, and takes nothing from the others.
+    await list(keyOf(1_000_001, "d"));
+    assert.equal(store.cacheSize().listKeyChars, 500_100);
+    // One exactly at the bound is kept (the others make room).
+    await list(keyOf(1_000_000, "e"));
+    assert.equal(store.cacheSize().listKeyChars, 1_000_000);
+  } finally {
+    kv.close();
+  }
+});
