@@ -32,7 +32,7 @@ import { indexedString, type IndexState, stateOf } from "./index_state.ts";
 import { sortByDefaultOrdering } from "./paging.ts";
 import { dropRef } from "./patch.ts";
 import { prepare, type Prepared } from "./prepare.ts";
-import { danglingRefs } from "./references.ts";
+import { danglingRefs, type Ref } from "./references.ts";
 import { TAG_MODEL } from "./registry.ts";
 
 export interface WriteOptions {
@@ -331,21 +331,67 @@ async function rollbackUpdates(
   done: readonly Prepared[],
 ): Promise<void> {
   // Nothing committed (the common refusal, on a first attempt): getVersioned of no ids makes no
-  // KV call, and there is nothing to write.
+  // KV call, danglingRefs of no records reads nothing, and there is nothing to write.
   const currents = await core.store.getVersioned(model, done.map((p) => p.draft.id));
-  const writes: ObjectWrite[] = [];
+  type Back = {
+    before: StoredObject;
+    draft: StoredObject;
+    cur: { record: StoredObject; version: string };
+  };
+  const back: Back[] = [];
   done.forEach((p, at) => {
     const cur = currents[at];
     const before = p.ctx.existing;
     if (!cur || !before || JSON.stringify(cur.record) !== JSON.stringify(p.draft)) return;
-    writes.push({
-      model,
-      id: p.draft.id,
-      prev: { record: cur.record, ...stateOf(core.store, def, cur.record), version: cur.version },
-      next: { record: before, ...stateOf(core.store, def, before) },
-    });
+    back.push({ before, draft: p.draft, cur });
   });
-  for (const group of core.store.plan(writes)) await core.store.commit(group);
+  // A reference the update let go of, to an object deleted since (that delete found no
+  // reference here to refuse or follow), is not put back: the record stays as the update made
+  // it, as one changed since stays as its writer made it (docs/netbox-rules.md).
+  const released = (list: Back[]) =>
+    danglingRefs(core, def, list.map(({ before, draft }) => ({ record: before, before: draft })));
+  const gone = await released(back);
+  const restored = back.filter(({ before }) => !gone.has(before.id));
+  const writes: ObjectWrite[] = restored.map(({ before, cur }) => ({
+    model,
+    id: before.id,
+    prev: { record: cur.record, ...stateOf(core.store, def, cur.record), version: cur.version },
+    next: { record: before, ...stateOf(core.store, def, before) },
+  }));
+  const put = new Set<number>();
+  for (const group of core.store.plan(writes)) {
+    if ((await core.store.commit(group)).ok) { for (const w of group) put.add(w.id); }
+  }
+  // A delete that came between that read and these commits: settled as an update's are.
+  const late = await released(restored.filter(({ before }) => put.has(before.id)));
+  await settleDangling(core, def, model, late);
+}
+
+/**
+ * Settles references to objects a concurrent delete removed (`dangling`, by record id) as that
+ * delete's own follow-up would have: CASCADE (or a required FK) takes the record along, anything
+ * else loses the reference.
+ */
+async function settleDangling(
+  core: EngineCore,
+  def: ModelDef,
+  model: string,
+  dangling: ReadonlyMap<number, Ref[]>,
+): Promise<void> {
+  for (const [id, refs] of dangling) {
+    const goes = refs.some((x) => {
+      const f = def.fields[x.field];
+      if (!f || f.type === "m2m") return false;
+      return f.onDelete === "cascade" || (f.type === "fk" && f.nullable !== true);
+    });
+    if (goes) await deleteMany(core, model, [id], null);
+    else for (const x of refs) await dropRef(core, model, id, x.field, x.id);
+    core.logger.log("warning", "dropped references to objects deleted concurrently", {
+      model,
+      id,
+      refs,
+    });
+  }
 }
 
 /** The model's batch hook after a whole create/update request (best-effort, as afterSave). */
@@ -649,22 +695,7 @@ export async function updateMany(
       def,
       done.map((p) => ({ record: p.draft, before: p.ctx.existing })),
     );
-    for (const [id, refs] of dangling) {
-      // What the delete would have done to this record: CASCADE (or a required FK) takes
-      // the record along, anything else loses the reference.
-      const goes = refs.some((x) => {
-        const f = def.fields[x.field];
-        if (!f || f.type === "m2m") return false;
-        return f.onDelete === "cascade" || (f.type === "fk" && f.nullable !== true);
-      });
-      if (goes) await deleteMany(core, model, [id], null);
-      else for (const x of refs) await dropRef(core, model, id, x.field, x.id);
-      core.logger.log("warning", "dropped references to objects deleted concurrently", {
-        model,
-        id,
-        refs,
-      });
-    }
+    await settleDangling(core, def, model, dangling);
     await recordChanges(
       core,
       options.change,

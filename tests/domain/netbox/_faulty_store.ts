@@ -25,14 +25,15 @@ export const ITEM: ModelDef = {
  * What the store does with the model's next commits, in order: null commits as usual, "throw"
  * fails in storage, "refuse" answers a failed check (a concurrent write), a function runs first
  * (a concurrent writer's turn) and then the commit is refused; `before` runs first and the commit
- * goes on. Commits past the list: as usual.
+ * goes on; `after` runs once the commit went through. Commits past the list: as usual.
  */
 export type Fault =
   | null
   | "throw"
   | "refuse"
   | (() => Promise<unknown>)
-  | { before: () => Promise<unknown> };
+  | { before: () => Promise<unknown> }
+  | { after: () => unknown };
 
 export class FaultyStore extends KvModelStore {
   faults: Fault[] = [];
@@ -59,7 +60,9 @@ export class FaultyStore extends KvModelStore {
       await fault();
       return { ok: false };
     }
-    if (fault) await fault.before();
-    return await super.commit(writes);
+    if (fault && "before" in fault) await fault.before();
+    const result = await super.commit(writes);
+    if (fault && "after" in fault) await fault.after();
+    return result;
   }
 }

@@ -12,7 +12,7 @@ import type { ModelDef } from "../../../domain/netbox/types.ts";
 import { MemoryLogger } from "../../../infra/logger.ts";
 import { KvModelStore } from "../../../storage/kv/models.ts";
 import type { IndexValue } from "../../../storage/ports.ts";
-import { FaultyStore, ITEM, MODEL } from "./_faulty_store.ts";
+import { type Fault, FaultyStore, ITEM, MODEL } from "./_faulty_store.ts";
 
 async function engine(...more: ModelDef[]) {
   const kv = await Deno.openKv(":memory:");
@@ -549,5 +549,113 @@ Deno.test("write: an empty create or update answers an empty list and writes not
     assert.deepEqual(await e.find(MODEL), []);
   } finally {
     kv.close();
+  }
+});
+
+/** Owners, and items that may name one (PROTECT: an owner named by an item is not deleted). */
+const OWNER: ModelDef = {
+  app: "test",
+  model: "owner",
+  verbose: "owner",
+  path: "test/owners/",
+  fields: { name: { type: "string", required: true } },
+  brief: ["name"],
+};
+const OWNED_ITEM: ModelDef = {
+  ...ITEM,
+  fields: {
+    ...ITEM.fields,
+    owner: { type: "fk", model: "test.owner", nullable: true, onDelete: "protect" },
+  },
+};
+
+/**
+ * MANY items, the first owned by `from`; an update moving it to `to` and noting the others,
+ * whose first group commits, whose second is refused once (`between` runs then, after the first
+ * committed) and whose retry fails in storage: the committed group is then put back.
+ */
+async function movedThenUndone(lastFault: Fault | null) {
+  const kv = await Deno.openKv(":memory:");
+  const store = new FaultyStore(kv);
+  const logger = new MemoryLogger();
+  const e = new ModelEngine({ store, logger, now: Date.now }).register(OWNER, OWNED_ITEM);
+  const from = await e.insert("test.owner", { name: "from" });
+  const to = await e.insert("test.owner", { name: "to" });
+  assert.ok(from.ok && to.ok);
+  const made = await e.createMany(
+    MODEL,
+    Array.from({ length: MANY }, (_, i) => ({ name: `a-${i}`, owner: i ? null : from.value.id })),
+  );
+  assert.ok(made.ok, JSON.stringify(made).slice(0, 300));
+  const first = made.value[0].id;
+  return {
+    kv,
+    logger,
+    e,
+    first,
+    from: from.value.id,
+    to: to.value.id,
+    async update(between: () => Promise<unknown>) {
+      const committed = Promise.withResolvers<void>();
+      store.faults = [
+        { after: () => committed.resolve() },
+        async () => {
+          await committed.promise;
+          assert.equal((await e.get(MODEL, first))?.owner, to.value.id, "moved in group one");
+          await between();
+        },
+        "throw",
+        ...(lastFault ? [lastFault] : []),
+      ];
+      const inputs = made.value.map((r, i) => ({
+        id: r.id,
+        data: i ? { note: "n" } : { owner: to.value.id },
+      }));
+      await assert.rejects(() => e.updateMany(MODEL, inputs, true), /storage unavailable/);
+    },
+  };
+}
+
+/** Every item's owner names an owner that exists (or none). */
+async function noDanglingOwner(e: ModelEngine): Promise<void> {
+  const owners = new Set((await e.find("test.owner")).map((o) => o.id));
+  for (const item of await e.find(MODEL)) {
+    assert.ok(item.owner === null || owners.has(item.owner as number), `item ${item.id}`);
+  }
+}
+
+Deno.test("write: an update undone after its first group committed does not put back a reference to an object deleted since: that object stays as the update made it", async () => {
+  const w = await movedThenUndone(null);
+  try {
+    // Once the item left `from`, nothing names it: its delete is allowed.
+    let deleted: unknown;
+    await w.update(async () => deleted = await w.e.remove("test.owner", w.from));
+    assert.deepEqual(deleted, { ok: true, value: null });
+    assert.equal(await w.e.get("test.owner", w.from), null);
+    const items = (await w.e.find(MODEL)).sort((a, b) => a.id - b.id);
+    assert.equal(items[0].owner, w.to, "kept as the update made it, not put back to `from`");
+    assert.deepEqual(items.slice(1).filter((r) => r.note !== ""), [], "the others put back");
+    await noDanglingOwner(w.e);
+  } finally {
+    w.kv.close();
+  }
+});
+
+Deno.test("write: an update undone while its old reference's object is deleted drops that reference, as an update's commit meeting a delete does", async () => {
+  // The delete comes after the undo read `from` (still there) and before the undo commits.
+  let deleted: unknown;
+  const w: Awaited<ReturnType<typeof movedThenUndone>> = await movedThenUndone({
+    before: async () => deleted = await w.e.remove("test.owner", w.from),
+  });
+  try {
+    await w.update(() => Promise.resolve());
+    assert.deepEqual(deleted, { ok: true, value: null });
+    const items = (await w.e.find(MODEL)).sort((a, b) => a.id - b.id);
+    assert.equal(items[0].owner, null, "put back, then its reference to the deleted owner dropped");
+    assert.deepEqual(items.slice(1).filter((r) => r.note !== ""), []);
+    await noDanglingOwner(w.e);
+    assert.equal(w.logger.at("warning").length, 1);
+  } finally {
+    w.kv.close();
   }
 });
