@@ -295,7 +295,12 @@ async function checkDrafts(
   return null;
 }
 
-/** Deletes what a create that then failed had committed (its writes, all of `model`). */
+/**
+ * Deletes what a create that then failed had committed (its writes, all of `model`). An object
+ * another writer referred to meanwhile is deleted as a delete request would delete it (its
+ * referrers follow CASCADE and SET_NULL; a PROTECT reference keeps it, logged), never from under
+ * a reference (docs/netbox-rules.md).
+ */
 async function rollbackCreates(
   core: EngineCore,
   model: string,
@@ -303,10 +308,11 @@ async function rollbackCreates(
 ): Promise<void> {
   // Read together, as rollbackUpdates reads (no ids: no KV call).
   const currents = await core.store.getVersioned(model, committed.map((w) => w.id));
+  const referred = await referredTo(core, model, committed.map((w) => w.id));
   const deletes: ObjectWrite[] = [];
   committed.forEach((w, at) => {
     const cur = currents[at];
-    if (!cur || !w.next) return;
+    if (!cur || !w.next || referred.has(w.id)) return;
     deletes.push({
       model,
       id: w.id,
@@ -315,6 +321,30 @@ async function rollbackCreates(
     });
   });
   for (const group of core.store.plan(deletes)) await core.store.commit(group);
+  // One by one: a PROTECT reference keeps the object it protects, and only that one (one gone
+  // meanwhile is passed over).
+  for (const id of referred) {
+    const r = await deleteMany(core, model, [id], null, { skipMissing: true });
+    if (r.ok) continue;
+    core.logger.log("warning", "kept an object of a failed create that another object protects", {
+      model,
+      id,
+      reason: r.reason,
+    });
+  }
+}
+
+/** Which of `ids` (objects of `model`) some object refers to now, by any reference. */
+async function referredTo(core: EngineCore, model: string, ids: number[]): Promise<Set<number>> {
+  const out = new Set<number>();
+  for (const rel of core.registry.referrersOf(model)) {
+    const values = rel.def.type === "gfk" ? ids.map((id) => `${model}:${id}`) : ids;
+    const lists = await core.store.idsByIndexMany(rel.model, rel.field, values);
+    lists.forEach((found, at) => {
+      if (found.length > 0) out.add(ids[at]);
+    });
+  }
+  return out;
 }
 
 /**

@@ -560,6 +560,8 @@ const OWNER: ModelDef = {
   path: "test/owners/",
   fields: { name: { type: "string", required: true } },
   brief: ["name"],
+  // A claim per created name: a create of MANY owners takes two atomics.
+  unique: [{ fields: ["name"] }],
 };
 const OWNED_ITEM: ModelDef = {
   ...ITEM,
@@ -657,5 +659,80 @@ Deno.test("write: an update undone while its old reference's object is deleted d
     assert.equal(w.logger.at("warning").length, 1);
   } finally {
     w.kv.close();
+  }
+});
+
+Deno.test("write: a create undone after other writers referred to its objects deletes them as a delete would: PROTECT keeps one, SET_NULL and CASCADE follow", async () => {
+  const kv = await Deno.openKv(":memory:");
+  const store = new FaultyStore(kv);
+  const logger = new MemoryLogger();
+  const referrer = (model: string, onDelete: "set_null" | "cascade"): ModelDef => ({
+    app: "test",
+    model,
+    verbose: model,
+    path: `test/${model}s/`,
+    fields: {
+      name: { type: "string", required: true },
+      owner: { type: "fk", model: "test.owner", nullable: true, onDelete },
+    },
+    brief: ["name"],
+  });
+  const e = new ModelEngine({ store, logger, now: Date.now }).register(
+    OWNER,
+    OWNED_ITEM,
+    referrer("link", "set_null"),
+    referrer("part", "cascade"),
+  );
+  try {
+    store.watched = "test.owner";
+    const committed = Promise.withResolvers<void>();
+    const made: unknown[] = [];
+    let followed = 0;
+    store.faults = [
+      { after: () => committed.resolve() },
+      async () => {
+        // The create's first group is in: other writers refer to three of its owners.
+        await committed.promise;
+        const [a, b, c, d] = (await e.find("test.owner")).sort((x, y) => x.id - y.id);
+        made.push(
+          await e.insert(MODEL, { name: "protects", owner: a.id }),
+          await e.insert("test.link", { name: "nulls", owner: b.id }),
+          await e.insert("test.part", { name: "follows", owner: c.id }),
+          // and one deletes a fourth (its commit, the fault list's null), which the undo then finds
+          // gone.
+          await e.remove("test.owner", d.id),
+        );
+        followed = c.id;
+      },
+      null,
+      {
+        // As the undo's first delete commits, another writer deletes the third (its part along):
+        // the undo passes over it.
+        before: async () => made.push(await e.remove("test.owner", followed)),
+      },
+    ];
+    const r = await e.createMany(
+      "test.owner",
+      Array.from({ length: MANY }, (_, i) => ({ name: `o-${i}` })),
+    );
+    assert.ok(!r.ok && r.reason === "conflict", JSON.stringify(r).slice(0, 300));
+    // The owners nothing refers to go in the undo's own atomics (two groups, two refused or
+    // deleted by others, two of the undo's, one delete of a referred owner), not one by one.
+    assert.ok(store.commits <= 8, `${store.commits} commits of owners`);
+    assert.ok(made.every((m) => (m as { ok: boolean }).ok), JSON.stringify(made).slice(0, 300));
+    // Only the owner a PROTECT reference holds is left of the create.
+    const owners = await e.find("test.owner");
+    assert.deepEqual(owners.map((o) => o.name), ["o-0"]);
+    const [item] = await e.find(MODEL);
+    assert.equal(item.owner, owners[0].id);
+    const [link] = await e.find("test.link");
+    assert.equal(link.owner, null, "SET_NULL: the reference dropped");
+    assert.deepEqual(await e.find("test.part"), [], "CASCADE: taken along");
+    assert.deepEqual(
+      logger.at("warning").map((l) => l.message),
+      ["kept an object of a failed create that another object protects"],
+    );
+  } finally {
+    kv.close();
   }
 });
