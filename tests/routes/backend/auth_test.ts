@@ -153,6 +153,22 @@ Deno.test("auth: wrong, missing and whitespace-altered keys are invalid", async 
   assert.equal((await h.call("/auth/keys", { key: KEY })).status, 200);
 });
 
+Deno.test("auth: with a key cached, its prefix, its extension and its other case are still refused", async () => {
+  const held = new HeldLookup(await Deno.openKv(":memory:"));
+  await using h = await registered({}, { kv: held.kv });
+  await held.settled();
+  // Verified once: from now on the key is answered from the cache, which must match it whole.
+  assert.equal((await h.call("/auth/keys", { key: KEY })).status, 200);
+  for (
+    const key of [KEY.slice(0, -1), `${KEY}x`, KEY.toUpperCase(), `${KEY.slice(0, 20)} ${KEY}`]
+  ) {
+    const res = await h.call("/auth/keys", { key, ip: "198.51.100.61" });
+    assert.equal(res.status, 401, key);
+    assert.deepEqual(await res.json(), { detail: "Invalid API key" });
+  }
+  assert.equal((await h.call("/auth/keys", { key: KEY, ip: "198.51.100.62" })).status, 200);
+});
+
 Deno.test("auth: 5 failures lock the IP for 300 s with Retry-After; other IPs unaffected", async () => {
   let now = 1_000_000;
   await using h = await registered({}, { now: () => now });
