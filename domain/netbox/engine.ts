@@ -74,9 +74,10 @@ export interface EngineDeps {
  * 5 the counters of the change log's `request_id` (indexed once per request's batch of entries),
  * 6 the value index of the fields in UNINDEXED_FIELDS, 7 the ordered entries of a null value
  * (an unnamed device) under null's own sort key, after every value instead of before
- * (rewriteNullOrderedKeys).
+ * (rewriteNullOrderedKeys), 8 the ordered entries of a field sorted by the database's collation
+ * (a tag's name: FieldDef.collation) under that collation's key (rewriteTextOrderedKeys).
  */
-export const INDEX_LAYOUT = 7;
+export const INDEX_LAYOUT = 8;
 
 /**
  * Fields an earlier layout kept a value index for and this one does not (no read used it): their
@@ -124,7 +125,8 @@ export class ModelEngine implements EngineApi {
    * starting at once (they delete the same keys; nothing writes there any more).
    */
   async dropUnusedIndexKeys(): Promise<number> {
-    if ((await this.store.indexLayout()) >= INDEX_LAYOUT) return 0;
+    const layout = await this.store.indexLayout();
+    if (layout >= INDEX_LAYOUT) return 0;
     let dropped = 0;
     for (const def of this.#registry.models()) {
       const model = this.#registry.nameOf(def);
@@ -148,7 +150,8 @@ export class ModelEngine implements EngineApi {
         dropped += await this.store.dropIndexKeys(model, field, "index");
       }
     }
-    await this.#rewriteNullOrderedKeys();
+    if (layout < 7) await this.#rewriteNullOrderedKeys();
+    await this.#rewriteTextOrderedKeys();
     await this.store.setIndexLayout(INDEX_LAYOUT);
     return dropped;
   }
@@ -173,6 +176,37 @@ export class ModelEngine implements EngineApi {
           if (!current || !isNullish(current.record[order.field])) break;
           const state = stateOf(this.store, def, current.record);
           const earlier = (state.ordered ?? []).map(([f, v]) => [f, v, ""] as const);
+          const result = await this.store.commit([{
+            model,
+            id: found.id,
+            prev: { ...state, record: current.record, ordered: earlier, version: current.version },
+            next: { ...state, record: current.record },
+          }]);
+          if (result.ok) break;
+        }
+      }
+    }
+  }
+
+  /**
+   * Layout 8: a field sorted by the database's collation (FieldDef.collation: a tag's name) had
+   * its ordered entries under the natural-order key (`n2` before `n10`); they move under the
+   * collation's key (orderKey). Only models whose ordered field has such a collation are read
+   * (tags: a few); a record written meanwhile already has the new keys (its retry moves nothing).
+   */
+  async #rewriteTextOrderedKeys(): Promise<void> {
+    for (const def of this.#registry.models()) {
+      const order = orderField(def);
+      if (!order || def.fields[order.field]?.collation !== "text") continue;
+      const model = this.#registry.nameOf(def);
+      for (const found of await this.store.scan(model)) {
+        for (let attempt = 0; attempt < 3; attempt++) {
+          const current = await this.store.get(model, found.id);
+          if (!current) break;
+          const state = stateOf(this.store, def, current.record);
+          const natural = this.store.sortKey(current.record[order.field]);
+          const earlier = state.ordered.map(([f, v]) => [f, v, natural] as const);
+          if (earlier.every(([, , key], i) => key === state.ordered[i][2])) break;
           const result = await this.store.commit([{
             model,
             id: found.id,

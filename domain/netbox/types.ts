@@ -55,6 +55,12 @@ export interface FieldDef {
    * `x is not a valid choice.` and `This field may not be blank.`.
    */
   drfChoice?: boolean;
+  /**
+   * Strings: "text" sorts by the database's collation, as PostgreSQL sorts a field NetBox gives
+   * no `natural_sort` collation (a tag's name): without regard to case, digits as characters
+   * (`n10` before `n2`). Default: natural order, as NetBox's names (docs/api-behaviour.md).
+   */
+  collation?: "text";
   maxLength?: number;
   /** Numbers: bounds (ints default to the 32-bit signed range). */
   min?: number;

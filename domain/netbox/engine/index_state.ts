@@ -11,7 +11,7 @@ import type {
   StoredObject,
   UniqueEntry,
 } from "../../../storage/ports.ts";
-import type { ModelDef } from "../types.ts";
+import type { FieldDef, ModelDef } from "../types.ts";
 import { constraintName, fieldEntries, isEmpty } from "./core.ts";
 
 export interface IndexState {
@@ -65,7 +65,7 @@ export function stateOf(store: ModelStore, def: ModelDef, record: StoredObject):
   const ordered: OrderedEntry[] = [];
   const order = orderField(def);
   if (order) {
-    const key = store.sortKey(record[order.field]);
+    const key = orderKey(store, def.fields[order.field], record[order.field]);
     ordered.push(["*", 0, key]);
     for (const [field, value] of indexes) {
       if (field !== order.field && !shape.fewPerValue.has(field)) ordered.push([field, value, key]);
@@ -171,4 +171,20 @@ export function firstOrderingField(def: ModelDef): { field: string; desc: boolea
     (f && !f.compute && !f.hidden &&
       ["string", "int", "float", "bool", "datetime", "date", "choice", "fk"].includes(f.type));
   return stored ? { field, desc: first.startsWith("-") } : null;
+}
+
+/**
+ * A value's sort key for a field: the store's (natural order) unless the field sorts by the
+ * database's collation (FieldDef.collation "text": lower case, digits as characters), shared by
+ * the ordered index and in-memory sorting so both agree.
+ */
+export function orderKey(
+  store: Pick<ModelStore, "sortKey">,
+  field: FieldDef | undefined,
+  value: unknown,
+): IndexValue {
+  if (field?.collation === "text" && typeof value === "string") {
+    return value.toLowerCase().slice(0, 300);
+  }
+  return store.sortKey(value);
 }

@@ -12,7 +12,7 @@ import {
   readUncached,
   type RequestCache,
 } from "./core.ts";
-import { indexedString, indexShape, orderField } from "./index_state.ts";
+import { indexedString, indexShape, orderField, orderKey } from "./index_state.ts";
 import { isPatternCondition, predicate } from "./lookups.ts";
 import { type Condition, parseConditions, splitList, typedFilterValue } from "./query.ts";
 import { searchCondition } from "./search.ts";
@@ -222,16 +222,18 @@ async function sortRecords(
   for (const { field, desc } of ordering) {
     const target = relatedOrdering(core, def, field);
     if (target === null) {
-      partsOf.push((r) => [{ key: store.sortKey(r[field]), desc }]);
+      const f = def.fields[field];
+      partsOf.push((r) => [{ key: orderKey(store, f, r[field]), desc }]);
       continue;
     }
     const related = cachedRecords(cache, target.model);
+    const targetFields = core.registry.definition(target.model).fields;
     await readUncached(store, cache, target.model, fkIds(records, field));
     partsOf.push((r) => {
       const other = typeof r[field] === "number" ? related.get(r[field] as number) : null;
       if (!other) return [{ key: store.sortKey(null), desc }];
       return target.fields.map((o) => ({
-        key: store.sortKey(other[o.field]),
+        key: orderKey(store, targetFields[o.field], other[o.field]),
         desc: o.desc !== desc,
       }));
     });

@@ -432,8 +432,9 @@ function compilePlan(def: ModelDef, names: string[]): Plan {
 }
 
 // Every strength: names that differ only in accents or case still take one order (unaccented and
-// lower case first, as a Postgres collation sorts them), never the order they were written in.
-const TAG_NAMES = new Intl.Collator("en", { numeric: true, sensitivity: "variant" });
+// lower case first, as a Postgres collation sorts them), never the order they were written in;
+// digits as characters (`n10` before `n2`), as the tag list sorts them (FieldDef.collation).
+const TAG_NAMES = new Intl.Collator("en", { sensitivity: "variant" });
 
 /**
  * An object's tags in NetBox 4.6's order (Tag.Meta.ordering: weight, then name), whatever order

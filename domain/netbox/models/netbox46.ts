@@ -369,12 +369,17 @@ const DELTAS: Record<string, Delta> = {
     };
   },
   // Listed by weight, then name (NetBox 4.3's Tag.Meta.ordering); the ordered index stays keyed
-  // by name, as stored tags have it (a tag list is small and sorted in memory).
-  "extras.tag": (def) => ({
-    ...withFields({ weight: { type: "int", default: 1000, min: 0, max: 32767 } })(def),
-    ordering: ["weight", "name"],
-    orderedIndex: "name",
-  }),
+  // by name, as stored tags have it (a tag list is small and sorted in memory). The name sorts
+  // by the database's collation: NetBox gives it no natural_sort (docs/netbox-rules.md).
+  "extras.tag": (def) => {
+    const shaped = withFields({ weight: { type: "int", default: 1000, min: 0, max: 32767 } })(def);
+    return {
+      ...shaped,
+      fields: { ...shaped.fields, name: { ...shaped.fields.name, collation: "text" } },
+      ordering: ["weight", "name"],
+      orderedIndex: "name",
+    };
+  },
   "extras.customfield": withFields({ validation_schema: { type: "json", nullable: true } }),
   "extras.configcontext": withFields({ profile: alwaysNull() }),
   "core.job": withFields({

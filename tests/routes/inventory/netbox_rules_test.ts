@@ -591,3 +591,46 @@ Deno.test("tags are listed by weight, then name, on the tag list and on every ob
     inv.close();
   }
 });
+
+Deno.test("tags' names sort as the database sorts them, not naturally: n10 before n2, on the tag list (every ordering, every page) and on every object", async () => {
+  // NetBox gives Tag.name no natural_sort collation: PostgreSQL compares it as text
+  // (docs/netbox-rules.md), where a site's or VM's name sorts naturally.
+  const inv = await setup();
+  try {
+    const ids: Record<string, number> = {};
+    for (const name of ["n2", "N3", "n10", "n1", "m20"]) {
+      ids[name] = (await post(inv, "/api/extras/tags/", { name, slug: name.toLowerCase() })).id;
+    }
+    const names = async (query: string) =>
+      (await inv.call("GET", `/api/extras/tags/?${query}`)).body.results.map((
+        t: { name: string },
+      ) => t.name);
+    const order = ["m20", "n1", "n10", "n2", "N3"];
+    assert.deepEqual(await names(""), order);
+    assert.deepEqual(await names("ordering=name"), order);
+    assert.deepEqual(await names("ordering=-name"), [...order].reverse());
+    // Two a page: the ordered index's pages follow the same order.
+    const paged: string[] = [];
+    for (let offset = 0; offset < 5; offset += 2) {
+      paged.push(...await names(`ordering=name&limit=2&offset=${offset}`));
+    }
+    assert.deepEqual(paged, order);
+    const site = await post(inv, "/api/dcim/sites/", {
+      name: "AMS1",
+      slug: "ams1",
+      tags: Object.values(ids),
+    });
+    assert.deepEqual(site.tags.map((t: { name: string }) => t.name), order);
+    // Renamed: the tag takes its new place.
+    await inv.call("PATCH", `/api/extras/tags/${ids.m20}/`, { name: "n11" });
+    assert.deepEqual(await names("ordering=name"), ["n1", "n10", "n11", "n2", "N3"]);
+    // A site's name has NetBox's natural_sort: n2 before n10 there.
+    for (const name of ["n10", "n2"]) await post(inv, "/api/dcim/sites/", { name, slug: name });
+    for (const query of ["", "?ordering=name"]) {
+      const sites = (await inv.call("GET", `/api/dcim/sites/${query}`)).body.results;
+      assert.deepEqual(sites.map((x: { name: string }) => x.name), ["AMS1", "n2", "n10"], query);
+    }
+  } finally {
+    inv.close();
+  }
+});

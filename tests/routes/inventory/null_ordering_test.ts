@@ -13,6 +13,7 @@ import { type Inv, setup } from "./_setup.ts";
 import { keys } from "../../../storage/kv/keys.ts";
 import { createInventoryCore } from "../../../routes/inventory/mod.ts";
 import { orderField, stateOf } from "../../../domain/netbox/engine/index_state.ts";
+import { INDEX_LAYOUT } from "../../../domain/netbox/engine.ts";
 
 const DEVICES = "/api/dcim/devices/";
 
@@ -228,5 +229,50 @@ Deno.test("an ordering by a field no client sees (a computed one, an internal on
     }
   } finally {
     inv.close();
+  }
+});
+
+Deno.test("a store whose tags an earlier build keyed in natural order lists them by the database's collation once this build starts on it", async () => {
+  const kv = await Deno.openKv(":memory:");
+  const first = await setup({}, { kv });
+  let second: Inv | undefined;
+  try {
+    for (const name of ["n2", "n10", "n1"]) {
+      await first.created("/api/extras/tags/", { name, slug: name });
+    }
+    // The earlier build's keys: each tag's ordered entries under the natural-order key, layout 7.
+    const store = first.deps.storage.models;
+    const def = createInventoryCore(first.deps).engine.definition("extras.tag");
+    assert.equal(orderField(def)?.field, "name");
+    for (const tag of await store.scan("extras.tag")) {
+      const op = kv.atomic();
+      for (const [field, value, sort] of stateOf(store, def, tag).ordered) {
+        op.delete(keys.inventoryOrdered("extras.tag", field, value, sort, tag.id));
+        const natural = store.sortKey(tag.name);
+        op.set(keys.inventoryOrdered("extras.tag", field, value, natural, tag.id), null);
+      }
+      assert.ok((await op.commit()).ok);
+    }
+    await store.setIndexLayout(7);
+    const names = async (inv: Inv) =>
+      (await inv.call("GET", "/api/extras/tags/?ordering=name")).body.results.map((
+        t: { name: string },
+      ) => t.name);
+    // What the earlier keys answer: natural order.
+    assert.deepEqual(await names(first), ["n1", "n2", "n10"]);
+    second = await setup({}, { kv });
+    assert.deepEqual(await names(second), ["n1", "n10", "n2"]);
+    assert.equal(await store.indexLayout(), INDEX_LAYOUT);
+    // Nothing of the earlier keys is left: one entry a tag, under the collation's key.
+    const left = [];
+    for await (
+      const entry of kv.list({ prefix: keys.inventoryOrderedPrefix("extras.tag", "*", 0) })
+    ) {
+      left.push(entry.key[entry.key.length - 2]);
+    }
+    assert.deepEqual(left, ["n1", "n10", "n2"]);
+  } finally {
+    second?.close();
+    if (!second) first.close();
   }
 });
