@@ -256,12 +256,13 @@ export function coerce(def: FieldDef, value: unknown): Coerced {
     case "json":
       return { ok: true, value };
     case "choice": {
-      const raw = value && typeof value === "object" && "value" in (value as object)
+      // NetBox's ChoiceField (netbox/api/fields.py): a blank is a value only where the field
+      // allows it, and it is stored as null here (rendered null either way); a value is given
+      // directly, never as the `{value, label}` a choice renders as.
+      const netbox = !def.drfChoice && !def.contentType;
+      const raw = !netbox && value && typeof value === "object" && "value" in (value as object)
         ? (value as { value: unknown }).value
         : value;
-      // NetBox's ChoiceField (netbox/api/fields.py): a blank is a value only where the field
-      // allows it, and it is stored as null here (rendered null either way).
-      const netbox = !def.drfChoice && !def.contentType;
       if (raw === "" && netbox) {
         return def.allowBlank ? { ok: true, value: null } : { ok: false, error: MESSAGES.blank };
       }

@@ -259,10 +259,16 @@ Deno.test("field coercion follows DRF: bounds, strings, datetimes", () => {
   assert.deepEqual(coerce({ type: "string" }, 12), { ok: true, value: "12" });
   assert.equal(coerce({ type: "string", required: true }, "  ").ok, false);
   assert.deepEqual(coerce({ type: "bool" }, "false"), { ok: true, value: false });
+  // A choice is given directly: NetBox 4.6's ChoiceField refuses the `{value, label}` it renders
+  // (pynetbox sends the value); the plugin's choices still take it.
   assert.deepEqual(coerce({ type: "choice", choices: [["a", "A"]] }, { value: "a" }), {
-    ok: true,
-    value: "a",
+    ok: false,
+    error: 'Value must be passed directly (e.g. "foo": 123); do not use a dictionary or list.',
   });
+  assert.deepEqual(
+    coerce({ type: "choice", choices: [["a", "A"]], drfChoice: true }, { value: "a" }),
+    { ok: true, value: "a" },
+  );
   assert.equal(parseDatetime("2024-05-01T10:00:00+02:00"), "2024-05-01T08:00:00.000Z");
   assert.equal(parseDatetime("2024-05-01"), "2024-05-01T00:00:00.000Z");
   assert.equal(parseDatetime("2024-13-01T00:00:00Z"), undefined);

@@ -392,6 +392,11 @@ Deno.test("a blank choice: taken and rendered null where NetBox's field allows a
           ["active"],
           'Value must be passed directly (e.g. "foo": 123); do not use a dictionary or list.',
         ],
+        // The form a choice is rendered in is no input either (pynetbox sends the value).
+        [
+          { value: "active", label: "Active" },
+          'Value must be passed directly (e.g. "foo": 123); do not use a dictionary or list.',
+        ],
       ]
     ) {
       const r = await inv.call("POST", VMS, { name: "vm2", cluster: cluster.id, status });
