@@ -2164,7 +2164,7 @@ export const EQUIVALENT: Equivalent[] = [
   {
     module: "domain/netbox/engine/prepare.ts",
     what: "?? → ||",
-    line: "errors[f.typeField!] ??= [MESSAGES.choice(t)];",
+    line: "errors[f.typeField!] ??= [MESSAGES.contentType(t)];",
     why:
       "`??=` on an error list or error object: the slot holds an array/object or nothing, never a falsy value, so `||=` assigns in the same cases",
   },

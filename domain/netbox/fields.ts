@@ -21,6 +21,11 @@ export const MESSAGES = {
   json: "Value must be valid JSON.",
   list: (got: string) => `Expected a list of items but got type "${got}".`,
   choice: (value: unknown) => `"${String(value)}" is not a valid choice.`,
+  /** NetBox's ContentTypeField: a content type it does not take, or text of no such form. */
+  contentType: (value: unknown) =>
+    typeof value === "string" && value.split(".").length === 2
+      ? `Invalid content type: ${value}`
+      : "Invalid value. Specify a content type as '<app_label>.<model_name>'.",
   maxLength: (n: number) => `Ensure this field has no more than ${n} characters.`,
   max: (n: number) => `Ensure this value is less than or equal to ${n}.`,
   min: (n: number) => `Ensure this value is greater than or equal to ${n}.`,
@@ -263,6 +268,10 @@ export function coerce(def: FieldDef, value: unknown): Coerced {
       const raw = !netbox && value && typeof value === "object" && "value" in (value as object)
         ? (value as { value: unknown }).value
         : value;
+      // NetBox's ContentTypeField is a related field: a blank is no content type (null).
+      if (def.contentType && raw === "") {
+        return def.nullable ? { ok: true, value: null } : { ok: false, error: MESSAGES.null };
+      }
       if (raw === "" && netbox) {
         return def.allowBlank ? { ok: true, value: null } : { ok: false, error: MESSAGES.blank };
       }
@@ -278,6 +287,7 @@ export function coerce(def: FieldDef, value: unknown): Coerced {
           };
         }
         if (netbox) return { ok: false, error: `${pyStr(raw)} is not a valid choice.` };
+        if (def.contentType) return { ok: false, error: MESSAGES.contentType(raw) };
         return {
           ok: false,
           error: MESSAGES.choice(typeof raw === "object" ? JSON.stringify(raw) : raw),

@@ -167,7 +167,7 @@ export async function prepare(
       ? core.registry.has(String(t))
       : (f.models ?? []).includes(String(t));
     if (!allowed) {
-      errors[f.typeField!] ??= [MESSAGES.choice(t)];
+      errors[f.typeField!] ??= [MESSAGES.contentType(t)];
       continue;
     }
     const found = await resolveRef(core, String(t), { id: i as number }, cache);

@@ -264,7 +264,7 @@ Deno.test("refused writes: DRF's texts per field and per item, and nothing writt
           assigned_object_id: w.eth0,
         },
         400,
-        { "assigned_object_type": ['"dcim.site" is not a valid choice.'] },
+        { "assigned_object_type": ["Invalid content type: dcim.site"] },
       ],
       [
         "POST",
@@ -318,9 +318,17 @@ Deno.test("generic FK writes: a PATCH of one half keeps the other, a half left e
         assigned_object_id: [`Related object not found using the provided numeric ID: ${eth1.id}`],
       }, [VMIF, eth1.id]],
       [{ assigned_object_type: "dcim.site", assigned_object_id: 1 }, 400, {
-        assigned_object_type: ['"dcim.site" is not a valid choice.'],
+        assigned_object_type: ["Invalid content type: dcim.site"],
+      }, [VMIF, eth1.id]],
+      [{ assigned_object_type: "ipam.ipaddress.x", assigned_object_id: 1 }, 400, {
+        assigned_object_type: [
+          "Invalid value. Specify a content type as '<app_label>.<model_name>'.",
+        ],
       }, [VMIF, eth1.id]],
       [{ assigned_object_type: null, assigned_object_id: null }, 200, null, [null, null]],
+      // A blank content type is none (a related field's blank is null): both halves empty.
+      [{ assigned_object_type: VMIF, assigned_object_id: eth1.id }, 200, null, [VMIF, eth1.id]],
+      [{ assigned_object_type: "", assigned_object_id: null }, 200, null, [null, null]],
       [{ assigned_object_type: VMIF, assigned_object_id: w.eth0 }, 200, null, [VMIF, w.eth0]],
     ];
     for (const [patch, status, error, holds] of rows) {
@@ -330,11 +338,24 @@ Deno.test("generic FK writes: a PATCH of one half keeps the other, a half left e
       if (error !== null) assert.deepEqual(r.body, error, what);
       assert.deepEqual(await assigned(), holds, what);
     }
+    // A required content type left blank is a null one (a related field's blank).
+    const blankType = await inv.call("POST", "/api/tenancy/contact-assignments/", {
+      object_type: "",
+      object_id: 1,
+    });
+    assert.equal(blankType.status, 400);
+    assert.deepEqual(blankType.body.object_type, ["This field may not be null."]);
     // A journal entry may name an object of any model that exists (a generic FK over "*").
     const JOURNAL = "/api/extras/journal-entries/";
     const journalRows: Array<[Record<string, unknown>, number, unknown]> = [
       [{ assigned_object_type: "dcim.nothing", assigned_object_id: 1 }, 400, {
-        assigned_object_type: ['"dcim.nothing" is not a valid choice.'],
+        assigned_object_type: ["Invalid content type: dcim.nothing"],
+      }],
+      // NetBox's ContentTypeField: text that is no `<app_label>.<model_name>` has its own text.
+      [{ assigned_object_type: "nothing", assigned_object_id: 1 }, 400, {
+        assigned_object_type: [
+          "Invalid value. Specify a content type as '<app_label>.<model_name>'.",
+        ],
       }],
       [{ assigned_object_type: "virtualization.virtualmachine", assigned_object_id: 99999 }, 400, {
         assigned_object_id: ["Related object not found using the provided numeric ID: 99999"],
