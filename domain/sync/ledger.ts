@@ -128,11 +128,6 @@ interface StateHead {
 }
 
 const isCount = (n: unknown): n is number => Number.isSafeInteger(n) && (n as number) >= 0;
-const isCounted = (list: unknown) =>
-  Array.isArray(list) &&
-  list.every((e) =>
-    Array.isArray(e) && e.length === 2 && typeof e[0] === "string" && isCount(e[1])
-  );
 
 /** How many numbers follow a state's head. */
 function countOf(head: StateHead): number {
@@ -142,29 +137,21 @@ function countOf(head: StateHead): number {
     (walks ? 2 * (walks.stateIds + walks.stateVms) + walks.names.length : 0);
 }
 
-/** A saved state's head and numbers, or null when it is not one this build wrote whole. */
+/**
+ * A saved state's head and numbers, or null when it is not one this build wrote whole: another
+ * version, or counts that do not add up to the numbers that follow (a head of the wrong shape
+ * counts to NaN or throws), or a number that is not an integer.
+ */
 function parseState(state: Uint8Array): { head: StateHead; numbers: Float64Array } | null {
   try {
-    if (state.length < 8) return null;
-    const view = new DataView(state.buffer, state.byteOffset, state.byteLength);
-    const length = view.getUint32(0);
-    const bodyAt = 8 + Math.ceil(length / 8) * 8;
-    if (bodyAt > state.length || (state.length - bodyAt) % 8 !== 0) return null;
+    const length = new DataView(state.buffer, state.byteOffset, state.byteLength).getUint32(0);
     const head = JSON.parse(new TextDecoder().decode(state.subarray(8, 8 + length))) as StateHead;
-    if (head?.v !== STATE_VERSION || !isCount(head.cursor) || !isCount(head.pending)) return null;
-    if (!isCounted(head.stages) || !isCounted(head.models)) return null;
-    const walks = head.walks;
-    if (
-      walks !== null &&
-      (!isCount(walks?.stateIds) || !isCount(walks.stateVms) || !Array.isArray(walks.names) ||
-        !walks.names.every((n) => typeof n === "string"))
-    ) return null;
-    // Copied out: the stored bytes' offset need not be a multiple of 8.
-    const numbers = new Float64Array(state.slice(bodyAt).buffer);
-    if (numbers.length !== countOf(head) || !numbers.every((n) => Number.isSafeInteger(n))) {
-      return null;
-    }
-    return { head, numbers };
+    // Copied out (the stored bytes' offset need not be a multiple of 8); a body that is not
+    // whole numbers throws.
+    const numbers = new Float64Array(state.slice(8 + Math.ceil(length / 8) * 8).buffer);
+    const whole = head.v === STATE_VERSION && isCount(head.cursor) &&
+      numbers.length === countOf(head) && numbers.every((n) => Number.isSafeInteger(n));
+    return whole ? { head, numbers } : null;
   } catch {
     return null;
   }
@@ -270,7 +257,7 @@ export class SyncLedger {
    */
   importState(state: Uint8Array): boolean {
     const parsed = parseState(state);
-    if (!parsed) return false;
+    if (parsed === null) return false;
     this.#startOver(null);
     const { head, numbers } = parsed;
     let at = 0;

@@ -363,6 +363,10 @@ Deno.test("ledger state: a new ledger (another process) that takes a saved state
 
 Deno.test("ledger state: nothing to save before the log was read; a state this build cannot read is refused and the ledger keeps what it knew", async () => {
   assert.equal(new SyncLedger(() => false).exportState(), null);
+  // An empty log: the cursor is 0, a state like any other.
+  const empty = new SyncLedger(() => false);
+  await empty.catchUp(memoryLog().inv, signal);
+  assert.equal(new SyncLedger(() => false).importState(empty.exportState()!), true);
   const { ledger } = await recorded();
   const state = ledger.exportState()!;
   const head = (text: string) => {
