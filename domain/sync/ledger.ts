@@ -643,16 +643,17 @@ export class SyncLedgers {
   }
 
   /**
-   * A run of `endpointId` ended with `ledger` read past its writes: saved for the next run,
-   * whichever process makes it. Not saved (and not thrown) when another process saved since
-   * this run took its ledger: the next run takes that one.
+   * A run of `endpointId` ended with its ledger read past its writes: saved for the next run,
+   * whichever process makes it. Whether it was saved: not (and nothing thrown) without a store,
+   * when the ledger cannot skip (its log was not read), or when another process saved since
+   * this run took its ledger (the next run takes that one).
    */
-  async keep(inventory: string, endpointId: number, ledger: SyncLedger): Promise<void> {
+  async keep(inventory: string, endpointId: number): Promise<boolean> {
     const { key, entry } = this.#entry(inventory, endpointId);
-    if (!this.store || entry.ledger !== ledger) return;
-    const state = ledger.exportState();
-    if (!state) return;
+    const state = entry.ledger.exportState();
+    if (!state || !this.store) return false;
     const tag = await this.store.save(key, state, entry.saved);
     if (tag) entry.saved = tag;
+    return tag !== null;
   }
 }

@@ -213,7 +213,7 @@ export interface RunOptions {
    * next run, whichever process makes it (docs/sync.md, "The ledger across restarts and
    * processes"). A failure is the caller's to report: the run's outcome does not change.
    */
-  keepLedger?: (endpoint: SyncEndpoint, ledger: SyncLedger) => Promise<void>;
+  keepLedger?: (endpoint: SyncEndpoint) => Promise<unknown>;
 }
 
 function describeFailure(
@@ -475,7 +475,7 @@ async function runStages(options: RunOptions, tracer: Tracer): Promise<CompleteF
     for (const [id, ledger] of ledgers) {
       if (!ledger) continue;
       await ledger.catchUp(options.inventory, signal).catch(() => {});
-      await options.keepLedger?.(ledgerEndpoints.get(id)!, ledger);
+      await options.keepLedger?.(ledgerEndpoints.get(id)!);
     }
   }
 

@@ -13,7 +13,7 @@ import { endpointLabel } from "../../domain/endpoints.ts";
 import { redactDeep } from "../../domain/redaction.ts";
 import { noopMetrics } from "../../infra/metrics.ts";
 import { runSync, type StageDef, STAGES, type SyncEvent } from "../../domain/sync/runner.ts";
-import { type SyncLedger, SyncLedgers } from "../../domain/sync/ledger.ts";
+import { SyncLedgers } from "../../domain/sync/ledger.ts";
 import type { HypervisorReader, SyncEndpoint } from "../../domain/sync/ports.ts";
 import { HypervisorApiClient, HypervisorApiError } from "../../clients/hypervisor_api.ts";
 import { InventoryApiClient } from "../../clients/inventory_api.ts";
@@ -363,8 +363,8 @@ export function syncRoutes(services: BackendServices, options: SyncRouteOptions 
       /** Saved for the next run, in this process or another (a failure is logged, not thrown). */
       keepLedger: planner
         ? undefined
-        : (endpoint: SyncEndpoint, ledger: SyncLedger) =>
-          ledgers.keep(inventoryKey, endpoint.id, ledger).catch((error) =>
+        : (endpoint: SyncEndpoint) =>
+          ledgers.keep(inventoryKey, endpoint.id).catch((error) =>
             services.deps.logger.log("warning", "sync ledger not saved", {
               endpoint_id: endpoint.id,
               error: error instanceof Error ? error.message : String(error),

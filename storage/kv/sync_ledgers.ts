@@ -56,9 +56,9 @@ export class KvSyncLedgerStore implements SyncLedgerStore {
         prefix: keys.syncLedgerChunkPrefix(hash, head.blob),
       })
     ) {
-      if (entry.key[entry.key.length - 1] !== parts.length) return null; // swept under us
       parts.push(entry.value);
     }
+    // Fewer chunks than the head names: swept under this load by a newer save.
     if (parts.length !== head.chunks) return null;
     const compressed = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
     let at = 0;

@@ -34,15 +34,26 @@ Deno.test("sync ledgers in KV: a new save deletes the chunks of the one it repla
     assert.equal(await store.save("k", noise(200_000), first), null);
     assert.deepEqual(await chunkKeys(kv), secondChunks, "a refused save leaves no chunk");
 
-    await kv.set(secondChunks[1], noise(1000));
+    // Two saves over the same one at once: the loser's chunks are deleted too.
+    const [x, y] = await Promise.all([
+      store.save("k", noise(300_000), second),
+      store.save("k", noise(300_000), second),
+    ]);
+    assert.ok((x === null) !== (y === null), JSON.stringify([x, y]));
+    const winner = await chunkKeys(kv);
+    assert.ok(winner.length >= 5 && winner.every((k) => k[4] === (x ?? y)), "only the winner's");
+    const third = await store.save("k", noise(200_000), x ?? y);
+    assert.ok(third);
+    const thirdChunks = await chunkKeys(kv);
+    await kv.set(thirdChunks[1], noise(1000));
     assert.equal(await store.load("k", null), null, "a damaged chunk");
-    await kv.delete(secondChunks[1]);
+    await kv.delete(thirdChunks[1]);
     assert.equal(await store.load("k", null), null, "a missing chunk");
     // The next save replaces it.
-    const third = await store.save("k", new Uint8Array([1, 2, 3]), second);
+    const fourth = await store.save("k", new Uint8Array([1, 2, 3]), third);
     const loaded = await store.load("k", null);
     assert.ok(loaded && loaded !== "unchanged");
-    assert.deepEqual([loaded.tag, [...loaded.state]], [third, [1, 2, 3]]);
+    assert.deepEqual([loaded.tag, [...loaded.state]], [fourth, [1, 2, 3]]);
     assert.equal((await chunkKeys(kv)).length, 1);
   } finally {
     kv.close();

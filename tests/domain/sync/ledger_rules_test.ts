@@ -9,6 +9,7 @@
 import assert from "node:assert/strict";
 import { digestOf, readLog, SyncLedger, SyncLedgers } from "../../../domain/sync/ledger.ts";
 import type { ChangeEntry, InventoryApi } from "../../../domain/sync/ports.ts";
+import { KvSyncLedgerStore } from "../../../storage/kv/sync_ledgers.ts";
 
 const signal = new AbortController().signal;
 const VM = "virtualization.virtualmachine";
@@ -411,4 +412,44 @@ Deno.test("ledger state: nothing to save before the log was read; a state this b
     true,
     "the same state, the last number 22",
   );
+});
+
+Deno.test("ledgers with a store: a run's ledger is taken by the next process's; nothing is saved before the log was read, nor without a store", async () => {
+  const kv = await Deno.openKv(":memory:");
+  try {
+    const store = new KvSyncLedgerStore(kv, Date.now);
+    const first = new SyncLedgers(store);
+    const ledger = await first.ledger("http://a", 1);
+    assert.equal(await first.keep("http://a", 1), false, "the log not read yet: nothing to save");
+    assert.equal((await new SyncLedgers(store).ledger("http://a", 1)).usable, false);
+
+    const log = memoryLog();
+    log.own(1);
+    await ledger.catchUp(log.inv, signal);
+    const mark = ledger.beginSlice();
+    ledger.track(7, [[VM, 70]]);
+    ledger.record("vms", 7, 77, mark);
+    ledger.endSlice();
+    assert.equal(await first.keep("http://a", 1), true);
+    const alone = new SyncLedgers();
+    const unsaved = await alone.ledger("http://a", 1);
+    await unsaved.catchUp(log.inv, signal);
+    assert.equal(await alone.keep("http://a", 1), false, "no store: nothing saved, nothing thrown");
+    const next = await new SyncLedgers(store).ledger("http://a", 1);
+    assert.notEqual(next, ledger);
+    assert.equal(next.unchanged("vms", 7, 77), true, "the next process skips as this one would");
+    assert.equal(
+      (await new SyncLedgers(store).ledger("http://a", 2)).usable,
+      false,
+      "per endpoint",
+    );
+    // Another process saved since this one took its ledger: this one's is not saved over it.
+    const other = new SyncLedgers(store);
+    await other.ledger("http://a", 1);
+    assert.equal(await other.keep("http://a", 1), true);
+    assert.equal(await first.keep("http://a", 1), false);
+    assert.equal(await other.keep("http://a", 1), true, "the newest saver saves again");
+  } finally {
+    kv.close();
+  }
 });
