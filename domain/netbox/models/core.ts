@@ -787,8 +787,10 @@ export const DEVICE: ModelDef = {
     serial: str(50, { index: true, fewPerValue: true }),
     asset_tag: str(50, { nullable: true, default: null }),
     site: reqFk("dcim.site"),
-    location: fk("dcim.location", { onDelete: "set_null" }),
-    rack: fk("dcim.rack", { onDelete: "set_null" }),
+    // NetBox's Device.location and Device.rack are PROTECT: a location or rack holding devices
+    // is not deleted (docs/netbox-rules.md "Deletes").
+    location: fk("dcim.location", { onDelete: "protect" }),
+    rack: fk("dcim.rack", { onDelete: "protect" }),
     position: { type: "float", nullable: true, min: 0.5, max: 1000 },
     face: optionalChoice([["front", "Front"], ["rear", "Rear"]]),
     latitude: { type: "float", nullable: true, min: -90, max: 90 },

@@ -197,3 +197,48 @@ Deno.test("delete rules: a deleted region, site group, site or location takes th
     inv.close();
   }
 });
+
+Deno.test("delete rules: a location or rack holding devices is not deleted (NetBox's PROTECT), and goes once they have moved", async () => {
+  const inv = await setup();
+  try {
+    const post = inv.created;
+    const site = await post("/api/dcim/sites/", { name: "AMS1", slug: "ams1" });
+    const room = await post("/api/dcim/locations/", { name: "R1", slug: "r1", site: site.id });
+    const rack = await post("/api/dcim/racks/", { name: "A1", site: site.id, location: room.id });
+    const maker = await post("/api/dcim/manufacturers/", { name: "M", slug: "m" });
+    const type = await post("/api/dcim/device-types/", {
+      manufacturer: maker.id,
+      model: "X",
+      slug: "x",
+    });
+    const role = await post("/api/dcim/device-roles/", { name: "R", slug: "r" });
+    const device = await post("/api/dcim/devices/", {
+      name: "sw1",
+      device_type: type.id,
+      role: role.id,
+      site: site.id,
+      location: room.id,
+      rack: rack.id,
+    });
+    const detail = `Unable to delete object. 1 dependent objects were found: sw1 (${device.id})`;
+    const byRack = await inv.call("DELETE", `/api/dcim/racks/${rack.id}/`);
+    assert.deepEqual([byRack.status, byRack.body], [409, { detail }]);
+    // The location's own rack would go with it (SET_NULL there), but its device protects it.
+    const byRoom = await inv.call("DELETE", `/api/dcim/locations/${room.id}/`);
+    assert.deepEqual([byRoom.status, byRoom.body], [409, { detail }]);
+    const kept = (await inv.call("GET", `/api/dcim/devices/${device.id}/`)).body;
+    assert.deepEqual([kept.location?.id, kept.rack?.id], [room.id, rack.id]);
+    assert.equal((await inv.call("GET", `/api/dcim/racks/${rack.id}/`)).body.location.id, room.id);
+
+    const moved = await inv.call("PATCH", `/api/dcim/devices/${device.id}/`, {
+      location: null,
+      rack: null,
+    });
+    assert.equal(moved.status, 200, JSON.stringify(moved.body));
+    assert.equal((await inv.call("DELETE", `/api/dcim/racks/${rack.id}/`)).status, 204);
+    assert.equal((await inv.call("DELETE", `/api/dcim/locations/${room.id}/`)).status, 204);
+    assert.equal((await inv.call("GET", `/api/dcim/devices/${device.id}/`)).status, 200);
+  } finally {
+    inv.close();
+  }
+});
