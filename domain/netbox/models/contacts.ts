@@ -100,7 +100,8 @@ export const CONTACT_ASSIGNMENT: ModelDef = {
       idField: "object_id",
       onDelete: "cascade",
     },
-    contact: reqFk("tenancy.contact", "cascade"),
+    // NetBox's ContactAssignment.contact is PROTECT: a contact still assigned is not deleted.
+    contact: reqFk("tenancy.contact", "protect"),
     role: fk("tenancy.contactrole", { onDelete: "protect" }),
     priority: choice([
       ["primary", "Primary"],

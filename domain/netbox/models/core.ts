@@ -610,7 +610,8 @@ export const TENANT: ModelDef = {
   path: "tenancy/tenants/",
   fields: {
     ...withNameSlug(),
-    group: fk("tenancy.tenantgroup", { onDelete: "protect" }),
+    // NetBox's Tenant.group is SET_NULL: a deleted group leaves its tenants without one.
+    group: fk("tenancy.tenantgroup", { onDelete: "set_null" }),
     description: description(),
     comments: comments(),
     circuit_count: countOf("circuits.circuit", "tenant"),
@@ -1010,7 +1011,8 @@ export const CLUSTER: ModelDef = {
   fields: {
     name: name(100),
     type: reqFk("virtualization.clustertype"),
-    group: fk("virtualization.clustergroup"),
+    // NetBox's Cluster.group is PROTECT (docs/netbox-rules.md "Deletes").
+    group: fk("virtualization.clustergroup", { onDelete: "protect" }),
     status: choice(CLUSTER_STATUS, { default: "active" }),
     tenant: fk("tenancy.tenant", { onDelete: "protect" }),
     scope_type: contentType(SCOPE_TYPES, { nullable: true, default: null }),
@@ -1288,7 +1290,8 @@ export const PREFIX: ModelDef = {
     vrf: fk("ipam.vrf", { onDelete: "protect" }),
     status: choice(PREFIX_STATUS, { default: "active" }),
     role: fk("ipam.role"),
-    vlan: fk("ipam.vlan"),
+    // NetBox's Prefix.vlan is PROTECT (docs/netbox-rules.md "Deletes").
+    vlan: fk("ipam.vlan", { onDelete: "protect" }),
     tenant: fk("tenancy.tenant", { onDelete: "protect" }),
     scope_type: contentType(SCOPE_TYPES, { nullable: true, default: null }),
     scope_id: { type: "int", nullable: true, min: 1 },

@@ -213,7 +213,8 @@ export const VIRTUAL_CHASSIS: ModelDef = {
   fields: {
     name: name(64),
     domain: str(30),
-    master: fk("dcim.device", { onDelete: "set_null" }),
+    // NetBox's VirtualChassis.master is PROTECT: the master device is not deleted.
+    master: fk("dcim.device", { onDelete: "protect" }),
     description: description(),
     comments: comments(),
     member_count: countOf("dcim.device", "virtual_chassis"),

@@ -242,3 +242,78 @@ Deno.test("delete rules: a location or rack holding devices is not deleted (NetB
     inv.close();
   }
 });
+
+Deno.test("delete rules: a tenant group's tenants lose it; a cluster group, a prefix's VLAN, a chassis' master and an assigned contact are protected, as NetBox 4.6's on_delete", async () => {
+  const inv = await setup();
+  try {
+    const post = inv.created;
+    const refused = async (path: string, dependent: string, id: number) => {
+      const r = await inv.call("DELETE", path);
+      assert.deepEqual([r.status, r.body], [409, {
+        detail: `Unable to delete object. 1 dependent objects were found: ${dependent} (${id})`,
+      }], path);
+      assert.equal((await inv.call("GET", path)).status, 200, path);
+    };
+    // Tenant.group is SET_NULL.
+    const tgroup = await post("/api/tenancy/tenant-groups/", { name: "Customers", slug: "cust" });
+    const acme = await post("/api/tenancy/tenants/", {
+      name: "Acme",
+      slug: "acme",
+      group: tgroup.id,
+    });
+    assert.equal(
+      (await inv.call("DELETE", `/api/tenancy/tenant-groups/${tgroup.id}/`)).status,
+      204,
+    );
+    assert.equal((await inv.call("GET", `/api/tenancy/tenants/${acme.id}/`)).body.group, null);
+    // Cluster.group is PROTECT.
+    const cgroup = await post("/api/virtualization/cluster-groups/", { name: "Lab", slug: "lab" });
+    const type = await post("/api/virtualization/cluster-types/", { name: "PVE", slug: "pve" });
+    const cluster = await post("/api/virtualization/clusters/", {
+      name: "c1",
+      type: type.id,
+      group: cgroup.id,
+    });
+    await refused(`/api/virtualization/cluster-groups/${cgroup.id}/`, "c1", cluster.id);
+    // Prefix.vlan is PROTECT.
+    const vlan = await post("/api/ipam/vlans/", { vid: 10, name: "ten" });
+    const prefix = await post("/api/ipam/prefixes/", { prefix: "10.0.0.0/24", vlan: vlan.id });
+    await refused(`/api/ipam/vlans/${vlan.id}/`, "10.0.0.0/24", prefix.id);
+    // VirtualChassis.master is PROTECT.
+    const site = await post("/api/dcim/sites/", { name: "AMS1", slug: "ams1" });
+    const maker = await post("/api/dcim/manufacturers/", { name: "M", slug: "m" });
+    const dtype = await post("/api/dcim/device-types/", {
+      manufacturer: maker.id,
+      model: "X",
+      slug: "x",
+    });
+    const role = await post("/api/dcim/device-roles/", { name: "R", slug: "r" });
+    const sw = await post("/api/dcim/devices/", {
+      name: "sw1",
+      device_type: dtype.id,
+      role: role.id,
+      site: site.id,
+    });
+    const chassis = await post("/api/dcim/virtual-chassis/", { name: "stack", master: sw.id });
+    await refused(`/api/dcim/devices/${sw.id}/`, "stack", chassis.id);
+    // ContactAssignment.contact is PROTECT.
+    const contact = await post("/api/tenancy/contacts/", { name: "Ops" });
+    const assignment = await post("/api/tenancy/contact-assignments/", {
+      object_type: "dcim.site",
+      object_id: site.id,
+      contact: contact.id,
+    });
+    const byContact = await inv.call("DELETE", `/api/tenancy/contacts/${contact.id}/`);
+    assert.equal(byContact.status, 409, JSON.stringify(byContact.body));
+    assert.match(
+      byContact.body.detail,
+      new RegExp(
+        `^Unable to delete object\\. 1 dependent objects were found: .* \\(${assignment.id}\\)$`,
+      ),
+    );
+    const kept = await inv.call("GET", `/api/tenancy/contact-assignments/${assignment.id}/`);
+    assert.equal(kept.status, 200);
+  } finally {
+    inv.close();
+  }
+});
