@@ -674,7 +674,14 @@ export interface SyncLedgerStore {
    * the new tag, or null when another save came first (nothing written).
    */
   save(key: string, state: Uint8Array, previous: string | null): Promise<string | null>;
+  /** Notes a request id of the sync's own writes on `inventory`, kept OWN_REQUEST_DAYS. */
+  noteOwn(inventory: string, requestId: string): Promise<void>;
+  /** Which of `requestIds` were noted on `inventory` (by any process). */
+  ownOf(inventory: string, requestIds: readonly string[]): Promise<string[]>;
 }
+
+/** How long a noted request id of the sync's own writes is kept (a ledger reads the log later). */
+export const OWN_REQUEST_DAYS = 30;
 
 // ---------------------------------------------------------------- browser terminal
 

@@ -30,6 +30,9 @@ const MAX_PENDING = 10_000;
 /** Change-log ids asked for per read of the log (the port splits them into requests). */
 const READ_PAGE = 2_000;
 
+/** Request ids longer than this are not shared with other processes (`SyncLedgers.noteOwn`). */
+const MAX_SHARED_REQUEST_ID = 200;
+
 /** Entries after the cursor read at most; past this the ledger starts over from the log's end. */
 const MAX_SCAN = 50_000;
 
@@ -185,9 +188,24 @@ export class SyncLedger {
   #walks: KeptWalks | null = null;
   /** Bumped whenever kept walks may be wrong: walks read before a bump are not kept. */
   #walkSeq = 0;
+  /** Bumped by every change of what `exportState` saves (`SyncLedgers` saves only a changed one). */
+  #changes = 0;
 
   /** `own`: whether a request id is one of the sync's own writes (this process's). */
-  constructor(readonly own: (requestId: string) => boolean) {}
+  /**
+   * `own`: whether a request id is one of the sync's own writes. `learnOwn`: asked, before a
+   * page of entries is applied, about the request ids `own` does not know (another process's
+   * sync writes on the same store, `SyncLedgers`); it teaches `own` the ones that are.
+   */
+  constructor(
+    readonly own: (requestId: string) => boolean,
+    readonly learnOwn?: (requestIds: string[]) => Promise<void>,
+  ) {}
+
+  /** A number that changes whenever what `exportState` would save changes. */
+  get changes(): number {
+    return this.#changes;
+  }
 
   /** Whether the ledger can skip at all (its cursor is known). */
   get usable(): boolean {
@@ -290,6 +308,7 @@ export class SyncLedger {
   }
 
   #dropWalks(): void {
+    this.#changes++;
     this.#walks = null;
     this.#walkSeq++;
   }
@@ -300,6 +319,7 @@ export class SyncLedger {
    */
   takeWalks(): { kept: KeptWalks | null; mark: number } {
     const kept = this.#cursor === null ? null : this.#walks;
+    if (this.#walks) this.#changes++;
     this.#walks = null;
     return { kept, mark: this.#walkSeq };
   }
@@ -311,6 +331,7 @@ export class SyncLedger {
    */
   keepWalks(walks: KeptWalks, mark: number): void {
     if (this.#cursor === null || mark !== this.#walkSeq) return;
+    this.#changes++;
     this.#walks = {
       stateIds: new Map(walks.stateIds),
       stateVms: new Map(walks.stateVms),
@@ -320,12 +341,14 @@ export class SyncLedger {
 
   /** Every guest forgotten in one stage: it compares each once more. */
   forgetStage(stage: string): void {
+    this.#changes++;
     this.#digests.get(stage)?.clear();
     this.#stageResetAt.set(stage, ++this.#seq);
   }
 
   /** One guest forgotten in every stage (someone else touched one of its objects). */
   forgetGuest(vmid: number): void {
+    this.#changes++;
     for (const stage of this.#digests.values()) stage.delete(vmid);
     this.#touched.set(vmid, ++this.#seq);
   }
@@ -354,6 +377,7 @@ export class SyncLedger {
   /** The objects of `vmid` a stage read or wrote: someone else's entry about one forgets it. */
   track(vmid: number, objects: Iterable<readonly [model: string, id: number]>): void {
     if (this.#cursor === null) return;
+    this.#changes++;
     for (const [model, id] of objects) {
       let owners = this.#owners.get(model);
       if (!owners) this.#owners.set(model, owners = new Map());
@@ -371,6 +395,7 @@ export class SyncLedger {
     if ((this.#touched.get(vmid) ?? 0) > mark) return;
     let digests = this.#digests.get(stage);
     if (!digests) this.#digests.set(stage, digests = new Map());
+    if (digests.get(vmid) !== digest) this.#changes++;
     digests.set(vmid, digest);
   }
 
@@ -423,7 +448,15 @@ export class SyncLedger {
       for (let id = this.#cursor + 1; id <= newest; id++) ids.push(id);
       const found = new Set<number>();
       for (let i = 0; i < ids.length; i += READ_PAGE) {
-        for (const entry of await inv.changesById(ids.slice(i, i + READ_PAGE), signal)) {
+        const page = await inv.changesById(ids.slice(i, i + READ_PAGE), signal);
+        if (this.learnOwn) {
+          const unknown = new Set<string>();
+          for (const { request_id } of page) {
+            if (request_id && !this.own(request_id)) unknown.add(request_id);
+          }
+          if (unknown.size) await this.learnOwn([...unknown]);
+        }
+        for (const entry of page) {
           if (found.has(entry.id)) continue;
           found.add(entry.id);
           this.#apply(entry);
@@ -446,6 +479,7 @@ export class SyncLedger {
         if (await pruned(id)) unknown = true;
         else this.#pending.set(id, this.#run); // still being written, or never
       }
+      if (newest !== this.#cursor || before.size) this.#changes++;
       this.#cursor = newest;
       if (unknown || this.#pending.size > MAX_PENDING) {
         this.#pending.clear();
@@ -599,7 +633,11 @@ export class SliceLogReads {
  * ledger across restarts and processes").
  */
 export class SyncLedgers {
-  #ledgers = new Map<string, { ledger: SyncLedger; saved: string | null }>();
+  /** Each ledger, the tag of the state it saved or took last, and its `changes` then. */
+  #ledgers = new Map<
+    string,
+    { ledger: SyncLedger; saved: string | null; savedChanges: number }
+  >();
   #own = new Map<string, Set<string>>();
 
   constructor(readonly store?: SyncLedgerStore) {}
@@ -607,8 +645,19 @@ export class SyncLedgers {
   /** Request ids kept per inventory: far more than the writes between two reads of the log. */
   static readonly OWN_REQUESTS = 50_000;
 
-  /** Notes a request id of the sync's own writes on `inventory`. */
-  noteOwn(inventory: string, requestId: string): void {
+  /**
+   * Notes a request id of the sync's own writes on `inventory`; with a store, for the other
+   * processes too (written in the background: one not written yet when another process reads
+   * its entries only has that process compare the guests they name).
+   */
+  noteOwn(inventory: string, requestId: string): Promise<void> {
+    this.#learn(inventory, requestId);
+    // An id no inventory makes (NetBox's are UUIDs) stays this process's: a KV key is bounded.
+    if (!this.store || requestId.length > MAX_SHARED_REQUEST_ID) return Promise.resolve();
+    return this.store.noteOwn(inventory, requestId).catch(() => {});
+  }
+
+  #learn(inventory: string, requestId: string): void {
     let own = this.#own.get(inventory);
     if (!own) this.#own.set(inventory, own = new Set());
     own.add(requestId);
@@ -619,8 +668,16 @@ export class SyncLedgers {
     const key = `${inventory} ${endpointId}`;
     let entry = this.#ledgers.get(key);
     if (!entry) {
-      const ledger = new SyncLedger((id) => this.#own.get(inventory)?.has(id) ?? false);
-      this.#ledgers.set(key, entry = { ledger, saved: null });
+      const store = this.store;
+      const ledger = new SyncLedger(
+        (id) => this.#own.get(inventory)?.has(id) ?? false,
+        store &&
+          (async (ids) => {
+            const shared = ids.filter((id) => id.length <= MAX_SHARED_REQUEST_ID);
+            for (const id of await store.ownOf(inventory, shared)) this.#learn(inventory, id);
+          }),
+      );
+      this.#ledgers.set(key, entry = { ledger, saved: null, savedChanges: -1 });
     }
     return { key, entry };
   }
@@ -638,6 +695,7 @@ export class SyncLedgers {
       // A state this build cannot read is not tried again: this run's save replaces it.
       entry.ledger.importState(loaded.state);
       entry.saved = loaded.tag;
+      entry.savedChanges = entry.ledger.changes;
     }
     return entry.ledger;
   }
@@ -650,10 +708,14 @@ export class SyncLedgers {
    */
   async keep(inventory: string, endpointId: number): Promise<boolean> {
     const { key, entry } = this.#entry(inventory, endpointId);
+    // Unchanged since it was saved or taken (a run of stages that skipped every guest, each
+    // stage of a job being a run of its own): the saved one is this one.
+    const changes = entry.ledger.changes;
+    if (changes === entry.savedChanges) return false;
     const state = entry.ledger.exportState();
     if (!state || !this.store) return false;
     const tag = await this.store.save(key, state, entry.saved);
-    if (tag) entry.saved = tag;
+    if (tag) [entry.saved, entry.savedChanges] = [tag, changes];
     return tag !== null;
   }
 }

@@ -36,6 +36,13 @@ export const keys = {
     blob,
     index,
   ],
+  /** A request id of the sync's own writes on one inventory (by the SHA-256 of its key). */
+  syncOwnRequest: (hash: string, requestId: string): Key => [
+    "backend",
+    "sync_own",
+    hash,
+    requestId,
+  ],
   /** Every blob of one ledger (one blob's chunks with `blob`). */
   syncLedgerChunkPrefix: (hash: string, blob?: string): Key =>
     blob === undefined

@@ -9,7 +9,7 @@
  * starts between a save's head and its sweep; a load that meets chunks swept under it reads as
  * nothing saved.
  */
-import type { SyncLedgerStore } from "../ports.ts";
+import { OWN_REQUEST_DAYS, type SyncLedgerStore } from "../ports.ts";
 import { keys } from "./keys.ts";
 import { CHUNK_BYTES, sha256Hex } from "./schema_versions.ts";
 
@@ -17,6 +17,10 @@ import { CHUNK_BYTES, sha256Hex } from "./schema_versions.ts";
 const CHUNKS_PER_COMMIT = 10;
 /** Deletes per atomic commit (KV allows 1,000 mutations). */
 const DELETES_PER_COMMIT = 500;
+/** KV's getMany reads at most 10 keys per call. */
+const READ_BATCH = 10;
+/** Request ids looked up at once (their batches sent together). */
+const LOOKUPS_IN_FLIGHT = 50;
 
 interface LedgerHead {
   blob: string;
@@ -113,6 +117,28 @@ export class KvSyncLedgerStore implements SyncLedgerStore {
     }
     await this.#sweep(hash, (b) => b !== blob);
     return blob;
+  }
+
+  async noteOwn(inventory: string, requestId: string): Promise<void> {
+    const key = keys.syncOwnRequest(await this.#hash(inventory), requestId);
+    await this.kv.set(key, true, { expireIn: OWN_REQUEST_DAYS * 86_400_000 });
+  }
+
+  async ownOf(inventory: string, requestIds: readonly string[]): Promise<string[]> {
+    const hash = await this.#hash(inventory);
+    const found: string[] = [];
+    for (let i = 0; i < requestIds.length; i += READ_BATCH * LOOKUPS_IN_FLIGHT) {
+      const batches: Promise<Deno.KvEntryMaybe<unknown>[]>[] = [];
+      const upTo = Math.min(requestIds.length, i + READ_BATCH * LOOKUPS_IN_FLIGHT);
+      for (let j = i; j < upTo; j += READ_BATCH) {
+        const ids = requestIds.slice(j, Math.min(upTo, j + READ_BATCH));
+        batches.push(this.kv.getMany(ids.map((id) => keys.syncOwnRequest(hash, id))));
+      }
+      for (const entries of await Promise.all(batches)) {
+        for (const entry of entries) if (entry.value) found.push(String(entry.key[3]));
+      }
+    }
+    return found;
   }
 
   /** Deletes the chunks of this ledger's blobs that `doomed` names. */

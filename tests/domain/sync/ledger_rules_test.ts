@@ -445,10 +445,138 @@ Deno.test("ledgers with a store: a run's ledger is taken by the next process's; 
     );
     // Another process saved since this one took its ledger: this one's is not saved over it.
     const other = new SyncLedgers(store);
-    await other.ledger("http://a", 1);
+    const theirs = await other.ledger("http://a", 1);
+    const forget = (l: SyncLedger) => l.forgetGuest(7); // a change worth saving
+    forget(theirs);
     assert.equal(await other.keep("http://a", 1), true);
+    forget(ledger);
     assert.equal(await first.keep("http://a", 1), false);
+    forget(theirs);
     assert.equal(await other.keep("http://a", 1), true, "the newest saver saves again");
+  } finally {
+    kv.close();
+  }
+});
+
+Deno.test("ledgers with a store: another process's sync writes on the inventory are the sync's own, not someone else's", async () => {
+  const kv = await Deno.openKv(":memory:");
+  try {
+    const store = new KvSyncLedgerStore(kv, Date.now);
+    const [a, b] = [new SyncLedgers(store), new SyncLedgers(store)];
+    const log = memoryLog();
+    log.own(1);
+    const ledger = await b.ledger("http://a", 2);
+    await ledger.catchUp(log.inv, signal);
+    const mark = ledger.beginSlice();
+    ledger.track(7, [[VM, 70]]);
+    ledger.record("vms", 7, 77, mark);
+    ledger.endSlice();
+
+    // Process a's run of another endpoint makes a VM (someone else's create of a guest model
+    // would make every guest compared); an admin's edit of an object no guest holds is nothing.
+    await a.noteOwn("http://a", "r-a");
+    await a.noteOwn("http://b", "r-b"); // another inventory's
+    log.add({
+      request_id: "r-a",
+      action: "create",
+      changed_object_type: VM,
+      changed_object_id: 99,
+    });
+    log.add({
+      request_id: "admin",
+      action: "update",
+      changed_object_type: VM,
+      changed_object_id: 5,
+    });
+    await ledger.catchUp(log.inv, signal);
+    assert.equal(ledger.unchanged("vms", 7, 77), true, "process a's create is the sync's own");
+    assert.equal(ledger.own("r-a"), true, "learnt");
+
+    log.add({
+      request_id: "r-b",
+      action: "create",
+      changed_object_type: VM,
+      changed_object_id: 98,
+    });
+    await ledger.catchUp(log.inv, signal);
+    assert.equal(ledger.unchanged("vms", 7, 77), false, "a request of another inventory's is not");
+  } finally {
+    kv.close();
+  }
+});
+
+Deno.test("ledgers with a store: a ledger is saved again only when something it saves changed", async () => {
+  const kv = await Deno.openKv(":memory:");
+  try {
+    const store = new KvSyncLedgerStore(kv, Date.now);
+    const ledgers = new SyncLedgers(store);
+    const ledger = await ledgers.ledger("http://a", 1);
+    const log = memoryLog();
+    log.own(1);
+    await ledger.catchUp(log.inv, signal);
+    const keep = () => ledgers.keep("http://a", 1);
+    // The sync's own edit of an object no guest holds and no walk reads: only the cursor moves.
+    const siteEdit = () =>
+      log.add({
+        request_id: "own",
+        action: "update",
+        changed_object_type: "dcim.site",
+        changed_object_id: 3,
+      });
+    let gap = 0;
+    assert.equal(await keep(), true, "the first save");
+    assert.equal(await keep(), false, "nothing changed");
+    await ledger.catchUp(log.inv, signal);
+    assert.equal(await keep(), false, "a catch-up that read nothing");
+    const changes: [string, () => void | Promise<void>][] = [
+      ["a record", () => {
+        const mark = ledger.beginSlice();
+        ledger.record("vms", 7, 77, mark);
+        ledger.endSlice();
+      }],
+      ["a tracked object", () => ledger.track(7, [[VM, 70]])],
+      ["the cursor moved", async () => {
+        siteEdit();
+        await ledger.catchUp(log.inv, signal);
+      }],
+      ["an id seen missing", async () => {
+        gap = log.skip();
+        siteEdit();
+        await ledger.catchUp(log.inv, signal);
+      }],
+      ["the missing id found (the cursor where it was)", async () => {
+        log.entries.set(gap, {
+          id: gap,
+          request_id: "own",
+          action: "update",
+          changed_object_type: "dcim.site",
+          changed_object_id: 3,
+        });
+        await ledger.catchUp(log.inv, signal);
+      }],
+      ["kept walks", () => {
+        const walks = { stateIds: new Map(), stateVms: new Map(), clusterNames: new Map() };
+        ledger.keepWalks(walks, ledger.takeWalks().mark);
+      }],
+      ["walks taken", () => void ledger.takeWalks()],
+      ["a guest forgotten", () => ledger.forgetGuest(7)],
+      ["a stage forgotten", () => ledger.forgetStage("vms")],
+      ["everything forgotten", () => ledger.reset()],
+    ];
+    for (const [what, change] of changes) {
+      await change();
+      assert.equal(await keep(), true, what);
+      assert.equal(await keep(), false, `${what}, saved`);
+    }
+    const mark = ledger.beginSlice();
+    ledger.record("vms", 8, 88, mark);
+    ledger.record("vms", 8, 88, mark);
+    ledger.endSlice();
+    assert.equal(await keep(), true);
+    const again = ledger.beginSlice();
+    ledger.record("vms", 8, 88, again);
+    ledger.endSlice();
+    assert.equal(await keep(), false, "the same digest recorded again");
   } finally {
     kv.close();
   }

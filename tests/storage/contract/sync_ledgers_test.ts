@@ -28,6 +28,19 @@ const what = (loaded: Awaited<ReturnType<Storage["syncLedgers"]["load"]>>) =>
   loaded === null || loaded === "unchanged" ? loaded : `state ${loaded.tag}`;
 
 contract("sync ledgers", {
+  "the sync's own request ids noted by one process are known to another, per inventory": async (
+    { storage, reopen },
+  ) => {
+    const other = await reopen();
+    await storage.syncLedgers.noteOwn("inv a", "r-1");
+    await storage.syncLedgers.noteOwn("inv a", "r-2");
+    await storage.syncLedgers.noteOwn("inv b", "r-3");
+    const ids = Array.from({ length: 25 }, (_, i) => `r-${i}`);
+    assert.deepEqual((await other.syncLedgers.ownOf("inv a", ids)).sort(), ["r-1", "r-2"]);
+    assert.deepEqual(await other.syncLedgers.ownOf("inv b", ["r-1", "r-3"]), ["r-3"]);
+    assert.deepEqual(await other.syncLedgers.ownOf("inv a", []), []);
+  },
+
   "a saved state is read back whole by another process; the saver's own tag reads as unchanged":
     async ({ storage, reopen }) => {
       const ledgers = storage.syncLedgers;
