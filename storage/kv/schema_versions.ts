@@ -14,27 +14,16 @@ import {
   type StoredSchemaVersion,
 } from "../ports.ts";
 import { keys } from "./keys.ts";
+import { gunzip, gzip, readChunks, writeChunks } from "./chunks.ts";
 
 export { MAX_STORED_VERSIONS };
 export type { SaveResult, SchemaVersionStore, StoredSchemaVersion };
-
-/** Under KV's 64 KiB value limit with room to spare. */
-export const CHUNK_BYTES = 60 * 1024;
-/** Chunks per atomic commit: 10 × 60 KiB stays under the 800 KiB total mutation size. */
-const CHUNKS_PER_COMMIT = 10;
 
 export class SchemaIntegrityError extends Error {
   constructor(version: string, why: string) {
     super(`stored schema version ${version} is damaged: ${why}`);
     this.name = "SchemaIntegrityError";
   }
-}
-
-async function pipeThrough(data: Uint8Array, stream: GenericTransformStream): Promise<Uint8Array> {
-  const out = new Response(
-    new Blob([data as Uint8Array<ArrayBuffer>]).stream().pipeThrough(stream),
-  );
-  return new Uint8Array(await out.arrayBuffer());
 }
 
 export async function sha256Hex(data: Uint8Array): Promise<string> {
@@ -69,21 +58,14 @@ export class KvSchemaVersionStore implements SchemaVersionStore {
     }
     if ((await this.list()).length >= MAX_STORED_VERSIONS) return { ok: false, reason: "limit" };
     const raw = new TextEncoder().encode(text);
-    const compressed = await pipeThrough(raw, new CompressionStream("gzip"));
+    const compressed = await gzip(raw);
     const blob = crypto.randomUUID();
-    const chunks = Math.max(1, Math.ceil(compressed.length / CHUNK_BYTES));
     try {
-      for (let first = 0; first < chunks; first += CHUNKS_PER_COMMIT) {
-        const op = this.kv.atomic();
-        for (let i = first; i < Math.min(chunks, first + CHUNKS_PER_COMMIT); i++) {
-          op.set(
-            keys.hypervisorSchemaChunk(blob, i),
-            compressed.subarray(i * CHUNK_BYTES, (i + 1) * CHUNK_BYTES),
-          );
-        }
-        const res = await op.commit();
-        if (!res.ok) throw new Error("chunk write was not committed");
-      }
+      const chunks = await writeChunks(
+        this.kv,
+        compressed,
+        (i) => keys.hypervisorSchemaChunk(blob, i),
+      );
       const record: StoredSchemaVersion = {
         ...meta,
         sha256: await sha256Hex(raw),
@@ -111,29 +93,15 @@ export class KvSchemaVersionStore implements SchemaVersionStore {
   async loadText(version: string): Promise<string | null> {
     const record = await this.get(version);
     if (!record) return null;
-    const parts: Uint8Array[] = [];
-    for await (
-      const entry of this.kv.list<Uint8Array>({
-        prefix: keys.hypervisorSchemaChunkPrefix(record.blob),
-      })
-    ) {
-      if (entry.key[entry.key.length - 1] !== parts.length) {
-        throw new SchemaIntegrityError(version, `chunk ${parts.length} is missing`);
-      }
-      parts.push(entry.value);
-    }
-    if (parts.length !== record.chunks) {
-      throw new SchemaIntegrityError(version, `${parts.length} of ${record.chunks} chunks`);
-    }
-    const compressed = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-    let at = 0;
-    for (const p of parts) {
-      compressed.set(p, at);
-      at += p.length;
-    }
+    const compressed = await readChunks(
+      this.kv,
+      keys.hypervisorSchemaChunkPrefix(record.blob),
+      record.chunks,
+    );
+    if ("missing" in compressed) throw new SchemaIntegrityError(version, compressed.missing);
     let raw: Uint8Array;
     try {
-      raw = await pipeThrough(compressed, new DecompressionStream("gzip"));
+      raw = await gunzip(compressed);
     } catch {
       throw new SchemaIntegrityError(version, "cannot decompress");
     }

@@ -11,10 +11,9 @@
  */
 import { OWN_REQUEST_DAYS, type SyncLedgerStore } from "../ports.ts";
 import { keys } from "./keys.ts";
-import { CHUNK_BYTES, sha256Hex } from "./schema_versions.ts";
+import { sha256Hex } from "./schema_versions.ts";
+import { gunzip, gzip, readChunks, writeChunks } from "./chunks.ts";
 
-/** Chunks per atomic commit: 10 × 60 KiB stays under the 800 KiB total mutation size. */
-const CHUNKS_PER_COMMIT = 10;
 /** Deletes per atomic commit (KV allows 1,000 mutations). */
 const DELETES_PER_COMMIT = 500;
 /** KV's getMany reads at most 10 keys per call. */
@@ -29,13 +28,6 @@ interface LedgerHead {
   bytes: number;
   stored_bytes: number;
   saved_at: number;
-}
-
-async function pipeThrough(data: Uint8Array, stream: GenericTransformStream): Promise<Uint8Array> {
-  const out = new Response(
-    new Blob([data as Uint8Array<ArrayBuffer>]).stream().pipeThrough(stream),
-  );
-  return new Uint8Array(await out.arrayBuffer());
 }
 
 export class KvSyncLedgerStore implements SyncLedgerStore {
@@ -54,25 +46,16 @@ export class KvSyncLedgerStore implements SyncLedgerStore {
     const head = (await this.kv.get<LedgerHead>(keys.syncLedgerHead(hash))).value;
     if (!head) return null;
     if (head.blob === known) return "unchanged";
-    const parts: Uint8Array[] = [];
-    for await (
-      const entry of this.kv.list<Uint8Array>({
-        prefix: keys.syncLedgerChunkPrefix(hash, head.blob),
-      })
-    ) {
-      parts.push(entry.value);
-    }
-    // Fewer chunks than the head names: swept under this load by a newer save.
-    if (parts.length !== head.chunks) return null;
-    const compressed = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-    let at = 0;
-    for (const p of parts) {
-      compressed.set(p, at);
-      at += p.length;
-    }
+    // A chunk missing: swept under this load by a newer save.
+    const compressed = await readChunks(
+      this.kv,
+      keys.syncLedgerChunkPrefix(hash, head.blob),
+      head.chunks,
+    );
+    if ("missing" in compressed) return null;
     try {
       // gzip's own check (CRC-32 and length) refuses damaged bytes.
-      const state = await pipeThrough(compressed, new DecompressionStream("gzip"));
+      const state = await gunzip(compressed);
       return state.length === head.bytes ? { tag: head.blob, state } : null;
     } catch {
       return null;
@@ -84,20 +67,14 @@ export class KvSyncLedgerStore implements SyncLedgerStore {
     const headKey = keys.syncLedgerHead(hash);
     const head = await this.kv.get<LedgerHead>(headKey);
     if ((head.value?.blob ?? null) !== previous) return null;
-    const compressed = await pipeThrough(state, new CompressionStream("gzip"));
+    const compressed = await gzip(state);
     const blob = crypto.randomUUID();
-    const chunks = Math.max(1, Math.ceil(compressed.length / CHUNK_BYTES));
     try {
-      for (let first = 0; first < chunks; first += CHUNKS_PER_COMMIT) {
-        const op = this.kv.atomic();
-        for (let i = first; i < Math.min(chunks, first + CHUNKS_PER_COMMIT); i++) {
-          op.set(
-            keys.syncLedgerChunk(hash, blob, i),
-            compressed.subarray(i * CHUNK_BYTES, (i + 1) * CHUNK_BYTES),
-          );
-        }
-        if (!(await op.commit()).ok) throw new Error("ledger chunk write was not committed");
-      }
+      const chunks = await writeChunks(
+        this.kv,
+        compressed,
+        (i) => keys.syncLedgerChunk(hash, blob, i),
+      );
       const record: LedgerHead = {
         blob,
         chunks,
