@@ -862,7 +862,9 @@ function interfaceFields(owner: "device" | "virtual_machine"): Record<string, Fi
       ? { label: str(64), type: choice(INTERFACE_TYPES, { required: true }) }
       : {}),
     enabled: bool(true),
-    parent: fk(self),
+    // NetBox's BaseInterface.parent is RESTRICT: an interface with child interfaces is not
+    // deleted alone (with its device or VM, both go). docs/netbox-rules.md "Deletes".
+    parent: fk(self, { onDelete: "protect" }),
     bridge: fk(self),
     mtu: { type: "int", nullable: true, min: 1, max: 65536 },
     primary_mac_address: fk("dcim.macaddress", { fewPerValue: true }),

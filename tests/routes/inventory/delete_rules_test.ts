@@ -317,3 +317,27 @@ Deno.test("delete rules: a tenant group's tenants lose it; a cluster group, a pr
     inv.close();
   }
 });
+
+Deno.test("delete rules: an interface with child interfaces is not deleted alone (NetBox's RESTRICT on parent); with its VM, both go", async () => {
+  const inv = await setup();
+  try {
+    const post = inv.created;
+    const type = await post("/api/virtualization/cluster-types/", { name: "PVE", slug: "pve" });
+    const cluster = await post(CLUSTERS, { name: "c1", type: type.id });
+    const vm = await post(VMS, { name: "vm1", cluster: cluster.id });
+    const eth0 = await post(IFACES, { virtual_machine: vm.id, name: "eth0" });
+    const vlan10 = await post(IFACES, { virtual_machine: vm.id, name: "eth0.10", parent: eth0.id });
+    const alone = await inv.call("DELETE", `${IFACES}${eth0.id}/`);
+    assert.deepEqual([alone.status, alone.body], [409, {
+      detail: `Unable to delete object. 1 dependent objects were found: eth0.10 (${vlan10.id})`,
+    }]);
+    assert.equal((await inv.call("GET", `${IFACES}${vlan10.id}/`)).body.parent.id, eth0.id);
+    // The VM's delete takes both: the restricted child goes in the same delete.
+    assert.equal((await inv.call("DELETE", `${VMS}${vm.id}/`)).status, 204);
+    for (const id of [eth0.id, vlan10.id]) {
+      assert.equal((await inv.call("GET", `${IFACES}${id}/`)).status, 404);
+    }
+  } finally {
+    inv.close();
+  }
+});
