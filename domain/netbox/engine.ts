@@ -12,7 +12,7 @@
  * prepare.ts (drafts), write.ts (creates/updates), patch.ts (direct stored changes),
  * delete.ts (collect, then execute) and index_state.ts (a record's index entries).
  */
-import type { ModelStore } from "../../storage/ports.ts";
+import type { IndexValue, ModelStore } from "../../storage/ports.ts";
 import type { Logger } from "../../infra/logger.ts";
 import type { CustomFieldDef } from "./custom_fields.ts";
 import {
@@ -160,53 +160,52 @@ export class ModelEngine implements EngineApi {
    * Layout 7: a record whose ordered field is null (a device without a name) had its ordered
    * entries under the empty string's sort key, first in an ascending list; they move under null's
    * own key (the store's sortKey), last, as PostgreSQL sorts NULL. Only models whose ordered
-   * field may be null are read; each such record is one version-checked commit (a record written
-   * meanwhile already has the new keys: its retry finds nothing to move).
+   * field may be null are read.
    */
-  async #rewriteNullOrderedKeys(): Promise<void> {
-    for (const def of this.#registry.models()) {
-      const order = orderField(def);
-      const field = order ? def.fields[order.field] : undefined;
-      if (!order || !field || (field.required && !field.nullable)) continue;
-      const model = this.#registry.nameOf(def);
-      for (const found of await this.store.scan(model)) {
-        if (found[order.field] !== null && found[order.field] !== undefined) continue;
-        for (let attempt = 0; attempt < 3; attempt++) {
-          const current = await this.store.get(model, found.id);
-          if (!current || !isNullish(current.record[order.field])) break;
-          const state = stateOf(this.store, def, current.record);
-          const earlier = (state.ordered ?? []).map(([f, v]) => [f, v, ""] as const);
-          const result = await this.store.commit([{
-            model,
-            id: found.id,
-            prev: { ...state, record: current.record, ordered: earlier, version: current.version },
-            next: { ...state, record: current.record },
-          }]);
-          if (result.ok) break;
-        }
-      }
-    }
+  #rewriteNullOrderedKeys(): Promise<void> {
+    return this.#moveOrderedKeys(
+      (field) => !(field.required && !field.nullable),
+      (value) => isNullish(value) ? "" : null,
+    );
   }
 
   /**
    * Layout 8: a field sorted by the database's collation (FieldDef.collation: a tag's name) had
    * its ordered entries under the natural-order key (`n2` before `n10`); they move under the
    * collation's key (orderKey). Only models whose ordered field has such a collation are read
-   * (tags: a few); a record written meanwhile already has the new keys (its retry moves nothing).
+   * (tags: a few).
    */
-  async #rewriteTextOrderedKeys(): Promise<void> {
+  #rewriteTextOrderedKeys(): Promise<void> {
+    return this.#moveOrderedKeys(
+      (field) => field.collation === "text",
+      (value) => this.store.sortKey(value),
+    );
+  }
+
+  /**
+   * Moves the ordered entries of the records of the models whose ordered field `applies` to
+   * from the key an earlier layout gave them (`earlierKey` of the field's value; null: the
+   * record had today's) to today's. Each record is one version-checked commit: a record written
+   * meanwhile already has today's keys (its retry finds nothing to move).
+   */
+  async #moveOrderedKeys(
+    applies: (field: FieldDef) => boolean,
+    earlierKey: (value: unknown) => IndexValue | null,
+  ): Promise<void> {
     for (const def of this.#registry.models()) {
       const order = orderField(def);
-      if (!order || def.fields[order.field]?.collation !== "text") continue;
+      const field = order ? def.fields[order.field] : undefined;
+      if (!order || !field || !applies(field)) continue;
       const model = this.#registry.nameOf(def);
       for (const found of await this.store.scan(model)) {
+        if (earlierKey(found[order.field]) === null) continue;
         for (let attempt = 0; attempt < 3; attempt++) {
           const current = await this.store.get(model, found.id);
-          if (!current) break;
+          const key = current ? earlierKey(current.record[order.field]) : null;
+          if (!current || key === null) break;
           const state = stateOf(this.store, def, current.record);
-          const natural = this.store.sortKey(current.record[order.field]);
-          const earlier = state.ordered.map(([f, v]) => [f, v, natural] as const);
-          if (earlier.every(([, , key], i) => key === state.ordered[i][2])) break;
+          const earlier = state.ordered.map(([f, v]) => [f, v, key] as const);
+          if (earlier.every(([, , k], n) => k === state.ordered[n][2])) break;
           const result = await this.store.commit([{
             model,
             id: found.id,
