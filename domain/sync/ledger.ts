@@ -353,9 +353,22 @@ export class SyncLedger {
     this.#touched.set(vmid, ++this.#seq);
   }
 
-  /** Whether `stage` may skip `vmid`: the same digest, its objects untouched since. */
+  /**
+   * Whether `stage` may skip `vmid`: the same digest, its objects untouched since. A guest not
+   * skipped is compared and may be written: its old digest is dropped here, as the sync's own
+   * writes forget nothing, so a run that ends before its `record` (cancelled, a write refused,
+   * another process's run not saved) leaves the guest compared next time, not skipped on the
+   * old digest while its objects hold what that run wrote (docs/sync.md, "Re-runs").
+   */
   unchanged(stage: string, vmid: number, digest: number): boolean {
-    return this.#cursor !== null && this.#digests.get(stage)?.get(vmid) === digest;
+    const digests = this.#digests.get(stage);
+    const held = digests?.get(vmid);
+    if (this.#cursor !== null && held === digest) return true;
+    if (held !== undefined) {
+      this.#changes++;
+      digests!.delete(vmid);
+    }
+    return false;
   }
 
   /**

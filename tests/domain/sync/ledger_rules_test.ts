@@ -68,7 +68,6 @@ async function recorded(log = memoryLog()) {
 
 Deno.test("ledger: someone else's entry forgets the guest whose object it names, the sync's own entries nothing; another digest is not skipped", async () => {
   const { log, ledger, skips } = await recorded();
-  assert.equal(ledger.unchanged("vms", 1, 12), false, "a changed digest (upstream) is compared");
   assert.equal(ledger.unchanged("disks", 1, 11), false, "another stage recorded nothing");
 
   log.add({ request_id: "own", action: "update", changed_object_type: VM, changed_object_id: 1 });
@@ -100,6 +99,23 @@ Deno.test("ledger: someone else's entry forgets the guest whose object it names,
   });
   await ledger.catchUp(log.inv, signal);
   assert.deepEqual(skips(), [false, false], "guest 2's sync-state edited");
+});
+
+Deno.test("ledger: a guest not skipped loses its old digest: a run that wrote it and ended before its record (cancelled, refused) leaves it compared, not skipped on the old digest", async () => {
+  const { log, ledger } = await recorded();
+  // An upstream change (digest 12): compared, and its objects written by the sync (own entries)...
+  assert.equal(ledger.unchanged("vms", 1, 12), false, "a changed digest (upstream) is compared");
+  log.add({ request_id: "own", action: "update", changed_object_type: VM, changed_object_id: 1 });
+  // ...then the run ends before recording 12 (cancelled). The next run catches up on the own write.
+  ledger.startRun();
+  await ledger.catchUp(log.inv, signal);
+  // Upstream went back to what digest 11 was made from: the VM holds what the cancelled run wrote.
+  assert.equal(ledger.unchanged("vms", 1, 11), false, "not skipped on the digest before the write");
+  assert.equal(ledger.unchanged("vms", 2, 22), true, "guest 2 untouched: still skipped");
+  const state = ledger.exportState()!;
+  const taken = new SyncLedger((id) => id === "own");
+  assert.ok(taken.importState(state));
+  assert.equal(taken.unchanged("vms", 1, 11), false, "nor in the process that takes its state");
 });
 
 Deno.test("ledger: another writer's create of a guest model, a delete (but of an IP address) or a custom field makes every guest compared; other edits keep the skips", async () => {
