@@ -196,10 +196,15 @@ export class SyncLedger {
    * `own`: whether a request id is one of the sync's own writes. `learnOwn`: asked, before a
    * page of entries is applied, about the request ids `own` does not know (another process's
    * sync writes on the same store, `SyncLedgers`); it teaches `own` the ones that are.
+   * `learnt`: whether an own request id is one learnt so (another process's). Another process's
+   * write of an object one of this ledger's guests holds forgets that guest, as someone else's
+   * does: this ledger's digest of it does not know what that run wrote (a run of the endpoint
+   * there that ended without saving its ledger, cancelled or refused).
    */
   constructor(
     readonly own: (requestId: string) => boolean,
     readonly learnOwn?: (requestIds: string[]) => Promise<void>,
+    readonly learnt?: (requestId: string) => boolean,
   ) {}
 
   /** A number that changes whenever what `exportState` would save changes. */
@@ -516,7 +521,11 @@ export class SyncLedger {
   #apply(entry: ChangeEntry): void {
     const model = String(entry.changed_object_type);
     const action = actionOf(entry);
-    const own = Boolean(entry.request_id && this.own(entry.request_id));
+    const held = this.#owners.get(modelKey(model))?.has(Number(entry.changed_object_id));
+    const own = Boolean(
+      entry.request_id && this.own(entry.request_id) &&
+        !(held && this.learnt?.(entry.request_id)),
+    );
     // The kept walks hold every VM of the cluster and every sync-state of the endpoint: any
     // entry about one that the stage did not write for one of its guests (someone else's; the
     // sync's own about an object no guest holds: another endpoint's, a guest's written outside
@@ -652,6 +661,8 @@ export class SyncLedgers {
     { ledger: SyncLedger; saved: string | null; savedChanges: number }
   >();
   #own = new Map<string, Set<string>>();
+  /** The ones of `#own` learnt from the store (other processes' writes). */
+  #learnt = new Map<string, Set<string>>();
 
   constructor(readonly store?: SyncLedgerStore) {}
 
@@ -670,9 +681,9 @@ export class SyncLedgers {
     return this.store.noteOwn(inventory, requestId).catch(() => {});
   }
 
-  #learn(inventory: string, requestId: string): void {
-    let own = this.#own.get(inventory);
-    if (!own) this.#own.set(inventory, own = new Set());
+  #learn(inventory: string, requestId: string, into = this.#own): void {
+    let own = into.get(inventory);
+    if (!own) into.set(inventory, own = new Set());
     own.add(requestId);
     if (own.size > SyncLedgers.OWN_REQUESTS) own.delete(own.values().next().value!);
   }
@@ -687,8 +698,12 @@ export class SyncLedgers {
         store &&
           (async (ids) => {
             const shared = ids.filter((id) => id.length <= MAX_SHARED_REQUEST_ID);
-            for (const id of await store.ownOf(inventory, shared)) this.#learn(inventory, id);
+            for (const id of await store.ownOf(inventory, shared)) {
+              this.#learn(inventory, id);
+              this.#learn(inventory, id, this.#learnt);
+            }
           }),
+        (id) => this.#learnt.get(inventory)?.has(id) ?? false,
       );
       this.#ledgers.set(key, entry = { ledger, saved: null, savedChanges: -1 });
     }

@@ -597,3 +597,57 @@ Deno.test("ledgers with a store: a ledger is saved again only when something it 
     kv.close();
   }
 });
+
+Deno.test("ledgers with a store: another process's write of an object a guest holds forgets the guest (its run of the endpoint ended without saving), another endpoint's create forgets nothing", async () => {
+  const kv = await Deno.openKv(":memory:");
+  try {
+    const store = new KvSyncLedgerStore(kv, Date.now);
+    const [a, b] = [new SyncLedgers(store), new SyncLedgers(store)];
+    const log = memoryLog();
+    log.own(1);
+    // Process a's run: guests 7 (VM 70) and 8 (VM 81) recorded with digests 11 and 88, saved.
+    const first = await a.ledger("http://a", 1);
+    first.startRun();
+    await first.catchUp(log.inv, signal);
+    const mark = first.beginSlice();
+    first.track(7, [[VM, 70]]);
+    first.track(8, [[VM, 81]]);
+    first.record("vms", 7, 11, mark);
+    first.record("vms", 8, 88, mark);
+    first.endSlice();
+    assert.equal(await a.keep("http://a", 1), true);
+
+    // Process b's run of the endpoint takes that state; upstream changed (digest 12): it writes
+    // VM 70 and is cancelled before its record, so nothing is saved.
+    const taken = await b.ledger("http://a", 1);
+    taken.startRun();
+    await taken.catchUp(log.inv, signal);
+    assert.equal(taken.unchanged("vms", 7, 12), false);
+    await b.noteOwn("http://a", "r-b");
+    log.add({
+      request_id: "r-b",
+      action: "update",
+      changed_object_type: VM,
+      changed_object_id: 70,
+    });
+    // and another endpoint's run there makes a VM no guest here holds.
+    await b.noteOwn("http://a", "r-b2");
+    log.add({
+      request_id: "r-b2",
+      action: "create",
+      changed_object_type: VM,
+      changed_object_id: 80,
+    });
+
+    // Upstream went back to what 11 was made from; process a runs next, on its own ledger (the
+    // saved one is still its own).
+    const again = await a.ledger("http://a", 1);
+    assert.equal(again, first);
+    again.startRun();
+    await again.catchUp(log.inv, signal);
+    assert.equal(again.unchanged("vms", 7, 11), false, "VM 70 holds what b's run wrote: compared");
+    assert.equal(again.unchanged("vms", 8, 88), true, "b's create of VM 80 forgot nothing");
+  } finally {
+    kv.close();
+  }
+});
