@@ -339,6 +339,10 @@ export function syncRoutes(services: BackendServices, options: SyncRouteOptions 
   ) {
     const syncOptions = mergeOptions(optionsFromQuery(query));
     const recording = syncOptions.dryRun || query.plan === "true" || query.plan === "1";
+    // A planned run keeps no ledger, so its writes are not the sync's own for the ledgers: they
+    // forget the guests they touch, as an admin's would (docs/sync.md, "Re-runs"). Taken as own,
+    // a ledger kept its digests from before them and skipped a guest once upstream went back.
+    if (recording) inventoryApi.onWriteRequest = null;
     const listeners: ((item: PlanItem) => void)[] = [];
     const planner = recording
       ? new PlanningInventory(

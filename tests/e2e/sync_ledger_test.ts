@@ -560,3 +560,29 @@ Deno.test("e2e sync ledger: a restarted app, or another on the same store, takes
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("e2e sync ledger: what a planned run wrote is not the ledger's: upstream going back after it is written back", async () => {
+  const world = await syncWorld("nodes=1,vms=2,cts=1,storages=1", FAST);
+  try {
+    await settled(world, 2);
+    const guest = await firstQemu(world);
+    const path = `/nodes/${guest.node}/qemu/${guest.vmid}/config`;
+    const before = (await world.hypervisor("GET", path)).ipconfig0;
+    const primary = async () => {
+      const state = (await world.inventory(`plugins/service/vm-sync-state/?vmid=${guest.vmid}`))[0];
+      return (await world.inventory(
+        `virtualization/virtual-machines/?id=${state.virtual_machine.id}`,
+      ))[0].primary_ip4?.address;
+    };
+    const was = await primary();
+    await world.hypervisor("PUT", path, { ipconfig0: "ip=10.251.0.7/24,gw=10.251.0.1" });
+    // A planned run writes (plan without dry_run) but keeps no ledger.
+    await run(world, "?plan=true");
+    assert.equal(await primary(), "10.251.0.7/24", "the planned run wrote the upstream change");
+    await world.hypervisor("PUT", path, { ipconfig0: before });
+    await run(world);
+    assert.equal(await primary(), was, "upstream's address written back: " + before);
+  } finally {
+    await world.close();
+  }
+});
