@@ -104,7 +104,9 @@ Deno.test("ledger: someone else's entry forgets the guest whose object it names,
 Deno.test("ledger: a guest not skipped loses its old digest: a run that wrote it and ended before its record (cancelled, refused) leaves it compared, not skipped on the old digest", async () => {
   const { log, ledger } = await recorded();
   // An upstream change (digest 12): compared, and its objects written by the sync (own entries)...
+  const changes = ledger.changes;
   assert.equal(ledger.unchanged("vms", 1, 12), false, "a changed digest (upstream) is compared");
+  assert.notEqual(ledger.changes, changes, "the dropped digest is a change to save");
   log.add({ request_id: "own", action: "update", changed_object_type: VM, changed_object_id: 1 });
   // ...then the run ends before recording 12 (cancelled). The next run catches up on the own write.
   ledger.startRun();
