@@ -120,6 +120,8 @@ const STATE_VERSION = 1;
 interface StateHead {
   v: number;
   cursor: number;
+  /** The request id of the entry at the cursor, when read (`SyncLedger` #atCursor). */
+  at?: string | null;
   /** How many ids are missing (the body's first numbers). */
   pending: number;
   /** Each stage and how many (vmid, digest) pairs follow. */
@@ -163,6 +165,12 @@ function parseState(state: Uint8Array): { head: StateHead; numbers: Float64Array
 export class SyncLedger {
   /** The newest change-log id read; null: nothing is known (every guest is compared). */
   #cursor: number | null = null;
+  /**
+   * The request id of the entry at the cursor, when it was read and named one: another one
+   * there later is another log (another inventory behind the same address, one restored from a
+   * backup and written past the cursor since), and the ledger starts over.
+   */
+  #atCursor: string | null = null;
   /** Ids below the cursor not seen yet (an entry still being written), with the run that saw them missing. */
   #pending = new Map<number, number>();
   #run = 0;
@@ -236,6 +244,7 @@ export class SyncLedger {
     const head: StateHead = {
       v: STATE_VERSION,
       cursor: this.#cursor,
+      at: this.#atCursor,
       pending: this.#pending.size,
       stages,
       models,
@@ -300,6 +309,7 @@ export class SyncLedger {
       this.#walks = { stateIds, stateVms, clusterNames };
     }
     this.#cursor = head.cursor;
+    this.#atCursor = typeof head.at === "string" ? head.at : null;
     return true;
   }
 
@@ -463,7 +473,10 @@ export class SyncLedger {
       // of consecutive ids as one range (`id__gte`/`id__lte`), the scattered ones by id.
       const before = new Map(this.#pending);
       const ids = [...before.keys()];
-      for (let id = this.#cursor + 1; id <= newest; id++) ids.push(id);
+      // The entry at the cursor again (one id more in the range read): is it the same log?
+      const check = newest > this.#cursor ? this.#atCursor : null;
+      for (let id = this.#cursor + (check === null ? 1 : 0); id <= newest; id++) ids.push(id);
+      let atNewest: string | null = null;
       const found = new Set<number>();
       for (let i = 0; i < ids.length; i += READ_PAGE) {
         const page = await inv.changesById(ids.slice(i, i + READ_PAGE), signal);
@@ -477,6 +490,14 @@ export class SyncLedger {
         for (const entry of page) {
           if (found.has(entry.id)) continue;
           found.add(entry.id);
+          if (entry.id === newest) atNewest = entry.request_id ?? null;
+          if (check !== null && entry.id === this.#cursor) {
+            if (entry.request_id !== check) {
+              this.#startOver(newest);
+              return;
+            }
+            continue;
+          }
           this.#apply(entry);
         }
       }
@@ -498,6 +519,7 @@ export class SyncLedger {
         else this.#pending.set(id, this.#run); // still being written, or never
       }
       if (newest !== this.#cursor || before.size) this.#changes++;
+      if (newest !== this.#cursor) this.#atCursor = atNewest;
       this.#cursor = newest;
       if (unknown || this.#pending.size > MAX_PENDING) {
         this.#pending.clear();
@@ -513,6 +535,7 @@ export class SyncLedger {
 
   #startOver(cursor: number | null): void {
     this.#cursor = cursor;
+    this.#atCursor = null;
     this.#pending.clear();
     this.reset();
   }

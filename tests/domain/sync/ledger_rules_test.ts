@@ -653,3 +653,32 @@ Deno.test("ledgers with a store: another process's write of an object a guest ho
     kv.close();
   }
 });
+
+Deno.test("ledger: another log behind the address, ahead of the cursor (another NetBox, one restored from a backup and written since), starts over; the same log read on keeps the skips", async () => {
+  const { log, ledger, skips } = await recorded();
+  log.add({ request_id: "own", action: "update", changed_object_type: VM, changed_object_id: 1 });
+  await ledger.catchUp(log.inv, signal);
+  assert.deepEqual(skips(), [true, true], "the same log");
+  const taken = new SyncLedger((id) => id === "own");
+  assert.ok(taken.importState(ledger.exportState()!));
+
+  // Another log: more entries than the cursor, about objects no guest holds, none a delete.
+  const other = memoryLog();
+  for (let i = 0; i < 5; i++) {
+    other.add({
+      request_id: `r${i}`,
+      action: "update",
+      changed_object_type: "dcim.site",
+      changed_object_id: 3,
+    });
+  }
+  for (const l of [ledger, taken]) {
+    await l.catchUp(other.inv, signal);
+    assert.deepEqual(
+      [l.unchanged("vms", 1, 11), l.unchanged("vms", 2, 22)],
+      [false, false],
+      "every guest compared",
+    );
+    assert.equal(l.usable, true, "and recorded from the new cursor on");
+  }
+});
