@@ -544,27 +544,26 @@ export class SyncLedger {
   #apply(entry: ChangeEntry): void {
     const model = String(entry.changed_object_type);
     const action = actionOf(entry);
-    const held = this.#owners.get(modelKey(model))?.has(Number(entry.changed_object_id));
+    const key = modelKey(model);
+    // The guest holding the object, if one of this ledger's does.
+    const vmid = this.#owners.get(key)?.get(Number(entry.changed_object_id));
     const own = Boolean(
       entry.request_id && this.own(entry.request_id) &&
-        !(held && this.learnt?.(entry.request_id)),
+        !(vmid !== undefined && this.learnt?.(entry.request_id)),
     );
     // The kept walks hold every VM of the cluster and every sync-state of the endpoint: any
     // entry about one that the stage did not write for one of its guests (someone else's; the
     // sync's own about an object no guest holds: another endpoint's, a guest's written outside
     // a slice) may have changed what they read.
-    const walked = modelKey(model);
     if (
-      (walked === LEDGER_MODELS.vm || walked === LEDGER_MODELS.state) &&
-      (!own || !this.#owners.get(walked)?.has(Number(entry.changed_object_id)))
+      (key === LEDGER_MODELS.vm || key === LEDGER_MODELS.state) && (!own || vmid === undefined)
     ) this.#dropWalks();
     if (own) return;
-    const vmid = this.#owners.get(modelKey(model))?.get(Number(entry.changed_object_id));
     if (vmid !== undefined) {
       this.forgetGuest(vmid);
       return;
     }
-    const stage = OWN_STAGE.get(modelKey(model));
+    const stage = OWN_STAGE.get(key);
     if (stage) {
       // A record no guest holds: one made may be taken for a guest's (a compare finds it by its
       // identity); one edited or deleted changes nothing the ledger skips (a delete by someone
