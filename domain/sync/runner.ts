@@ -293,13 +293,11 @@ async function runStages(options: RunOptions, tracer: Tracer): Promise<CompleteF
   const syncOptions = options.syncOptions ?? DEFAULT_SYNC_OPTIONS;
   const runStartedAt = now();
   /** Each endpoint's ledger, read up to the log's end before its first stage (none: dry run). */
-  const ledgers = new Map<number, SyncLedger | undefined>();
-  const ledgerEndpoints = new Map<number, SyncEndpoint>();
+  const ledgers = new Map<number, { endpoint: SyncEndpoint; ledger?: SyncLedger }>();
   const ledgerOf = async (endpoint: SyncEndpoint, dryRun: boolean) => {
-    if (ledgers.has(endpoint.id)) return ledgers.get(endpoint.id);
+    if (ledgers.has(endpoint.id)) return ledgers.get(endpoint.id)!.ledger;
     const ledger = dryRun ? undefined : await options.ledger?.(endpoint);
-    ledgers.set(endpoint.id, ledger);
-    ledgerEndpoints.set(endpoint.id, endpoint);
+    ledgers.set(endpoint.id, { endpoint, ledger });
     if (ledger) {
       ledger.startRun();
       // A log that cannot be read leaves the ledger empty: this run compares every guest.
@@ -472,10 +470,10 @@ async function runStages(options: RunOptions, tracer: Tracer): Promise<CompleteF
   // The run's own writes read from the log now, not by the next run after others' writes
   // may have pushed them out of a bounded log.
   if (!cancelled) {
-    for (const [id, ledger] of ledgers) {
+    for (const { endpoint, ledger } of ledgers.values()) {
       if (!ledger) continue;
       await ledger.catchUp(options.inventory, signal).catch(() => {});
-      await options.keepLedger?.(ledgerEndpoints.get(id)!);
+      await options.keepLedger?.(endpoint);
     }
   }
 

@@ -317,7 +317,6 @@ export function syncRoutes(services: BackendServices, options: SyncRouteOptions 
     const secrets = opened.filter((v): v is string => typeof v === "string" && v !== "");
     // Which inventory a ledger is about: the copy and where it points.
     const inventoryKey = `${inventory.id} ${inventoryApi.api}`;
-    inventoryApi.onWriteRequest = (requestId) => ledgers.noteOwn(inventoryKey, requestId);
     return {
       endpoints: endpoints.map(toSyncEndpoint),
       inventoryApi,
@@ -339,10 +338,13 @@ export function syncRoutes(services: BackendServices, options: SyncRouteOptions 
   ) {
     const syncOptions = mergeOptions(optionsFromQuery(query));
     const recording = syncOptions.dryRun || query.plan === "true" || query.plan === "1";
-    // A planned run keeps no ledger, so its writes are not the sync's own for the ledgers: they
-    // forget the guests they touch, as an admin's would (docs/sync.md, "Re-runs"). Taken as own,
-    // a ledger kept its digests from before them and skipped a guest once upstream went back.
-    if (recording) inventoryApi.onWriteRequest = null;
+    // The sync's own writes, for the ledgers. Not a planned run's: it keeps no ledger, so its
+    // writes forget the guests they touch, as an admin's would (docs/sync.md, "Re-runs"). Taken
+    // as own, a ledger kept its digests from before them and skipped a guest once upstream went
+    // back.
+    inventoryApi.onWriteRequest = recording
+      ? null
+      : (requestId) => ledgers.noteOwn(inventoryKey, requestId);
     const listeners: ((item: PlanItem) => void)[] = [];
     const planner = recording
       ? new PlanningInventory(
