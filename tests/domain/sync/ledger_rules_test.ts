@@ -432,10 +432,26 @@ Deno.test("ledger state: nothing to save before the log was read; a state this b
   );
 });
 
-Deno.test("ledgers with a store: a run's ledger is taken by the next process's; nothing is saved before the log was read, nor without a store", async () => {
+/** A test over the saved-ledger store of a KV in memory (what processes on one file share). */
+async function withStore(test: (store: KvSyncLedgerStore) => Promise<void>): Promise<void> {
   const kv = await Deno.openKv(":memory:");
   try {
-    const store = new KvSyncLedgerStore(kv, Date.now);
+    await test(new KvSyncLedgerStore(kv, Date.now));
+  } finally {
+    kv.close();
+  }
+}
+
+/** Guest `vmid`, holding VM `vm`, recorded in stage "vms" with `digest` in a slice of its own. */
+function recordGuest(ledger: SyncLedger, vmid: number, vm: number, digest: number): void {
+  const mark = ledger.beginSlice();
+  ledger.track(vmid, [[VM, vm]]);
+  ledger.record("vms", vmid, digest, mark);
+  ledger.endSlice();
+}
+
+Deno.test("ledgers with a store: a run's ledger is taken by the next process's; nothing is saved before the log was read, nor without a store", async () => {
+  await withStore(async (store) => {
     const first = new SyncLedgers(store);
     const ledger = await first.ledger("http://a", 1);
     assert.equal(await first.keep("http://a", 1), false, "the log not read yet: nothing to save");
@@ -444,10 +460,7 @@ Deno.test("ledgers with a store: a run's ledger is taken by the next process's; 
     const log = memoryLog();
     log.own(1);
     await ledger.catchUp(log.inv, signal);
-    const mark = ledger.beginSlice();
-    ledger.track(7, [[VM, 70]]);
-    ledger.record("vms", 7, 77, mark);
-    ledger.endSlice();
+    recordGuest(ledger, 7, 70, 77);
     assert.equal(await first.keep("http://a", 1), true);
     const alone = new SyncLedgers();
     const unsaved = await alone.ledger("http://a", 1);
@@ -471,24 +484,17 @@ Deno.test("ledgers with a store: a run's ledger is taken by the next process's; 
     assert.equal(await first.keep("http://a", 1), false);
     forget(theirs);
     assert.equal(await other.keep("http://a", 1), true, "the newest saver saves again");
-  } finally {
-    kv.close();
-  }
+  });
 });
 
 Deno.test("ledgers with a store: another process's sync writes on the inventory are the sync's own, not someone else's", async () => {
-  const kv = await Deno.openKv(":memory:");
-  try {
-    const store = new KvSyncLedgerStore(kv, Date.now);
+  await withStore(async (store) => {
     const [a, b] = [new SyncLedgers(store), new SyncLedgers(store)];
     const log = memoryLog();
     log.own(1);
     const ledger = await b.ledger("http://a", 2);
     await ledger.catchUp(log.inv, signal);
-    const mark = ledger.beginSlice();
-    ledger.track(7, [[VM, 70]]);
-    ledger.record("vms", 7, 77, mark);
-    ledger.endSlice();
+    recordGuest(ledger, 7, 70, 77);
 
     // Process a's run of another endpoint makes a VM (someone else's create of a guest model
     // would make every guest compared); an admin's edit of an object no guest holds is nothing.
@@ -518,15 +524,11 @@ Deno.test("ledgers with a store: another process's sync writes on the inventory 
     });
     await ledger.catchUp(log.inv, signal);
     assert.equal(ledger.unchanged("vms", 7, 77), false, "a request of another inventory's is not");
-  } finally {
-    kv.close();
-  }
+  });
 });
 
 Deno.test("ledgers with a store: a ledger is saved again only when something it saves changed", async () => {
-  const kv = await Deno.openKv(":memory:");
-  try {
-    const store = new KvSyncLedgerStore(kv, Date.now);
+  await withStore(async (store) => {
     const ledgers = new SyncLedgers(store);
     const ledger = await ledgers.ledger("http://a", 1);
     const log = memoryLog();
@@ -595,15 +597,11 @@ Deno.test("ledgers with a store: a ledger is saved again only when something it 
     ledger.record("vms", 8, 88, again);
     ledger.endSlice();
     assert.equal(await keep(), false, "the same digest recorded again");
-  } finally {
-    kv.close();
-  }
+  });
 });
 
 Deno.test("ledgers with a store: another process's write of an object a guest holds forgets the guest (its run of the endpoint ended without saving), another endpoint's create forgets nothing", async () => {
-  const kv = await Deno.openKv(":memory:");
-  try {
-    const store = new KvSyncLedgerStore(kv, Date.now);
+  await withStore(async (store) => {
     const [a, b] = [new SyncLedgers(store), new SyncLedgers(store)];
     const log = memoryLog();
     log.own(1);
@@ -649,9 +647,7 @@ Deno.test("ledgers with a store: another process's write of an object a guest ho
     await again.catchUp(log.inv, signal);
     assert.equal(again.unchanged("vms", 7, 11), false, "VM 70 holds what b's run wrote: compared");
     assert.equal(again.unchanged("vms", 8, 88), true, "b's create of VM 80 forgot nothing");
-  } finally {
-    kv.close();
-  }
+  });
 });
 
 Deno.test("ledger: another log behind the address, ahead of the cursor (another NetBox, one restored from a backup and written since), starts over; the same log read on keeps the skips", async () => {
